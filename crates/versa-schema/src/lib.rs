@@ -1,0 +1,12 @@
+//! versa-schema: the structural schema engine.
+//!
+//! Takes `JSONSchemaProps` (k8s-openapi) and JSON values, nothing else: it knows nothing of
+//! definitions, HTTP or storage. A schema is lowered once into [`Structural`]; every algorithm
+//! — the structural check, pruning, defaulting, value validation — walks that form.
+
+pub mod field;
+pub mod pattern;
+pub mod structural;
+
+pub use field::{BadValue, Error, ErrorList, ErrorType, Path};
+pub use structural::{LowerError, Structural, Type};

@@ -1,0 +1,421 @@
+//! The structural model: a `JSONSchemaProps` lowered once into the form every algorithm walks.
+//!
+//! A schema is split as Kubernetes splits it: the *generic* part (type, nullable, default,
+//! description, additionalProperties), the *extensions* (`x-kubernetes-*`), and the *value
+//! validations* (everything that only restricts values, including the `allOf`/`anyOf`/`oneOf`/
+//! `not` junctors, which may carry nothing but value validations in a structural schema).
+//! [`Structural::lower`] builds the model once, when a definition is accepted: patterns are
+//! compiled here, never per object. Lowering fails only on constructs that have no place in the
+//! model at all (`$ref`, `items` as an array, ...); whether a lowered schema is *structural* is
+//! decided separately by [`crate::structural_check`].
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool, ValidationRule,
+};
+use serde_json::Value;
+
+use crate::pattern::Pattern;
+
+/// The JSON type a schema node declares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Type {
+    /// No `type` given (allowed only with int-or-string or preserve-unknown-fields).
+    None,
+    Object,
+    Array,
+    String,
+    Integer,
+    Number,
+    Boolean,
+    /// A `type` that is not one of the six (definition validation reports it).
+    Other,
+}
+
+impl Type {
+    pub fn parse(s: &str) -> Type {
+        match s {
+            "" => Type::None,
+            "object" => Type::Object,
+            "array" => Type::Array,
+            "string" => Type::String,
+            "integer" => Type::Integer,
+            "number" => Type::Number,
+            "boolean" => Type::Boolean,
+            _ => Type::Other,
+        }
+    }
+}
+
+/// `additionalProperties`: a schema for every other key, or a bare boolean.
+#[derive(Clone, Debug)]
+pub enum AdditionalProperties {
+    Schema(Box<Structural>),
+    Bool(bool),
+}
+
+impl AdditionalProperties {
+    /// The schema for additional keys, if one is given.
+    pub fn schema(&self) -> Option<&Structural> {
+        match self {
+            AdditionalProperties::Schema(s) => Some(s),
+            AdditionalProperties::Bool(_) => None,
+        }
+    }
+}
+
+/// A lowered, structural schema node.
+#[derive(Clone, Debug, Default)]
+pub struct Structural {
+    // --- generic
+    /// The `type` as written ("" when absent).
+    pub type_name: String,
+    /// The parsed `type`.
+    pub type_: Type,
+    pub description: Option<String>,
+    pub title: Option<String>,
+    /// `default`, if given (`Some(Value::Null)` for an explicit `default: null`).
+    pub default: Option<Value>,
+    pub nullable: bool,
+    pub additional_properties: Option<AdditionalProperties>,
+
+    // --- structure
+    pub properties: BTreeMap<String, Structural>,
+    pub items: Option<Box<Structural>>,
+
+    // --- extensions
+    pub preserve_unknown_fields: bool,
+    pub embedded_resource: bool,
+    pub int_or_string: bool,
+    /// `x-kubernetes-list-type` as written.
+    pub list_type: Option<String>,
+    pub list_map_keys: Vec<String>,
+    /// `x-kubernetes-map-type` as written.
+    pub map_type: Option<String>,
+    /// `x-kubernetes-validations` (CEL rules), kept for the CEL crate.
+    pub validations: Vec<ValidationRule>,
+
+    // --- value validations
+    pub value_validation: Option<Box<ValueValidation>>,
+}
+
+impl Default for Type {
+    fn default() -> Self {
+        Type::None
+    }
+}
+
+/// Value validations: restrictions on values that do not change the shape of the data.
+#[derive(Clone, Debug, Default)]
+pub struct ValueValidation {
+    /// `format` as written ("" when absent).
+    pub format: String,
+    pub maximum: Option<f64>,
+    pub exclusive_maximum: bool,
+    pub minimum: Option<f64>,
+    pub exclusive_minimum: bool,
+    pub max_length: Option<i64>,
+    pub min_length: Option<i64>,
+    /// `pattern`, compiled with RE2 semantics when the schema was lowered.
+    pub pattern: Option<Pattern>,
+    pub max_items: Option<i64>,
+    pub min_items: Option<i64>,
+    pub unique_items: bool,
+    pub multiple_of: Option<f64>,
+    /// `enum` values (empty when absent).
+    pub enum_: Vec<Value>,
+    pub max_properties: Option<i64>,
+    pub min_properties: Option<i64>,
+    pub required: Vec<String>,
+    pub all_of: Vec<NestedValueValidation>,
+    pub any_of: Vec<NestedValueValidation>,
+    pub one_of: Vec<NestedValueValidation>,
+    pub not: Option<Box<NestedValueValidation>>,
+}
+
+impl ValueValidation {
+    /// True when no keyword is set, so validators can skip the node.
+    pub fn is_empty(&self) -> bool {
+        self.format.is_empty()
+            && self.maximum.is_none()
+            && self.minimum.is_none()
+            && !self.exclusive_maximum
+            && !self.exclusive_minimum
+            && self.max_length.is_none()
+            && self.min_length.is_none()
+            && self.pattern.is_none()
+            && self.max_items.is_none()
+            && self.min_items.is_none()
+            && !self.unique_items
+            && self.multiple_of.is_none()
+            && self.enum_.is_empty()
+            && self.max_properties.is_none()
+            && self.min_properties.is_none()
+            && self.required.is_empty()
+            && self.all_of.is_empty()
+            && self.any_of.is_empty()
+            && self.one_of.is_empty()
+            && self.not.is_none()
+    }
+}
+
+/// A schema inside `allOf`/`anyOf`/`oneOf`/`not`. In a structural schema it carries only value
+/// validations (and CEL rules); the generic and extension fields are kept so that
+/// [`crate::structural_check`] can report them as violations, and so that the value validator
+/// can still honour them for non-structural input (the JSON-Schema conformance suite).
+#[derive(Clone, Debug, Default)]
+pub struct NestedValueValidation {
+    pub value_validation: ValueValidation,
+    pub validations: Vec<ValidationRule>,
+    pub items: Option<Box<NestedValueValidation>>,
+    pub properties: BTreeMap<String, NestedValueValidation>,
+    pub additional_properties: Option<NestedAdditionalProperties>,
+    /// Must be empty in a structural schema.
+    pub forbidden: ForbiddenInNested,
+}
+
+/// `additionalProperties` inside a junctor (forbidden in structural schemas).
+#[derive(Clone, Debug)]
+pub enum NestedAdditionalProperties {
+    Schema(Box<NestedValueValidation>),
+    Bool(bool),
+}
+
+/// The generic and extension fields found inside a junctor; all must be unset to be structural.
+#[derive(Clone, Debug, Default)]
+pub struct ForbiddenInNested {
+    pub type_name: String,
+    pub type_: Type,
+    pub description: Option<String>,
+    pub title: Option<String>,
+    pub default: Option<Value>,
+    pub nullable: bool,
+    pub has_additional_properties: bool,
+    pub preserve_unknown_fields: bool,
+    pub embedded_resource: bool,
+    pub int_or_string: bool,
+    pub list_type: Option<String>,
+    pub list_map_keys: Vec<String>,
+    pub map_type: Option<String>,
+}
+
+/// Why a schema could not be lowered at all. The message is Kubernetes' (`NewStructural`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LowerError(pub String);
+
+impl Structural {
+    /// Lowers a schema into the structural model.
+    pub fn lower(s: &JSONSchemaProps) -> Result<Structural, LowerError> {
+        check_unsupported(s)?;
+        let value_validation = lower_value_validation(s)?;
+        let items = match &s.items {
+            None => None,
+            Some(JSONSchemaPropsOrArray::Schema(item)) => Some(Box::new(Structural::lower(item)?)),
+            Some(JSONSchemaPropsOrArray::Schemas(_)) => {
+                return Err(LowerError("OpenAPIV3Schema 'items' must be a schema, but is an array".into()));
+            }
+        };
+        let mut properties = BTreeMap::new();
+        for (k, p) in s.properties.iter().flatten() {
+            properties.insert(k.clone(), Structural::lower(p)?);
+        }
+        let additional_properties = match &s.additional_properties {
+            None => None,
+            Some(JSONSchemaPropsOrBool::Schema(ap)) => {
+                Some(AdditionalProperties::Schema(Box::new(Structural::lower(ap)?)))
+            }
+            Some(JSONSchemaPropsOrBool::Bool(b)) => Some(AdditionalProperties::Bool(*b)),
+        };
+        let type_name = s.type_.clone().unwrap_or_default();
+        Ok(Structural {
+            type_: Type::parse(&type_name),
+            type_name,
+            description: s.description.clone(),
+            title: s.title.clone(),
+            default: s.default.as_ref().map(|j| j.0.clone()),
+            nullable: s.nullable.unwrap_or(false),
+            additional_properties,
+            properties,
+            items,
+            preserve_unknown_fields: preserve_unknown_fields(s)?,
+            embedded_resource: s.x_kubernetes_embedded_resource.unwrap_or(false),
+            int_or_string: s.x_kubernetes_int_or_string.unwrap_or(false),
+            list_type: s.x_kubernetes_list_type.clone(),
+            list_map_keys: s.x_kubernetes_list_map_keys.clone().unwrap_or_default(),
+            map_type: s.x_kubernetes_map_type.clone(),
+            validations: s.x_kubernetes_validations.clone().unwrap_or_default(),
+            value_validation: if value_validation.is_empty() { None } else { Some(Box::new(value_validation)) },
+        })
+    }
+
+    /// Parses a schema from JSON and lowers it (convenience for tests and tools).
+    pub fn from_json(v: &Value) -> Result<Structural, LowerError> {
+        let props: JSONSchemaProps =
+            serde_json::from_value(v.clone()).map_err(|e| LowerError(format!("invalid schema: {e}")))?;
+        Structural::lower(&props)
+    }
+
+    /// The value validations of this node, or an empty set.
+    pub fn vv(&self) -> Option<&ValueValidation> {
+        self.value_validation.as_deref()
+    }
+
+    /// The schema that applies to the value under `key` of an object node, if any.
+    pub fn property_or_additional(&self, key: &str) -> Option<&Structural> {
+        self.properties
+            .get(key)
+            .or_else(|| self.additional_properties.as_ref().and_then(|ap| ap.schema()))
+    }
+}
+
+fn preserve_unknown_fields(s: &JSONSchemaProps) -> Result<bool, LowerError> {
+    match s.x_kubernetes_preserve_unknown_fields {
+        Some(false) => Err(LowerError(
+            "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined".into(),
+        )),
+        Some(true) => Ok(true),
+        None => Ok(false),
+    }
+}
+
+fn check_unsupported(s: &JSONSchemaProps) -> Result<(), LowerError> {
+    let unsupported = |what: &str| Err(LowerError(format!("OpenAPIV3Schema '{what}' is not supported")));
+    if s.id.as_deref().is_some_and(|x| !x.is_empty()) {
+        return unsupported("id");
+    }
+    if s.schema.as_deref().is_some_and(|x| !x.is_empty()) {
+        return unsupported("schema");
+    }
+    if s.ref_path.as_deref().is_some_and(|x| !x.is_empty()) {
+        return unsupported("$ref");
+    }
+    if s.pattern_properties.as_ref().is_some_and(|x| !x.is_empty()) {
+        return unsupported("patternProperties");
+    }
+    if s.dependencies.as_ref().is_some_and(|x| !x.is_empty()) {
+        return unsupported("dependencies");
+    }
+    if s.additional_items.is_some() {
+        return unsupported("additionalItems");
+    }
+    if s.definitions.as_ref().is_some_and(|x| !x.is_empty()) {
+        return unsupported("definitions");
+    }
+    Ok(())
+}
+
+fn lower_value_validation(s: &JSONSchemaProps) -> Result<ValueValidation, LowerError> {
+    let nested_list = |v: &Option<Vec<JSONSchemaProps>>| -> Result<Vec<NestedValueValidation>, LowerError> {
+        v.iter().flatten().map(lower_nested).collect()
+    };
+    Ok(ValueValidation {
+        format: s.format.clone().unwrap_or_default(),
+        maximum: s.maximum,
+        exclusive_maximum: s.exclusive_maximum.unwrap_or(false),
+        minimum: s.minimum,
+        exclusive_minimum: s.exclusive_minimum.unwrap_or(false),
+        max_length: s.max_length,
+        min_length: s.min_length,
+        pattern: s.pattern.as_deref().map(Pattern::new),
+        max_items: s.max_items,
+        min_items: s.min_items,
+        unique_items: s.unique_items.unwrap_or(false),
+        multiple_of: s.multiple_of,
+        enum_: s.enum_.iter().flatten().map(|j| j.0.clone()).collect(),
+        max_properties: s.max_properties,
+        min_properties: s.min_properties,
+        required: s.required.clone().unwrap_or_default(),
+        all_of: nested_list(&s.all_of)?,
+        any_of: nested_list(&s.any_of)?,
+        one_of: nested_list(&s.one_of)?,
+        not: match &s.not {
+            Some(n) => Some(Box::new(lower_nested(n)?)),
+            None => None,
+        },
+    })
+}
+
+fn lower_nested(s: &JSONSchemaProps) -> Result<NestedValueValidation, LowerError> {
+    check_unsupported(s)?;
+    let items = match &s.items {
+        None => None,
+        Some(JSONSchemaPropsOrArray::Schema(item)) => Some(Box::new(lower_nested(item)?)),
+        Some(JSONSchemaPropsOrArray::Schemas(_)) => {
+            return Err(LowerError("OpenAPIV3Schema 'items' must be a schema, but is an array".into()));
+        }
+    };
+    let mut properties = BTreeMap::new();
+    for (k, p) in s.properties.iter().flatten() {
+        properties.insert(k.clone(), lower_nested(p)?);
+    }
+    let additional_properties = match &s.additional_properties {
+        None => None,
+        Some(JSONSchemaPropsOrBool::Schema(ap)) => Some(NestedAdditionalProperties::Schema(Box::new(lower_nested(ap)?))),
+        Some(JSONSchemaPropsOrBool::Bool(b)) => Some(NestedAdditionalProperties::Bool(*b)),
+    };
+    let type_name = s.type_.clone().unwrap_or_default();
+    Ok(NestedValueValidation {
+        value_validation: lower_value_validation(s)?,
+        validations: s.x_kubernetes_validations.clone().unwrap_or_default(),
+        items,
+        properties,
+        additional_properties,
+        forbidden: ForbiddenInNested {
+            type_: Type::parse(&type_name),
+            type_name,
+            description: s.description.clone(),
+            title: s.title.clone(),
+            default: s.default.as_ref().map(|j| j.0.clone()),
+            nullable: s.nullable.unwrap_or(false),
+            has_additional_properties: s.additional_properties.is_some(),
+            preserve_unknown_fields: preserve_unknown_fields(s)?,
+            embedded_resource: s.x_kubernetes_embedded_resource.unwrap_or(false),
+            int_or_string: s.x_kubernetes_int_or_string.unwrap_or(false),
+            list_type: s.x_kubernetes_list_type.clone(),
+            list_map_keys: s.x_kubernetes_list_map_keys.clone().unwrap_or_default(),
+            map_type: s.x_kubernetes_map_type.clone(),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lowers_the_crontab_schema() {
+        let s = Structural::from_json(&json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {
+                        "cronSpec": {"type": "string", "pattern": "^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){4}$"},
+                        "replicas": {"type": "integer", "minimum": 1, "maximum": 10}
+                    }
+                }
+            }
+        }))
+        .unwrap();
+        let spec = &s.properties["spec"];
+        assert_eq!(spec.type_, Type::Object);
+        let replicas = spec.properties["replicas"].vv().unwrap();
+        assert_eq!(replicas.maximum, Some(10.0));
+        assert!(spec.properties["cronSpec"].vv().unwrap().pattern.as_ref().unwrap().regex().is_some());
+    }
+
+    #[test]
+    fn refuses_what_has_no_place_in_the_model() {
+        for (schema, want) in [
+            (json!({"$ref": "#/x"}), "OpenAPIV3Schema '$ref' is not supported"),
+            (json!({"items": [{"type": "string"}]}), "OpenAPIV3Schema 'items' must be a schema, but is an array"),
+            (json!({"x-kubernetes-preserve-unknown-fields": false}), "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined"),
+            (json!({"allOf": [{"definitions": {"a": {}}}]}), "OpenAPIV3Schema 'definitions' is not supported"),
+        ] {
+            assert_eq!(Structural::from_json(&schema).unwrap_err().0, want);
+        }
+    }
+}
