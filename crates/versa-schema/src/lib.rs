@@ -5,8 +5,14 @@
 //! — the structural check, pruning, defaulting, value validation — walks that form.
 
 pub mod field;
+pub mod formats;
+pub mod listtype;
+pub mod metadata;
+pub mod names;
 pub mod pattern;
 pub mod structural;
+pub mod structural_check;
+pub mod validation;
 
 pub use field::{BadValue, Error, ErrorList, ErrorType, Path};
 pub use structural::{LowerError, Structural, Type};
