@@ -471,25 +471,96 @@ pub fn go_quote(s: &str) -> String {
     out
 }
 
-/// Go's `json.Marshal` of a decoded JSON value: keys sorted (serde_json's default map already
-/// is), and `<`, `>`, `&`, U+2028 and U+2029 escaped as Go does.
+/// Go's `json.Marshal` of a decoded JSON value: keys sorted; numbers as Go encodes an `int64` or
+/// a `float64` (`1`, not `1.0`; `1e+21`; `1e-7`); `<`, `>`, `&`, U+2028 and U+2029 escaped as Go
+/// does.
 pub fn go_json(v: &Value) -> String {
-    let raw = serde_json::to_string(v).unwrap_or_default();
-    if !raw.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
-        return raw;
+    let mut s = String::new();
+    write_go_json(v, &mut s);
+    s
+}
+
+fn write_go_json(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => {
+                let _ = write!(out, "{i}");
+            }
+            // Go decodes an integer beyond int64 (and every fraction) to a float64.
+            None => out.push_str(&go_json_float(n.as_f64().unwrap_or(0.0))),
+        },
+        Value::String(s) => write_go_json_string(s, out),
+        Value::Array(a) => {
+            out.push('[');
+            for (i, item) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_go_json(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(m) => {
+            // Go sorts map keys; serde_json's map is sorted unless `preserve_order` is on.
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_go_json_string(k, out);
+                out.push(':');
+                if let Some(val) = m.get(k) {
+                    write_go_json(val, out);
+                }
+            }
+            out.push('}');
+        }
     }
-    let mut out = String::with_capacity(raw.len() + 16);
-    for c in raw.chars() {
+}
+
+/// `encoding/json`'s float64: shortest digits, plain notation unless the magnitude is below
+/// 1e-6 or at least 1e21, exponents without leading zeros (`1e-7`, `1e+21`).
+fn go_json_float(f: f64) -> String {
+    if !f.is_finite() {
+        return "null".into();
+    }
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let e = format!("{f:e}");
+        match e.split_once('e') {
+            Some((m, exp)) if !exp.starts_with('-') => format!("{m}e+{exp}"),
+            _ => e,
+        }
+    } else {
+        format!("{f}")
+    }
+}
+
+fn write_go_json_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
         match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
             c => out.push(c),
         }
     }
-    out
+    out.push('"');
 }
 
 #[cfg(test)]

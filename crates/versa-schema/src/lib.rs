@@ -4,12 +4,17 @@
 //! definitions, HTTP or storage. A schema is lowered once into [`Structural`]; every algorithm
 //! — the structural check, pruning, defaulting, value validation — walks that form.
 
+pub mod default;
+pub mod defaults;
 pub mod field;
 pub mod formats;
 pub mod listtype;
 pub mod metadata;
 pub mod names;
+pub mod objectmeta;
+pub mod prune;
 pub mod pattern;
+pub mod pipeline;
 pub mod structural;
 pub mod structural_check;
 pub mod validation;

@@ -1,3 +1,447 @@
-//! Validation of `metadata` of custom resources and embedded resources (ObjectMeta rules).
+//! Validation of `metadata` of custom resources and of `x-kubernetes-embedded-resource`
+//! objects, as kube-apiserver does it.
 //!
-//! OWNER: formats helper — stub until filled in.
+//! Three entry points mirror three places in Kubernetes:
+//! - [`validate_object_meta`]: the root `metadata` of a custom resource on create
+//!   (`ValidateObjectMetaAccessor` with `NameIsDNSSubdomain`, called from
+//!   apiextensions-apiserver's `customResourceValidator`). The caller decides the scope, and must
+//!   already have generated `name` from `generateName`, as the API server does before validating.
+//! - [`validate_embedded_resource`]: one object marked `x-kubernetes-embedded-resource`
+//!   (apiextensions-apiserver `objectmeta.validateEmbeddedResource`): `apiVersion` and `kind`
+//!   required, kind a DNS-1035 label when lowercased, metadata checked with the path-segment name
+//!   rule and a namespace only validated when present.
+//! - [`validate_embedded_resources`]: walks a value along its structural schema and applies the
+//!   previous check to every embedded resource (`objectmeta.Validate` with `isResourceRoot`
+//!   false).
+//!
+//! Metadata arrives as JSON. Kubernetes decodes it into `ObjectMeta` first; a field of the wrong
+//! JSON type fails that decoding. Here the decoding is a small typed reader ([`ObjectMeta`]); its
+//! failure is reported as one `Invalid` error on the metadata path, with a message in the shape
+//! of Go's `encoding/json` (Kubernetes uses json-iterator, whose wording differs).
+
+use serde_json::{Map, Value};
+
+use crate::field::{Error, ErrorList, Path};
+use crate::names::{self, NameValidator};
+use crate::structural::Structural;
+
+/// Scope rule for `metadata.namespace`.
+///
+/// `Some(true)`: namespaced, a DNS-1123 label is required. `Some(false)`: cluster-scoped, the
+/// field is forbidden. `None`: validated only when present (embedded resources).
+pub type Namespaced = Option<bool>;
+
+/// Validates the root `metadata` of a custom resource on create: name a DNS-1123 subdomain
+/// (required; `generateName` must already have been turned into a name), namespace per
+/// `namespaced`, labels, annotations, owner references, finalizers, managed fields.
+pub fn validate_object_meta(meta: &Value, path: &Path, namespaced: Namespaced) -> ErrorList {
+    match ObjectMeta::decode(meta) {
+        Ok(m) => validate_decoded(&m, path, names::name_is_dns_subdomain, namespaced),
+        Err(detail) => ErrorList(vec![Error::invalid(path.clone(), meta, detail)]),
+    }
+}
+
+/// Like [`validate_object_meta`] with a caller-chosen name rule (e.g.
+/// [`names::name_is_dns_label`] or [`names::name_is_path_segment`]).
+pub fn validate_object_meta_with(meta: &Value, path: &Path, name_rule: NameValidator, namespaced: Namespaced) -> ErrorList {
+    match ObjectMeta::decode(meta) {
+        Ok(m) => validate_decoded(&m, path, name_rule, namespaced),
+        Err(detail) => ErrorList(vec![Error::invalid(path.clone(), meta, detail)]),
+    }
+}
+
+/// Validates one `x-kubernetes-embedded-resource` object at `path`. Values that are not
+/// objects are left to type validation and produce no error here.
+pub fn validate_embedded_resource(obj: &Value, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let Value::Object(map) = obj else { return errs };
+    let api_version_path = path.child("apiVersion");
+    let kind_path = path.child("kind");
+    match map.get("apiVersion") {
+        None => errs.push(Error::required(api_version_path, "")),
+        Some(Value::String(v)) if v.is_empty() => errs.push(Error::required(api_version_path, "")),
+        Some(Value::String(v)) => {
+            if v != "/" && v.matches('/').count() > 1 {
+                errs.push(Error::invalid(api_version_path, v.as_str(), format!("unexpected GroupVersion string: {v}")));
+            }
+        }
+        Some(other) => errs.push(Error::invalid(api_version_path, other, "must be a string")),
+    }
+    match map.get("kind") {
+        None => errs.push(Error::required(kind_path, "")),
+        Some(Value::String(k)) if k.is_empty() => errs.push(Error::required(kind_path, "")),
+        Some(Value::String(k)) => {
+            let msgs = names::is_dns1035_label(&k.to_lowercase());
+            if !msgs.is_empty() {
+                errs.push(Error::invalid(
+                    kind_path,
+                    k.as_str(),
+                    format!("may have mixed case, but should otherwise match: {}", msgs.join(",")),
+                ));
+            }
+        }
+        Some(other) => errs.push(Error::invalid(kind_path, other, "must be a string")),
+    }
+    if let Some(meta_value) = map.get("metadata") {
+        let meta_path = path.child("metadata");
+        match ObjectMeta::decode(meta_value) {
+            Err(detail) => errs.push(Error::invalid(meta_path, meta_value, detail)),
+            Ok(mut m) => {
+                // Embedded objects need no name; Kubernetes substitutes one to skip the check.
+                if m.name.is_empty() {
+                    m.name = "fakename".to_owned();
+                }
+                let namespaced = if m.namespace.is_empty() { Some(false) } else { Some(true) };
+                errs.extend(validate_decoded(&m, &meta_path, names::name_is_path_segment, namespaced));
+            }
+        }
+    }
+    errs
+}
+
+/// Walks `value` along `schema` and validates every object whose schema node has
+/// `x-kubernetes-embedded-resource: true`, including nested ones. The root itself is treated
+/// like any other node (the root `metadata` is [`validate_object_meta`]'s job).
+pub fn validate_embedded_resources(value: &Value, schema: &Structural, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    walk(value, schema, path, &mut errs);
+    errs
+}
+
+fn walk(value: &Value, schema: &Structural, path: &Path, errs: &mut ErrorList) {
+    match value {
+        Value::Object(map) => {
+            if schema.embedded_resource {
+                errs.extend(validate_embedded_resource(value, path));
+            }
+            for (k, v) in map {
+                if let Some(prop) = schema.properties.get(k) {
+                    walk(v, prop, &path.child(k), errs);
+                } else if let Some(additional) = schema.additional_properties.as_ref().and_then(|a| a.schema()) {
+                    walk(v, additional, &path.key(k), errs);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.items.as_deref() {
+                for (i, v) in items.iter().enumerate() {
+                    walk(v, item_schema, &path.index(i), errs);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The `ObjectMeta` fields validation looks at, decoded from JSON with Go's typing rules
+/// (`null` is the zero value, unknown fields are ignored).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ObjectMeta {
+    pub name: String,
+    pub generate_name: String,
+    pub namespace: String,
+    pub generation: i64,
+    pub labels: Vec<(String, String)>,
+    pub annotations: Vec<(String, String)>,
+    pub owner_references: Vec<OwnerReference>,
+    pub finalizers: Vec<String>,
+    pub managed_fields: Vec<ManagedFieldsEntry>,
+}
+
+/// The validated fields of one `ownerReferences` entry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OwnerReference {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+    pub controller: bool,
+    /// The entry as written, printed in error values.
+    pub raw: Value,
+}
+
+/// The validated fields of one `managedFields` entry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ManagedFieldsEntry {
+    pub manager: String,
+    pub operation: String,
+    pub fields_type: String,
+    pub subresource: String,
+}
+
+impl ObjectMeta {
+    /// Decodes `metadata`; the error is a message like Go's `json: cannot unmarshal number
+    /// into Go struct field ObjectMeta.name of type string`.
+    pub fn decode(v: &Value) -> Result<ObjectMeta, String> {
+        let mut m = ObjectMeta::default();
+        let map = match v {
+            Value::Null => return Ok(m),
+            Value::Object(map) => map,
+            other => return Err(unmarshal_error(other, "", "v1.ObjectMeta")),
+        };
+        m.name = string_field(map, "name", "ObjectMeta")?;
+        m.generate_name = string_field(map, "generateName", "ObjectMeta")?;
+        m.namespace = string_field(map, "namespace", "ObjectMeta")?;
+        for key in ["uid", "resourceVersion", "selfLink"] {
+            string_field(map, key, "ObjectMeta")?;
+        }
+        for key in ["creationTimestamp", "deletionTimestamp"] {
+            string_field(map, key, "ObjectMeta")?;
+        }
+        m.generation = int_field(map, "generation", "ObjectMeta", "int64")?;
+        int_field(map, "deletionGracePeriodSeconds", "ObjectMeta", "int64")?;
+        m.labels = string_map_field(map, "labels")?;
+        m.annotations = string_map_field(map, "annotations")?;
+        m.finalizers = match map.get("finalizers") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|i| match i {
+                    Value::String(s) => Ok(s.clone()),
+                    Value::Null => Ok(String::new()),
+                    other => Err(unmarshal_error(other, "ObjectMeta.finalizers", "string")),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(other) => return Err(unmarshal_error(other, "ObjectMeta.finalizers", "[]string")),
+        };
+        m.owner_references = object_list(map, "ownerReferences", "v1.OwnerReference", |o| {
+            Ok(OwnerReference {
+                api_version: string_field(o, "apiVersion", "OwnerReference")?,
+                kind: string_field(o, "kind", "OwnerReference")?,
+                name: string_field(o, "name", "OwnerReference")?,
+                uid: string_field(o, "uid", "OwnerReference")?,
+                controller: bool_field(o, "controller", "OwnerReference")?,
+                raw: Value::Object(o.clone()),
+            })
+        })?;
+        m.managed_fields = object_list(map, "managedFields", "v1.ManagedFieldsEntry", |o| {
+            Ok(ManagedFieldsEntry {
+                manager: string_field(o, "manager", "ManagedFieldsEntry")?,
+                operation: string_field(o, "operation", "ManagedFieldsEntry")?,
+                fields_type: string_field(o, "fieldsType", "ManagedFieldsEntry")?,
+                subresource: string_field(o, "subresource", "ManagedFieldsEntry")?,
+            })
+        })?;
+        Ok(m)
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn unmarshal_error(v: &Value, field: &str, go_type: &str) -> String {
+    if field.is_empty() {
+        format!("json: cannot unmarshal {} into Go value of type {go_type}", json_type(v))
+    } else {
+        format!("json: cannot unmarshal {} into Go struct field {field} of type {go_type}", json_type(v))
+    }
+}
+
+fn string_field(map: &Map<String, Value>, key: &str, owner: &str) -> Result<String, String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(unmarshal_error(other, &format!("{owner}.{key}"), "string")),
+    }
+}
+
+fn bool_field(map: &Map<String, Value>, key: &str, owner: &str) -> Result<bool, String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(unmarshal_error(other, &format!("{owner}.{key}"), "bool")),
+    }
+}
+
+fn int_field(map: &Map<String, Value>, key: &str, owner: &str, go_type: &str) -> Result<i64, String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(0),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .ok_or_else(|| format!("json: cannot unmarshal number {n} into Go struct field {owner}.{key} of type {go_type}")),
+        Some(other) => Err(unmarshal_error(other, &format!("{owner}.{key}"), go_type)),
+    }
+}
+
+fn string_map_field(map: &Map<String, Value>, key: &str) -> Result<Vec<(String, String)>, String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Object(entries)) => entries
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                Value::Null => Ok((k.clone(), String::new())),
+                other => Err(unmarshal_error(other, &format!("ObjectMeta.{key}"), "string")),
+            })
+            .collect(),
+        Some(other) => Err(unmarshal_error(other, &format!("ObjectMeta.{key}"), "map[string]string")),
+    }
+}
+
+fn object_list<T>(
+    map: &Map<String, Value>,
+    key: &str,
+    go_type: &str,
+    decode: impl Fn(&Map<String, Value>) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter(|i| !i.is_null())
+            .map(|i| match i {
+                Value::Object(o) => decode(o),
+                other => Err(unmarshal_error(other, &format!("ObjectMeta.{key}"), go_type)),
+            })
+            .collect(),
+        Some(other) => Err(unmarshal_error(other, &format!("ObjectMeta.{key}"), &format!("[]{go_type}"))),
+    }
+}
+
+/// `ValidateObjectMetaAccessor` on decoded metadata.
+fn validate_decoded(m: &ObjectMeta, path: &Path, name_rule: NameValidator, namespaced: Namespaced) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if !m.generate_name.is_empty() {
+        for msg in name_rule(&m.generate_name, true) {
+            errs.push(Error::invalid(path.child("generateName"), m.generate_name.as_str(), msg));
+        }
+    }
+    if m.name.is_empty() {
+        errs.push(Error::required(path.child("name"), "name or generateName is required"));
+    } else {
+        for msg in name_rule(&m.name, false) {
+            errs.push(Error::invalid(path.child("name"), m.name.as_str(), msg));
+        }
+    }
+    let ns_path = path.child("namespace");
+    match namespaced {
+        Some(true) => {
+            if m.namespace.is_empty() {
+                errs.push(Error::required(ns_path, ""));
+            } else {
+                for msg in names::validate_namespace_name(&m.namespace, false) {
+                    errs.push(Error::invalid(ns_path.clone(), m.namespace.as_str(), msg));
+                }
+            }
+        }
+        Some(false) => {
+            if !m.namespace.is_empty() {
+                errs.push(Error::forbidden(ns_path, "not allowed on this type"));
+            }
+        }
+        None => {
+            if !m.namespace.is_empty() {
+                for msg in names::validate_namespace_name(&m.namespace, false) {
+                    errs.push(Error::invalid(ns_path.clone(), m.namespace.as_str(), msg));
+                }
+            }
+        }
+    }
+    if m.generation < 0 {
+        errs.push(Error::invalid(path.child("generation"), m.generation, "must be greater than or equal to 0"));
+    }
+    errs.extend(names::validate_labels(
+        m.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        &path.child("labels"),
+    ));
+    errs.extend(names::validate_annotations(
+        m.annotations.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        &path.child("annotations"),
+    ));
+    errs.extend(validate_owner_references(&m.owner_references, &path.child("ownerReferences")));
+    let finalizers: Vec<&str> = m.finalizers.iter().map(String::as_str).collect();
+    errs.extend(names::validate_finalizers(&finalizers, &path.child("finalizers")));
+    errs.extend(validate_managed_fields(&m.managed_fields, &path.child("managedFields")));
+    errs
+}
+
+/// `ValidateOwnerReferences`. Errors use the list's path without an index, as Kubernetes does.
+fn validate_owner_references(refs: &[OwnerReference], path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let mut first_controller: Option<String> = None;
+    for r in refs {
+        // apiVersion parses as [group/]version; more than one slash leaves no version.
+        let version = match r.api_version.matches('/').count() {
+            _ if r.api_version.is_empty() || r.api_version == "/" => "",
+            0 => r.api_version.as_str(),
+            1 => r.api_version.split_once('/').map_or("", |(_, v)| v),
+            _ => "",
+        };
+        let group = if r.api_version.matches('/').count() == 1 {
+            r.api_version.split_once('/').map_or("", |(g, _)| g)
+        } else {
+            ""
+        };
+        if version.is_empty() {
+            errs.push(Error::invalid(path.child("apiVersion"), r.api_version.as_str(), "version must not be empty"));
+        }
+        if r.kind.is_empty() {
+            errs.push(Error::invalid(path.child("kind"), r.kind.as_str(), "must not be empty"));
+        }
+        if r.name.is_empty() {
+            errs.push(Error::invalid(path.child("name"), r.name.as_str(), "must not be empty"));
+        }
+        if r.uid.is_empty() {
+            errs.push(Error::invalid(path.child("uid"), r.uid.as_str(), "must not be empty"));
+        }
+        if group.is_empty() && version == "v1" && r.kind == "Event" {
+            errs.push(Error::invalid(path.clone(), &r.raw, "/v1, Kind=Event is disallowed from being an owner"));
+        }
+        if r.controller {
+            let current = format!("{}/{}", r.kind, r.name);
+            match &first_controller {
+                Some(first) => {
+                    let all = Value::Array(refs.iter().map(|r| r.raw.clone()).collect());
+                    errs.push(Error::invalid(
+                        path.clone(),
+                        all,
+                        format!("Only one reference can have Controller set to true. Found \"true\" in references for {first} and {current}"),
+                    ));
+                }
+                None => first_controller = Some(current),
+            }
+        }
+    }
+    errs
+}
+
+/// `ValidateManagedFields`: operation, fieldsType, manager length and characters, subresource
+/// length.
+fn validate_managed_fields(entries: &[ManagedFieldsEntry], path: &Path) -> ErrorList {
+    const FIELD_MANAGER_MAX_LENGTH: i64 = 128;
+    const MAX_SUBRESOURCE_NAME_LENGTH: i64 = 256;
+    let mut errs = ErrorList::new();
+    for (i, e) in entries.iter().enumerate() {
+        let p = path.index(i);
+        if e.operation != "Apply" && e.operation != "Update" {
+            errs.push(Error::invalid(p.child("operation"), e.operation.as_str(), "must be `Apply` or `Update`"));
+        }
+        if !e.fields_type.is_empty() && e.fields_type != "FieldsV1" {
+            errs.push(Error::invalid(p.child("fieldsType"), e.fields_type.as_str(), "must be `FieldsV1`"));
+        }
+        if e.manager.len() as i64 > FIELD_MANAGER_MAX_LENGTH {
+            errs.push(Error::too_long(p.child("manager"), FIELD_MANAGER_MAX_LENGTH));
+        }
+        for (at, c) in e.manager.char_indices() {
+            if c.is_control() {
+                errs.push(Error::invalid(
+                    p.child("manager"),
+                    e.manager.as_str(),
+                    format!("invalid character U+{:04X} (at position {at})", c as u32),
+                ));
+            }
+        }
+        if e.subresource.len() as i64 > MAX_SUBRESOURCE_NAME_LENGTH {
+            errs.push(Error::too_long(p.child("subresource"), MAX_SUBRESOURCE_NAME_LENGTH));
+        }
+    }
+    errs
+}

@@ -1,1 +1,67 @@
-fn main() {}
+//! The `versa` binary: the offline tools for definition authors (and, from the serving issue on,
+//! the server). Only this crate picks concrete implementations; the commands themselves are thin
+//! layers over the pure crates, so that `versa validate` runs exactly the server's code.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod documents;
+mod lint;
+mod validate;
+
+/// versa — versioned custom resources for Kubernetes.
+#[derive(Debug, Parser)]
+#[command(name = "versa", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check definitions (ResourceDefinition or apiextensions.k8s.io/v1
+    /// CustomResourceDefinition documents) with kube-apiserver's rules and messages.
+    ///
+    /// Exit status: 0 when every definition is valid, 1 when any is invalid, 2 on usage or I/O
+    /// errors.
+    Lint(lint::Args),
+    /// Run the write pipeline offline (default, prune, validate) on objects of a definition and
+    /// print the result as the server would store it, or the errors as kube-apiserver phrases
+    /// them.
+    ///
+    /// Exit status: 0 when every object is valid, 1 when any is invalid, 2 on usage or I/O
+    /// errors.
+    Validate(validate::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version to stdout with success, usage errors to stderr.
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let outcome = match cli.command {
+        Command::Lint(args) => lint::run(&args),
+        Command::Validate(args) => validate::run(&args),
+    };
+    match outcome {
+        Ok(Outcome::AllValid) => ExitCode::SUCCESS,
+        Ok(Outcome::SomeInvalid) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// How a command that checks inputs ended (usage and I/O problems are errors instead).
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    AllValid,
+    SomeInvalid,
+}

@@ -1,0 +1,284 @@
+//! The `ResourceDefinition` type and its conversion to and from CustomResourceDefinition documents.
+//!
+//! A ResourceDefinition is a CRD with another `apiVersion` and `kind`: the spec and status are the
+//! k8s-openapi `apiextensions.k8s.io/v1` types, serialised in camelCase as Kubernetes does. The
+//! tools accept either document, so [`ResourceDefinition::from_document`] reads both and refuses
+//! anything else with a message that says what was expected; `apiextensions.k8s.io/v1beta1` CRDs
+//! are refused explicitly because their shape (top-level `validation`, `version`, …) differs and
+//! converting them silently would hide the v1 defaults that change behaviour.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceDefinitionSpec, CustomResourceDefinitionStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The API group of definitions.
+pub const GROUP: &str = "versa.dev";
+/// The only served version of definitions.
+pub const VERSION: &str = "v1";
+/// `apiVersion` of a ResourceDefinition document.
+pub const API_VERSION: &str = "versa.dev/v1";
+/// `kind` of a ResourceDefinition document.
+pub const KIND: &str = "ResourceDefinition";
+/// `apiVersion` of the CustomResourceDefinition documents we accept.
+pub const CRD_API_VERSION: &str = "apiextensions.k8s.io/v1";
+/// `kind` of CustomResourceDefinition documents.
+pub const CRD_KIND: &str = "CustomResourceDefinition";
+
+/// The condition type set once the definition's resource is served.
+pub const CONDITION_ESTABLISHED: &str = "Established";
+
+/// A versa resource definition: metadata, a CRD v1 spec and a CRD v1 status.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceDefinition {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: CustomResourceDefinitionSpec,
+    #[serde(default)]
+    pub status: Option<CustomResourceDefinitionStatus>,
+}
+
+/// Which kind of document a definition was read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DocumentKind {
+    /// `versa.dev/v1` `ResourceDefinition`.
+    ResourceDefinition,
+    /// `apiextensions.k8s.io/v1` `CustomResourceDefinition`.
+    CustomResourceDefinition,
+}
+
+/// Why a document is not a definition we can read.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    #[error("the document is not an object")]
+    NotAnObject,
+    #[error(
+        "apiextensions.k8s.io/{version} CustomResourceDefinition is not supported: use apiextensions.k8s.io/v1 (or versa.dev/v1 ResourceDefinition)"
+    )]
+    UnsupportedCrdVersion { version: String },
+    #[error(
+        "unsupported document {api_version:?} {kind:?}: expected versa.dev/v1 ResourceDefinition or apiextensions.k8s.io/v1 CustomResourceDefinition"
+    )]
+    UnknownKind { api_version: String, kind: String },
+    #[error("cannot decode {kind}: {source}")]
+    Decode {
+        kind: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// `Result` with this module's error.
+pub type Result<T, E = ParseError> = std::result::Result<T, E>;
+
+impl DocumentKind {
+    /// Classifies a document by `apiVersion` and `kind`.
+    pub fn of(doc: &Value) -> Result<DocumentKind> {
+        let obj = doc.as_object().ok_or(ParseError::NotAnObject)?;
+        let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
+        match (api_version, kind) {
+            (API_VERSION, KIND) => Ok(DocumentKind::ResourceDefinition),
+            (CRD_API_VERSION, CRD_KIND) => Ok(DocumentKind::CustomResourceDefinition),
+            (av, CRD_KIND) if av.starts_with("apiextensions.k8s.io/") => Err(ParseError::UnsupportedCrdVersion {
+                version: av.trim_start_matches("apiextensions.k8s.io/").to_owned(),
+            }),
+            (av, k) => Err(ParseError::UnknownKind { api_version: av.to_owned(), kind: k.to_owned() }),
+        }
+    }
+}
+
+impl ResourceDefinition {
+    /// Reads a ResourceDefinition or an `apiextensions.k8s.io/v1` CustomResourceDefinition.
+    pub fn from_document(doc: &Value) -> Result<ResourceDefinition> {
+        Self::from_document_with_kind(doc).map(|(def, _)| def)
+    }
+
+    /// Like [`ResourceDefinition::from_document`], also saying which kind of document it was, so
+    /// that tools can answer in the same form.
+    pub fn from_document_with_kind(doc: &Value) -> Result<(ResourceDefinition, DocumentKind)> {
+        let kind = DocumentKind::of(doc)?;
+        let name = match kind {
+            DocumentKind::ResourceDefinition => KIND,
+            DocumentKind::CustomResourceDefinition => CRD_KIND,
+        };
+        let def = ResourceDefinition::deserialize(doc).map_err(|source| ParseError::Decode { kind: name, source })?;
+        Ok((def, kind))
+    }
+
+    /// The definition as a `versa.dev/v1` ResourceDefinition document.
+    pub fn to_document(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The definition as an `apiextensions.k8s.io/v1` CustomResourceDefinition document.
+    pub fn to_crd_document(&self) -> Value {
+        let mut doc = self.to_document();
+        if let Some(obj) = doc.as_object_mut() {
+            obj.insert("apiVersion".into(), Value::String(CRD_API_VERSION.into()));
+            obj.insert("kind".into(), Value::String(CRD_KIND.into()));
+        }
+        doc
+    }
+
+    /// The name of the definition (`<plural>.<group>` when valid).
+    pub fn name(&self) -> &str {
+        self.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    /// Whether the condition `type_` has status `True`.
+    pub fn condition_is_true(&self, type_: &str) -> bool {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == type_ && c.status == "True"))
+    }
+
+    /// Whether the definition is `Established` (its resource is served): from then on its scope
+    /// and kind may not change.
+    pub fn is_established(&self) -> bool {
+        self.condition_is_true(CONDITION_ESTABLISHED)
+    }
+
+    /// `status.storedVersions`, empty when unset.
+    pub fn stored_versions(&self) -> &[String] {
+        self.status.as_ref().and_then(|s| s.stored_versions.as_deref()).unwrap_or_default()
+    }
+
+    /// The name of the version marked `storage: true` (the first one, if several are).
+    pub fn storage_version(&self) -> Option<&str> {
+        self.spec.versions.iter().find(|v| v.storage).map(|v| v.name.as_str())
+    }
+}
+
+impl Serialize for ResourceDefinition {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let len = if self.status.is_some() { 5 } else { 4 };
+        let mut st = serializer.serialize_struct(KIND, len)?;
+        st.serialize_field("apiVersion", API_VERSION)?;
+        st.serialize_field("kind", KIND)?;
+        st.serialize_field("metadata", &self.metadata)?;
+        st.serialize_field("spec", &self.spec)?;
+        if let Some(status) = &self.status {
+            st.serialize_field("status", status)?;
+        }
+        st.end()
+    }
+}
+
+impl TryFrom<&Value> for ResourceDefinition {
+    type Error = ParseError;
+    fn try_from(doc: &Value) -> Result<Self> {
+        ResourceDefinition::from_document(doc)
+    }
+}
+
+impl TryFrom<Value> for ResourceDefinition {
+    type Error = ParseError;
+    fn try_from(doc: Value) -> Result<Self> {
+        ResourceDefinition::from_document(&doc)
+    }
+}
+
+impl From<CustomResourceDefinition> for ResourceDefinition {
+    fn from(crd: CustomResourceDefinition) -> Self {
+        ResourceDefinition { metadata: crd.metadata, spec: crd.spec, status: crd.status }
+    }
+}
+
+impl From<ResourceDefinition> for CustomResourceDefinition {
+    fn from(def: ResourceDefinition) -> Self {
+        CustomResourceDefinition { metadata: def.metadata, spec: def.spec, status: def.status }
+    }
+}
+
+impl k8s_openapi::Resource for ResourceDefinition {
+    const API_VERSION: &'static str = API_VERSION;
+    const GROUP: &'static str = GROUP;
+    const KIND: &'static str = KIND;
+    const VERSION: &'static str = VERSION;
+    const URL_PATH_SEGMENT: &'static str = "resourcedefinitions";
+    type Scope = k8s_openapi::ClusterResourceScope;
+}
+
+impl k8s_openapi::ListableResource for ResourceDefinition {
+    const LIST_KIND: &'static str = "ResourceDefinitionList";
+}
+
+impl k8s_openapi::Metadata for ResourceDefinition {
+    type Ty = ObjectMeta;
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crd() -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "crontabs.stable.example.com"},
+            "spec": {
+                "group": "stable.example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "shortNames": ["ct"]},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+            }
+        })
+    }
+
+    #[test]
+    fn reads_a_crd_and_writes_both_forms() {
+        let (def, kind) = ResourceDefinition::from_document_with_kind(&crd()).unwrap();
+        assert_eq!(kind, DocumentKind::CustomResourceDefinition);
+        assert_eq!(def.name(), "crontabs.stable.example.com");
+        assert_eq!(def.storage_version(), Some("v1"));
+        let rd = def.to_document();
+        assert_eq!(rd["apiVersion"], "versa.dev/v1");
+        assert_eq!(rd["kind"], "ResourceDefinition");
+        assert_eq!(rd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-preserve-unknown-fields"], true);
+        assert_eq!(def.to_crd_document(), crd());
+        let back = ResourceDefinition::from_document(&rd).unwrap();
+        assert_eq!(back, def);
+    }
+
+    #[test]
+    fn refuses_other_documents() {
+        let mut v1beta1 = crd();
+        v1beta1["apiVersion"] = json!("apiextensions.k8s.io/v1beta1");
+        let err = ResourceDefinition::from_document(&v1beta1).unwrap_err();
+        assert!(matches!(err, ParseError::UnsupportedCrdVersion { .. }));
+        assert!(err.to_string().contains("use apiextensions.k8s.io/v1"), "{err}");
+
+        let err = ResourceDefinition::from_document(&json!({"apiVersion": "v1", "kind": "ConfigMap"})).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"unsupported document "v1" "ConfigMap": expected versa.dev/v1 ResourceDefinition or apiextensions.k8s.io/v1 CustomResourceDefinition"#
+        );
+        assert!(matches!(ResourceDefinition::from_document(&json!([])), Err(ParseError::NotAnObject)));
+
+        let mut bad = crd();
+        bad["spec"]["versions"] = json!("v1");
+        assert!(matches!(ResourceDefinition::from_document(&bad), Err(ParseError::Decode { .. })));
+    }
+
+    #[test]
+    fn converts_to_and_from_the_k8s_openapi_crd() {
+        let def = ResourceDefinition::from_document(&crd()).unwrap();
+        let crd: CustomResourceDefinition = def.clone().into();
+        assert_eq!(ResourceDefinition::from(crd), def);
+    }
+}

@@ -1,0 +1,132 @@
+//! Defaulting (k8s `defaulting/algorithm.go` and `prunenulls.go`).
+//!
+//! Top-down: for each specified property that is absent, or `null` while not `nullable`, a deep
+//! copy of its `default` is set, and then the walk descends. A parent that is absent is never
+//! created — nested defaults apply only once the parent exists (or has a `default: {}` itself).
+//! Items and map values only get defaults in place of a non-nullable `null`. Before defaulting,
+//! non-nullable `null`s without a default are removed, which is how the seed's `foo/bar/baz`
+//! example ends up as `foo: "default"`, `bar: null`, and no `baz`.
+
+use serde_json::Value;
+
+use crate::structural::Structural;
+
+/// Removes non-nullable `null`s that have no default, then applies defaults.
+pub fn apply(obj: &mut Value, schema: &Structural) {
+    prune_non_nullable_nulls_without_defaults(obj, Some(schema));
+    default(obj, schema);
+}
+
+/// Applies the defaults of `schema` to `x` (expects non-defaultable nulls to be gone already).
+pub fn default(x: &mut Value, s: &Structural) {
+    match x {
+        Value::Object(map) => {
+            for (k, prop) in &s.properties {
+                let Some(d) = &prop.default else { continue };
+                match map.get_mut(k.as_str()) {
+                    None => {
+                        map.insert(k.clone(), d.clone());
+                    }
+                    Some(v) if v.is_null() && !prop.nullable => *v = d.clone(),
+                    Some(_) => {}
+                }
+            }
+            let ap = s.additional_properties.as_ref().and_then(|ap| ap.schema());
+            for (k, v) in map.iter_mut() {
+                if let Some(prop) = s.properties.get(k.as_str()) {
+                    default(v, prop);
+                } else if let Some(ap) = ap {
+                    if v.is_null() && !ap.nullable {
+                        if let Some(d) = &ap.default {
+                            *v = d.clone();
+                        }
+                    }
+                    default(v, ap);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let Some(item) = s.items.as_deref() else { return };
+            for v in items.iter_mut() {
+                if v.is_null() && !item.nullable {
+                    if let Some(d) = &item.default {
+                        *v = d.clone();
+                    }
+                }
+                default(v, item);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Deletes object fields whose value is `null` when their schema is neither nullable nor has a
+/// default. Nulls in lists are left for validation to report.
+pub fn prune_non_nullable_nulls_without_defaults(x: &mut Value, s: Option<&Structural>) {
+    match x {
+        Value::Object(map) => {
+            map.retain(|k, v| {
+                let child = s.and_then(|s| s.property_or_additional(k));
+                let drop = v.is_null() && child.is_some_and(|c| !c.nullable && c.default.is_none());
+                if !drop {
+                    prune_non_nullable_nulls_without_defaults(v, child);
+                }
+                !drop
+            });
+        }
+        Value::Array(items) => {
+            let item = s.and_then(|s| s.items.as_deref());
+            for v in items.iter_mut() {
+                prune_non_nullable_nulls_without_defaults(v, item);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(schema: Value, mut obj: Value, want: Value) {
+        let s = Structural::from_json(&schema).unwrap();
+        apply(&mut obj, &s);
+        assert_eq!(obj, want);
+    }
+
+    #[test]
+    fn seed_nullable_example() {
+        check(
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+                "foo": {"type": "string", "nullable": false, "default": "default"},
+                "bar": {"type": "string", "nullable": true},
+                "baz": {"type": "string"}
+            }}}}),
+            json!({"spec": {"foo": null, "bar": null, "baz": null}}),
+            json!({"spec": {"foo": "default", "bar": null}}),
+        );
+    }
+
+    #[test]
+    fn absent_parent_is_not_created_but_default_parent_is_filled() {
+        let schema = json!({"type": "object", "properties": {
+            "a": {"type": "object", "properties": {"x": {"type": "integer", "default": 1}}},
+            "b": {"type": "object", "default": {}, "properties": {"y": {"type": "integer", "default": 2}}}
+        }});
+        check(schema.clone(), json!({}), json!({"b": {"y": 2}}));
+        check(schema, json!({"a": {}}), json!({"a": {"x": 1}, "b": {"y": 2}}));
+    }
+
+    #[test]
+    fn items_and_map_values_only_replace_nulls() {
+        check(
+            json!({"type": "object", "properties": {
+                "l": {"type": "array", "items": {"type": "object", "default": {"d": true}, "properties": {"d": {"type": "boolean"}, "n": {"type": "integer", "default": 5}}}},
+                "m": {"type": "object", "additionalProperties": {"type": "string", "default": "v"}}
+            }}),
+            json!({"l": [null, {}], "m": {"k": null, "j": "x"}}),
+            json!({"l": [{"d": true, "n": 5}, {"n": 5}], "m": {"k": "v", "j": "x"}}),
+        );
+    }
+}

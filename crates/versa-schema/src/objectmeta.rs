@@ -1,0 +1,380 @@
+//! `apiVersion`, `kind` and `metadata` of resources and embedded resources
+//! (k8s `objectmeta/coerce.go` and `algorithm.go`).
+//!
+//! Kubernetes round-trips `metadata` through the typed `ObjectMeta`: unknown fields vanish (and
+//! are reported for `fieldValidation`), fields of the wrong JSON type make a request fail — or,
+//! when reading from storage, are dropped one by one so that one bad field never makes an
+//! object unreadable. The same applies at every `x-kubernetes-embedded-resource` node. Empty
+//! values are dropped as Go's `omitempty` does, so that what is stored is what Kubernetes would
+//! store.
+
+use serde_json::{Map, Value};
+
+use crate::field::{Error, Path};
+use crate::structural::Structural;
+
+/// How to treat malformed metadata fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Malformed {
+    /// A request: a malformed field is an error.
+    Reject,
+    /// A read from storage: a malformed field is dropped.
+    Drop,
+}
+
+/// Coerces the type and object metadata of the resource `obj` and of all embedded resources in
+/// it. Returns the unknown metadata field paths (`metadata.foo`), or the first malformed field.
+pub fn coerce(obj: &mut Value, schema: &Structural, malformed: Malformed) -> Result<Vec<String>, Error> {
+    let mut unknown = Vec::new();
+    coerce_node(obj, Some(schema), true, &Path::none(), malformed, &mut unknown)?;
+    unknown.sort();
+    Ok(unknown)
+}
+
+fn coerce_node(
+    x: &mut Value,
+    s: Option<&Structural>,
+    root: bool,
+    path: &Path,
+    malformed: Malformed,
+    unknown: &mut Vec<String>,
+) -> Result<(), Error> {
+    let Some(s) = s else { return Ok(()) };
+    match x {
+        Value::Object(map) => {
+            if root || s.embedded_resource {
+                coerce_type_meta(map, path, malformed)?;
+                if let Some(meta) = map.get_mut("metadata") {
+                    let mpath = path.child("metadata");
+                    match coerce_object_meta(meta, &mpath, malformed, unknown) {
+                        Ok(()) => {}
+                        Err(e) if malformed == Malformed::Reject => return Err(e),
+                        Err(_) => {}
+                    }
+                }
+            }
+            for (k, v) in map.iter_mut() {
+                if !matches!(v, Value::Object(_) | Value::Array(_)) {
+                    continue;
+                }
+                if let Some(prop) = s.properties.get(k.as_str()) {
+                    coerce_node(v, Some(prop), false, &path.child(k), malformed, unknown)?;
+                } else if let Some(ap) = s.additional_properties.as_ref().and_then(|ap| ap.schema()) {
+                    coerce_node(v, Some(ap), false, &path.key(k), malformed, unknown)?;
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter_mut().enumerate() {
+                if matches!(v, Value::Object(_) | Value::Array(_)) {
+                    coerce_node(v, s.items.as_deref(), false, &path.index(i), malformed, unknown)?;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn coerce_type_meta(map: &mut Map<String, Value>, path: &Path, malformed: Malformed) -> Result<(), Error> {
+    for k in ["apiVersion", "kind"] {
+        if let Some(v) = map.get(k) {
+            if !v.is_string() {
+                match malformed {
+                    Malformed::Drop => {
+                        map.remove(k);
+                    }
+                    Malformed::Reject => return Err(Error::invalid(path.child(k), v, "must be a string")),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The JSON shape of each `ObjectMeta` field.
+#[derive(Clone, Copy)]
+enum Shape {
+    String,
+    Int,
+    NullableInt,
+    Time,
+    StringMap,
+    StringList,
+    OwnerReferences,
+    ManagedFields,
+}
+
+fn shape_of(field: &str) -> Option<Shape> {
+    Some(match field {
+        "name" | "generateName" | "namespace" | "selfLink" | "uid" | "resourceVersion" => Shape::String,
+        "generation" => Shape::Int,
+        "deletionGracePeriodSeconds" => Shape::NullableInt,
+        "creationTimestamp" | "deletionTimestamp" => Shape::Time,
+        "labels" | "annotations" => Shape::StringMap,
+        "finalizers" => Shape::StringList,
+        "ownerReferences" => Shape::OwnerReferences,
+        "managedFields" => Shape::ManagedFields,
+        _ => return None,
+    })
+}
+
+/// Round-trips one `metadata` value through ObjectMeta's shape. On `Reject`, the first malformed
+/// field is returned as an error (after unknown fields were recorded); on `Drop`, malformed
+/// fields are removed.
+fn coerce_object_meta(meta: &mut Value, path: &Path, malformed: Malformed, unknown: &mut Vec<String>) -> Result<(), Error> {
+    let Value::Object(map) = meta else {
+        if meta.is_null() {
+            return Ok(());
+        }
+        let what = json_kind(meta);
+        return Err(Error::invalid(
+            path.clone(),
+            meta.clone(),
+            format!("json: cannot unmarshal {what} into Go value of type v1.ObjectMeta"),
+        ));
+    };
+    let mut first_err = None;
+    let mut drop = Vec::new();
+    for (k, v) in map.iter_mut() {
+        let Some(shape) = shape_of(k) else {
+            unknown.push(path.child(k).as_str().to_owned());
+            drop.push(k.clone());
+            continue;
+        };
+        match normalise(v, shape) {
+            Ok(keep) => {
+                if !keep {
+                    drop.push(k.clone());
+                }
+            }
+            Err(detail) => {
+                if first_err.is_none() {
+                    first_err = Some(Error::invalid(path.clone(), v.clone(), detail));
+                }
+                drop.push(k.clone());
+            }
+        }
+    }
+    for k in drop {
+        map.remove(&k);
+    }
+    match (first_err, malformed) {
+        (Some(e), Malformed::Reject) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Checks `v` against `shape`; returns whether to keep it (false for Go's omitempty zero values).
+fn normalise(v: &mut Value, shape: Shape) -> Result<bool, String> {
+    let kind = json_kind(v);
+    let go_type = |t: &str| format!("json: cannot unmarshal {kind} into Go struct field ObjectMeta of type {t}");
+    match shape {
+        Shape::String => match v {
+            Value::String(s) => Ok(!s.is_empty()),
+            Value::Null => Ok(false),
+            _ => Err(go_type("string")),
+        },
+        Shape::Int | Shape::NullableInt => match v {
+            Value::Number(n) if n.is_i64() => Ok(shape_is_nullable(shape) || n.as_i64() != Some(0)),
+            Value::Null => Ok(false),
+            _ => Err(go_type("int64")),
+        },
+        Shape::Time => match v {
+            Value::String(s) if s.is_empty() => Ok(false),
+            Value::String(s) => {
+                if crate::formats::matches("date-time", s) || is_rfc3339(s) {
+                    Ok(true)
+                } else {
+                    Err(format!("parsing time {} as \"2006-01-02T15:04:05Z07:00\": cannot parse", crate::field::go_quote(s)))
+                }
+            }
+            Value::Null => Ok(false),
+            _ => Err(go_type("v1.Time")),
+        },
+        Shape::StringMap => match v {
+            Value::Object(m) => {
+                if m.values().all(Value::is_string) {
+                    Ok(!m.is_empty())
+                } else {
+                    Err(go_type("string"))
+                }
+            }
+            Value::Null => Ok(false),
+            _ => Err(go_type("map[string]string")),
+        },
+        Shape::StringList => match v {
+            Value::Array(a) => {
+                if a.iter().all(Value::is_string) {
+                    Ok(!a.is_empty())
+                } else {
+                    Err(go_type("string"))
+                }
+            }
+            Value::Null => Ok(false),
+            _ => Err(go_type("[]string")),
+        },
+        Shape::OwnerReferences => match v {
+            Value::Array(a) => {
+                for r in a.iter_mut() {
+                    check_struct(
+                        r,
+                        &[("apiVersion", 's'), ("kind", 's'), ("name", 's'), ("uid", 's'), ("controller", 'b'), ("blockOwnerDeletion", 'b')],
+                        "v1.OwnerReference",
+                    )?;
+                }
+                Ok(!a.is_empty())
+            }
+            Value::Null => Ok(false),
+            _ => Err(go_type("[]v1.OwnerReference")),
+        },
+        Shape::ManagedFields => match v {
+            Value::Array(a) => {
+                for r in a.iter_mut() {
+                    check_struct(
+                        r,
+                        &[("manager", 's'), ("operation", 's'), ("apiVersion", 's'), ("time", 't'), ("fieldsType", 's'), ("fieldsV1", 'o'), ("subresource", 's')],
+                        "v1.ManagedFieldsEntry",
+                    )?;
+                }
+                Ok(!a.is_empty())
+            }
+            Value::Null => Ok(false),
+            _ => Err(go_type("[]v1.ManagedFieldsEntry")),
+        },
+    }
+}
+
+fn shape_is_nullable(shape: Shape) -> bool {
+    matches!(shape, Shape::NullableInt)
+}
+
+/// Checks a small struct's fields (`s` string, `b` bool, `t` time, `o` object); unknown fields
+/// are dropped as the typed round-trip drops them, and `null`/empty fields are omitted.
+fn check_struct(v: &mut Value, fields: &[(&str, char)], go_type: &str) -> Result<(), String> {
+    let Value::Object(m) = v else {
+        return Err(format!("json: cannot unmarshal {} into Go value of type {go_type}", json_kind(v)));
+    };
+    let mut drop = Vec::new();
+    for (k, fv) in m.iter() {
+        let Some((_, t)) = fields.iter().find(|(n, _)| n == k) else {
+            drop.push(k.clone());
+            continue;
+        };
+        let ok = match (t, fv) {
+            (_, Value::Null) => {
+                drop.push(k.clone());
+                true
+            }
+            ('s', Value::String(s)) => {
+                if s.is_empty() {
+                    drop.push(k.clone());
+                }
+                true
+            }
+            ('t', Value::String(s)) => is_rfc3339(s),
+            ('b', Value::Bool(_)) => true,
+            ('o', Value::Object(_)) => true,
+            _ => false,
+        };
+        if !ok {
+            return Err(format!("json: cannot unmarshal {} into Go struct field {go_type}.{k}", json_kind(fv)));
+        }
+    }
+    for k in drop {
+        m.remove(&k);
+    }
+    Ok(())
+}
+
+/// RFC 3339 as Go's `time.Parse(time.RFC3339, ...)` accepts it (what `metav1.Time` uses).
+pub fn is_rfc3339(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() < 20 {
+        return false;
+    }
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    if !(digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10)) {
+        return false;
+    }
+    if !(b[10] == b'T' || b[10] == b't') || !(digits(11..13) && b[13] == b':' && digits(14..16) && b[16] == b':' && digits(17..19)) {
+        return false;
+    }
+    let num = |r: std::ops::Range<usize>| s[r].parse::<u32>().unwrap_or(99);
+    let (mo, d, h, mi, se) = (num(5..7), num(8..10), num(11..13), num(14..16), num(17..19));
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 59 {
+        return false;
+    }
+    let mut i = 19;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == start {
+            return false;
+        }
+    }
+    match &b[i..] {
+        [b'Z'] | [b'z'] => true,
+        [sign, h1, h2, b':', m1, m2] if (*sign == b'+' || *sign == b'-') => {
+            [h1, h2, m1, m2].iter().all(|c| c.is_ascii_digit())
+        }
+        _ => false,
+    }
+}
+
+/// Go's name for a JSON value's kind in unmarshal errors.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Structural {
+        Structural::from_json(&json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "template": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}
+            }}
+        }}))
+        .unwrap()
+    }
+
+    #[test]
+    fn unknown_metadata_fields_are_dropped_and_reported() {
+        let mut obj = json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "n", "foo": 1, "labels": {}, "generation": 0},
+            "spec": {"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "bar": true}, "spec": {"x": 1}}}});
+        let unknown = coerce(&mut obj, &schema(), Malformed::Reject).unwrap();
+        assert_eq!(unknown, vec!["metadata.foo", "spec.template.metadata.bar"]);
+        assert_eq!(obj["metadata"], json!({"name": "n"}));
+        assert_eq!(obj["spec"]["template"]["metadata"], json!({"name": "p"}));
+    }
+
+    #[test]
+    fn malformed_fields_reject_requests_and_are_dropped_on_reads() {
+        let obj = json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "n", "labels": {"a": 1}}});
+        let err = coerce(&mut obj.clone(), &schema(), Malformed::Reject).unwrap_err();
+        assert_eq!(err.field.as_str(), "metadata");
+        let mut read = obj;
+        coerce(&mut read, &schema(), Malformed::Drop).unwrap();
+        assert_eq!(read["metadata"], json!({"name": "n"}));
+    }
+
+    #[test]
+    fn rfc3339() {
+        for (s, ok) in [("2017-05-31T12:56:35Z", true), ("2017-05-31T12:56:35.123+02:00", true), ("2017-05-31 12:56:35Z", false), ("2017-13-01T00:00:00Z", false), ("x", false)] {
+            assert_eq!(is_rfc3339(s), ok, "{s}");
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! `versa validate --definition FILE [--version V] [--old OLD] OBJECT...`: the write pipeline,
+//! offline.
+//!
+//! Runs exactly what the server runs on a create (or, with `--old`, an update) in the object's
+//! version: default → prune → coerce metadata → validate. Prints the object as it would be
+//! stored, with kubectl's `Warning: unknown field "..."` lines for pruned fields on standard
+//! error, or the errors in kube-apiserver's words:
+//! `CronTab.stable.example.com "name" is invalid: [<field error>, ...]`.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use versa_apiextensions::{ResourceDefinition, set_defaults, validate_definition};
+use versa_schema::pipeline::{self, ResourceKind};
+use versa_schema::{ErrorList, Structural};
+
+use crate::Outcome;
+use crate::documents;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The definition (a ResourceDefinition or an apiextensions.k8s.io/v1
+    /// CustomResourceDefinition document).
+    #[arg(long, value_name = "FILE")]
+    definition: PathBuf,
+    /// Validate in this version instead of the one in each object's apiVersion; objects must
+    /// then be written in it, as a request to that version's endpoint must.
+    #[arg(long, value_name = "V")]
+    version: Option<String>,
+    /// The previous state of the object, for update-only rules (immutable metadata).
+    #[arg(long, value_name = "OLD")]
+    old: Option<PathBuf>,
+    /// Output format of the resulting objects.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Yaml)]
+    output: Format,
+    /// Files with one or more objects (`-` reads standard input).
+    #[arg(required = true, value_name = "OBJECT")]
+    objects: Vec<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Yaml,
+    Json,
+}
+
+pub fn run(args: &Args) -> Result<Outcome> {
+    let def = read_definition(args)?;
+    let old = match &args.old {
+        Some(p) => {
+            let mut docs = documents::read(p)?;
+            if docs.len() != 1 {
+                bail!("{}: --old must hold exactly one object, found {}", p.display(), docs.len());
+            }
+            Some(docs.remove(0).value)
+        }
+        None => None,
+    };
+    let mut objects = Vec::new();
+    for f in &args.objects {
+        objects.extend(documents::read(f)?);
+    }
+    if old.is_some() && objects.len() != 1 {
+        bail!("--old needs exactly one object to compare with, found {}", objects.len());
+    }
+
+    let group = def.spec.group.as_str();
+    let kind_name = def.spec.names.kind.as_str();
+    let namespaced = def.spec.scope == "Namespaced";
+    let mut outcome = Outcome::AllValid;
+    let mut results = Vec::new();
+    for doc in objects {
+        let mut obj = doc.value;
+        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_owned();
+        let version = match object_version(&obj, group, args.version.as_deref()) {
+            Ok(v) => v,
+            Err(msg) => {
+                println!("{}: {msg}", doc.source);
+                outcome = Outcome::SomeInvalid;
+                continue;
+            }
+        };
+        let Some(schema) = version_schema(&def, &version)? else {
+            println!("{}: version {version:?} is not a version of {}", doc.source, def.name());
+            outcome = Outcome::SomeInvalid;
+            continue;
+        };
+        let kind = ResourceKind { group, version: &version, kind: kind_name, namespaced };
+        let result = pipeline::admit(&mut obj, &schema, &kind).and_then(|admitted| {
+            let update_errs = match &old {
+                Some(old) => pipeline::validate_update(&obj, old),
+                None => ErrorList::new(),
+            };
+            if update_errs.is_empty() { Ok(admitted) } else { Err(update_errs) }
+        });
+        match result {
+            Ok(admitted) => {
+                for f in &admitted.unknown_fields {
+                    eprintln!("Warning: unknown field {}", versa_schema::field::go_quote(f));
+                }
+                results.push(obj);
+            }
+            Err(errs) => {
+                outcome = Outcome::SomeInvalid;
+                println!("{}", errs.invalid_message(&format!("{kind_name}.{group}"), &name));
+            }
+        }
+    }
+    print_objects(&results, args.output)?;
+    Ok(outcome)
+}
+
+/// Reads, defaults and validates the definition; an invalid definition is a usage error.
+fn read_definition(args: &Args) -> Result<ResourceDefinition> {
+    let mut docs = documents::read(&args.definition)?;
+    if docs.len() != 1 {
+        bail!("{}: --definition must hold exactly one definition, found {} documents", args.definition.display(), docs.len());
+    }
+    let doc = docs.remove(0);
+    let mut def = ResourceDefinition::from_document(&doc.value).with_context(|| doc.source.clone())?;
+    set_defaults(&mut def);
+    let errs = validate_definition(&def);
+    if !errs.is_empty() {
+        let lines: Vec<String> = errs.deduplicated().iter().map(|e| format!("  {e}")).collect();
+        bail!("{}: the definition {:?} is invalid (see `versa lint`):\n{}", doc.source, def.name(), lines.join("\n"));
+    }
+    Ok(def)
+}
+
+/// The version to validate in: `--version`, which the object's apiVersion must then match (as a
+/// request body must match its endpoint), or the version of the object's apiVersion.
+fn object_version(obj: &Value, group: &str, flag: Option<&str>) -> Result<String, String> {
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    match flag {
+        Some(v) => {
+            let want = format!("{group}/{v}");
+            if api_version != want {
+                return Err(format!(
+                    "the API version in the data ({api_version}) does not match the expected API version ({want})"
+                ));
+            }
+            Ok(v.to_owned())
+        }
+        None => match api_version.split_once('/') {
+            Some((g, v)) if g == group => Ok(v.to_owned()),
+            _ => Err(format!(
+                "apiVersion {api_version:?} is not in group {group:?} of this definition (set --version to choose a version)"
+            )),
+        },
+    }
+}
+
+/// The lowered schema of `version`, or `None` when the definition has no such version.
+fn version_schema(def: &ResourceDefinition, version: &str) -> Result<Option<Structural>> {
+    let Some(v) = def.spec.versions.iter().find(|v| v.name == version) else { return Ok(None) };
+    let props = v.schema.as_ref().and_then(|s| s.open_api_v3_schema.clone()).unwrap_or_default();
+    let schema = Structural::lower(&props).with_context(|| format!("lowering the schema of version {version}"))?;
+    Ok(Some(schema))
+}
+
+fn print_objects(objects: &[Value], format: Format) -> Result<()> {
+    match format {
+        Format::Json => {
+            let out = if objects.len() == 1 {
+                serde_json::to_string_pretty(&objects[0])?
+            } else {
+                serde_json::to_string_pretty(&serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects}))?
+            };
+            if !objects.is_empty() {
+                println!("{out}");
+            }
+        }
+        Format::Yaml => {
+            for (i, o) in objects.iter().enumerate() {
+                if i > 0 {
+                    println!("---");
+                }
+                print!("{}", serde_saphyr::to_string(o).map_err(|e| anyhow::anyhow!("{e}"))?);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,105 @@
+//! The offline tools as a user runs them: the real `versa` binary, real files, checking what it
+//! prints and its exit status.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn data(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name).display().to_string()
+}
+
+fn versa(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_versa")).args(args).output().expect("run versa")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn lint_accepts_the_seed_crontab_as_crd_and_as_resource_definition() {
+    let o = versa(&["lint", &data("crontab-crd.yaml"), &data("crontab-rd.yaml")]);
+    assert_eq!(o.status.code(), Some(0), "stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains(r#"CustomResourceDefinition.apiextensions.k8s.io "crontabs.stable.example.com" is valid"#), "{out}");
+    assert!(out.contains(r#"ResourceDefinition.versa.dev "crontabs.stable.example.com" is valid"#), "{out}");
+}
+
+#[test]
+fn lint_reports_every_error_with_its_path() {
+    let o = versa(&["lint", &data("invalid-crd.yaml")]);
+    assert_eq!(o.status.code(), Some(1), "stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    for want in [
+        r#"is invalid:"#,
+        r#"metadata.name: Invalid value: "crontab.stable.example.com": must be spec.names.plural+"."+spec.group"#,
+        "must have exactly one version marked as storage version",
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields",
+        "spec.versions[1].schema.openAPIV3Schema.additionalProperties",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+}
+
+#[test]
+fn lint_usage_and_io_errors_exit_2() {
+    assert_eq!(versa(&["lint"]).status.code(), Some(2));
+    let o = versa(&["lint", "/nonexistent/file.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent/file.yaml"), "{}", stderr(&o));
+}
+
+#[test]
+fn validate_prints_kubernetes_errors_and_exits_1() {
+    let o = versa(&["validate", "--definition", &data("crontab-crd.yaml"), &data("my-crontab-invalid.yaml")]);
+    assert_eq!(o.status.code(), Some(1), "stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+    assert_eq!(
+        stdout(&o).trim_end(),
+        r#"CronTab.stable.example.com "my-new-cron-object" is invalid: [spec.cronSpec: Invalid value: "* * * *": spec.cronSpec in body should match '^(\d+|\*)(/\d+)?(\s+(\d+|\*)(/\d+)?){4}$', spec.replicas: Invalid value: 15: spec.replicas in body should be less than or equal to 10]"#
+    );
+}
+
+#[test]
+fn validate_prunes_defaults_and_warns() {
+    let o = versa(&["validate", "--definition", &data("crontab-rd.yaml"), "-o", "json", &data("my-crontab.yaml")]);
+    assert_eq!(o.status.code(), Some(0), "stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+    let got: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json output");
+    assert_eq!(
+        got,
+        serde_json::json!({
+            "apiVersion": "stable.example.com/v1",
+            "kind": "CronTab",
+            "metadata": {"name": "my-new-cron-object"},
+            "spec": {"cronSpec": "* * * * */5", "image": "my-awesome-cron-image", "replicas": 1}
+        })
+    );
+    assert_eq!(stderr(&o).trim_end(), r#"Warning: unknown field "spec.someRandomField""#);
+}
+
+#[test]
+fn validate_yaml_output_and_version_mismatch() {
+    let o = versa(&["validate", "--definition", &data("crontab-crd.yaml"), &data("my-crontab.yaml")]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("replicas: 1"), "{}", stdout(&o));
+    let o = versa(&["validate", "--definition", &data("crontab-crd.yaml"), "--version", "v2", &data("my-crontab.yaml")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("the API version in the data (stable.example.com/v1) does not match the expected API version (stable.example.com/v2)"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn validate_old_object_makes_identity_immutable() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.yaml");
+    std::fs::write(&old, "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: other}\nspec: {image: x}\n").unwrap();
+    let o = versa(&["validate", "--definition", &data("crontab-crd.yaml"), "--old", old.to_str().unwrap(), &data("my-crontab.yaml")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains(r#"metadata.name: Invalid value: "my-new-cron-object": field is immutable"#), "{}", stdout(&o));
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The project's test command (the README's, and what CI runs through .ci/run).
+#
+# Installs what the tests need that a fresh machine may lack, then runs every test of the
+# workspace. Build artefacts go to a target directory outside the clone, so that repeated runs
+# on the same machine (and CI after a developer session) reuse them.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/versa-target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+if [ ! -d ../shared/conformance ]; then
+  echo "hack/test.sh: ../shared/conformance is missing; the conformance suites need shared/ beside the checkout" >&2
+  exit 2
+fi
+
+cargo test --workspace --locked "$@"
