@@ -21,11 +21,11 @@ pub const DEFAULT_SERVICE_PORT: i32 = 443;
 /// Applies the v1 defaults to a whole definition.
 pub fn set_defaults(def: &mut ResourceDefinition) {
     set_spec_defaults(&mut def.spec);
-    if def.stored_versions().is_empty() {
-        if let Some(storage) = def.storage_version().map(str::to_owned) {
-            let status = def.status.get_or_insert_with(CustomResourceDefinitionStatus::default);
-            status.stored_versions = Some(vec![storage]);
-        }
+    if def.stored_versions().is_empty()
+        && let Some(storage) = def.storage_version().map(str::to_owned)
+    {
+        let status = def.status.get_or_insert_with(CustomResourceDefinitionStatus::default);
+        status.stored_versions = Some(vec![storage]);
     }
 }
 
@@ -41,19 +41,16 @@ pub fn set_spec_defaults(spec: &mut CustomResourceDefinitionSpec) {
     let conversion = spec
         .conversion
         .get_or_insert_with(|| CustomResourceConversion { strategy: NONE_CONVERTER.into(), webhook: None });
-    let service = conversion
-        .webhook
-        .as_mut()
-        .and_then(|w| w.client_config.as_mut())
-        .and_then(|c| c.service.as_mut());
-    if let Some(service) = service {
-        if service.port.is_none() {
-            service.port = Some(DEFAULT_SERVICE_PORT);
-        }
+    let service = conversion.webhook.as_mut().and_then(|w| w.client_config.as_mut()).and_then(|c| c.service.as_mut());
+    if let Some(service) = service
+        && service.port.is_none()
+    {
+        service.port = Some(DEFAULT_SERVICE_PORT);
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use serde_json::json;

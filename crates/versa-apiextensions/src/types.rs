@@ -221,6 +221,7 @@ impl k8s_openapi::Metadata for ResourceDefinition {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -249,7 +250,10 @@ mod tests {
         let rd = def.to_document();
         assert_eq!(rd["apiVersion"], "versa.dev/v1");
         assert_eq!(rd["kind"], "ResourceDefinition");
-        assert_eq!(rd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-preserve-unknown-fields"], true);
+        assert_eq!(
+            rd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-preserve-unknown-fields"],
+            true
+        );
         assert_eq!(def.to_crd_document(), crd());
         let back = ResourceDefinition::from_document(&rd).unwrap();
         assert_eq!(back, def);

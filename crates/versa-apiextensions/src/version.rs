@@ -27,7 +27,9 @@ pub fn compare_kube_aware_versions(a: &str, b: &str) -> Ordering {
         (None, None) => b.cmp(a),
         (None, Some(_)) => Ordering::Less,
         (Some(_), None) => Ordering::Greater,
-        (Some(va), Some(vb)) => va.stability.cmp(&vb.stability).then(va.major.cmp(&vb.major)).then(va.minor.cmp(&vb.minor)),
+        (Some(va), Some(vb)) => {
+            va.stability.cmp(&vb.stability).then(va.major.cmp(&vb.major)).then(va.minor.cmp(&vb.minor))
+        }
     }
 }
 
@@ -74,6 +76,7 @@ fn parse_int(digits: &str) -> Option<u64> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 
@@ -81,7 +84,8 @@ mod tests {
     fn sorts_the_documented_list() {
         // The list from "Versions in CustomResourceDefinitions", shuffled.
         let want = ["v10", "v2", "v1", "v11beta2", "v10beta3", "v3beta1", "v12alpha1", "v11alpha2", "foo1", "foo10"];
-        let mut got = vec!["foo10", "v11alpha2", "v1", "v3beta1", "v12alpha1", "v10", "foo1", "v10beta3", "v2", "v11beta2"];
+        let mut got =
+            vec!["foo10", "v11alpha2", "v1", "v3beta1", "v12alpha1", "v10", "foo1", "v10beta3", "v2", "v11beta2"];
         sort_by_version_priority(&mut got);
         assert_eq!(got, want);
         let mut reversed: Vec<String> = want.iter().rev().map(|s| s.to_string()).collect();
@@ -100,7 +104,7 @@ mod tests {
             ("v1", "foo", Greater),
             ("foo1", "foo10", Greater),
             ("v1beta", "v1alpha1", Less), // "v1beta" is not kube-like
-            ("v01", "v1", Equal), // same numbers: equal rank although the names differ, as upstream
+            ("v01", "v1", Equal),         // same numbers: equal rank although the names differ, as upstream
             ("v99999999999999999999", "foo", Less),
             ("V1", "v1", Less),
         ] {

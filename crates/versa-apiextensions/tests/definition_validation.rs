@@ -9,6 +9,8 @@
 //! stand for a long printed value (whole `spec.versions` lists and schemas). Both objects are
 //! defaulted first, as the server does before validating.
 
+#![allow(clippy::unwrap_used, clippy::panic, reason = "a test runner fails loudly")]
+
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -57,7 +59,9 @@ fn definition(base: &Value, patch: Option<&Value>, schema: Option<&Value>) -> Re
 
 fn matches(expected: &str, actual: &str) -> bool {
     match expected.split_once("<value>") {
-        Some((prefix, suffix)) => actual.starts_with(prefix) && actual.ends_with(suffix) && actual.len() >= prefix.len() + suffix.len(),
+        Some((prefix, suffix)) => {
+            actual.starts_with(prefix) && actual.ends_with(suffix) && actual.len() >= prefix.len() + suffix.len()
+        }
         None => expected == actual,
     }
 }
@@ -68,7 +72,9 @@ fn validation_cases() {
     let mut files: Vec<PathBuf> = std::fs::read_dir(data_dir().join("data"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml") && !p.file_name().unwrap().to_string_lossy().starts_with('_'))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "yaml") && !p.file_name().unwrap().to_string_lossy().starts_with('_')
+        })
         .collect();
     files.sort();
     assert!(!files.is_empty());
@@ -84,18 +90,25 @@ fn validation_cases() {
             let name = case["name"].as_str().unwrap_or("<unnamed>");
             let new = definition(&base, case.get("patch"), case.get("schema"));
             let errs = match case.get("old_patch") {
-                Some(old_patch) => validate_definition_update(&new, &definition(&base, Some(old_patch), case.get("old_schema"))),
+                Some(old_patch) => {
+                    validate_definition_update(&new, &definition(&base, Some(old_patch), case.get("old_schema")))
+                }
                 None => validate_definition(&new),
             };
             let actual: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
-            let expected: Vec<&str> = case["errors"].as_array().map(|a| a.iter().map(|e| e.as_str().unwrap()).collect()).unwrap_or_default();
+            let expected: Vec<&str> =
+                case["errors"].as_array().map(|a| a.iter().map(|e| e.as_str().unwrap()).collect()).unwrap_or_default();
             let ok = actual.len() == expected.len() && expected.iter().zip(&actual).all(|(e, a)| matches(e, a));
             if !ok {
                 failures.push(format!(
                     "{} / {name}\n  expected:\n{}\n  actual:\n{}",
                     file.file_name().unwrap().to_string_lossy(),
                     expected.iter().map(|e| format!("    - {e}")).collect::<Vec<_>>().join("\n"),
-                    actual.iter().map(|e| format!("    - {}", serde_json::to_string(e).unwrap())).collect::<Vec<_>>().join("\n"),
+                    actual
+                        .iter()
+                        .map(|e| format!("    - {}", serde_json::to_string(e).unwrap()))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
                 ));
             }
         }
@@ -105,7 +118,8 @@ fn validation_cases() {
 
 #[test]
 fn real_world_fixtures_are_valid() {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(data_dir().join("fixtures")).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(data_dir().join("fixtures")).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     assert!(files.len() >= 3);
     for file in files {

@@ -141,6 +141,9 @@ fn run(name: &str, schema: &Value, objects: &[Value], kind: &ResourceKind<'_>) {
         }
     });
     let mbps = |t: Duration| bytes as f64 / t.as_secs_f64() / 1e6;
+    if std::env::var_os("VERSA_BENCH_STAGES").is_some() {
+        stages(&schema, &docs, budget);
+    }
     let pipeline_only = both.saturating_sub(parse);
     println!(
         "{name}: {} objects, {:.1} KiB | parse {:.1} MB/s | parse+pipeline {:.1} MB/s | pipeline alone {:.1} MB/s | ratio (parse+pipeline)/parse = {:.2} (target >= 0.67) | pipeline/parse cost = {:.2} (target <= 0.50)",
@@ -152,6 +155,41 @@ fn run(name: &str, schema: &Value, objects: &[Value], kind: &ResourceKind<'_>) {
         mbps(both) / mbps(parse),
         pipeline_only.as_secs_f64() / parse.as_secs_f64(),
     );
+}
+
+/// Time of each stage of the pipeline alone (set VERSA_BENCH_STAGES=1), on processed copies
+/// so that every stage sees a realistic object; the copy's cost is measured and subtracted.
+fn stages(schema: &Structural, docs: &[Vec<u8>], budget: Duration) {
+    use versa_schema::{default, listtype, objectmeta, prune, validation};
+    let parsed: Vec<Value> = docs.iter().map(|d| serde_json::from_slice(d).unwrap_or(Value::Null)).collect();
+    let clone = time(budget, || {
+        for v in &parsed {
+            black_box(v.clone());
+        }
+    });
+    let mut report = |name: &str, f: &dyn Fn(&mut Value)| {
+        let t = time(budget, || {
+            for v in &parsed {
+                let mut c = v.clone();
+                f(&mut c);
+                black_box(c);
+            }
+        });
+        println!("  stage {name}: {:?} per corpus (copy cost {:?} subtracted)", t.saturating_sub(clone), clone);
+    };
+    report("default", &|v| default::apply(v, schema));
+    report("prune", &|v| {
+        black_box(prune::prune(v, schema, true));
+    });
+    report("objectmeta", &|v| {
+        black_box(objectmeta::coerce(v, schema, objectmeta::Malformed::Reject).is_ok());
+    });
+    report("validate", &|v| {
+        black_box(validation::validate(schema, v).len());
+    });
+    report("listtype", &|v| {
+        black_box(listtype::validate_list_set_and_map(schema, v, &versa_schema::Path::none()).len());
+    });
 }
 
 fn main() {

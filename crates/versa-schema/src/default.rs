@@ -19,30 +19,68 @@ pub fn apply(obj: &mut Value, schema: &Structural) {
 
 /// Applies the defaults of `schema` to `x` (expects non-defaultable nulls to be gone already).
 pub fn default(x: &mut Value, s: &Structural) {
+    if !s.below.defaults {
+        return;
+    }
     match x {
         Value::Object(map) => {
-            for (k, prop) in &s.properties {
-                let Some(d) = &prop.default else { continue };
-                match map.get_mut(k.as_str()) {
-                    None => {
-                        map.insert(k.clone(), d.clone());
-                    }
-                    Some(v) if v.is_null() && !prop.nullable => *v = d.clone(),
-                    Some(_) => {}
-                }
-            }
+            // Both maps are sorted by key: one merge walk finds the absent properties with a
+            // default and the schema of every present key, without per-key lookups.
+            let mut missing: Vec<(&String, &Value)> = Vec::new();
             let ap = s.additional_properties.as_ref().and_then(|ap| ap.schema());
+            let mut props = s.properties.iter().peekable();
             for (k, v) in map.iter_mut() {
-                if let Some(prop) = s.properties.get(k.as_str()) {
-                    default(v, prop);
-                } else if let Some(ap) = ap {
-                    if v.is_null() && !ap.nullable {
-                        if let Some(d) = &ap.default {
-                            *v = d.clone();
+                let mut prop = None;
+                while let Some((pk, p)) = props.peek() {
+                    match pk.as_str().cmp(k.as_str()) {
+                        std::cmp::Ordering::Less => {
+                            if let Some(d) = &p.default {
+                                missing.push((pk, d));
+                            }
+                            props.next();
+                        }
+                        std::cmp::Ordering::Equal => {
+                            prop = Some(*p);
+                            props.next();
+                            break;
+                        }
+                        std::cmp::Ordering::Greater => break,
+                    }
+                }
+                match prop {
+                    Some(prop) => {
+                        if v.is_null() && !prop.nullable {
+                            if let Some(d) = &prop.default {
+                                *v = d.clone();
+                            }
+                        }
+                        default(v, prop);
+                    }
+                    None => {
+                        if let Some(ap) = ap {
+                            if v.is_null() && !ap.nullable {
+                                if let Some(d) = &ap.default {
+                                    *v = d.clone();
+                                }
+                            }
+                            default(v, ap);
                         }
                     }
-                    default(v, ap);
                 }
+            }
+            for (pk, p) in props {
+                if let Some(d) = &p.default {
+                    missing.push((pk, d));
+                }
+            }
+            for (k, d) in missing {
+                let mut v = d.clone();
+                // A freshly set default gets the defaults nested inside it, as Kubernetes
+                // defaults the parent first and then descends into it.
+                if let Some(prop) = s.properties.get(k) {
+                    default(&mut v, prop);
+                }
+                map.insert(k.clone(), v);
             }
         }
         Value::Array(items) => {

@@ -49,11 +49,7 @@ impl Walk<'_> {
             } else {
                 if self.require_pruned {
                     let mut pruned = default.clone();
-                    if embedded {
-                        prune::prune(&mut pruned, s, false);
-                    } else {
-                        prune::prune_value(&mut pruned, s, false);
-                    }
+                    prune::prune_unknown(&mut pruned, s, embedded);
                     if &pruned != default {
                         self.errs.push(Error::invalid(dpath.clone(), default, "must not have unknown fields"));
                     }
@@ -103,8 +99,12 @@ impl Walk<'_> {
             self.errs.push(Error::invalid(dpath.clone(), default, format!("must result in valid metadata: {e}")));
             return;
         }
-        // METADATA-VALIDATION: ObjectMeta rules of the surrounding object are checked here once
-        // crate::metadata provides them.
+        let mut meta_errs = crate::metadata::validate_embedded_resource(&obj, &Path::none());
+        meta_errs.extend(crate::metadata::validate_embedded_resources(&obj, resource, &Path::none()));
+        if !meta_errs.is_empty() {
+            self.errs.push(Error::invalid(dpath.clone(), default, format!("must result in valid metadata: {}", meta_errs.aggregate())));
+            return;
+        }
         self.errs.extend(validation::validate_at(s, default, dpath));
     }
 }

@@ -25,83 +25,128 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-/// The normalised (dash-free) names of the formats kube-apiserver validates for CRDs, at
-/// compatibility version 1.34 and later.
-const SUPPORTED: &[&str] = &[
-    "bsonobjectid",
-    "uri",
-    "email",
-    "hostname",
-    "ipv4",
-    "ipv6",
-    "cidr",
-    "mac",
-    "uuid",
-    "uuid3",
-    "uuid4",
-    "uuid5",
-    "isbn",
-    "isbn10",
-    "isbn13",
-    "creditcard",
-    "ssn",
-    "hexcolor",
-    "rgbcolor",
-    "byte",
-    "password",
-    "date",
-    "duration",
-    "datetime",
-    "k8sshortname",
-    "k8slongname",
-];
+/// A format kube-apiserver validates for CRDs (at compatibility version 1.34 and later).
+///
+/// Resolve a schema's `format` once with [`Format::parse`] when the schema is lowered, then call
+/// [`Format::matches`] per value: no name handling happens on the hot path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    BsonObjectId,
+    Uri,
+    Email,
+    Hostname,
+    Ipv4,
+    Ipv6,
+    Cidr,
+    Mac,
+    Uuid,
+    Uuid3,
+    Uuid4,
+    Uuid5,
+    Isbn,
+    Isbn10,
+    Isbn13,
+    CreditCard,
+    Ssn,
+    HexColor,
+    RgbColor,
+    Byte,
+    Password,
+    Date,
+    Duration,
+    DateTime,
+    K8sShortName,
+    K8sLongName,
+}
+
+impl Format {
+    /// The format named `name` (dashes ignored, case-sensitive), or `None` for formats
+    /// Kubernetes does not validate.
+    pub fn parse(name: &str) -> Option<Format> {
+        if let Some(f) = Format::parse_normalized(name) {
+            return Some(f);
+        }
+        if name.contains('-') {
+            return Format::parse_normalized(&name.replace('-', ""));
+        }
+        None
+    }
+
+    fn parse_normalized(name: &str) -> Option<Format> {
+        Some(match name {
+            "bsonobjectid" => Format::BsonObjectId,
+            "uri" => Format::Uri,
+            "email" => Format::Email,
+            "hostname" => Format::Hostname,
+            "ipv4" => Format::Ipv4,
+            "ipv6" => Format::Ipv6,
+            "cidr" => Format::Cidr,
+            "mac" => Format::Mac,
+            "uuid" => Format::Uuid,
+            "uuid3" => Format::Uuid3,
+            "uuid4" => Format::Uuid4,
+            "uuid5" => Format::Uuid5,
+            "isbn" => Format::Isbn,
+            "isbn10" => Format::Isbn10,
+            "isbn13" => Format::Isbn13,
+            "creditcard" => Format::CreditCard,
+            "ssn" => Format::Ssn,
+            "hexcolor" => Format::HexColor,
+            "rgbcolor" => Format::RgbColor,
+            "byte" => Format::Byte,
+            "password" => Format::Password,
+            "date" => Format::Date,
+            "duration" => Format::Duration,
+            // The common spellings are listed so that they resolve without allocating.
+            "datetime" | "date-time" => Format::DateTime,
+            "k8sshortname" | "k8s-short-name" => Format::K8sShortName,
+            "k8slongname" | "k8s-long-name" => Format::K8sLongName,
+            _ => return None,
+        })
+    }
+
+    /// Whether `value` is valid for this format.
+    pub fn matches(self, value: &str) -> bool {
+        match self {
+            Format::BsonObjectId => is_bson_object_id(value),
+            Format::Uri => is_request_uri(value),
+            Format::Email => is_email(value),
+            Format::Hostname => is_hostname(value),
+            Format::Ipv4 => is_ipv4(value),
+            Format::Ipv6 => is_ipv6(value),
+            Format::Cidr => is_cidr(value),
+            Format::Mac => is_mac(value),
+            Format::Uuid => is_uuid(value, None),
+            Format::Uuid3 => is_uuid(value, Some(b'3')),
+            Format::Uuid4 => is_uuid(value, Some(b'4')),
+            Format::Uuid5 => is_uuid(value, Some(b'5')),
+            Format::Isbn => is_isbn10(value) || is_isbn13(value),
+            Format::Isbn10 => is_isbn10(value),
+            Format::Isbn13 => is_isbn13(value),
+            Format::CreditCard => is_credit_card(value),
+            Format::Ssn => is_ssn(value),
+            Format::HexColor => is_hex_color(value),
+            Format::RgbColor => static_match(&RGB_COLOR, value),
+            Format::Byte => is_base64(value),
+            Format::Password => true,
+            Format::Date => is_date(value),
+            Format::Duration => is_duration(value),
+            Format::DateTime => is_date_time(value),
+            Format::K8sShortName => crate::names::is_dns1123_label(value).is_empty(),
+            Format::K8sLongName => crate::names::is_dns1123_subdomain(value).is_empty(),
+        }
+    }
+}
 
 /// Whether `format` is one Kubernetes validates (unknown formats are ignored).
 pub fn is_supported(format: &str) -> bool {
-    let normalized = normalize(format);
-    SUPPORTED.contains(&normalized.as_ref())
+    Format::parse(format).is_some()
 }
 
-/// Whether `value` is valid for `format`. Unknown formats accept everything.
+/// Whether `value` is valid for `format`. Unknown formats accept everything. Prefer resolving
+/// the format once with [`Format::parse`] when validating many values.
 pub fn matches(format: &str, value: &str) -> bool {
-    match normalize(format).as_ref() {
-        "bsonobjectid" => is_bson_object_id(value),
-        "uri" => is_request_uri(value),
-        "email" => is_email(value),
-        "hostname" => is_hostname(value),
-        "ipv4" => is_ipv4(value),
-        "ipv6" => is_ipv6(value),
-        "cidr" => is_cidr(value),
-        "mac" => is_mac(value),
-        "uuid" => is_uuid(value, None),
-        "uuid3" => is_uuid(value, Some(b'3')),
-        "uuid4" => is_uuid(value, Some(b'4')),
-        "uuid5" => is_uuid(value, Some(b'5')),
-        "isbn" => is_isbn10(value) || is_isbn13(value),
-        "isbn10" => is_isbn10(value),
-        "isbn13" => is_isbn13(value),
-        "creditcard" => is_credit_card(value),
-        "ssn" => is_ssn(value),
-        "hexcolor" => is_hex_color(value),
-        "rgbcolor" => static_match(&RGB_COLOR, value),
-        "byte" => is_base64(value),
-        "password" => true,
-        "date" => is_date(value),
-        "duration" => is_duration(value),
-        "datetime" => is_date_time(value),
-        "k8sshortname" => crate::names::is_dns1123_label(value).is_empty(),
-        "k8slongname" => crate::names::is_dns1123_subdomain(value).is_empty(),
-        _ => true,
-    }
-}
-
-/// The registry's name normalisation: all dashes removed.
-fn normalize(format: &str) -> std::borrow::Cow<'_, str> {
-    if format.contains('-') {
-        std::borrow::Cow::Owned(format.replace('-', ""))
-    } else {
-        std::borrow::Cow::Borrowed(format)
-    }
+    Format::parse(format).is_none_or(|f| f.matches(value))
 }
 
 // ------------------------------------------------------------------ character classes of Go
@@ -204,7 +249,7 @@ fn is_isbn10(s: &str) -> bool {
         sum += (i as u32 + 1) * u32::from(c - b'0');
     }
     sum += 10 * if d[9] == b'X' { 10 } else { u32::from(d[9] - b'0') };
-    sum % 11 == 0
+    sum.is_multiple_of(11)
 }
 
 fn is_isbn13(s: &str) -> bool {
@@ -236,7 +281,7 @@ fn is_credit_card(s: &str) -> bool {
         }
         sum += d;
     }
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// Exactly 11 bytes of `\d{3}[- ]?\d{2}[- ]?\d{4}`, so both separators are present.
@@ -258,7 +303,7 @@ fn is_hex_color(s: &str) -> bool {
 /// govalidator's base64: padded standard alphabet, at least one quartet (so `""` is invalid).
 fn is_base64(s: &str) -> bool {
     let b = s.as_bytes();
-    if b.is_empty() || b.len() % 4 != 0 {
+    if b.is_empty() || !b.len().is_multiple_of(4) {
         return false;
     }
     let pad = b.iter().rev().take_while(|&&c| c == b'=').count();
@@ -271,7 +316,7 @@ fn is_base64(s: &str) -> bool {
 // ------------------------------------------------------------------ date, date-time
 
 fn is_leap(year: u32) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
 }
 
 fn two_digits(b: &[u8]) -> Option<u32> {
@@ -366,11 +411,9 @@ fn go_parse_duration(orig: &str) -> bool {
     const LIMIT: u64 = 1 << 63;
     let mut s = orig.as_bytes();
     let mut neg = false;
-    if let Some(&c) = s.first() {
-        if c == b'-' || c == b'+' {
-            neg = c == b'-';
-            s = &s[1..];
-        }
+    if let Some(&c @ (b'-' | b'+')) = s.first() {
+        neg = c == b'-';
+        s = &s[1..];
     }
     if s == b"0" {
         return true;
@@ -671,7 +714,7 @@ fn is_mac(s: &str) -> bool {
     }
     let hex2 = |p: &[u8]| p.len() >= 2 && p[0].is_ascii_hexdigit() && p[1].is_ascii_hexdigit();
     if b[2] == b':' || b[2] == b'-' {
-        if (b.len() + 1) % 3 != 0 {
+        if !(b.len() + 1).is_multiple_of(3) {
             return false;
         }
         let n = (b.len() + 1) / 3;
@@ -683,7 +726,7 @@ fn is_mac(s: &str) -> bool {
             hex2(&b[x..]) && (k == n - 1 || b[x + 2] == b[2])
         })
     } else if b[4] == b'.' {
-        if (b.len() + 1) % 5 != 0 {
+        if !(b.len() + 1).is_multiple_of(5) {
             return false;
         }
         let n = 2 * (b.len() + 1) / 5;
@@ -834,10 +877,10 @@ fn url_host_ok(host: &str) -> bool {
                 && url_unescape_ok(&host[zone..i], UrlMode::Zone)
                 && url_unescape_ok(&host[i..], UrlMode::Host);
         }
-    } else if let Some(i) = host.rfind(':') {
-        if !url_valid_optional_port(&host[i..]) {
-            return false;
-        }
+    } else if let Some(i) = host.rfind(':')
+        && !url_valid_optional_port(&host[i..])
+    {
+        return false;
     }
     url_unescape_ok(host, UrlMode::Host)
 }

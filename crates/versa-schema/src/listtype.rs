@@ -20,27 +20,47 @@ use crate::structural::Structural;
 /// Reports duplicate items of set lists and duplicate keys of map lists anywhere in `value`.
 pub fn validate_list_set_and_map(schema: &Structural, value: &Value, path: &Path) -> ErrorList {
     let mut errs = Vec::new();
-    walk(schema, value, path, &mut errs);
+    walk(schema, value, &At::Base(path), &mut errs);
     ErrorList(errs)
 }
 
-fn walk(s: &Structural, v: &Value, path: &Path, errs: &mut Vec<Error>) {
+/// Where a value sits: a chain of stack frames, rendered into a [`Path`] only for an error, so
+/// that a clean object costs no allocation per node.
+enum At<'a> {
+    Base(&'a Path),
+    Child(&'a At<'a>, &'a str),
+    Key(&'a At<'a>, &'a str),
+    Index(&'a At<'a>, usize),
+}
+
+impl At<'_> {
+    fn path(&self) -> Path {
+        match self {
+            At::Base(p) => (*p).clone(),
+            At::Child(parent, name) => parent.path().child(name),
+            At::Key(parent, key) => parent.path().key(key),
+            At::Index(parent, i) => parent.path().index(*i),
+        }
+    }
+}
+
+fn walk(s: &Structural, v: &Value, at: &At<'_>, errs: &mut Vec<Error>) {
+    // Nothing below declares a set or map list: nothing to check in this subtree.
+    if !s.below.list_types {
+        return;
+    }
     match v {
-        Value::Array(items) => walk_array(s, items, path, errs),
-        Value::Object(map) => walk_object(s, map, path, errs),
+        Value::Array(items) => walk_array(s, items, at, errs),
+        Value::Object(map) => walk_object(s, map, at, errs),
         _ => {}
     }
 }
 
-fn walk_object(s: &Structural, map: &Map<String, Value>, path: &Path, errs: &mut Vec<Error>) {
-    // Cheap exit: a schema with nothing below it cannot hold a list type.
-    if s.properties.is_empty() && s.additional_properties.is_none() {
-        return;
-    }
+fn walk_object(s: &Structural, map: &Map<String, Value>, at: &At<'_>, errs: &mut Vec<Error>) {
     if let Some(ap) = s.additional_properties.as_ref().and_then(|ap| ap.schema()) {
         for (k, v) in map {
             if needs_walk(v) {
-                walk(ap, v, &path.key(k), errs);
+                walk(ap, v, &At::Key(at, k), errs);
             }
         }
     }
@@ -48,27 +68,45 @@ fn walk_object(s: &Structural, map: &Map<String, Value>, path: &Path, errs: &mut
         if let Some(sub) = s.properties.get(k)
             && needs_walk(v)
         {
-            walk(sub, v, &path.child(k), errs);
+            walk(sub, v, &At::Child(at, k), errs);
         }
     }
 }
 
-fn walk_array(s: &Structural, items: &[Value], path: &Path, errs: &mut Vec<Error>) {
+fn walk_array(s: &Structural, items: &[Value], at: &At<'_>, errs: &mut Vec<Error>) {
     match s.list_type.as_deref() {
         Some("set") => {
             for i in non_unique(items.iter().map(Some)) {
-                errs.push(Error::duplicate(path.index(i), &items[i]));
+                errs.push(Error::duplicate(at.path().index(i), &items[i]));
             }
         }
-        Some("map") => validate_map_list(s, items, path, errs),
+        Some("map") => validate_map_list(s, items, &at.path_lazy(), errs),
         _ => {}
     }
     if let Some(item_schema) = &s.items {
         for (i, item) in items.iter().enumerate() {
             if needs_walk(item) {
-                walk(item_schema, item, &path.index(i), errs);
+                walk(item_schema, item, &At::Index(at, i), errs);
             }
         }
+    }
+}
+
+/// A path rendered at most once, on the first error of a list.
+struct LazyAt<'a> {
+    at: &'a At<'a>,
+    rendered: std::cell::OnceCell<Path>,
+}
+
+impl LazyAt<'_> {
+    fn get(&self) -> &Path {
+        self.rendered.get_or_init(|| self.at.path())
+    }
+}
+
+impl<'a> At<'a> {
+    fn path_lazy(&'a self) -> LazyAt<'a> {
+        LazyAt { at: self, rendered: std::cell::OnceCell::new() }
     }
 }
 
@@ -76,10 +114,10 @@ fn needs_walk(v: &Value) -> bool {
     matches!(v, Value::Array(_) | Value::Object(_))
 }
 
-fn validate_map_list(s: &Structural, items: &[Value], path: &Path, errs: &mut Vec<Error>) {
+fn validate_map_list(s: &Structural, items: &[Value], at: &LazyAt<'_>, errs: &mut Vec<Error>) {
     // Only objects and nulls; the first offender is the only error for this list.
     if let Some((i, item)) = items.iter().enumerate().find(|(_, x)| !matches!(x, Value::Object(_) | Value::Null)) {
-        errs.push(Error::invalid(path.index(i), item, "must be an object for an array of list-type map"));
+        errs.push(Error::invalid(at.get().index(i), item, "must be an object for an array of list-type map"));
         return;
     }
     if items.len() <= 1 {
@@ -101,7 +139,7 @@ fn validate_map_list(s: &Structural, items: &[Value], path: &Path, errs: &mut Ve
             if let Some(k) = keys[i] {
                 dup.insert(key_field.clone(), k.clone());
             }
-            errs.push(Error::duplicate(path.index(i), Value::Object(dup)));
+            errs.push(Error::duplicate(at.get().index(i), Value::Object(dup)));
         }
         return;
     }
@@ -122,7 +160,7 @@ fn validate_map_list(s: &Structural, items: &[Value], path: &Path, errs: &mut Ve
         })
         .collect();
     for i in non_unique(keys.iter().map(Some)) {
-        errs.push(Error::duplicate(path.index(i), &keys[i]));
+        errs.push(Error::duplicate(at.get().index(i), &keys[i]));
     }
 }
 

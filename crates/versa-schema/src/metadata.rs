@@ -109,6 +109,11 @@ pub fn validate_embedded_resources(value: &Value, schema: &Structural, path: &Pa
 }
 
 fn walk(value: &Value, schema: &Structural, path: &Path, errs: &mut ErrorList) {
+    // No embedded resource at or below this node: nothing to validate in this subtree (and no
+    // path to build for it).
+    if !schema.below.embedded_resources {
+        return;
+    }
     match value {
         Value::Object(map) => {
             if schema.embedded_resource {

@@ -53,18 +53,28 @@ fn coerce_node(
                     }
                 }
             }
+            if !s.below.embedded_resources {
+                return Ok(());
+            }
             for (k, v) in map.iter_mut() {
                 if !matches!(v, Value::Object(_) | Value::Array(_)) {
                     continue;
                 }
                 if let Some(prop) = s.properties.get(k.as_str()) {
-                    coerce_node(v, Some(prop), false, &path.child(k), malformed, unknown)?;
+                    if prop.below.embedded_resources {
+                        coerce_node(v, Some(prop), false, &path.child(k), malformed, unknown)?;
+                    }
                 } else if let Some(ap) = s.additional_properties.as_ref().and_then(|ap| ap.schema()) {
-                    coerce_node(v, Some(ap), false, &path.key(k), malformed, unknown)?;
+                    if ap.below.embedded_resources {
+                        coerce_node(v, Some(ap), false, &path.key(k), malformed, unknown)?;
+                    }
                 }
             }
         }
         Value::Array(items) => {
+            if !s.items.as_deref().is_some_and(|i| i.below.embedded_resources) {
+                return Ok(());
+            }
             for (i, v) in items.iter_mut().enumerate() {
                 if matches!(v, Value::Object(_) | Value::Array(_)) {
                     coerce_node(v, s.items.as_deref(), false, &path.index(i), malformed, unknown)?;

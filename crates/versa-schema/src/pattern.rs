@@ -318,7 +318,7 @@ pub fn translate(src: &str) -> Result<String, GoSyntaxError> {
 fn apply_repeat(out: &mut String, operand: Operand, op: &str, need: u64) -> Operand {
     let mut end = operand.end;
     if operand.repeated {
-        out.insert_str(end, ")");
+        out.insert(end, ')');
         out.insert_str(operand.start, "(?:");
         end += 4;
     }
@@ -552,11 +552,11 @@ fn parse_escape(s: &str) -> Result<(u32, usize), GoSyntaxError> {
             let Some((_, first)) = it.next() else { return Err(bad(after)) };
             if first == '{' {
                 let mut r: u32 = 0;
-                let mut digits = 0;
                 for (i, ch) in it {
                     let end = after + i + ch.len_utf8();
                     if ch == '}' {
-                        if digits == 0 {
+                        // `i` counts from the `{`, so 1 means no digits in between.
+                        if i == 1 {
                             return Err(bad(end));
                         }
                         return Ok((r, end));
@@ -566,7 +566,6 @@ fn parse_escape(s: &str) -> Result<(u32, usize), GoSyntaxError> {
                     if r > 0x10FFFF {
                         return Err(bad(end));
                     }
-                    digits += 1;
                 }
                 return Err(bad(s.len()));
             }
@@ -656,36 +655,36 @@ fn parse_class(s: &str, out: &mut String) -> Result<usize, GoSyntaxError> {
         }
         first = false;
         // POSIX class: `[:name:]` up to the first `:]`, wherever it is.
-        if rest.len() > 2 && rest.starts_with("[:") {
-            if let Some(i) = rest[2..].find(":]") {
-                let whole = &rest[..i + 4];
-                let name = &rest[2..i + 2];
-                let bare = name.strip_prefix('^').unwrap_or(name);
-                if !GO_POSIX.contains(&bare) {
-                    return Err(err(ERR_INVALID_CHAR_RANGE, whole));
-                }
-                out.push_str(whole);
-                pos += whole.len();
-                continue;
+        if let Some(after_open) = rest.strip_prefix("[:")
+            && let Some(i) = after_open.find(":]")
+        {
+            let whole = &rest[..i + 4];
+            let name = &after_open[..i];
+            let bare = name.strip_prefix('^').unwrap_or(name);
+            if !GO_POSIX.contains(&bare) {
+                return Err(err(ERR_INVALID_CHAR_RANGE, whole));
             }
+            out.push_str(whole);
+            pos += whole.len();
+            continue;
         }
         if rest.starts_with(r"\p") || rest.starts_with(r"\P") {
             pos += unicode_class(rest, out)?;
             continue;
         }
-        if rest.starts_with('\\') {
-            if let Some((body, negated)) = rest[1..].chars().next().and_then(perl_class) {
-                if negated {
-                    // A nested negated class, which the `regex` crate unions into the outer one.
-                    out.push_str("[^");
-                    out.push_str(body);
-                    out.push(']');
-                } else {
-                    out.push_str(body);
-                }
-                pos += 2;
-                continue;
+        if let Some(escaped) = rest.strip_prefix('\\')
+            && let Some((body, negated)) = escaped.chars().next().and_then(perl_class)
+        {
+            if negated {
+                // A nested negated class, which the `regex` crate unions into the outer one.
+                out.push_str("[^");
+                out.push_str(body);
+                out.push(']');
+            } else {
+                out.push_str(body);
             }
+            pos += 2;
+            continue;
         }
         let range_start = pos;
         let (lo, used) = class_char(&s[pos..]).map_err(|e| e.unwrap_or_else(missing))?;

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::default;
 use crate::field::{Error, ErrorList, Path};
 use crate::listtype;
+use crate::metadata;
 use crate::objectmeta::{self, Malformed};
 use crate::prune;
 use crate::structural::Structural;
@@ -46,9 +47,11 @@ pub fn admit(obj: &mut Value, schema: &Structural, kind: &ResourceKind<'_>) -> R
 /// Defaulting, pruning and metadata coercion without validation. Returns the unknown field
 /// paths. With [`Malformed::Reject`] a malformed metadata field is an error.
 pub fn normalise(obj: &mut Value, schema: &Structural, malformed: Malformed) -> Result<Vec<String>, ErrorList> {
-    default::apply(obj, schema);
+    // Kubernetes drops non-nullable nulls without a default, defaults, prunes, and drops such
+    // nulls again. Defaulting only touches nulls that have a default, so dropping the others
+    // once, inside the pruning pass, gives the same object in two walks instead of four.
+    default::default(obj, schema);
     let mut unknown = prune::prune(obj, schema, true);
-    default::prune_non_nullable_nulls_without_defaults(obj, Some(schema));
     match objectmeta::coerce(obj, schema, malformed) {
         Ok(meta_unknown) => unknown.extend(meta_unknown),
         Err(e) => return Err(ErrorList(vec![e])),
@@ -82,12 +85,33 @@ pub fn validate(obj: &Value, schema: &Structural, kind: &ResourceKind<'_>) -> Er
     if !errs.is_empty() {
         return errs;
     }
-    // METADATA-VALIDATION: ObjectMeta rules for the root and embedded resources go here once
-    // crate::metadata provides them.
+    let no_meta = Value::Object(serde_json::Map::new());
+    let meta = obj.get("metadata").unwrap_or(&no_meta);
+    errs.extend(metadata::validate_object_meta(meta, &Path::new("metadata"), Some(kind.namespaced)));
     errs.extend(validation::validate(schema, obj));
+    errs.extend(metadata::validate_embedded_resources(obj, schema, &Path::none()));
     errs.extend(listtype::validate_list_set_and_map(schema, obj, &Path::none()));
     errs
 }
+
+/// Gives an object with `metadata.generateName` and no name its name, as the server does on
+/// create before validating: the prefix plus `suffix` (five random characters from
+/// [`NAME_SUFFIX_ALPHABET`], chosen by the caller — this crate has no randomness).
+pub fn generate_name(obj: &mut Value, suffix: &str) {
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else { return };
+    let has_name = meta.get("name").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+    let prefix = meta.get("generateName").and_then(Value::as_str).unwrap_or("");
+    if has_name || prefix.is_empty() {
+        return;
+    }
+    // Kubernetes keeps the whole name within 63 characters by trimming the prefix.
+    const MAX_PREFIX: usize = 63 - 5;
+    let prefix: String = prefix.chars().take(MAX_PREFIX).collect();
+    meta.insert("name".to_owned(), Value::String(format!("{prefix}{suffix}")));
+}
+
+/// The characters Kubernetes draws generated name suffixes from (no vowels, no look-alikes).
+pub const NAME_SUFFIX_ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
 
 /// The update-only checks between a new object and the one it replaces: identity metadata is
 /// immutable (`metadata.name`, `metadata.namespace`, `metadata.uid` once set).

@@ -6,27 +6,29 @@
 //! `additionalProperties`) is removed. `x-kubernetes-preserve-unknown-fields` keeps unknown keys
 //! at its node but still prunes inside the properties, items and additionalProperties it
 //! specifies. The paths of pruned fields are reported on request — the server turns them into
-//! `fieldValidation=Warn` warnings or `Strict` errors.
+//! `fieldValidation=Warn` warnings or `Strict` errors. The same pass drops `null`s of
+//! non-nullable fields without a default, which Kubernetes does right after pruning.
 
 use serde_json::{Map, Value};
 
 use crate::structural::Structural;
 
-/// Prunes `obj` — a whole resource — against its `schema`. Returns the paths of the removed
-/// fields (`spec.foo`, `spec.list[0].bar`), sorted, when `track` is true; otherwise nothing.
+/// Prunes `obj` — a whole resource — against its `schema`, as the write and read paths do:
+/// unknown fields and non-nullable `null`s without a default go. Returns the paths of the
+/// removed unknown fields (`spec.foo`, `spec.list[0].bar`), sorted, when `track` is true.
 pub fn prune(obj: &mut Value, schema: &Structural, track: bool) -> Vec<String> {
-    let mut p = Pruner { track, unknown: Vec::new(), path: String::new() };
+    let mut p = Pruner { track, drop_nulls: true, unknown: Vec::new(), path: String::new() };
     p.prune(obj, Some(schema), true);
     p.unknown.sort();
     p.unknown
 }
 
-/// Prunes a value that is not a resource root (a default value, for example).
-pub fn prune_value(v: &mut Value, schema: &Structural, track: bool) -> Vec<String> {
-    let mut p = Pruner { track, unknown: Vec::new(), path: String::new() };
-    p.prune(v, Some(schema), false);
-    p.unknown.sort();
-    p.unknown
+/// Removes unknown fields only (Kubernetes' `pruning.Prune`), leaving `null`s alone; `root`
+/// treats `v` as a resource, keeping its type and object metadata. Used to check that
+/// `default` values are already pruned.
+pub fn prune_unknown(v: &mut Value, schema: &Structural, root: bool) {
+    let mut p = Pruner { track: false, drop_nulls: false, unknown: Vec::new(), path: String::new() };
+    p.prune(v, Some(schema), root);
 }
 
 /// Fields of the type and object metadata of a resource, handled by [`crate::objectmeta`].
@@ -38,6 +40,7 @@ pub(crate) fn is_meta_field(k: &str) -> bool {
 /// buffer truncated after, so a clean object costs no allocation per node.
 struct Pruner {
     track: bool,
+    drop_nulls: bool,
     unknown: Vec<String>,
     path: String,
 }
@@ -65,21 +68,7 @@ impl Pruner {
                     map.clear();
                     return;
                 };
-                let embedded = root || s.embedded_resource;
-                if s.additional_properties.is_none() {
-                    let mut removed = Vec::new();
-                    map.retain(|k, _| {
-                        let keep = (embedded && is_meta_field(k)) || s.properties.contains_key(k.as_str());
-                        if !keep {
-                            removed.push(k.clone());
-                        }
-                        keep
-                    });
-                    for k in removed {
-                        self.record(&k);
-                    }
-                }
-                self.children(map, s, embedded);
+                self.object(map, s, root || s.embedded_resource, false);
             }
             Value::Array(items) => {
                 let item = s.and_then(|s| s.items.as_deref());
@@ -95,22 +84,50 @@ impl Pruner {
         }
     }
 
-    /// Recurses into every key the schema specifies (properties, then additionalProperties).
-    fn children(&mut self, map: &mut Map<String, Value>, s: &Structural, embedded: bool) {
+    /// One pass over an object's keys: unknown keys are removed (unless `keep_unknown`),
+    /// non-nullable `null`s without a default are removed (as Kubernetes does right after
+    /// pruning), and specified objects and arrays are pruned recursively. Each key's schema is
+    /// looked up once.
+    fn object(&mut self, map: &mut Map<String, Value>, s: &Structural, embedded: bool, keep_unknown: bool) {
+        // Decide in one read-only-keys pass (most objects lose nothing, and iterating is much
+        // cheaper than `retain`'s extraction), then remove.
+        let mut unknown: Vec<String> = Vec::new();
+        let mut nulls: Vec<String> = Vec::new();
         for (k, v) in map.iter_mut() {
-            if !is_container(v) || (embedded && is_meta_field(k)) {
+            if embedded && is_meta_field(k) {
                 continue;
             }
             let child = match s.properties.get(k.as_str()) {
                 Some(p) => Some(p),
                 None => match &s.additional_properties {
                     Some(ap) => ap.schema(),
-                    None => continue,
+                    None if keep_unknown => continue,
+                    None => {
+                        unknown.push(k.clone());
+                        continue;
+                    }
                 },
             };
-            let mark = self.push_field(k);
-            self.prune(v, child, false);
-            self.path.truncate(mark);
+            match v {
+                Value::Null => {
+                    if self.drop_nulls && child.is_some_and(|c| !c.nullable && c.default.is_none()) {
+                        nulls.push(k.clone());
+                    }
+                }
+                Value::Object(_) | Value::Array(_) => {
+                    let mark = self.push_field(k);
+                    self.prune(v, child, false);
+                    self.path.truncate(mark);
+                }
+                _ => {}
+            }
+        }
+        for k in nulls {
+            map.remove(&k);
+        }
+        for k in unknown {
+            map.remove(&k);
+            self.record(&k);
         }
     }
 
@@ -118,7 +135,7 @@ impl Pruner {
     /// specified ones.
     fn skip_prune(&mut self, x: &mut Value, s: &Structural, root: bool) {
         match x {
-            Value::Object(map) => self.children(map, s, root || s.embedded_resource),
+            Value::Object(map) => self.object(map, s, root || s.embedded_resource, true),
             Value::Array(items) => {
                 let Some(item) = s.items.as_deref() else { return };
                 for (i, v) in items.iter_mut().enumerate() {
@@ -147,9 +164,8 @@ impl Pruner {
     fn push_index(&mut self, i: usize) -> usize {
         let mark = self.path.len();
         if self.track {
-            self.path.push('[');
-            self.path.push_str(itoa(i).as_str());
-            self.path.push(']');
+            use std::fmt::Write as _;
+            let _ = write!(self.path, "[{i}]");
         }
         mark
     }
@@ -165,10 +181,6 @@ impl Pruner {
             self.unknown.push(p);
         }
     }
-}
-
-fn itoa(i: usize) -> String {
-    i.to_string()
 }
 
 /// Only objects and arrays can contain something to prune.

@@ -98,6 +98,32 @@ pub struct Structural {
 
     // --- value validations
     pub value_validation: Option<Box<ValueValidation>>,
+
+    /// What this node and everything below it (properties, items, additionalProperties)
+    /// contain, computed once by [`Structural::lower`] so that walks skip subtrees with
+    /// nothing to do.
+    pub below: Below,
+}
+
+/// Facts about a schema subtree, for skipping work. A node counts itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Below {
+    /// Some node has a `default`.
+    pub defaults: bool,
+    /// Some node is an `x-kubernetes-embedded-resource`.
+    pub embedded_resources: bool,
+    /// Some node has `x-kubernetes-list-type` `set` or `map`.
+    pub list_types: bool,
+}
+
+impl Below {
+    fn union(self, o: Below) -> Below {
+        Below {
+            defaults: self.defaults || o.defaults,
+            embedded_resources: self.embedded_resources || o.embedded_resources,
+            list_types: self.list_types || o.list_types,
+        }
+    }
 }
 
 impl Default for Type {
@@ -230,7 +256,16 @@ impl Structural {
             Some(JSONSchemaPropsOrBool::Bool(b)) => Some(AdditionalProperties::Bool(*b)),
         };
         let type_name = s.type_.clone().unwrap_or_default();
+        let mut below = Below {
+            defaults: s.default.is_some(),
+            embedded_resources: s.x_kubernetes_embedded_resource.unwrap_or(false),
+            list_types: matches!(s.x_kubernetes_list_type.as_deref(), Some("set" | "map")),
+        };
+        for child in properties.values().chain(items.as_deref()).chain(additional_properties.as_ref().and_then(|ap| ap.schema())) {
+            below = below.union(child.below);
+        }
         Ok(Structural {
+            below,
             type_: Type::parse(&type_name),
             type_name,
             description: s.description.clone(),

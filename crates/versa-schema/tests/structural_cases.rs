@@ -91,10 +91,8 @@ fn metadata() {
     check_file("metadata.yaml");
 }
 
-// The expected details are Go's `regexp` messages; `Pattern::error()` still returns the regex
-// crate's. Un-ignore once src/pattern.rs reports RE2's wording.
+// The expected details are Go's `regexp` messages, which `Pattern::error()` reproduces.
 #[test]
-#[ignore = "waits for Go-exact pattern errors from src/pattern.rs"]
 fn patterns() {
     check_file("pattern.yaml");
 }

@@ -31,6 +31,9 @@ pub struct Args {
     /// The previous state of the object, for update-only rules (immutable metadata).
     #[arg(long, value_name = "OLD")]
     old: Option<PathBuf>,
+    /// The namespace of namespaced objects that name none, as kubectl's `--namespace`.
+    #[arg(short = 'n', long, value_name = "NS", default_value = "default")]
+    namespace: String,
     /// Output format of the resulting objects.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Yaml)]
     output: Format,
@@ -87,6 +90,13 @@ pub fn run(args: &Args) -> Result<Outcome> {
             continue;
         };
         let kind = ResourceKind { group, version: &version, kind: kind_name, namespaced };
+        // What the client and the server do before validating a create: the namespace comes
+        // from the request, and a generateName becomes a name.
+        if namespaced {
+            set_default_namespace(&mut obj, &args.namespace);
+        }
+        pipeline::generate_name(&mut obj, &random_suffix());
+        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(&name).to_owned();
         let result = pipeline::admit(&mut obj, &schema, &kind).and_then(|admitted| {
             let update_errs = match &old {
                 Some(old) => pipeline::validate_update(&obj, old),
@@ -157,6 +167,35 @@ fn version_schema(def: &ResourceDefinition, version: &str) -> Result<Option<Stru
     let props = v.schema.as_ref().and_then(|s| s.open_api_v3_schema.clone()).unwrap_or_default();
     let schema = Structural::lower(&props).with_context(|| format!("lowering the schema of version {version}"))?;
     Ok(Some(schema))
+}
+
+fn set_default_namespace(obj: &mut Value, namespace: &str) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        let has = meta.get("namespace").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+        if !has {
+            meta.insert("namespace".to_owned(), Value::String(namespace.to_owned()));
+        }
+    }
+}
+
+/// Five characters from Kubernetes' suffix alphabet. Offline names need not be unpredictable,
+/// only distinct, so the clock and the process id are enough entropy.
+fn random_suffix() -> String {
+    let alphabet: Vec<char> = pipeline::NAME_SUFFIX_ALPHABET.chars().collect();
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+        ^ u64::from(std::process::id()).rotate_left(32);
+    (0..5)
+        .map(|_| {
+            // xorshift64
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            alphabet[(seed % alphabet.len() as u64) as usize]
+        })
+        .collect()
 }
 
 fn print_objects(objects: &[Value], format: Format) -> Result<()> {

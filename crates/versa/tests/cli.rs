@@ -73,7 +73,7 @@ fn validate_prunes_defaults_and_warns() {
         serde_json::json!({
             "apiVersion": "stable.example.com/v1",
             "kind": "CronTab",
-            "metadata": {"name": "my-new-cron-object"},
+            "metadata": {"name": "my-new-cron-object", "namespace": "default"},
             "spec": {"cronSpec": "* * * * */5", "image": "my-awesome-cron-image", "replicas": 1}
         })
     );
@@ -98,8 +98,28 @@ fn validate_yaml_output_and_version_mismatch() {
 fn validate_old_object_makes_identity_immutable() {
     let dir = tempfile::tempdir().unwrap();
     let old = dir.path().join("old.yaml");
-    std::fs::write(&old, "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: other}\nspec: {image: x}\n").unwrap();
+    std::fs::write(&old, "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: other, namespace: default}\nspec: {image: x}\n").unwrap();
     let o = versa(&["validate", "--definition", &data("crontab-crd.yaml"), "--old", old.to_str().unwrap(), &data("my-crontab.yaml")]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).contains(r#"metadata.name: Invalid value: "my-new-cron-object": field is immutable"#), "{}", stdout(&o));
+}
+
+#[test]
+fn validate_generates_names_and_checks_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let obj = dir.path().join("obj.yaml");
+    std::fs::write(&obj, "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {generateName: cron-, namespace: prod}\nspec: {image: x}\n").unwrap();
+    let o = versa(&["validate", "--definition", &data("crontab-crd.yaml"), "-o", "json", obj.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let got: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let name = got["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("cron-") && name.len() == 10, "{name}");
+    assert_eq!(got["metadata"]["namespace"], "prod");
+
+    std::fs::write(&obj, "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: Bad_Name, labels: {\"a b\": c}}\nspec: {image: x}\n").unwrap();
+    let o = versa(&["validate", "--definition", &data("crontab-crd.yaml"), obj.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    assert!(out.contains(r#"metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of"#), "{out}");
+    assert!(out.contains(r#"metadata.labels: Invalid value: "a b": name part must consist of alphanumeric characters"#), "{out}");
 }

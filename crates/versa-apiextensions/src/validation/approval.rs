@@ -47,7 +47,12 @@ pub(super) fn validate_api_approval(def: &ResourceDefinition, old: Option<&Resou
 }
 
 fn annotation(def: &ResourceDefinition) -> &str {
-    def.metadata.annotations.as_ref().and_then(|a| a.get(API_APPROVAL_ANNOTATION)).map(String::as_str).unwrap_or_default()
+    def.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(API_APPROVAL_ANNOTATION))
+        .map(String::as_str)
+        .unwrap_or_default()
 }
 
 fn approval_state(def: &ResourceDefinition) -> (ApprovalState, String) {
@@ -55,7 +60,9 @@ fn approval_state(def: &ResourceDefinition) -> (ApprovalState, String) {
     if value.is_empty() {
         return (
             ApprovalState::Missing,
-            format!("protected groups must have approval annotation \"{API_APPROVAL_ANNOTATION}\", see https://github.com/kubernetes/enhancements/pull/1111"),
+            format!(
+                "protected groups must have approval annotation \"{API_APPROVAL_ANNOTATION}\", see https://github.com/kubernetes/enhancements/pull/1111"
+            ),
         );
     }
     if value.starts_with("unapproved") {

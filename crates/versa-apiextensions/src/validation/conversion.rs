@@ -24,13 +24,18 @@ pub(super) fn validate_conversion(spec: &CustomResourceDefinitionSpec, opts: &Op
     let strategy = conversion.strategy.as_str();
     // Webhook conversion round-trips objects through JSON, which needs pruning to be on.
     if strategy != NONE_CONVERTER && spec.preserve_unknown_fields.unwrap_or(false) {
-        errs.push(Error::invalid(path.child("strategy"), strategy, "must be None if spec.preserveUnknownFields is true"));
+        errs.push(Error::invalid(
+            path.child("strategy"),
+            strategy,
+            "must be None if spec.preserveUnknownFields is true",
+        ));
     }
     errs.extend(validate_enum(strategy, &[NONE_CONVERTER, WEBHOOK_CONVERTER], path.child("strategy")));
 
     let webhook_path = path.child("webhook");
     let client_config = conversion.webhook.as_ref().and_then(|w| w.client_config.as_ref());
-    let review_versions = conversion.webhook.as_ref().map(|w| w.conversion_review_versions.as_slice()).unwrap_or_default();
+    let review_versions =
+        conversion.webhook.as_ref().map(|w| w.conversion_review_versions.as_slice()).unwrap_or_default();
     if strategy == WEBHOOK_CONVERTER {
         let cc_path = webhook_path.child("clientConfig");
         match client_config {
@@ -60,7 +65,10 @@ pub(super) fn validate_conversion(spec: &CustomResourceDefinitionSpec, opts: &Op
         ));
     } else {
         if client_config.is_some() {
-            errs.push(Error::forbidden(webhook_path.child("clientConfig"), "should not be set when strategy is not set to Webhook"));
+            errs.push(Error::forbidden(
+                webhook_path.child("clientConfig"),
+                "should not be set when strategy is not set to Webhook",
+            ));
         }
         if !review_versions.is_empty() {
             errs.push(Error::forbidden(

@@ -81,7 +81,10 @@ fn validate_common(meta: &ObjectMeta, path: &Path) -> ErrorList {
     let finalizers: Vec<&str> = meta.finalizers.iter().flatten().map(String::as_str).collect();
     let mut errs = ErrorList::new();
     errs.extend(validate_labels(labels.iter().map(|(k, v)| (k.as_str(), v.as_str())), &path.child("labels")));
-    errs.extend(validate_annotations(annotations.iter().map(|(k, v)| (k.as_str(), v.as_str())), &path.child("annotations")));
+    errs.extend(validate_annotations(
+        annotations.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        &path.child("annotations"),
+    ));
     errs.extend(validate_finalizers(&finalizers, &path.child("finalizers")));
     errs
 }

@@ -50,7 +50,11 @@ pub fn validate_definition_update(new: &ResourceDefinition, old: &ResourceDefini
         errs.extend(validate_immutable(&new.spec.names.kind, &old.spec.names.kind, spec.child("names").child("kind")));
     }
     errs.extend(validate_immutable(&new.spec.group, &old.spec.group, spec.child("group")));
-    errs.extend(validate_immutable(&new.spec.names.plural, &old.spec.names.plural, spec.child("names").child("plural")));
+    errs.extend(validate_immutable(
+        &new.spec.names.plural,
+        &old.spec.names.plural,
+        spec.child("names").child("plural"),
+    ));
     errs.extend(validate_status_and_approval(new, Some(old)));
     errs
 }

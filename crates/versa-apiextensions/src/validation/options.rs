@@ -76,7 +76,10 @@ impl Options {
             require_structural_schema: !old_schemas(old_spec).any(is_non_structural),
             require_pruned_defaults: !old_schemas(old_spec).any(has_unpruned_defaults),
             require_atomic_set_type: !schema::spec_has(old_spec, schema::has_non_atomic_set_type),
-            require_map_list_keys_map_set_validation: !schema::spec_has(old_spec, schema::has_invalid_map_list_keys_map_set),
+            require_map_list_keys_map_set_validation: !schema::spec_has(
+                old_spec,
+                schema::has_invalid_map_list_keys_map_set,
+            ),
             allow_invalid_ca_bundle: allow_invalid_ca_bundle(old),
             unchanged_oversized_selectable_fields: unchanged_oversized_selectable_fields(new, old),
         }

@@ -50,11 +50,7 @@ fn decode(mut data: &[u8]) -> Option<(Block, &[u8])> {
     const BEGIN: &[u8] = b"-----BEGIN ";
     const DASHES: &[u8] = b"-----";
     loop {
-        let start = if data.starts_with(BEGIN) {
-            0
-        } else {
-            find(data, b"\n-----BEGIN ")? + 1
-        };
+        let start = if data.starts_with(BEGIN) { 0 } else { find(data, b"\n-----BEGIN ")? + 1 };
         let after_begin = &data[start + BEGIN.len()..];
         let (type_line, after_type) = split_line(after_begin);
         let Some(type_) = type_line.strip_suffix(DASHES) else {
@@ -154,6 +150,7 @@ fn read_tlv(data: &[u8]) -> Option<(u8, &[u8], &[u8])> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 
@@ -184,6 +181,9 @@ w9Zf
         let key = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
         assert_eq!(check_ca_bundle(key.as_bytes()).unwrap_err(), "no valid certificate authority data seen");
         let bad = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----";
-        assert_eq!(check_ca_bundle(bad.as_bytes()).unwrap_err(), "failed to parse certificate: x509: malformed certificate");
+        assert_eq!(
+            check_ca_bundle(bad.as_bytes()).unwrap_err(),
+            "failed to parse certificate: x509: malformed certificate"
+        );
     }
 }

@@ -19,7 +19,11 @@ pub(super) fn validate_subresources(sub: &CustomResourceSubresources, path: &Pat
         if !path_errs.is_empty() {
             errs.extend(path_errs);
         } else if !scale.spec_replicas_path.starts_with(".spec.") {
-            errs.push(Error::invalid(spec_path, scale.spec_replicas_path.as_str(), "should be a json path under .spec"));
+            errs.push(Error::invalid(
+                spec_path,
+                scale.spec_replicas_path.as_str(),
+                "should be a json path under .spec",
+            ));
         }
     }
 
@@ -31,7 +35,11 @@ pub(super) fn validate_subresources(sub: &CustomResourceSubresources, path: &Pat
         if !path_errs.is_empty() {
             errs.extend(path_errs);
         } else if !scale.status_replicas_path.starts_with(".status.") {
-            errs.push(Error::invalid(status_path, scale.status_replicas_path.as_str(), "should be a json path under .status"));
+            errs.push(Error::invalid(
+                status_path,
+                scale.status_replicas_path.as_str(),
+                "should be a json path under .status",
+            ));
         }
     }
 

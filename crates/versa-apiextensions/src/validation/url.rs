@@ -30,11 +30,9 @@ pub(super) fn parse_request_uri(raw: &str) -> Result<Url, String> {
 fn parse_impl(raw: &str, via_request: bool) -> Result<Url, String> {
     let mut url = Url::default();
     let mut rest = raw;
-    if !via_request {
-        if let Some((before, frag)) = raw.split_once('#') {
-            url.fragment = unescape(frag)?;
-            rest = before;
-        }
+    if !via_request && let Some((before, frag)) = raw.split_once('#') {
+        url.fragment = unescape(frag)?;
+        rest = before;
     }
     if rest.bytes().any(|b| b < 0x20 || b == 0x7f) {
         return Err("net/url: invalid control character in URL".into());
@@ -70,7 +68,8 @@ fn parse_impl(raw: &str, via_request: bool) -> Result<Url, String> {
         }
     }
 
-    let has_authority = (!url.scheme.is_empty() || (!via_request && !rest.starts_with("///"))) && rest.starts_with("//");
+    let has_authority =
+        (!url.scheme.is_empty() || (!via_request && !rest.starts_with("///"))) && rest.starts_with("//");
     if has_authority {
         let authority_and_path = &rest[2..];
         let end = authority_and_path.find('/').unwrap_or(authority_and_path.len());
@@ -118,10 +117,10 @@ fn parse_host(host: &str) -> Result<String, String> {
     } else {
         host.rfind(':').map_or("", |i| &host[i..])
     };
-    if let Some(digits) = port.strip_prefix(':') {
-        if !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!("invalid port {} after host", versa_schema::field::go_quote(port)));
-        }
+    if let Some(digits) = port.strip_prefix(':')
+        && !digits.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(format!("invalid port {} after host", versa_schema::field::go_quote(port)));
     }
     unescape(host)
 }
@@ -155,6 +154,7 @@ fn unescape(s: &str) -> Result<String, String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 
@@ -170,7 +170,10 @@ mod tests {
         assert_eq!(parse("HTTPS:opaque").unwrap().scheme, "https");
         assert_eq!(parse(":x").unwrap_err(), r#"parse ":x": missing protocol scheme"#);
         assert_eq!(parse("https://a b%zz").unwrap_err(), r#"parse "https://a b%zz": invalid URL escape "%zz""#);
-        assert_eq!(parse("https://host:port/").unwrap_err(), r#"parse "https://host:port/": invalid port ":port" after host"#);
+        assert_eq!(
+            parse("https://host:port/").unwrap_err(),
+            r#"parse "https://host:port/": invalid port ":port" after host"#
+        );
         assert_eq!(parse("a:b").unwrap().scheme, "a");
         assert_eq!(parse("1a:b").unwrap_err(), r#"parse "1a:b": first path segment in URL cannot contain colon"#);
         assert!(parse("https://h\n").is_err());

@@ -22,7 +22,8 @@ const MAX_DEPRECATION_WARNING_LEN: usize = 256;
 /// preserved).
 pub(super) fn validate_schemas_present(spec: &CustomResourceDefinitionSpec, opts: &Options, path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
-    let has_schema = |v: &CustomResourceDefinitionVersion| v.schema.as_ref().is_some_and(|s| s.open_api_v3_schema.is_some());
+    let has_schema =
+        |v: &CustomResourceDefinitionVersion| v.schema.as_ref().is_some_and(|s| s.open_api_v3_schema.is_some());
     for (i, v) in spec.versions.iter().enumerate() {
         let schema_path = path.child("versions").index(i).child("schema").child("openAPIV3Schema");
         if opts.require_open_api_schema {
@@ -57,7 +58,11 @@ pub(super) fn validate_versions(spec: &CustomResourceDefinitionSpec, opts: &Opti
         errs.extend(validate_version(version, opts, &vpath));
     }
     if !unique {
-        errs.push(Error::invalid(path.child("versions"), versions_value(&spec.versions), "must contain unique version names"));
+        errs.push(Error::invalid(
+            path.child("versions"),
+            versions_value(&spec.versions),
+            "must contain unique version names",
+        ));
     }
     if storage_count != 1 {
         errs.push(Error::invalid(
@@ -82,7 +87,13 @@ fn validate_version(version: &CustomResourceDefinitionVersion, opts: &Options, p
     let lowered = open_api.map(Structural::lower);
     let status_enabled = version.subresources.as_ref().is_some_and(|s| s.status.is_some());
     if let Some(props) = open_api {
-        errs.extend(schema::validate_version_schema(props, lowered.as_ref(), status_enabled, opts, &path.child("schema")));
+        errs.extend(schema::validate_version_schema(
+            props,
+            lowered.as_ref(),
+            status_enabled,
+            opts,
+            &path.child("schema"),
+        ));
     }
     if let Some(sub) = &version.subresources {
         errs.extend(subresources::validate_subresources(sub, &path.child("subresources")));
@@ -166,7 +177,11 @@ pub(super) fn validate_stored_versions(
     }
     for v in versions {
         if v.storage && !stored.contains(&v.name) {
-            errs.push(Error::invalid(path.clone(), stored_value(), format!("must have the storage version {}", v.name)));
+            errs.push(Error::invalid(
+                path.clone(),
+                stored_value(),
+                format!("must have the storage version {}", v.name),
+            ));
         }
     }
     // One error per missing name, at the last index it appears at (upstream keys a map by name).

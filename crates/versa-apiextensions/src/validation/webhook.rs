@@ -26,7 +26,11 @@ pub(super) fn validate_webhook_url(path: &Path, raw: &str, force_https: bool) ->
         }
     };
     if force_https && u.scheme != "https" {
-        errs.push(Error::invalid(path.clone(), u.scheme.as_str(), format!("'https' is the only allowed URL scheme{URL_FORM}")));
+        errs.push(Error::invalid(
+            path.clone(),
+            u.scheme.as_str(),
+            format!("'https' is the only allowed URL scheme{URL_FORM}"),
+        ));
     }
     if u.host.is_empty() {
         errs.push(Error::invalid(path.clone(), u.host.as_str(), format!("host must be provided{URL_FORM}")));
@@ -44,7 +48,13 @@ pub(super) fn validate_webhook_url(path: &Path, raw: &str, force_https: bool) ->
 }
 
 /// A service reference: name and namespace, a valid port, and a path of DNS-subdomain segments.
-pub(super) fn validate_webhook_service(path: &Path, name: &str, namespace: &str, url_path: Option<&str>, port: i32) -> ErrorList {
+pub(super) fn validate_webhook_service(
+    path: &Path,
+    name: &str,
+    namespace: &str,
+    url_path: Option<&str>,
+    port: i32,
+) -> ErrorList {
     let mut errs = ErrorList::new();
     if name.is_empty() {
         errs.push(Error::required(path.child("name"), "service name is required"));
@@ -53,7 +63,11 @@ pub(super) fn validate_webhook_service(path: &Path, name: &str, namespace: &str,
         errs.push(Error::required(path.child("namespace"), "service namespace is required"));
     }
     if !(1..=65535).contains(&port) {
-        errs.push(Error::invalid(path.child("port"), i64::from(port), "port is not valid: must be between 1 and 65535, inclusive"));
+        errs.push(Error::invalid(
+            path.child("port"),
+            i64::from(port),
+            "port is not valid: must be between 1 and 65535, inclusive",
+        ));
     }
     let Some(p) = url_path else { return errs };
     if p.is_empty() || p == "/" {

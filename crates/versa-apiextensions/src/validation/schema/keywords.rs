@@ -60,7 +60,10 @@ fn walk(s: &JSONSchemaProps, path: &Path, ctx: &Context, is_root: bool, opts: &O
     if let Some(ap) = &s.additional_properties {
         let has_properties = s.properties.as_ref().is_some_and(|p| !p.is_empty());
         if has_properties && !matches!(ap, JSONSchemaPropsOrBool::Bool(true)) {
-            errs.push(Error::forbidden(path.child("additionalProperties"), "additionalProperties and properties are mutual exclusive"));
+            errs.push(Error::forbidden(
+                path.child("additionalProperties"),
+                "additionalProperties and properties are mutual exclusive",
+            ));
         }
         if let JSONSchemaPropsOrBool::Schema(sub) = ap {
             // A default for a map value inside metadata cannot be pruned without a key.
@@ -111,7 +114,11 @@ fn walk(s: &JSONSchemaProps, path: &Path, ctx: &Context, is_root: bool, opts: &O
     }
 
     if s.x_kubernetes_preserve_unknown_fields == Some(false) {
-        errs.push(Error::invalid(path.child("x-kubernetes-preserve-unknown-fields"), false, "must be true or undefined"));
+        errs.push(Error::invalid(
+            path.child("x-kubernetes-preserve-unknown-fields"),
+            false,
+            "must be true or undefined",
+        ));
     }
     validate_map_and_list_types(s, path, opts, errs);
     if opts.require_map_list_keys_map_set_validation {
@@ -161,7 +168,10 @@ fn validate_node(s: &JSONSchemaProps, path: &Path, ctx: &Context, opts: &Options
         errs.push(Error::forbidden(path.child("items"), "items must be a schema object and not an array"));
     }
     if ctx.inside_resource_meta && s.x_kubernetes_embedded_resource == Some(true) {
-        errs.push(Error::forbidden(path.child("x-kubernetes-embedded-resource"), "must not be used inside of resource meta"));
+        errs.push(Error::forbidden(
+            path.child("x-kubernetes-embedded-resource"),
+            "must not be used inside of resource meta",
+        ));
     }
 }
 
@@ -173,7 +183,11 @@ fn validate_map_and_list_types(s: &JSONSchemaProps, path: &Path, opts: &Options,
             errs.push(type_error(path, type_, "must be object if x-kubernetes-map-type is specified"));
         }
         if map_type != "atomic" && map_type != "granular" {
-            errs.push(Error::not_supported(path.child("x-kubernetes-map-type"), map_type.as_str(), &["atomic", "granular"]));
+            errs.push(Error::not_supported(
+                path.child("x-kubernetes-map-type"),
+                map_type.as_str(),
+                &["atomic", "granular"],
+            ));
         }
     }
 
@@ -184,10 +198,11 @@ fn validate_map_and_list_types(s: &JSONSchemaProps, path: &Path, opts: &Options,
     };
     if list_type.is_some() && type_ != "array" {
         errs.push(type_error(path, type_, "must be array if x-kubernetes-list-type is specified"));
-    } else if opts.require_atomic_set_type && list_type == Some("set") {
-        if let Some(item) = item {
-            errs.extend(validate_set_item(item, path));
-        }
+    } else if opts.require_atomic_set_type
+        && list_type == Some("set")
+        && let Some(item) = item
+    {
+        errs.extend(validate_set_item(item, path));
     }
     if let Some(lt) = list_type.filter(|lt| !matches!(*lt, "atomic" | "set" | "map")) {
         errs.push(Error::not_supported(path.child("x-kubernetes-list-type"), lt, &["atomic", "set", "map"]));
@@ -196,7 +211,10 @@ fn validate_map_and_list_types(s: &JSONSchemaProps, path: &Path, opts: &Options,
     let keys = s.x_kubernetes_list_map_keys.as_deref().unwrap_or_default();
     if !keys.is_empty() {
         match list_type {
-            None => errs.push(Error::required(path.child("x-kubernetes-list-type"), "must be map if x-kubernetes-list-map-keys is non-empty")),
+            None => errs.push(Error::required(
+                path.child("x-kubernetes-list-type"),
+                "must be map if x-kubernetes-list-map-keys is non-empty",
+            )),
             Some("map") => {}
             Some(other) => errs.push(Error::invalid(
                 path.child("x-kubernetes-list-type"),
@@ -208,10 +226,15 @@ fn validate_map_and_list_types(s: &JSONSchemaProps, path: &Path, opts: &Options,
 
     if list_type == Some("map") {
         if keys.is_empty() {
-            errs.push(Error::required(path.child("x-kubernetes-list-map-keys"), "must not be empty if x-kubernetes-list-type is map"));
+            errs.push(Error::required(
+                path.child("x-kubernetes-list-map-keys"),
+                "must not be empty if x-kubernetes-list-type is map",
+            ));
         }
         match &s.items {
-            None => errs.push(Error::required(path.child("items"), "must have a schema if x-kubernetes-list-type is map")),
+            None => {
+                errs.push(Error::required(path.child("items"), "must have a schema if x-kubernetes-list-type is map"))
+            }
             Some(JSONSchemaPropsOrArray::Schemas(list)) => errs.push(Error::invalid(
                 path.child("items"),
                 BadValue::Json(serde_json::to_value(list).unwrap_or(Value::Null)),
@@ -284,7 +307,11 @@ fn validate_map_keys(item: &JSONSchemaProps, keys: &[String], path: &Path) -> Er
             )),
         }
         if !seen.insert(k.as_str()) {
-            errs.push(Error::invalid(path.child("x-kubernetes-list-map-keys"), keys_value(), "must not contain duplicate entries"));
+            errs.push(Error::invalid(
+                path.child("x-kubernetes-list-map-keys"),
+                keys_value(),
+                "must not contain duplicate entries",
+            ));
         }
     }
     errs
@@ -318,7 +345,10 @@ pub(in crate::validation) fn validate_map_list_keys_map_set(s: &JSONSchemaProps,
                 ));
             }
             if prop.nullable == Some(true) {
-                errs.push(Error::forbidden(kpath.child("nullable"), "this property is in x-kubernetes-list-map-keys, so it cannot be nullable"));
+                errs.push(Error::forbidden(
+                    kpath.child("nullable"),
+                    "this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
+                ));
             }
         }
     }

@@ -17,8 +17,8 @@ use versa_schema::field::{BadValue, Error, ErrorList, Path};
 use versa_schema::{LowerError, Structural};
 
 pub(super) use predicates::{
-    has_default, has_invalid_map_list_keys_map_set, has_invalid_type, has_kubernetes_extensions, has_non_atomic_set_type,
-    spec_has,
+    has_default, has_invalid_map_list_keys_map_set, has_invalid_type, has_kubernetes_extensions,
+    has_non_atomic_set_type, spec_has,
 };
 
 use super::Options;
@@ -26,9 +26,28 @@ use super::Options;
 /// The keywords allowed at the root when the status subresource is on: those that still mean the
 /// same once `status` is validated on its own (the names of kube-apiserver's Go fields).
 const ALLOWED_AT_ROOT_WITH_STATUS: [&str; 22] = [
-    "Description", "Type", "Format", "Title", "Maximum", "ExclusiveMaximum", "Minimum", "ExclusiveMinimum", "MaxLength",
-    "MinLength", "Pattern", "MaxItems", "MinItems", "UniqueItems", "MultipleOf", "Required", "Items", "Properties",
-    "ExternalDocs", "Example", "XPreserveUnknownFields", "XValidations",
+    "Description",
+    "Type",
+    "Format",
+    "Title",
+    "Maximum",
+    "ExclusiveMaximum",
+    "Minimum",
+    "ExclusiveMinimum",
+    "MaxLength",
+    "MinLength",
+    "Pattern",
+    "MaxItems",
+    "MinItems",
+    "UniqueItems",
+    "MultipleOf",
+    "Required",
+    "Items",
+    "Properties",
+    "ExternalDocs",
+    "Example",
+    "XPreserveUnknownFields",
+    "XValidations",
 ];
 
 /// Validates one version's schema; `path` is `spec.versions[i].schema`.

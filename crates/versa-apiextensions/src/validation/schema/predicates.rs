@@ -3,7 +3,8 @@
 //! structural schemas) and, asked of the old definition on update, which rules are ratcheted.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinitionSpec, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool, JSONSchemaPropsOrStringArray,
+    CustomResourceDefinitionSpec, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+    JSONSchemaPropsOrStringArray,
 };
 use versa_schema::field::Path;
 
@@ -41,7 +42,10 @@ fn schema_has(s: &JSONSchemaProps, pred: fn(&JSONSchemaProps) -> bool) -> bool {
         || any_map(&s.pattern_properties)
         || or_bool(&s.additional_items)
         || any_map(&s.definitions)
-        || s.dependencies.iter().flatten().any(|(_, d)| matches!(d, JSONSchemaPropsOrStringArray::Schema(sub) if schema_has(sub, pred)))
+        || s.dependencies
+            .iter()
+            .flatten()
+            .any(|(_, d)| matches!(d, JSONSchemaPropsOrStringArray::Schema(sub) if schema_has(sub, pred)))
 }
 
 /// The node has a `default`.

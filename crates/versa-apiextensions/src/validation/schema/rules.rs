@@ -10,7 +10,8 @@ use crate::validation::field_path::valid_field_path;
 use crate::validation::has_newlines;
 
 /// The reasons a rule may report, sorted as upstream lists them.
-const SUPPORTED_REASONS: [&str; 4] = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"];
+const SUPPORTED_REASONS: [&str; 4] =
+    ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"];
 
 /// Checks the rules of the node `schema`; `path` is its `x-kubernetes-validations`.
 pub(super) fn validate_rules(schema: &JSONSchemaProps, rules: &[ValidationRule], path: &Path) -> ErrorList {
@@ -29,12 +30,18 @@ pub(super) fn validate_rules(schema: &JSONSchemaProps, rules: &[ValidationRule],
         } else if has_newlines(trimmed_msg) {
             errs.push(Error::invalid(rpath.child("message"), message, "message must not contain line breaks"));
         } else if has_newlines(trimmed_rule) && trimmed_msg.is_empty() {
-            errs.push(Error::required(rpath.child("message"), "message must be specified if rule contains line breaks"));
+            errs.push(Error::required(
+                rpath.child("message"),
+                "message must be specified if rule contains line breaks",
+            ));
         }
 
         let message_expression = rule.message_expression.as_deref().unwrap_or_default();
         if !message_expression.is_empty() && message_expression.trim().is_empty() {
-            errs.push(Error::required(rpath.child("messageExpression"), "messageExpression must be non-empty if specified"));
+            errs.push(Error::required(
+                rpath.child("messageExpression"),
+                "messageExpression must be non-empty if specified",
+            ));
         }
 
         if let Some(reason) = rule.reason.as_deref().filter(|r| !SUPPORTED_REASONS.contains(r)) {
