@@ -93,7 +93,7 @@ fn nested(i: usize, depth: usize) -> Value {
     for d in 0..depth {
         v = json!({"child": v, "n": d, "s": "abc"});
     }
-    json!({"apiVersion": "deep.example.com/v1", "kind": "Deep", "metadata": {"name": format!("deep-{i}")}, "spec": v})
+    json!({"apiVersion": "deep.example.com/v1", "kind": "Deep", "metadata": {"name": format!("deep-{i}"), "namespace": "default"}, "spec": v})
 }
 
 /// Runs `f` repeatedly for about `budget`, returning the mean time per call.
@@ -142,7 +142,7 @@ fn run(name: &str, schema: &Value, objects: &[Value], kind: &ResourceKind<'_>) {
     });
     let mbps = |t: Duration| bytes as f64 / t.as_secs_f64() / 1e6;
     if std::env::var_os("VERSA_BENCH_STAGES").is_some() {
-        stages(&schema, &docs, budget);
+        stages(&schema, &docs, kind, budget);
     }
     let pipeline_only = both.saturating_sub(parse);
     println!(
@@ -157,39 +157,44 @@ fn run(name: &str, schema: &Value, objects: &[Value], kind: &ResourceKind<'_>) {
     );
 }
 
-/// Time of each stage of the pipeline alone (set VERSA_BENCH_STAGES=1), on processed copies
-/// so that every stage sees a realistic object; the copy's cost is measured and subtracted.
-fn stages(schema: &Structural, docs: &[Vec<u8>], budget: Duration) {
-    use versa_schema::{default, listtype, objectmeta, prune, validation};
-    let parsed: Vec<Value> = docs.iter().map(|d| serde_json::from_slice(d).unwrap_or(Value::Null)).collect();
-    let clone = time(budget, || {
-        for v in &parsed {
-            black_box(v.clone());
+/// The cost of each stage (set VERSA_BENCH_STAGES=1): parse followed by the pipeline cut after
+/// stage N, minus the same cut after stage N-1.
+fn stages(schema: &Structural, docs: &[Vec<u8>], kind: &ResourceKind<'_>, budget: Duration) {
+    use versa_schema::{listtype, metadata, objectmeta, validation};
+    let names = ["normalise", "object metadata", "values", "embedded resources", "list types"];
+    let mut prev = time(budget, || {
+        for d in docs {
+            black_box(serde_json::from_slice::<Value>(d).unwrap_or(Value::Null));
         }
     });
-    let mut report = |name: &str, f: &dyn Fn(&mut Value)| {
+    for (n, name) in names.iter().enumerate() {
         let t = time(budget, || {
-            for v in &parsed {
-                let mut c = v.clone();
-                f(&mut c);
-                black_box(c);
+            for d in docs {
+                let mut v: Value = serde_json::from_slice(d).unwrap_or(Value::Null);
+                let _ = pipeline::normalise(&mut v, schema, objectmeta::Malformed::Reject);
+                if n >= 1 {
+                    let meta = v.get("metadata").cloned().unwrap_or(Value::Null);
+                    black_box(metadata::validate_object_meta(
+                        &meta,
+                        &versa_schema::Path::new("metadata"),
+                        Some(kind.namespaced),
+                    ));
+                }
+                if n >= 2 {
+                    black_box(validation::validate(schema, &v));
+                }
+                if n >= 3 {
+                    black_box(metadata::validate_embedded_resources(&v, schema, &versa_schema::Path::none()));
+                }
+                if n >= 4 {
+                    black_box(listtype::validate_list_set_and_map(schema, &v, &versa_schema::Path::none()));
+                }
+                black_box(v);
             }
         });
-        println!("  stage {name}: {:?} per corpus (copy cost {:?} subtracted)", t.saturating_sub(clone), clone);
-    };
-    report("default", &|v| default::apply(v, schema));
-    report("prune", &|v| {
-        black_box(prune::prune(v, schema, true));
-    });
-    report("objectmeta", &|v| {
-        black_box(objectmeta::coerce(v, schema, objectmeta::Malformed::Reject).is_ok());
-    });
-    report("validate", &|v| {
-        black_box(validation::validate(schema, v).len());
-    });
-    report("listtype", &|v| {
-        black_box(listtype::validate_list_set_and_map(schema, v, &versa_schema::Path::none()).len());
-    });
+        println!("  stage {name}: {:?} per corpus", t.saturating_sub(prev));
+        prev = t;
+    }
 }
 
 fn main() {

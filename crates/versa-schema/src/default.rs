@@ -49,19 +49,21 @@ pub fn default(x: &mut Value, s: &Structural) {
                 }
                 match prop {
                     Some(prop) => {
-                        if v.is_null() && !prop.nullable {
-                            if let Some(d) = &prop.default {
-                                *v = d.clone();
-                            }
+                        if v.is_null()
+                            && !prop.nullable
+                            && let Some(d) = &prop.default
+                        {
+                            *v = d.clone();
                         }
                         default(v, prop);
                     }
                     None => {
                         if let Some(ap) = ap {
-                            if v.is_null() && !ap.nullable {
-                                if let Some(d) = &ap.default {
-                                    *v = d.clone();
-                                }
+                            if v.is_null()
+                                && !ap.nullable
+                                && let Some(d) = &ap.default
+                            {
+                                *v = d.clone();
                             }
                             default(v, ap);
                         }
@@ -86,10 +88,11 @@ pub fn default(x: &mut Value, s: &Structural) {
         Value::Array(items) => {
             let Some(item) = s.items.as_deref() else { return };
             for v in items.iter_mut() {
-                if v.is_null() && !item.nullable {
-                    if let Some(d) = &item.default {
-                        *v = d.clone();
-                    }
+                if v.is_null()
+                    && !item.nullable
+                    && let Some(d) = &item.default
+                {
+                    *v = d.clone();
                 }
                 default(v, item);
             }

@@ -34,7 +34,15 @@ struct Walk<'e> {
 }
 
 impl Walk<'_> {
-    fn node<'s>(&mut self, s: &'s Structural, path: &Path, root: bool, mut inside_meta: bool, mut resource: &'s Structural, trail: &mut Trail) {
+    fn node<'s>(
+        &mut self,
+        s: &'s Structural,
+        path: &Path,
+        root: bool,
+        mut inside_meta: bool,
+        mut resource: &'s Structural,
+        trail: &mut Trail,
+    ) {
         let embedded = root || s.embedded_resource;
         let saved_trail = if embedded && !root { Some(std::mem::take(trail)) } else { None };
         if embedded {
@@ -55,11 +63,8 @@ impl Walk<'_> {
                     }
                 }
                 let mut coerced = default.clone();
-                let coerce_result = if embedded {
-                    objectmeta::coerce(&mut coerced, s, Malformed::Reject).map(|_| ())
-                } else {
-                    Ok(())
-                };
+                let coerce_result =
+                    if embedded { objectmeta::coerce(&mut coerced, s, Malformed::Reject).map(|_| ()) } else { Ok(()) };
                 match coerce_result {
                     Err(mut e) => {
                         e.field = prefixed(&dpath, &e.field);
@@ -89,7 +94,14 @@ impl Walk<'_> {
 
     /// A default inside `apiVersion`/`kind`/`metadata`: place it in a surrounding object and
     /// check that the result has valid type and object metadata.
-    fn check_meta_default(&mut self, default: &Value, dpath: &Path, resource: &Structural, trail: &Trail, s: &Structural) {
+    fn check_meta_default(
+        &mut self,
+        default: &Value,
+        dpath: &Path,
+        resource: &Structural,
+        trail: &Trail,
+        s: &Structural,
+    ) {
         let mut obj = Value::Object(Map::from_iter([
             ("apiVersion".to_owned(), Value::from("validation/v1")),
             ("kind".to_owned(), Value::from("Validation")),
@@ -102,7 +114,11 @@ impl Walk<'_> {
         let mut meta_errs = crate::metadata::validate_embedded_resource(&obj, &Path::none());
         meta_errs.extend(crate::metadata::validate_embedded_resources(&obj, resource, &Path::none()));
         if !meta_errs.is_empty() {
-            self.errs.push(Error::invalid(dpath.clone(), default, format!("must result in valid metadata: {}", meta_errs.aggregate())));
+            self.errs.push(Error::invalid(
+                dpath.clone(),
+                default,
+                format!("must result in valid metadata: {}", meta_errs.aggregate()),
+            ));
             return;
         }
         self.errs.extend(validation::validate_at(s, default, dpath));

@@ -80,11 +80,7 @@ impl Path {
 
 impl fmt::Display for Path {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.is_empty() {
-            f.write_str("<nil>")
-        } else {
-            f.write_str(&self.0)
-        }
+        if self.0.is_empty() { f.write_str("<nil>") } else { f.write_str(&self.0) }
     }
 }
 
@@ -271,15 +267,11 @@ impl Error {
     /// The message without the field: `Invalid value: 15: ...` (Kubernetes `ErrorBody`).
     pub fn body(&self) -> String {
         let mut s = String::from(self.type_.words());
-        let omit = matches!(
-            self.type_,
-            ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong | ErrorType::Internal
-        );
-        if !omit {
-            if let BadValue::Json(v) = &self.value {
-                s.push_str(": ");
-                s.push_str(&go_value(v));
-            }
+        let omit =
+            matches!(self.type_, ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong | ErrorType::Internal);
+        if !omit && let BadValue::Json(v) = &self.value {
+            s.push_str(": ");
+            s.push_str(&go_value(v));
         }
         if !self.detail.is_empty() {
             s.push_str(": ");
@@ -580,7 +572,11 @@ mod tests {
     fn error_texts() {
         let cases: Vec<(Error, &str)> = vec![
             (
-                Error::invalid(Path::new("spec").child("replicas"), 15i64, "spec.replicas in body should be less than or equal to 10"),
+                Error::invalid(
+                    Path::new("spec").child("replicas"),
+                    15i64,
+                    "spec.replicas in body should be less than or equal to 10",
+                ),
                 "spec.replicas: Invalid value: 15: spec.replicas in body should be less than or equal to 10",
             ),
             (
@@ -589,9 +585,18 @@ mod tests {
             ),
             (Error::required(Path::new("spec").child("image"), ""), "spec.image: Required value"),
             (Error::duplicate(Path::new("spec").child("tags").index(2), "a"), r#"spec.tags[2]: Duplicate value: "a""#),
-            (Error::too_many(Path::new("spec").child("few"), Some(3), 2), "spec.few: Too many: 3: must have at most 2 items"),
-            (Error::too_long(Path::new("spec").child("name"), 10), "spec.name: Too long: may not be more than 10 bytes"),
-            (Error::duplicate(Path::new("spec").child("m").index(1), json!({"k": "v"})), r#"spec.m[1]: Duplicate value: {"k":"v"}"#),
+            (
+                Error::too_many(Path::new("spec").child("few"), Some(3), 2),
+                "spec.few: Too many: 3: must have at most 2 items",
+            ),
+            (
+                Error::too_long(Path::new("spec").child("name"), 10),
+                "spec.name: Too long: may not be more than 10 bytes",
+            ),
+            (
+                Error::duplicate(Path::new("spec").child("m").index(1), json!({"k": "v"})),
+                r#"spec.m[1]: Duplicate value: {"k":"v"}"#,
+            ),
             (Error::invalid(Path::none(), Value::Null, "some"), r#"<nil>: Invalid value: "null": some"#),
             (Error::invalid(Path::new("x"), json!(1.5), "d"), "x: Invalid value: 1.5: d"),
             (Error::forbidden(Path::new("x"), "no"), "x: Forbidden: no"),
@@ -603,7 +608,15 @@ mod tests {
 
     #[test]
     fn go_floats() {
-        for (f, want) in [(1.5, "1.5"), (15.0, "15"), (1e21, "1e+21"), (1e20, "100000000000000000000"), (0.0001, "0.0001"), (0.00001, "1e-05"), (-2.5e-7, "-2.5e-07")] {
+        for (f, want) in [
+            (1.5, "1.5"),
+            (15.0, "15"),
+            (1e21, "1e+21"),
+            (1e20, "100000000000000000000"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (-2.5e-7, "-2.5e-07"),
+        ] {
             assert_eq!(go_float(f), want, "{f}");
         }
     }
@@ -613,6 +626,9 @@ mod tests {
         let e = Error::required(Path::new("a"), "");
         let list = ErrorList(vec![e.clone(), e.clone(), Error::required(Path::new("b"), "")]);
         assert_eq!(list.aggregate(), "[a: Required value, b: Required value]");
-        assert_eq!(ErrorList(vec![e]).invalid_message("CronTab.stable.example.com", "x"), r#"CronTab.stable.example.com "x" is invalid: a: Required value"#);
+        assert_eq!(
+            ErrorList(vec![e]).invalid_message("CronTab.stable.example.com", "x"),
+            r#"CronTab.stable.example.com "x" is invalid: a: Required value"#
+        );
     }
 }

@@ -168,9 +168,7 @@ fn hex_val(b: u8) -> Option<u32> {
 static HOSTNAME: LazyLock<Option<Regex>> = LazyLock::new(|| {
     let ch = r"[a-zA-Z0-9\p{S}\p{L}]";
     let ch_dash = r"[-a-zA-Z0-9\p{S}\p{L}]";
-    let src = format!(
-        r"^(?:{ch}(?:-?{ch}{{0,62}})?|(?:{ch}(?:{ch_dash}{{0,61}}{ch})?\.)+[a-zA-Z\p{{L}}]{{2,63}})$"
-    );
+    let src = format!(r"^(?:{ch}(?:-?{ch}{{0,62}})?|(?:{ch}(?:{ch_dash}{{0,61}}{ch})?\.)+[a-zA-Z\p{{L}}]{{2,63}})$");
     build_static(&src)
 });
 
@@ -563,9 +561,7 @@ fn scala_unit_known(unit: &str) -> bool {
     ];
     let unit = unit.to_lowercase();
     GROUPS.iter().any(|variants| {
-        variants.iter().enumerate().any(|(i, v)| {
-            (i == variants.len() - 1 && unit.starts_with(v)) || unit == *v
-        })
+        variants.iter().enumerate().any(|(i, v)| (i == variants.len() - 1 && unit.starts_with(v)) || unit == *v)
     })
 }
 
@@ -621,7 +617,9 @@ fn parse_ipv4(s: &[u8], sloppy: bool) -> bool {
             return false;
         }
         let digits = field.iter().skip_while(|&&c| c == b'0').count();
-        if digits > 3 || field.iter().fold(0u32, |acc, &c| acc.saturating_mul(10).saturating_add(u32::from(c - b'0'))) > 255 {
+        if digits > 3
+            || field.iter().fold(0u32, |acc, &c| acc.saturating_mul(10).saturating_add(u32::from(c - b'0'))) > 255
+        {
             return false;
         }
         fields = i + 1;
@@ -699,11 +697,7 @@ fn parse_ipv6(s: &[u8], sloppy: bool) -> bool {
     if !s.is_empty() {
         return false;
     }
-    if i < 16 {
-        ellipsis.is_some()
-    } else {
-        ellipsis.is_none()
-    }
+    if i < 16 { ellipsis.is_some() } else { ellipsis.is_none() }
 }
 
 /// `net.ParseMAC`: 6, 8 or 20 octets as `xx:xx:..`, `xx-xx-..` or `xxxx.xxxx.xxxx`.
@@ -848,9 +842,7 @@ fn url_authority_ok(authority: &str) -> bool {
         return false;
     }
     let Some(userinfo) = userinfo else { return true };
-    let valid_chars = userinfo
-        .chars()
-        .all(|r| r.is_ascii_alphanumeric() || "-._:~!$&'()*+,;=%@".contains(r));
+    let valid_chars = userinfo.chars().all(|r| r.is_ascii_alphanumeric() || "-._:~!$&'()*+,;=%@".contains(r));
     if !valid_chars {
         return false;
     }
@@ -1057,11 +1049,7 @@ impl MailParser<'_> {
             }
             words += 1;
         }
-        if words == 0 {
-            Err(())
-        } else {
-            Ok(())
-        }
+        if words == 0 { Err(()) } else { Ok(()) }
     }
 
     /// Returns the number of characters of the unquoted string.
@@ -1123,15 +1111,9 @@ impl MailParser<'_> {
             return Err(());
         }
         let comment = &start[..start.len() - self.s.len()];
-        let ok = comment
-            .split(|&b| b == b' ' || b == b'\t' || b == b')')
-            .filter(|w| !w.is_empty())
-            .all(rfc2047_charset_ok);
-        if ok {
-            Ok(())
-        } else {
-            Err(())
-        }
+        let ok =
+            comment.split(|&b| b == b' ' || b == b'\t' || b == b')').filter(|w| !w.is_empty()).all(rfc2047_charset_ok);
+        if ok { Ok(()) } else { Err(()) }
     }
 
     fn skip_cfws(&mut self) -> bool {
@@ -1183,7 +1165,11 @@ fn is_atext(c: char, dot: bool, permissive: bool) -> bool {
 /// fails the whole address when a well-formed word names a charset other than UTF-8,
 /// ISO-8859-1 or US-ASCII. Malformed encoded words are kept as plain text.
 fn rfc2047_charset_ok(word: &[u8]) -> bool {
-    if word.len() < 8 || !word.starts_with(b"=?") || !word.ends_with(b"?=") || word.iter().filter(|&&b| b == b'?').count() != 4 {
+    if word.len() < 8
+        || !word.starts_with(b"=?")
+        || !word.ends_with(b"?=")
+        || word.iter().filter(|&&b| b == b'?').count() != 4
+    {
         return true;
     }
     let inner = &word[2..word.len() - 2];

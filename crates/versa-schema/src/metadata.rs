@@ -43,7 +43,12 @@ pub fn validate_object_meta(meta: &Value, path: &Path, namespaced: Namespaced) -
 
 /// Like [`validate_object_meta`] with a caller-chosen name rule (e.g.
 /// [`names::name_is_dns_label`] or [`names::name_is_path_segment`]).
-pub fn validate_object_meta_with(meta: &Value, path: &Path, name_rule: NameValidator, namespaced: Namespaced) -> ErrorList {
+pub fn validate_object_meta_with(
+    meta: &Value,
+    path: &Path,
+    name_rule: NameValidator,
+    namespaced: Namespaced,
+) -> ErrorList {
     match ObjectMeta::decode(meta) {
         Ok(m) => validate_decoded(&m, path, name_rule, namespaced),
         Err(detail) => ErrorList(vec![Error::invalid(path.clone(), meta, detail)]),
@@ -269,9 +274,9 @@ fn bool_field(map: &Map<String, Value>, key: &str, owner: &str) -> Result<bool, 
 fn int_field(map: &Map<String, Value>, key: &str, owner: &str, go_type: &str) -> Result<i64, String> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(0),
-        Some(Value::Number(n)) => n
-            .as_i64()
-            .ok_or_else(|| format!("json: cannot unmarshal number {n} into Go struct field {owner}.{key} of type {go_type}")),
+        Some(Value::Number(n)) => n.as_i64().ok_or_else(|| {
+            format!("json: cannot unmarshal number {n} into Go struct field {owner}.{key} of type {go_type}")
+        }),
         Some(other) => Err(unmarshal_error(other, &format!("{owner}.{key}"), go_type)),
     }
 }
@@ -353,10 +358,7 @@ fn validate_decoded(m: &ObjectMeta, path: &Path, name_rule: NameValidator, names
     if m.generation < 0 {
         errs.push(Error::invalid(path.child("generation"), m.generation, "must be greater than or equal to 0"));
     }
-    errs.extend(names::validate_labels(
-        m.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        &path.child("labels"),
-    ));
+    errs.extend(names::validate_labels(m.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())), &path.child("labels")));
     errs.extend(names::validate_annotations(
         m.annotations.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         &path.child("annotations"),

@@ -45,7 +45,8 @@ pub const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const DNS1123_LABEL_ERR: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
 const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const DNS1035_LABEL_ERR: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
-const QUALIFIED_NAME_ERR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const QUALIFIED_NAME_ERR: &str =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 
 /// `must be no more than N bytes` (apimachinery `content.MaxLenError`).
@@ -251,39 +252,23 @@ pub type NameValidator = fn(&str, bool) -> Vec<String>;
 
 /// [`NameValidator`] for names that must be DNS-1123 subdomains (custom resources).
 pub fn name_is_dns_subdomain(name: &str, prefix: bool) -> Vec<String> {
-    if prefix {
-        is_dns1123_subdomain(&mask_trailing_dash(name))
-    } else {
-        is_dns1123_subdomain(name)
-    }
+    if prefix { is_dns1123_subdomain(&mask_trailing_dash(name)) } else { is_dns1123_subdomain(name) }
 }
 
 /// [`NameValidator`] for names that must be DNS-1123 labels (namespaces).
 pub fn name_is_dns_label(name: &str, prefix: bool) -> Vec<String> {
-    if prefix {
-        is_dns1123_label(&mask_trailing_dash(name))
-    } else {
-        is_dns1123_label(name)
-    }
+    if prefix { is_dns1123_label(&mask_trailing_dash(name)) } else { is_dns1123_label(name) }
 }
 
 /// [`NameValidator`] for names that must be DNS-1035 labels.
 pub fn name_is_dns1035_label(name: &str, prefix: bool) -> Vec<String> {
-    if prefix {
-        is_dns1035_label(&mask_trailing_dash(name))
-    } else {
-        is_dns1035_label(name)
-    }
+    if prefix { is_dns1035_label(&mask_trailing_dash(name)) } else { is_dns1035_label(name) }
 }
 
 /// [`NameValidator`] for names that only need to be usable as a path segment (embedded
 /// resources).
 pub fn name_is_path_segment(name: &str, prefix: bool) -> Vec<String> {
-    if prefix {
-        is_valid_path_segment_prefix(name)
-    } else {
-        is_valid_path_segment_name(name)
-    }
+    if prefix { is_valid_path_segment_prefix(name) } else { is_valid_path_segment_name(name) }
 }
 
 /// Namespace names are DNS-1123 labels.

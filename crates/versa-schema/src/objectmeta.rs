@@ -64,10 +64,10 @@ fn coerce_node(
                     if prop.below.embedded_resources {
                         coerce_node(v, Some(prop), false, &path.child(k), malformed, unknown)?;
                     }
-                } else if let Some(ap) = s.additional_properties.as_ref().and_then(|ap| ap.schema()) {
-                    if ap.below.embedded_resources {
-                        coerce_node(v, Some(ap), false, &path.key(k), malformed, unknown)?;
-                    }
+                } else if let Some(ap) = s.additional_properties.as_ref().and_then(|ap| ap.schema())
+                    && ap.below.embedded_resources
+                {
+                    coerce_node(v, Some(ap), false, &path.key(k), malformed, unknown)?;
                 }
             }
         }
@@ -88,14 +88,14 @@ fn coerce_node(
 
 fn coerce_type_meta(map: &mut Map<String, Value>, path: &Path, malformed: Malformed) -> Result<(), Error> {
     for k in ["apiVersion", "kind"] {
-        if let Some(v) = map.get(k) {
-            if !v.is_string() {
-                match malformed {
-                    Malformed::Drop => {
-                        map.remove(k);
-                    }
-                    Malformed::Reject => return Err(Error::invalid(path.child(k), v, "must be a string")),
+        if let Some(v) = map.get(k)
+            && !v.is_string()
+        {
+            match malformed {
+                Malformed::Drop => {
+                    map.remove(k);
                 }
+                Malformed::Reject => return Err(Error::invalid(path.child(k), v, "must be a string")),
             }
         }
     }
@@ -132,7 +132,12 @@ fn shape_of(field: &str) -> Option<Shape> {
 /// Round-trips one `metadata` value through ObjectMeta's shape. On `Reject`, the first malformed
 /// field is returned as an error (after unknown fields were recorded); on `Drop`, malformed
 /// fields are removed.
-fn coerce_object_meta(meta: &mut Value, path: &Path, malformed: Malformed, unknown: &mut Vec<String>) -> Result<(), Error> {
+fn coerce_object_meta(
+    meta: &mut Value,
+    path: &Path,
+    malformed: Malformed,
+    unknown: &mut Vec<String>,
+) -> Result<(), Error> {
     let Value::Object(map) = meta else {
         if meta.is_null() {
             return Ok(());
@@ -196,7 +201,10 @@ fn normalise(v: &mut Value, shape: Shape) -> Result<bool, String> {
                 if crate::formats::matches("date-time", s) || is_rfc3339(s) {
                     Ok(true)
                 } else {
-                    Err(format!("parsing time {} as \"2006-01-02T15:04:05Z07:00\": cannot parse", crate::field::go_quote(s)))
+                    Err(format!(
+                        "parsing time {} as \"2006-01-02T15:04:05Z07:00\": cannot parse",
+                        crate::field::go_quote(s)
+                    ))
                 }
             }
             Value::Null => Ok(false),
@@ -229,7 +237,14 @@ fn normalise(v: &mut Value, shape: Shape) -> Result<bool, String> {
                 for r in a.iter_mut() {
                     check_struct(
                         r,
-                        &[("apiVersion", 's'), ("kind", 's'), ("name", 's'), ("uid", 's'), ("controller", 'b'), ("blockOwnerDeletion", 'b')],
+                        &[
+                            ("apiVersion", 's'),
+                            ("kind", 's'),
+                            ("name", 's'),
+                            ("uid", 's'),
+                            ("controller", 'b'),
+                            ("blockOwnerDeletion", 'b'),
+                        ],
                         "v1.OwnerReference",
                     )?;
                 }
@@ -243,7 +258,15 @@ fn normalise(v: &mut Value, shape: Shape) -> Result<bool, String> {
                 for r in a.iter_mut() {
                     check_struct(
                         r,
-                        &[("manager", 's'), ("operation", 's'), ("apiVersion", 's'), ("time", 't'), ("fieldsType", 's'), ("fieldsV1", 'o'), ("subresource", 's')],
+                        &[
+                            ("manager", 's'),
+                            ("operation", 's'),
+                            ("apiVersion", 's'),
+                            ("time", 't'),
+                            ("fieldsType", 's'),
+                            ("fieldsV1", 'o'),
+                            ("subresource", 's'),
+                        ],
                         "v1.ManagedFieldsEntry",
                     )?;
                 }
@@ -307,7 +330,9 @@ pub fn is_rfc3339(s: &str) -> bool {
     if !(digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10)) {
         return false;
     }
-    if !(b[10] == b'T' || b[10] == b't') || !(digits(11..13) && b[13] == b':' && digits(14..16) && b[16] == b':' && digits(17..19)) {
+    if !(b[10] == b'T' || b[10] == b't')
+        || !(digits(11..13) && b[13] == b':' && digits(14..16) && b[16] == b':' && digits(17..19))
+    {
         return false;
     }
     let num = |r: std::ops::Range<usize>| s[r].parse::<u32>().unwrap_or(99);
@@ -383,7 +408,13 @@ mod tests {
 
     #[test]
     fn rfc3339() {
-        for (s, ok) in [("2017-05-31T12:56:35Z", true), ("2017-05-31T12:56:35.123+02:00", true), ("2017-05-31 12:56:35Z", false), ("2017-13-01T00:00:00Z", false), ("x", false)] {
+        for (s, ok) in [
+            ("2017-05-31T12:56:35Z", true),
+            ("2017-05-31T12:56:35.123+02:00", true),
+            ("2017-05-31 12:56:35Z", false),
+            ("2017-13-01T00:00:00Z", false),
+            ("x", false),
+        ] {
             assert_eq!(is_rfc3339(s), ok, "{s}");
         }
     }

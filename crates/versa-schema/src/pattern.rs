@@ -122,14 +122,14 @@ fn err(code: &'static str, expr: &str) -> GoSyntaxError {
 
 /// Go's Unicode general categories (`unicode.Categories`); scripts are checked separately.
 const GO_CATEGORIES: &[&str] = &[
-    "C", "Cc", "Cf", "Co", "Cs", "L", "Ll", "Lm", "Lo", "Lt", "Lu", "M", "Mc", "Me", "Mn", "N", "Nd", "Nl", "No",
-    "P", "Pc", "Pd", "Pe", "Pf", "Pi", "Po", "Ps", "S", "Sc", "Sk", "Sm", "So", "Z", "Zl", "Zp", "Zs",
+    "C", "Cc", "Cf", "Co", "Cs", "L", "Ll", "Lm", "Lo", "Lt", "Lu", "M", "Mc", "Me", "Mn", "N", "Nd", "Nl", "No", "P",
+    "Pc", "Pd", "Pe", "Pf", "Pi", "Po", "Ps", "S", "Sc", "Sk", "Sm", "So", "Z", "Zl", "Zp", "Zs",
 ];
 
 /// Go's POSIX classes (ASCII only, like the `regex` crate's).
 const GO_POSIX: &[&str] = &[
-    "alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space", "upper",
-    "word", "xdigit",
+    "alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space", "upper", "word",
+    "xdigit",
 ];
 
 /// The last operand emitted, so a following repetition can be attached to it.
@@ -718,7 +718,10 @@ fn class_char(s: &str) -> Result<(u32, usize), Option<GoSyntaxError>> {
 /// Writes `lo-hi` (code points, possibly surrogates from `\x{..}`) as `regex` class items.
 fn push_class_range(out: &mut String, lo: u32, hi: u32) {
     // Surrogates never occur in text; drop them from the range.
-    let (lo, hi) = (if (0xD800..=0xDFFF).contains(&lo) { 0xE000 } else { lo }, if (0xD800..=0xDFFF).contains(&hi) { 0xD7FF } else { hi });
+    let (lo, hi) = (
+        if (0xD800..=0xDFFF).contains(&lo) { 0xE000 } else { lo },
+        if (0xD800..=0xDFFF).contains(&hi) { 0xD7FF } else { hi },
+    );
     if lo > hi {
         return;
     }

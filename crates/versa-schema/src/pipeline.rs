@@ -77,7 +77,8 @@ pub fn validate(obj: &Value, schema: &Structural, kind: &ResourceKind<'_>) -> Er
     if got_kind != kind.kind {
         errs.push(Error::invalid(Path::new("kind"), got_kind, format!("must be {}", kind.kind)));
     }
-    let want_api = if kind.group.is_empty() { kind.version.to_owned() } else { format!("{}/{}", kind.group, kind.version) };
+    let want_api =
+        if kind.group.is_empty() { kind.version.to_owned() } else { format!("{}/{}", kind.group, kind.version) };
     let got_api = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     if got_api != want_api {
         errs.push(Error::invalid(Path::new("apiVersion"), got_api, format!("must be {want_api}")));

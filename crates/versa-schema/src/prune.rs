@@ -48,11 +48,11 @@ struct Pruner {
 impl Pruner {
     /// `root` marks a resource root, which behaves as an embedded resource.
     fn prune(&mut self, x: &mut Value, s: Option<&Structural>, root: bool) {
-        if let Some(s) = s {
-            if s.preserve_unknown_fields {
-                self.skip_prune(x, s, root);
-                return;
-            }
+        if let Some(s) = s
+            && s.preserve_unknown_fields
+        {
+            self.skip_prune(x, s, root);
+            return;
         }
         match x {
             Value::Object(map) => {
@@ -109,10 +109,8 @@ impl Pruner {
                 },
             };
             match v {
-                Value::Null => {
-                    if self.drop_nulls && child.is_some_and(|c| !c.nullable && c.default.is_none()) {
-                        nulls.push(k.clone());
-                    }
+                Value::Null if self.drop_nulls && child.is_some_and(|c| !c.nullable && c.default.is_none()) => {
+                    nulls.push(k.clone());
                 }
                 Value::Object(_) | Value::Array(_) => {
                     let mark = self.push_field(k);

@@ -19,9 +19,10 @@ use serde_json::Value;
 use crate::pattern::Pattern;
 
 /// The JSON type a schema node declares.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Type {
     /// No `type` given (allowed only with int-or-string or preserve-unknown-fields).
+    #[default]
     None,
     Object,
     Array,
@@ -123,12 +124,6 @@ impl Below {
             embedded_resources: self.embedded_resources || o.embedded_resources,
             list_types: self.list_types || o.list_types,
         }
-    }
-}
-
-impl Default for Type {
-    fn default() -> Self {
-        Type::None
     }
 }
 
@@ -261,7 +256,9 @@ impl Structural {
             embedded_resources: s.x_kubernetes_embedded_resource.unwrap_or(false),
             list_types: matches!(s.x_kubernetes_list_type.as_deref(), Some("set" | "map")),
         };
-        for child in properties.values().chain(items.as_deref()).chain(additional_properties.as_ref().and_then(|ap| ap.schema())) {
+        for child in
+            properties.values().chain(items.as_deref()).chain(additional_properties.as_ref().and_then(|ap| ap.schema()))
+        {
             below = below.union(child.below);
         }
         Ok(Structural {
@@ -300,17 +297,15 @@ impl Structural {
 
     /// The schema that applies to the value under `key` of an object node, if any.
     pub fn property_or_additional(&self, key: &str) -> Option<&Structural> {
-        self.properties
-            .get(key)
-            .or_else(|| self.additional_properties.as_ref().and_then(|ap| ap.schema()))
+        self.properties.get(key).or_else(|| self.additional_properties.as_ref().and_then(|ap| ap.schema()))
     }
 }
 
 fn preserve_unknown_fields(s: &JSONSchemaProps) -> Result<bool, LowerError> {
     match s.x_kubernetes_preserve_unknown_fields {
-        Some(false) => Err(LowerError(
-            "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined".into(),
-        )),
+        Some(false) => {
+            Err(LowerError("internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined".into()))
+        }
         Some(true) => Ok(true),
         None => Ok(false),
     }
@@ -388,7 +383,9 @@ fn lower_nested(s: &JSONSchemaProps) -> Result<NestedValueValidation, LowerError
     }
     let additional_properties = match &s.additional_properties {
         None => None,
-        Some(JSONSchemaPropsOrBool::Schema(ap)) => Some(NestedAdditionalProperties::Schema(Box::new(lower_nested(ap)?))),
+        Some(JSONSchemaPropsOrBool::Schema(ap)) => {
+            Some(NestedAdditionalProperties::Schema(Box::new(lower_nested(ap)?)))
+        }
         Some(JSONSchemaPropsOrBool::Bool(b)) => Some(NestedAdditionalProperties::Bool(*b)),
     };
     let type_name = s.type_.clone().unwrap_or_default();
@@ -449,7 +446,10 @@ mod tests {
         for (schema, want) in [
             (json!({"$ref": "#/x"}), "OpenAPIV3Schema '$ref' is not supported"),
             (json!({"items": [{"type": "string"}]}), "OpenAPIV3Schema 'items' must be a schema, but is an array"),
-            (json!({"x-kubernetes-preserve-unknown-fields": false}), "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined"),
+            (
+                json!({"x-kubernetes-preserve-unknown-fields": false}),
+                "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined",
+            ),
             (json!({"allOf": [{"definitions": {"a": {}}}]}), "OpenAPIV3Schema 'definitions' is not supported"),
         ] {
             assert_eq!(Structural::from_json(&schema).unwrap_err().0, want);

@@ -153,14 +153,14 @@ fn check_node(s: &Structural, lvl: Level, path: &Path, errs: &mut Vec<Error>) {
 
     if is_object_root {
         for name in ["kind", "apiVersion"] {
-            if let Some(prop) = s.properties.get(name) {
-                if prop.type_name != "string" {
-                    errs.push(Error::invalid(
-                        path.child("properties").key(name).child("type"),
-                        prop.type_name.as_str(),
-                        "must be string",
-                    ));
-                }
+            if let Some(prop) = s.properties.get(name)
+                && prop.type_name != "string"
+            {
+                errs.push(Error::invalid(
+                    path.child("properties").key(name).child("type"),
+                    prop.type_name.as_str(),
+                    "must be string",
+                ));
             }
         }
     }
@@ -242,16 +242,15 @@ fn check_value_validation(
     if let Some(n) = &vv.not {
         check_nested(n, false, &path.child("not"), errs);
     }
-    if let Some(pattern) = &vv.pattern {
-        if let Some(err) = pattern.error() {
-            if !pattern.source().is_empty() {
-                errs.push(Error::invalid(
-                    path.child("pattern"),
-                    pattern.source(),
-                    format!("must be a valid regular expression, but isn't: {err}"),
-                ));
-            }
-        }
+    if let Some(pattern) = &vv.pattern
+        && let Some(err) = pattern.error()
+        && !pattern.source().is_empty()
+    {
+        errs.push(Error::invalid(
+            path.child("pattern"),
+            pattern.source(),
+            format!("must be a valid regular expression, but isn't: {err}"),
+        ));
     }
 }
 

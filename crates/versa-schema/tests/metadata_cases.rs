@@ -1,14 +1,19 @@
 //! Runs `tests/data/metadata/*.yaml`: root metadata and embedded resources, with the exact
 //! field error texts.
 
-#![allow(clippy::expect_used, clippy::panic, reason = "test code: a malformed case file should fail loudly")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a malformed case file should fail loudly"
+)]
 
 mod common;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
+use versa_schema::Path;
 use versa_schema::metadata;
 use versa_schema::structural::Structural;
-use versa_schema::Path;
 
 fn texts(errs: &versa_schema::ErrorList) -> Vec<String> {
     errs.iter().map(ToString::to_string).collect()
@@ -56,7 +61,8 @@ fn embedded_resources_are_found_along_the_schema() {
         "list": {"type": "array", "items": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}}
     }}}}))
     .unwrap();
-    let obj: Value = json!({"spec": {"template": {"kind": "K"}, "list": [{"apiVersion": "v1", "kind": "K"}, {"apiVersion": "v1"}]}});
+    let obj: Value =
+        json!({"spec": {"template": {"kind": "K"}, "list": [{"apiVersion": "v1", "kind": "K"}, {"apiVersion": "v1"}]}});
     let got = texts(&metadata::validate_embedded_resources(&obj, &root, &Path::none()));
     assert_eq!(got, vec!["spec.list[1].kind: Required value", "spec.template.apiVersion: Required value"]);
 }

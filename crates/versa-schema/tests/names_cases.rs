@@ -5,8 +5,8 @@
 
 mod common;
 
-use versa_schema::names;
 use versa_schema::Path;
+use versa_schema::names;
 
 fn check(name: &str, value: &str) -> Vec<String> {
     match name {
@@ -45,8 +45,16 @@ fn map_validators_report_on_the_map_path() {
     let errs = names::validate_labels([("a/b/c", "ok"), ("ok", "-bad")], &path);
     let texts: Vec<String> = errs.iter().map(ToString::to_string).collect();
     assert_eq!(texts.len(), 2);
-    assert!(texts[0].starts_with(r#"metadata.labels: Invalid value: "a/b/c": a valid label key must consist"#), "{}", texts[0]);
-    assert!(texts[1].starts_with(r#"metadata.labels: Invalid value: "-bad": a valid label must be an empty string"#), "{}", texts[1]);
+    assert!(
+        texts[0].starts_with(r#"metadata.labels: Invalid value: "a/b/c": a valid label key must consist"#),
+        "{}",
+        texts[0]
+    );
+    assert!(
+        texts[1].starts_with(r#"metadata.labels: Invalid value: "-bad": a valid label must be an empty string"#),
+        "{}",
+        texts[1]
+    );
 
     // Annotation keys are checked lowercased; the total size is limited.
     let path = Path::new("metadata").child("annotations");
@@ -64,6 +72,8 @@ fn map_validators_report_on_the_map_path() {
     );
     assert_eq!(
         names::finalizer_warnings(&["cleanup", "example.com/x", "orphan"], &path),
-        vec![r#"metadata.finalizers: "cleanup": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"#]
+        vec![
+            r#"metadata.finalizers: "cleanup": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"#
+        ]
     );
 }

@@ -1,11 +1,13 @@
 //! Every pruning, defaulting, nullable and validation example of the seed documents, run
 //! through the write pipeline (`pipeline::admit`). The cases are data: `tests/data/seeds/*.yaml`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
 use std::path::PathBuf;
 
 use serde_json::Value;
-use versa_schema::pipeline::{self, ResourceKind};
 use versa_schema::Structural;
+use versa_schema::pipeline::{self, ResourceKind};
 
 fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/seeds")
@@ -42,13 +44,17 @@ fn seed_examples() {
                     if obj != case["output"] {
                         failures.push(format!("{name}\n  want {}\n  got  {}", case["output"], obj));
                     }
-                    let want_unknown: Vec<String> =
-                        serde_json::from_value(case["unknown"].clone()).unwrap_or_default();
+                    let want_unknown: Vec<String> = serde_json::from_value(case["unknown"].clone()).unwrap_or_default();
                     if admitted.unknown_fields != want_unknown {
-                        failures.push(format!("{name}\n  want unknown {want_unknown:?}\n  got  {:?}", admitted.unknown_fields));
+                        failures.push(format!(
+                            "{name}\n  want unknown {want_unknown:?}\n  got  {:?}",
+                            admitted.unknown_fields
+                        ));
                     }
                 }
-                (Ok(_), Some(errors)) => failures.push(format!("{name}\n  want errors {errors}\n  got  success: {obj}")),
+                (Ok(_), Some(errors)) => {
+                    failures.push(format!("{name}\n  want errors {errors}\n  got  success: {obj}"))
+                }
                 (Err(errs), Some(errors)) => {
                     let got: Vec<String> = errs.iter().map(ToString::to_string).collect();
                     let want: Vec<String> = serde_json::from_value(errors.clone()).unwrap();

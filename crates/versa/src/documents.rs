@@ -49,7 +49,8 @@ pub fn parse(text: &str) -> Result<Vec<Value>> {
     let mut budget = options.budget.unwrap_or_default();
     budget.max_depth = MAX_DEPTH;
     options.budget = Some(budget);
-    let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(text, options).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple_with_options(text, options).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
 
@@ -57,11 +58,11 @@ fn flatten(v: Value, source: &str, out: &mut Vec<Document>) {
     let is_list = v.get("kind").and_then(Value::as_str).is_some_and(|k| k == "List" || k.ends_with("List"))
         && v.get("items").is_some_and(Value::is_array);
     if is_list {
-        if let Value::Object(mut m) = v {
-            if let Some(Value::Array(items)) = m.remove("items") {
-                for item in items {
-                    flatten(item, source, out);
-                }
+        if let Value::Object(mut m) = v
+            && let Some(Value::Array(items)) = m.remove("items")
+        {
+            for item in items {
+                flatten(item, source, out);
             }
         }
     } else {

@@ -125,7 +125,11 @@ pub fn run(args: &Args) -> Result<Outcome> {
 fn read_definition(args: &Args) -> Result<ResourceDefinition> {
     let mut docs = documents::read(&args.definition)?;
     if docs.len() != 1 {
-        bail!("{}: --definition must hold exactly one definition, found {} documents", args.definition.display(), docs.len());
+        bail!(
+            "{}: --definition must hold exactly one definition, found {} documents",
+            args.definition.display(),
+            docs.len()
+        );
     }
     let doc = docs.remove(0);
     let mut def = ResourceDefinition::from_document(&doc.value).with_context(|| doc.source.clone())?;
@@ -182,11 +186,9 @@ fn set_default_namespace(obj: &mut Value, namespace: &str) {
 /// only distinct, so the clock and the process id are enough entropy.
 fn random_suffix() -> String {
     let alphabet: Vec<char> = pipeline::NAME_SUFFIX_ALPHABET.chars().collect();
-    let mut seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-        ^ u64::from(std::process::id()).rotate_left(32);
+    let mut seed =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+            ^ u64::from(std::process::id()).rotate_left(32);
     (0..5)
         .map(|_| {
             // xorshift64
@@ -204,7 +206,9 @@ fn print_objects(objects: &[Value], format: Format) -> Result<()> {
             let out = if objects.len() == 1 {
                 serde_json::to_string_pretty(&objects[0])?
             } else {
-                serde_json::to_string_pretty(&serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects}))?
+                serde_json::to_string_pretty(
+                    &serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects}),
+                )?
             };
             if !objects.is_empty() {
                 println!("{out}");

@@ -1,6 +1,8 @@
 //! The offline tools as a user runs them: the real `versa` binary, real files, checking what it
 //! prints and its exit status.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -25,7 +27,10 @@ fn lint_accepts_the_seed_crontab_as_crd_and_as_resource_definition() {
     let o = versa(&["lint", &data("crontab-crd.yaml"), &data("crontab-rd.yaml")]);
     assert_eq!(o.status.code(), Some(0), "stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
     let out = stdout(&o);
-    assert!(out.contains(r#"CustomResourceDefinition.apiextensions.k8s.io "crontabs.stable.example.com" is valid"#), "{out}");
+    assert!(
+        out.contains(r#"CustomResourceDefinition.apiextensions.k8s.io "crontabs.stable.example.com" is valid"#),
+        "{out}"
+    );
     assert!(out.contains(r#"ResourceDefinition.versa.dev "crontabs.stable.example.com" is valid"#), "{out}");
 }
 
@@ -85,7 +90,8 @@ fn validate_yaml_output_and_version_mismatch() {
     let o = versa(&["validate", "--definition", &data("crontab-crd.yaml"), &data("my-crontab.yaml")]);
     assert_eq!(o.status.code(), Some(0));
     assert!(stdout(&o).contains("replicas: 1"), "{}", stdout(&o));
-    let o = versa(&["validate", "--definition", &data("crontab-crd.yaml"), "--version", "v2", &data("my-crontab.yaml")]);
+    let o =
+        versa(&["validate", "--definition", &data("crontab-crd.yaml"), "--version", "v2", &data("my-crontab.yaml")]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stdout(&o).contains("the API version in the data (stable.example.com/v1) does not match the expected API version (stable.example.com/v2)"),
@@ -99,9 +105,20 @@ fn validate_old_object_makes_identity_immutable() {
     let dir = tempfile::tempdir().unwrap();
     let old = dir.path().join("old.yaml");
     std::fs::write(&old, "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: other, namespace: default}\nspec: {image: x}\n").unwrap();
-    let o = versa(&["validate", "--definition", &data("crontab-crd.yaml"), "--old", old.to_str().unwrap(), &data("my-crontab.yaml")]);
+    let o = versa(&[
+        "validate",
+        "--definition",
+        &data("crontab-crd.yaml"),
+        "--old",
+        old.to_str().unwrap(),
+        &data("my-crontab.yaml"),
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stdout(&o).contains(r#"metadata.name: Invalid value: "my-new-cron-object": field is immutable"#), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains(r#"metadata.name: Invalid value: "my-new-cron-object": field is immutable"#),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -120,6 +137,12 @@ fn validate_generates_names_and_checks_metadata() {
     let o = versa(&["validate", "--definition", &data("crontab-crd.yaml"), obj.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let out = stdout(&o);
-    assert!(out.contains(r#"metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of"#), "{out}");
-    assert!(out.contains(r#"metadata.labels: Invalid value: "a b": name part must consist of alphanumeric characters"#), "{out}");
+    assert!(
+        out.contains(r#"metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of"#),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"metadata.labels: Invalid value: "a b": name part must consist of alphanumeric characters"#),
+        "{out}"
+    );
 }
