@@ -16,4 +16,15 @@ if [ ! -d ../shared/conformance ]; then
   exit 2
 fi
 
-cargo test --workspace --locked "$@"
+# Doc-tests are left out (the crates keep examples in tests/); a summary line closes the run.
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --workspace --locked --lib --bins --tests "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+passed=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
+failed=$(grep -Eo '[0-9]+ failed;' "$log" | awk '{s+=$1} END {print s+0}')
+echo
+echo "workspace: ${passed} passed, ${failed} failed"
+exit "$status"
