@@ -94,7 +94,7 @@ pub fn validate_embedded_resource(obj: &Value, path: &Path) -> ErrorList {
             Ok(mut m) => {
                 // Embedded objects need no name; Kubernetes substitutes one to skip the check.
                 if m.name.is_empty() {
-                    m.name = "fakename".to_owned();
+                    m.name = "fakename";
                 }
                 let namespaced = if m.namespace.is_empty() { Some(false) } else { Some(true) };
                 errs.extend(validate_decoded(&m, &meta_path, names::name_is_path_segment, namespaced));
@@ -146,43 +146,43 @@ fn walk(value: &Value, schema: &Structural, path: &Path, errs: &mut ErrorList) {
 /// The `ObjectMeta` fields validation looks at, decoded from JSON with Go's typing rules
 /// (`null` is the zero value, unknown fields are ignored).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ObjectMeta {
-    pub name: String,
-    pub generate_name: String,
-    pub namespace: String,
+pub struct ObjectMeta<'a> {
+    pub name: &'a str,
+    pub generate_name: &'a str,
+    pub namespace: &'a str,
     pub generation: i64,
-    pub labels: Vec<(String, String)>,
-    pub annotations: Vec<(String, String)>,
-    pub owner_references: Vec<OwnerReference>,
-    pub finalizers: Vec<String>,
-    pub managed_fields: Vec<ManagedFieldsEntry>,
+    pub labels: Vec<(&'a str, &'a str)>,
+    pub annotations: Vec<(&'a str, &'a str)>,
+    pub owner_references: Vec<OwnerReference<'a>>,
+    pub finalizers: Vec<&'a str>,
+    pub managed_fields: Vec<ManagedFieldsEntry<'a>>,
 }
 
 /// The validated fields of one `ownerReferences` entry.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct OwnerReference {
-    pub api_version: String,
-    pub kind: String,
-    pub name: String,
-    pub uid: String,
+pub struct OwnerReference<'a> {
+    pub api_version: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub uid: &'a str,
     pub controller: bool,
     /// The entry as written, printed in error values.
-    pub raw: Value,
+    pub raw: &'a Value,
 }
 
 /// The validated fields of one `managedFields` entry.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ManagedFieldsEntry {
-    pub manager: String,
-    pub operation: String,
-    pub fields_type: String,
-    pub subresource: String,
+pub struct ManagedFieldsEntry<'a> {
+    pub manager: &'a str,
+    pub operation: &'a str,
+    pub fields_type: &'a str,
+    pub subresource: &'a str,
 }
 
-impl ObjectMeta {
+impl<'a> ObjectMeta<'a> {
     /// Decodes `metadata`; the error is a message like Go's `json: cannot unmarshal number
     /// into Go struct field ObjectMeta.name of type string`.
-    pub fn decode(v: &Value) -> Result<ObjectMeta, String> {
+    pub fn decode(v: &'a Value) -> Result<ObjectMeta<'a>, String> {
         let mut m = ObjectMeta::default();
         let map = match v {
             Value::Null => return Ok(m),
@@ -207,24 +207,24 @@ impl ObjectMeta {
             Some(Value::Array(items)) => items
                 .iter()
                 .map(|i| match i {
-                    Value::String(s) => Ok(s.clone()),
-                    Value::Null => Ok(String::new()),
+                    Value::String(s) => Ok(s.as_str()),
+                    Value::Null => Ok(""),
                     other => Err(unmarshal_error(other, "ObjectMeta.finalizers", "string")),
                 })
                 .collect::<Result<_, _>>()?,
             Some(other) => return Err(unmarshal_error(other, "ObjectMeta.finalizers", "[]string")),
         };
-        m.owner_references = object_list(map, "ownerReferences", "v1.OwnerReference", |o| {
+        m.owner_references = object_list(map, "ownerReferences", "v1.OwnerReference", |o, raw| {
             Ok(OwnerReference {
                 api_version: string_field(o, "apiVersion", "OwnerReference")?,
                 kind: string_field(o, "kind", "OwnerReference")?,
                 name: string_field(o, "name", "OwnerReference")?,
                 uid: string_field(o, "uid", "OwnerReference")?,
                 controller: bool_field(o, "controller", "OwnerReference")?,
-                raw: Value::Object(o.clone()),
+                raw,
             })
         })?;
-        m.managed_fields = object_list(map, "managedFields", "v1.ManagedFieldsEntry", |o| {
+        m.managed_fields = object_list(map, "managedFields", "v1.ManagedFieldsEntry", |o, _| {
             Ok(ManagedFieldsEntry {
                 manager: string_field(o, "manager", "ManagedFieldsEntry")?,
                 operation: string_field(o, "operation", "ManagedFieldsEntry")?,
@@ -255,10 +255,10 @@ fn unmarshal_error(v: &Value, field: &str, go_type: &str) -> String {
     }
 }
 
-fn string_field(map: &Map<String, Value>, key: &str, owner: &str) -> Result<String, String> {
+fn string_field<'a>(map: &'a Map<String, Value>, key: &str, owner: &str) -> Result<&'a str, String> {
     match map.get(key) {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(s)) => Ok(s.clone()),
+        None | Some(Value::Null) => Ok(""),
+        Some(Value::String(s)) => Ok(s.as_str()),
         Some(other) => Err(unmarshal_error(other, &format!("{owner}.{key}"), "string")),
     }
 }
@@ -281,14 +281,14 @@ fn int_field(map: &Map<String, Value>, key: &str, owner: &str, go_type: &str) ->
     }
 }
 
-fn string_map_field(map: &Map<String, Value>, key: &str) -> Result<Vec<(String, String)>, String> {
+fn string_map_field<'a>(map: &'a Map<String, Value>, key: &str) -> Result<Vec<(&'a str, &'a str)>, String> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Object(entries)) => entries
             .iter()
             .map(|(k, v)| match v {
-                Value::String(s) => Ok((k.clone(), s.clone())),
-                Value::Null => Ok((k.clone(), String::new())),
+                Value::String(s) => Ok((k.as_str(), s.as_str())),
+                Value::Null => Ok((k.as_str(), "")),
                 other => Err(unmarshal_error(other, &format!("ObjectMeta.{key}"), "string")),
             })
             .collect(),
@@ -296,11 +296,11 @@ fn string_map_field(map: &Map<String, Value>, key: &str) -> Result<Vec<(String, 
     }
 }
 
-fn object_list<T>(
-    map: &Map<String, Value>,
+fn object_list<'a, T>(
+    map: &'a Map<String, Value>,
     key: &str,
     go_type: &str,
-    decode: impl Fn(&Map<String, Value>) -> Result<T, String>,
+    decode: impl Fn(&'a Map<String, Value>, &'a Value) -> Result<T, String>,
 ) -> Result<Vec<T>, String> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
@@ -308,7 +308,7 @@ fn object_list<T>(
             .iter()
             .filter(|i| !i.is_null())
             .map(|i| match i {
-                Value::Object(o) => decode(o),
+                Value::Object(o) => decode(o, i),
                 other => Err(unmarshal_error(other, &format!("ObjectMeta.{key}"), go_type)),
             })
             .collect(),
@@ -321,36 +321,36 @@ fn validate_decoded(m: &ObjectMeta, path: &Path, name_rule: NameValidator, names
     let mut errs = ErrorList::new();
     if !m.generate_name.is_empty() {
         for msg in name_rule(&m.generate_name, true) {
-            errs.push(Error::invalid(path.child("generateName"), m.generate_name.as_str(), msg));
+            errs.push(Error::invalid(path.child("generateName"), m.generate_name, msg));
         }
     }
     if m.name.is_empty() {
         errs.push(Error::required(path.child("name"), "name or generateName is required"));
     } else {
         for msg in name_rule(&m.name, false) {
-            errs.push(Error::invalid(path.child("name"), m.name.as_str(), msg));
+            errs.push(Error::invalid(path.child("name"), m.name, msg));
         }
     }
-    let ns_path = path.child("namespace");
+    let ns_path = || path.child("namespace");
     match namespaced {
         Some(true) => {
             if m.namespace.is_empty() {
-                errs.push(Error::required(ns_path, ""));
+                errs.push(Error::required(ns_path(), ""));
             } else {
                 for msg in names::validate_namespace_name(&m.namespace, false) {
-                    errs.push(Error::invalid(ns_path.clone(), m.namespace.as_str(), msg));
+                    errs.push(Error::invalid(ns_path(), m.namespace, msg));
                 }
             }
         }
         Some(false) => {
             if !m.namespace.is_empty() {
-                errs.push(Error::forbidden(ns_path, "not allowed on this type"));
+                errs.push(Error::forbidden(ns_path(), "not allowed on this type"));
             }
         }
         None => {
             if !m.namespace.is_empty() {
                 for msg in names::validate_namespace_name(&m.namespace, false) {
-                    errs.push(Error::invalid(ns_path.clone(), m.namespace.as_str(), msg));
+                    errs.push(Error::invalid(ns_path(), m.namespace, msg));
                 }
             }
         }
@@ -358,15 +358,22 @@ fn validate_decoded(m: &ObjectMeta, path: &Path, name_rule: NameValidator, names
     if m.generation < 0 {
         errs.push(Error::invalid(path.child("generation"), m.generation, "must be greater than or equal to 0"));
     }
-    errs.extend(names::validate_labels(m.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())), &path.child("labels")));
-    errs.extend(names::validate_annotations(
-        m.annotations.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        &path.child("annotations"),
-    ));
-    errs.extend(validate_owner_references(&m.owner_references, &path.child("ownerReferences")));
-    let finalizers: Vec<&str> = m.finalizers.iter().map(String::as_str).collect();
-    errs.extend(names::validate_finalizers(&finalizers, &path.child("finalizers")));
-    errs.extend(validate_managed_fields(&m.managed_fields, &path.child("managedFields")));
+    // Paths are built only for the parts that are present: a clean object allocates none.
+    if !m.labels.is_empty() {
+        errs.extend(names::validate_labels(m.labels.iter().copied(), &path.child("labels")));
+    }
+    if !m.annotations.is_empty() {
+        errs.extend(names::validate_annotations(m.annotations.iter().copied(), &path.child("annotations")));
+    }
+    if !m.owner_references.is_empty() {
+        errs.extend(validate_owner_references(&m.owner_references, &path.child("ownerReferences")));
+    }
+    if !m.finalizers.is_empty() {
+        errs.extend(names::validate_finalizers(&m.finalizers, &path.child("finalizers")));
+    }
+    if !m.managed_fields.is_empty() {
+        errs.extend(validate_managed_fields(&m.managed_fields, &path.child("managedFields")));
+    }
     errs
 }
 
@@ -378,7 +385,7 @@ fn validate_owner_references(refs: &[OwnerReference], path: &Path) -> ErrorList 
         // apiVersion parses as [group/]version; more than one slash leaves no version.
         let version = match r.api_version.matches('/').count() {
             _ if r.api_version.is_empty() || r.api_version == "/" => "",
-            0 => r.api_version.as_str(),
+            0 => r.api_version,
             1 => r.api_version.split_once('/').map_or("", |(_, v)| v),
             _ => "",
         };
@@ -388,25 +395,25 @@ fn validate_owner_references(refs: &[OwnerReference], path: &Path) -> ErrorList 
             ""
         };
         if version.is_empty() {
-            errs.push(Error::invalid(path.child("apiVersion"), r.api_version.as_str(), "version must not be empty"));
+            errs.push(Error::invalid(path.child("apiVersion"), r.api_version, "version must not be empty"));
         }
         if r.kind.is_empty() {
-            errs.push(Error::invalid(path.child("kind"), r.kind.as_str(), "must not be empty"));
+            errs.push(Error::invalid(path.child("kind"), r.kind, "must not be empty"));
         }
         if r.name.is_empty() {
-            errs.push(Error::invalid(path.child("name"), r.name.as_str(), "must not be empty"));
+            errs.push(Error::invalid(path.child("name"), r.name, "must not be empty"));
         }
         if r.uid.is_empty() {
-            errs.push(Error::invalid(path.child("uid"), r.uid.as_str(), "must not be empty"));
+            errs.push(Error::invalid(path.child("uid"), r.uid, "must not be empty"));
         }
         if group.is_empty() && version == "v1" && r.kind == "Event" {
-            errs.push(Error::invalid(path.clone(), &r.raw, "/v1, Kind=Event is disallowed from being an owner"));
+            errs.push(Error::invalid(path.clone(), r.raw, "/v1, Kind=Event is disallowed from being an owner"));
         }
         if r.controller {
             let current = format!("{}/{}", r.kind, r.name);
             match &first_controller {
                 Some(first) => {
-                    let all = Value::Array(refs.iter().map(|r| r.raw.clone()).collect());
+                    let all = Value::Array(refs.iter().map(|r| (*r.raw).clone()).collect());
                     errs.push(Error::invalid(
                         path.clone(),
                         all,
@@ -429,10 +436,10 @@ fn validate_managed_fields(entries: &[ManagedFieldsEntry], path: &Path) -> Error
     for (i, e) in entries.iter().enumerate() {
         let p = path.index(i);
         if e.operation != "Apply" && e.operation != "Update" {
-            errs.push(Error::invalid(p.child("operation"), e.operation.as_str(), "must be `Apply` or `Update`"));
+            errs.push(Error::invalid(p.child("operation"), e.operation, "must be `Apply` or `Update`"));
         }
         if !e.fields_type.is_empty() && e.fields_type != "FieldsV1" {
-            errs.push(Error::invalid(p.child("fieldsType"), e.fields_type.as_str(), "must be `FieldsV1`"));
+            errs.push(Error::invalid(p.child("fieldsType"), e.fields_type, "must be `FieldsV1`"));
         }
         if e.manager.len() as i64 > FIELD_MANAGER_MAX_LENGTH {
             errs.push(Error::too_long(p.child("manager"), FIELD_MANAGER_MAX_LENGTH));
@@ -441,7 +448,7 @@ fn validate_managed_fields(entries: &[ManagedFieldsEntry], path: &Path) -> Error
             if c.is_control() {
                 errs.push(Error::invalid(
                     p.child("manager"),
-                    e.manager.as_str(),
+                    e.manager,
                     format!("invalid character U+{:04X} (at position {at})", c as u32),
                 ));
             }

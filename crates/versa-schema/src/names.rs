@@ -173,10 +173,14 @@ pub fn is_dns1035_label(value: &str) -> Vec<String> {
 /// `[prefix/]name`, the prefix a DNS-1123 subdomain, the name up to 63 characters.
 pub fn is_qualified_name(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    let parts: Vec<&str> = value.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
+    let parts = match value.split_once('/') {
+        None => Some((None, value)),
+        Some((prefix, name)) if !name.contains('/') => Some((Some(prefix), name)),
+        Some(_) => None,
+    };
+    let name = match parts {
+        Some((None, name)) => name,
+        Some((Some(prefix), name)) => {
             if prefix.is_empty() {
                 errs.push(format!("prefix part {}", empty_error()));
             } else {
@@ -184,9 +188,9 @@ pub fn is_qualified_name(value: &str) -> Vec<String> {
                     errs.push(format!("prefix part {msg}"));
                 }
             }
-            *name
+            name
         }
-        _ => {
+        None => {
             errs.push(format!(
                 "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
                 regex_error(QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, &["MyName", "my.name", "123-abc"])
@@ -315,7 +319,14 @@ pub fn validate_annotations<'a>(annotations: impl IntoIterator<Item = (&'a str, 
     let mut total: usize = 0;
     for (k, v) in annotations {
         // Case does not matter in annotation keys, so Kubernetes checks the lowercased key.
-        for msg in is_qualified_name(&k.to_lowercase()) {
+        let lowered;
+        let key = if k.chars().any(char::is_uppercase) {
+            lowered = k.to_lowercase();
+            lowered.as_str()
+        } else {
+            k
+        };
+        for msg in is_qualified_name(key) {
             errs.push(Error::invalid(path.clone(), k, msg));
         }
         total = total.saturating_add(k.len()).saturating_add(v.len());
