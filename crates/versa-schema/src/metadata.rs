@@ -320,14 +320,14 @@ fn object_list<'a, T>(
 fn validate_decoded(m: &ObjectMeta, path: &Path, name_rule: NameValidator, namespaced: Namespaced) -> ErrorList {
     let mut errs = ErrorList::new();
     if !m.generate_name.is_empty() {
-        for msg in name_rule(&m.generate_name, true) {
+        for msg in name_rule(m.generate_name, true) {
             errs.push(Error::invalid(path.child("generateName"), m.generate_name, msg));
         }
     }
     if m.name.is_empty() {
         errs.push(Error::required(path.child("name"), "name or generateName is required"));
     } else {
-        for msg in name_rule(&m.name, false) {
+        for msg in name_rule(m.name, false) {
             errs.push(Error::invalid(path.child("name"), m.name, msg));
         }
     }
@@ -337,7 +337,7 @@ fn validate_decoded(m: &ObjectMeta, path: &Path, name_rule: NameValidator, names
             if m.namespace.is_empty() {
                 errs.push(Error::required(ns_path(), ""));
             } else {
-                for msg in names::validate_namespace_name(&m.namespace, false) {
+                for msg in names::validate_namespace_name(m.namespace, false) {
                     errs.push(Error::invalid(ns_path(), m.namespace, msg));
                 }
             }
@@ -349,7 +349,7 @@ fn validate_decoded(m: &ObjectMeta, path: &Path, name_rule: NameValidator, names
         }
         None => {
             if !m.namespace.is_empty() {
-                for msg in names::validate_namespace_name(&m.namespace, false) {
+                for msg in names::validate_namespace_name(m.namespace, false) {
                     errs.push(Error::invalid(ns_path(), m.namespace, msg));
                 }
             }
