@@ -236,22 +236,14 @@ impl<'a> ObjectMeta<'a> {
     }
 }
 
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 fn unmarshal_error(v: &Value, field: &str, go_type: &str) -> String {
     if field.is_empty() {
-        format!("json: cannot unmarshal {} into Go value of type {go_type}", json_type(v))
+        format!("json: cannot unmarshal {} into Go value of type {go_type}", crate::objectmeta::json_kind(v))
     } else {
-        format!("json: cannot unmarshal {} into Go struct field {field} of type {go_type}", json_type(v))
+        format!(
+            "json: cannot unmarshal {} into Go struct field {field} of type {go_type}",
+            crate::objectmeta::json_kind(v)
+        )
     }
 }
 
