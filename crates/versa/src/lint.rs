@@ -30,7 +30,7 @@ pub fn run(args: &Args) -> Result<Outcome> {
         let (mut def, kind) = match ResourceDefinition::from_document_with_kind(&doc.value) {
             Ok(d) => d,
             Err(e) => {
-                println!("{}: document {}: {e}", doc.source, i + 1);
+                say!("{}: document {}: {e}", doc.source, i + 1);
                 outcome = Outcome::SomeInvalid;
                 continue;
             }
@@ -43,12 +43,12 @@ pub fn run(args: &Args) -> Result<Outcome> {
         };
         let name = versa_schema::field::go_quote(def.name());
         if errs.is_empty() {
-            println!("{}: {qualified} {name} is valid", doc.source);
+            say!("{}: {qualified} {name} is valid", doc.source);
         } else {
             outcome = Outcome::SomeInvalid;
-            println!("{}: {qualified} {name} is invalid:", doc.source);
+            say!("{}: {qualified} {name} is invalid:", doc.source);
             for e in errs.deduplicated() {
-                println!("  {e}");
+                say!("  {e}");
             }
         }
     }

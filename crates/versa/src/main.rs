@@ -6,6 +6,23 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `println!` that never panics: a closed pipe (`versa lint ... | head`) ends the output, not
+/// the program.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that never panics.
+macro_rules! warn {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 mod documents;
 mod lint;
 mod validate;
@@ -53,7 +70,7 @@ fn main() -> ExitCode {
         Ok(Outcome::AllValid) => ExitCode::SUCCESS,
         Ok(Outcome::SomeInvalid) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            warn!("error: {e:#}");
             ExitCode::from(2)
         }
     }

@@ -79,13 +79,13 @@ pub fn run(args: &Args) -> Result<Outcome> {
         let version = match object_version(&obj, group, args.version.as_deref()) {
             Ok(v) => v,
             Err(msg) => {
-                println!("{}: {msg}", doc.source);
+                say!("{}: {msg}", doc.source);
                 outcome = Outcome::SomeInvalid;
                 continue;
             }
         };
         let Some(schema) = version_schema(&def, &version)? else {
-            println!("{}: version {version:?} is not a version of {}", doc.source, def.name());
+            say!("{}: version {version:?} is not a version of {}", doc.source, def.name());
             outcome = Outcome::SomeInvalid;
             continue;
         };
@@ -107,13 +107,13 @@ pub fn run(args: &Args) -> Result<Outcome> {
         match result {
             Ok(admitted) => {
                 for f in &admitted.unknown_fields {
-                    eprintln!("Warning: unknown field {}", versa_schema::field::go_quote(f));
+                    warn!("Warning: unknown field {}", versa_schema::field::go_quote(f));
                 }
                 results.push(obj);
             }
             Err(errs) => {
                 outcome = Outcome::SomeInvalid;
-                println!("{}", errs.invalid_message(&format!("{kind_name}.{group}"), &name));
+                say!("{}", errs.invalid_message(&format!("{kind_name}.{group}"), &name));
             }
         }
     }
@@ -211,15 +211,16 @@ fn print_objects(objects: &[Value], format: Format) -> Result<()> {
                 )?
             };
             if !objects.is_empty() {
-                println!("{out}");
+                say!("{out}");
             }
         }
         Format::Yaml => {
             for (i, o) in objects.iter().enumerate() {
                 if i > 0 {
-                    println!("---");
+                    say!("---");
                 }
-                print!("{}", serde_saphyr::to_string(o).map_err(|e| anyhow::anyhow!("{e}"))?);
+                let yaml = serde_saphyr::to_string(o).map_err(|e| anyhow::anyhow!("{e}"))?;
+                say!("{}", yaml.trim_end_matches('\n'));
             }
         }
     }

@@ -146,3 +146,18 @@ fn validate_generates_names_and_checks_metadata() {
         "{out}"
     );
 }
+
+#[test]
+fn a_closed_output_pipe_is_not_a_crash() {
+    // `versa lint ... | head -1`: the reader goes away; versa must still finish with its verdict.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_versa"))
+        .args(["lint", &data("invalid-crd.yaml"), &data("invalid-crd.yaml")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}
