@@ -1,23 +1,18 @@
-//! Defaulting (k8s `defaulting/algorithm.go` and `prunenulls.go`).
+//! Defaulting (k8s `defaulting/algorithm.go`).
 //!
 //! Top-down: for each specified property that is absent, or `null` while not `nullable`, a deep
 //! copy of its `default` is set, and then the walk descends. A parent that is absent is never
 //! created — nested defaults apply only once the parent exists (or has a `default: {}` itself).
-//! Items and map values only get defaults in place of a non-nullable `null`. Before defaulting,
-//! non-nullable `null`s without a default are removed, which is how the seed's `foo/bar/baz`
-//! example ends up as `foo: "default"`, `bar: null`, and no `baz`.
+//! Items and map values only get defaults in place of a non-nullable `null`. Non-nullable
+//! `null`s without a default are left for [`crate::prune::prune`], which drops them in its pass —
+//! together that is how the seed's `foo/bar/baz` example ends up as `foo: "default"`,
+//! `bar: null`, and no `baz`.
 
 use serde_json::Value;
 
 use crate::structural::Structural;
 
-/// Removes non-nullable `null`s that have no default, then applies defaults.
-pub fn apply(obj: &mut Value, schema: &Structural) {
-    prune_non_nullable_nulls_without_defaults(obj, Some(schema));
-    default(obj, schema);
-}
-
-/// Applies the defaults of `schema` to `x` (expects non-defaultable nulls to be gone already).
+/// Applies the defaults of `schema` to `x`. Only `null`s that have a default are touched.
 pub fn default(x: &mut Value, s: &Structural) {
     if !s.below.defaults {
         return;
@@ -101,30 +96,6 @@ pub fn default(x: &mut Value, s: &Structural) {
     }
 }
 
-/// Deletes object fields whose value is `null` when their schema is neither nullable nor has a
-/// default. Nulls in lists are left for validation to report.
-pub fn prune_non_nullable_nulls_without_defaults(x: &mut Value, s: Option<&Structural>) {
-    match x {
-        Value::Object(map) => {
-            map.retain(|k, v| {
-                let child = s.and_then(|s| s.property_or_additional(k));
-                let drop = v.is_null() && child.is_some_and(|c| !c.nullable && c.default.is_none());
-                if !drop {
-                    prune_non_nullable_nulls_without_defaults(v, child);
-                }
-                !drop
-            });
-        }
-        Value::Array(items) => {
-            let item = s.and_then(|s| s.items.as_deref());
-            for v in items.iter_mut() {
-                prune_non_nullable_nulls_without_defaults(v, item);
-            }
-        }
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,7 +103,10 @@ mod tests {
 
     fn check(schema: Value, mut obj: Value, want: Value) {
         let s = Structural::from_json(&schema).unwrap();
-        apply(&mut obj, &s);
+        // The write path's composition: defaulting, then pruning (which drops the remaining
+        // non-nullable nulls).
+        default(&mut obj, &s);
+        crate::prune::prune(&mut obj, &s, false);
         assert_eq!(obj, want);
     }
 
