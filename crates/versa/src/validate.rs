@@ -73,6 +73,7 @@ pub fn run(args: &Args) -> Result<Outcome> {
     let namespaced = def.spec.scope == "Namespaced";
     let mut outcome = Outcome::AllValid;
     let mut results = Vec::new();
+    let mut schemas: std::collections::HashMap<String, Option<Structural>> = std::collections::HashMap::new();
     for doc in objects {
         let mut obj = doc.value;
         let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_owned();
@@ -84,7 +85,12 @@ pub fn run(args: &Args) -> Result<Outcome> {
                 continue;
             }
         };
-        let Some(schema) = version_schema(&def, &version)? else {
+        // Each version's schema is lowered once, however many objects use it.
+        let schema = match schemas.entry(version.clone()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(version_schema(&def, &version)?),
+        };
+        let Some(schema) = schema.as_ref() else {
             say!("{}: version {version:?} is not a version of {}", doc.source, def.name());
             outcome = Outcome::SomeInvalid;
             continue;
@@ -97,7 +103,7 @@ pub fn run(args: &Args) -> Result<Outcome> {
         }
         pipeline::generate_name(&mut obj, &random_suffix());
         let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(&name).to_owned();
-        let result = pipeline::admit(&mut obj, &schema, &kind).and_then(|admitted| {
+        let result = pipeline::admit(&mut obj, schema, &kind).and_then(|admitted| {
             let update_errs = match &old {
                 Some(old) => pipeline::validate_update(&obj, old),
                 None => ErrorList::new(),
