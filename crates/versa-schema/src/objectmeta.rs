@@ -198,7 +198,8 @@ fn normalise(v: &mut Value, shape: Shape) -> Result<bool, String> {
         Shape::Time => match v {
             Value::String(s) if s.is_empty() => Ok(false),
             Value::String(s) => {
-                if crate::formats::matches("date-time", s) || is_rfc3339(s) {
+                // metav1.Time parses with time.RFC3339 only, stricter than the `date-time` format.
+                if is_rfc3339(s) {
                     Ok(true)
                 } else {
                     Err(format!(
@@ -404,6 +405,13 @@ mod tests {
         let mut read = obj;
         coerce(&mut read, &schema(), Malformed::Drop).unwrap();
         assert_eq!(read["metadata"], json!({"name": "n"}));
+    }
+
+    #[test]
+    fn timestamps_must_be_rfc3339_as_metav1_time_parses_them() {
+        let mut obj = json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "n", "creationTimestamp": "2017-05-31T12:56:35"}});
+        let err = coerce(&mut obj, &schema(), Malformed::Reject).unwrap_err();
+        assert_eq!(err.field.as_str(), "metadata");
     }
 
     #[test]
