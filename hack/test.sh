@@ -16,6 +16,9 @@ if [ ! -d ../shared/conformance ]; then
   exit 2
 fi
 
+# protoc (for etcd-client) and etcd (for the etcd backend's tests), from Debian if missing.
+bash hack/install-deps.sh
+
 # Doc-tests are left out (the crates keep examples in tests/); a summary line closes the run.
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT

@@ -1,0 +1,32 @@
+//! The storage seam of versa: a revisioned key-value store with compare-and-swap, paginated
+//! lists at a revision, watches from a revision and compaction — the contract kube-apiserver
+//! expects from etcd, written as the [`Store`] trait.
+//!
+//! This crate names no backend. `versa-storage-embedded` (redb in the data directory, the
+//! default) and `versa-storage-etcd` (etcd v3 for replicas) implement the trait; only the binary
+//! chooses one. Both run the one conformance suite in [`conformance`] (feature `conformance`),
+//! so a behaviour that holds on one holds on the other.
+//!
+//! Keys are paths (`<prefix>/<group>/<plural>/[<namespace>/]<name>`, see [`Keys`]); values are
+//! opaque bytes (the server stores JSON). A revision is one integer counter for the whole store,
+//! strictly increasing with each write; an object's `resourceVersion` is the revision of its
+//! last write.
+
+mod error;
+mod keys;
+mod store;
+mod token;
+mod types;
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
+
+pub use error::{Error, Result};
+pub use keys::{Keys, prefix_end};
+pub use store::{BoxFuture, Store, Update, guaranteed_update};
+pub use token::ContinueToken;
+pub use types::{Deleted, KeyValue, ListOptions, ListPage, Watch, WatchEvent, WatchSender};
+
+/// The largest value a store accepts, in bytes: etcd's default request limit (1.5 MiB), so
+/// that an object that fits the embedded store also fits etcd.
+pub const MAX_VALUE_BYTES: usize = 3 * 512 * 1024;

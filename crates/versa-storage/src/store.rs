@@ -1,0 +1,97 @@
+//! The [`Store`] trait and the read–modify–write helper built on it.
+//!
+//! The trait is object-safe (`Arc<dyn Store>`): the binary picks a backend at start-up and the
+//! server never names one. Methods return boxed futures for that reason.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+
+use crate::{Deleted, Error, KeyValue, ListOptions, ListPage, Result, Watch};
+
+/// A boxed, sendable future (what every [`Store`] method returns).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A revisioned key-value store with etcd's semantics.
+///
+/// Every successful write (create, update, delete) takes the next store revision, strictly
+/// greater than every earlier one; reads report the revision they saw. History is kept for a
+/// bounded window: a list or watch at a revision older than the window fails with
+/// [`Error::Expired`].
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// The key's current value, or `None`.
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>>;
+
+    /// Keys starting with `prefix`, in key order, at the latest revision or the one asked for
+    /// (directly or through a continue token).
+    fn list<'a>(&'a self, prefix: &'a str, options: ListOptions) -> BoxFuture<'a, Result<ListPage>>;
+
+    /// Creates `key`; [`Error::AlreadyExists`] if it is present.
+    fn create<'a>(&'a self, key: &'a str, value: Bytes) -> BoxFuture<'a, Result<KeyValue>>;
+
+    /// Replaces `key`'s value if its modification revision is still `expected_revision`;
+    /// [`Error::Conflict`] if not, [`Error::NotFound`] if the key is absent.
+    fn update<'a>(&'a self, key: &'a str, value: Bytes, expected_revision: i64) -> BoxFuture<'a, Result<KeyValue>>;
+
+    /// Deletes `key`, if given only while its modification revision is `expected_revision`.
+    fn delete<'a>(&'a self, key: &'a str, expected_revision: Option<i64>) -> BoxFuture<'a, Result<Deleted>>;
+
+    /// The revision of the last write to the store.
+    fn current_revision(&self) -> BoxFuture<'_, Result<i64>>;
+
+    /// Events for keys under `prefix` after `revision` (0: from now on). Items come in revision
+    /// order; a `Progress` item vouches that nothing under the prefix happened up to its
+    /// revision beyond what was delivered.
+    fn watch<'a>(&'a self, prefix: &'a str, revision: i64) -> BoxFuture<'a, Result<Watch>>;
+
+    /// Forgets history before `revision`: lists and watches at older revisions then fail with
+    /// [`Error::Expired`]. The current value of every key is kept.
+    fn compact(&self, revision: i64) -> BoxFuture<'_, Result<()>>;
+}
+
+/// What a [`guaranteed_update`] step decides from the current value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Update {
+    /// Write this value (create the key if it is absent).
+    Set(Bytes),
+    /// Delete the key (nothing happens if it is absent).
+    Delete,
+    /// Leave the key as it is.
+    Keep,
+}
+
+/// How many times [`guaranteed_update`] retries after losing a race before giving up with the
+/// last [`Error::Conflict`].
+pub const MAX_UPDATE_ATTEMPTS: usize = 1000;
+
+/// Read–modify–write with retry (kube-apiserver's `GuaranteedUpdate`): reads `key`, asks
+/// `decide` what to do with its current value, writes with compare-and-swap, and on a lost race
+/// reads again and asks again. Returns the key's value afterwards (`None` if absent).
+pub async fn guaranteed_update<E, F>(store: &dyn Store, key: &str, mut decide: F) -> Result<Option<KeyValue>, E>
+where
+    E: From<Error>,
+    F: FnMut(Option<&KeyValue>) -> Result<Update, E>,
+{
+    let mut current = store.get(key).await?;
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let outcome = match (decide(current.as_ref())?, &current) {
+            (Update::Keep, _) => return Ok(current),
+            (Update::Delete, None) => return Ok(None),
+            (Update::Delete, Some(kv)) => store.delete(key, Some(kv.mod_revision)).await.map(|_| None),
+            (Update::Set(value), None) => store.create(key, value).await.map(Some),
+            (Update::Set(value), Some(kv)) => store.update(key, value, kv.mod_revision).await.map(Some),
+        };
+        match outcome {
+            Ok(after) => return Ok(after),
+            Err(Error::Conflict { .. } | Error::AlreadyExists { .. } | Error::NotFound { .. })
+                if attempts < MAX_UPDATE_ATTEMPTS =>
+            {
+                current = store.get(key).await?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
