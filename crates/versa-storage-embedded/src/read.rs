@@ -1,0 +1,141 @@
+//! Reads on redb snapshots, concurrent with the writer.
+//!
+//! A list at the latest revision is a range scan of `kv`. A list at an earlier revision `R`
+//! (asked for, or carried by a continue token) is the same scan with the writes after `R`
+//! undone: the first log entry after `R` for each key in range holds the key's value at `R`
+//! (its `prev`), so those keys are overlaid with that value — or dropped, if they did not exist
+//! at `R`. The cost is the scan plus the log entries since `R`, which the history window bounds.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use redb::{ReadTransaction, ReadableDatabase as _};
+use versa_storage::{ContinueToken, Error, KeyValue, ListOptions, ListPage, Result};
+
+use crate::record::{decode_kv, decode_log, log_key};
+use crate::{KV, LOG, META, META_COMPACTED, META_REVISION};
+
+fn unavailable(e: impl Into<redb::Error>) -> Error {
+    Error::unavailable("embedded store", e.into())
+}
+
+fn corrupt(e: crate::record::Corrupt) -> Error {
+    Error::unavailable("embedded store", e)
+}
+
+/// The key's current value.
+pub fn get(db: &redb::Database, key: &str) -> Result<Option<KeyValue>> {
+    let txn = db.begin_read().map_err(unavailable)?;
+    let kv = txn.open_table(KV).map_err(unavailable)?;
+    let found = kv.get(key).map_err(unavailable)?;
+    found.map(|raw| decode_kv(key, raw.value()).map_err(corrupt)).transpose()
+}
+
+fn meta(txn: &ReadTransaction, name: &str) -> Result<i64> {
+    let meta = txn.open_table(META).map_err(unavailable)?;
+    let value = meta.get(name).map_err(unavailable)?;
+    Ok(value.map_or(0, |v| v.value() as i64))
+}
+
+/// One page of keys under `prefix`.
+pub fn list(db: &redb::Database, prefix: &str, options: &ListOptions) -> Result<ListPage> {
+    let token = options.continue_token.as_deref().map(ContinueToken::decode).transpose()?;
+    let start = match &token {
+        Some(t) => t.start_key(prefix),
+        None => prefix.to_string(),
+    };
+    let txn = db.begin_read().map_err(unavailable)?;
+    let current = meta(&txn, META_REVISION)?;
+    let revision = match (&token, options.revision) {
+        (Some(t), _) => t.revision,
+        (None, 0) => current,
+        (None, r) => r,
+    };
+    if revision > current {
+        return Err(Error::FutureRevision { requested: revision, current });
+    }
+    let compacted = meta(&txn, META_COMPACTED)?;
+    if revision < current && revision < compacted {
+        return Err(Error::Expired { requested: revision, compacted });
+    }
+    let end = end_of(prefix);
+    let overlay =
+        if revision < current { undo_since(&txn, revision, current, &start, end.as_deref())? } else { BTreeMap::new() };
+
+    let kv = txn.open_table(KV).map_err(unavailable)?;
+    let upper = match &end {
+        Some(e) => Bound::Excluded(e.as_str()),
+        None => Bound::Unbounded,
+    };
+    let range = kv.range::<&str>((Bound::Included(start.as_str()), upper)).map_err(unavailable)?;
+    let want = if options.limit == 0 { usize::MAX } else { options.limit.saturating_add(1) };
+    let mut items: Vec<KeyValue> = Vec::new();
+    let mut overlay = overlay.into_iter().peekable();
+    let mut range = range.peekable();
+    while items.len() < want {
+        // Merge the current keys with the overlaid ones, in key order.
+        let next_current = match range.peek() {
+            Some(Ok((k, _))) => Some(k.value().to_string()),
+            Some(Err(_)) => {
+                return Err(range
+                    .next()
+                    .and_then(|r| r.err())
+                    .map_or_else(|| Error::unavailable_msg("embedded store"), unavailable));
+            }
+            None => None,
+        };
+        let next_overlay = overlay.peek().map(|(k, _)| k.clone());
+        let take_overlay = match (&next_current, &next_overlay) {
+            (None, None) => break,
+            (Some(c), Some(o)) => o <= c,
+            (None, Some(_)) => true,
+            (Some(_), None) => false,
+        };
+        if take_overlay {
+            if next_current == next_overlay {
+                range.next(); // the current value is superseded by the value at `revision`
+            }
+            if let Some((_, Some(old))) = overlay.next() {
+                items.push(old);
+            }
+        } else if let Some(Ok((k, raw))) = range.next() {
+            items.push(decode_kv(k.value(), raw.value()).map_err(corrupt)?);
+        }
+    }
+    let continue_token = if options.limit > 0 && items.len() > options.limit {
+        items.truncate(options.limit);
+        items.last().map(|last| ContinueToken::after(prefix, &last.key, revision).encode())
+    } else {
+        None
+    };
+    Ok(ListPage { items, revision, continue_token })
+}
+
+/// The exclusive end of a prefix scan (`None`: to the end of the table).
+fn end_of(prefix: &str) -> Option<String> {
+    versa_storage::prefix_end(prefix.as_bytes()).and_then(|end| String::from_utf8(end).ok())
+}
+
+/// For each key in `[start, end)` written after `revision`, its value at `revision` (`None`
+/// if it did not exist then).
+fn undo_since(
+    txn: &ReadTransaction,
+    revision: i64,
+    current: i64,
+    start: &str,
+    end: Option<&str>,
+) -> Result<BTreeMap<String, Option<KeyValue>>> {
+    let log = txn.open_table(LOG).map_err(unavailable)?;
+    let mut overlay = BTreeMap::new();
+    for entry in log.range((revision + 1) as u64..=current as u64).map_err(unavailable)? {
+        let (rev, raw) = entry.map_err(unavailable)?;
+        let raw = raw.value();
+        let key = log_key(raw).map_err(corrupt)?;
+        if key < start || end.is_some_and(|e| key >= e) || overlay.contains_key(key) {
+            continue;
+        }
+        let entry = decode_log(rev.value() as i64, raw).map_err(corrupt)?;
+        overlay.insert(entry.key.clone(), entry.prev);
+    }
+    Ok(overlay)
+}
