@@ -18,3 +18,4 @@ fmt:
 
 bench:
 	cargo bench -p versa-schema
+	bash hack/bench-storage.sh

@@ -13,7 +13,8 @@ use redb::{ReadTransaction, ReadableDatabase as _};
 use versa_storage::{ContinueToken, Error, KeyValue, ListOptions, ListPage, Result};
 
 use crate::record::{decode_kv, decode_log, log_key};
-use crate::{KV, LOG, META, META_COMPACTED, META_REVISION};
+use crate::writer::committed_revision;
+use crate::{KV, LOG, META, META_COMPACTED};
 
 fn unavailable(e: impl Into<redb::Error>) -> Error {
     Error::unavailable("embedded store", e.into())
@@ -31,10 +32,13 @@ pub fn get(db: &redb::Database, key: &str) -> Result<Option<KeyValue>> {
     found.map(|raw| decode_kv(key, raw.value()).map_err(corrupt)).transpose()
 }
 
-fn meta(txn: &ReadTransaction, name: &str) -> Result<i64> {
+/// The snapshot's last committed revision and the revision history starts after.
+pub fn revisions(txn: &ReadTransaction) -> Result<(i64, i64)> {
+    let log = txn.open_table(LOG).map_err(unavailable)?;
     let meta = txn.open_table(META).map_err(unavailable)?;
-    let value = meta.get(name).map_err(unavailable)?;
-    Ok(value.map_or(0, |v| v.value() as i64))
+    let current = committed_revision(&log, &meta).map_err(unavailable)?;
+    let compacted = meta.get(META_COMPACTED).map_err(unavailable)?.map_or(0, |v| v.value() as i64);
+    Ok((current, compacted))
 }
 
 /// One page of keys under `prefix`.
@@ -45,7 +49,7 @@ pub fn list(db: &redb::Database, prefix: &str, options: &ListOptions) -> Result<
         None => prefix.to_string(),
     };
     let txn = db.begin_read().map_err(unavailable)?;
-    let current = meta(&txn, META_REVISION)?;
+    let (current, compacted) = revisions(&txn)?;
     let revision = match (&token, options.revision) {
         (Some(t), _) => t.revision,
         (None, 0) => current,
@@ -54,7 +58,6 @@ pub fn list(db: &redb::Database, prefix: &str, options: &ListOptions) -> Result<
     if revision > current {
         return Err(Error::FutureRevision { requested: revision, current });
     }
-    let compacted = meta(&txn, META_COMPACTED)?;
     if revision < current && revision < compacted {
         return Err(Error::Expired { requested: revision, compacted });
     }
@@ -71,35 +74,40 @@ pub fn list(db: &redb::Database, prefix: &str, options: &ListOptions) -> Result<
     let want = if options.limit == 0 { usize::MAX } else { options.limit.saturating_add(1) };
     let mut items: Vec<KeyValue> = Vec::new();
     let mut overlay = overlay.into_iter().peekable();
-    let mut range = range.peekable();
-    while items.len() < want {
-        // Merge the current keys with the overlaid ones, in key order.
-        let next_current = match range.peek() {
-            Some(Ok((k, _))) => Some(k.value().to_string()),
-            Some(Err(_)) => {
-                return Err(range
-                    .next()
-                    .and_then(|r| r.err())
-                    .map_or_else(|| Error::unavailable_msg("embedded store"), unavailable));
-            }
-            None => None,
-        };
-        let next_overlay = overlay.peek().map(|(k, _)| k.clone());
-        let take_overlay = match (&next_current, &next_overlay) {
-            (None, None) => break,
-            (Some(c), Some(o)) => o <= c,
-            (None, Some(_)) => true,
-            (Some(_), None) => false,
-        };
-        if take_overlay {
-            if next_current == next_overlay {
-                range.next(); // the current value is superseded by the value at `revision`
-            }
+    for entry in range {
+        if items.len() >= want {
+            break;
+        }
+        let (k, raw) = entry.map_err(unavailable)?;
+        let key = k.value();
+        // Overlaid keys that sort before this one existed at `revision` but are gone now.
+        while let Some((old_key, _)) = overlay.peek()
+            && old_key.as_str() < key
+            && items.len() < want
+        {
             if let Some((_, Some(old))) = overlay.next() {
                 items.push(old);
             }
-        } else if let Some(Ok((k, raw))) = range.next() {
-            items.push(decode_kv(k.value(), raw.value()).map_err(corrupt)?);
+        }
+        if items.len() >= want {
+            break;
+        }
+        match overlay.peek() {
+            Some((old_key, _)) if old_key == key => {
+                // Written since `revision`: report the value it had then, if it existed.
+                if let Some((_, Some(old))) = overlay.next() {
+                    items.push(old);
+                }
+            }
+            _ => items.push(decode_kv(key, raw.value()).map_err(corrupt)?),
+        }
+    }
+    for (_, old) in overlay {
+        if items.len() >= want {
+            break;
+        }
+        if let Some(old) = old {
+            items.push(old);
         }
     }
     let continue_token = if options.limit > 0 && items.len() > options.limit {

@@ -15,7 +15,7 @@ use tokio::sync::broadcast::error::RecvError;
 use versa_storage::{Error, Result, Watch, WatchEvent, WatchSender};
 
 use crate::record::{decode_log, log_key};
-use crate::{LOG, META, META_COMPACTED, META_REVISION, Shared};
+use crate::{LOG, Shared};
 
 /// Log entries read per catch-up step.
 const CATCH_UP_CHUNK: usize = 1000;
@@ -91,11 +91,8 @@ pub fn start(shared: Arc<Shared>, prefix: String, revision: i64) -> Result<Watch
 }
 
 fn compacted(shared: &Shared) -> Result<i64> {
-    let unavailable = |e: redb::Error| Error::unavailable("embedded store", e);
-    let txn = shared.db.begin_read().map_err(|e| unavailable(e.into()))?;
-    let meta = txn.open_table(META).map_err(|e| unavailable(e.into()))?;
-    let value = meta.get(META_COMPACTED).map_err(|e| unavailable(e.into()))?;
-    Ok(value.map_or(0, |v| v.value() as i64))
+    let txn = shared.db.begin_read().map_err(|e| Error::unavailable("embedded store", redb::Error::from(e)))?;
+    Ok(crate::read::revisions(&txn)?.1)
 }
 
 struct Task {
@@ -226,12 +223,10 @@ struct Chunk {
 fn read_log(shared: &Shared, prefix: &str, from: i64, upto: i64) -> Result<Chunk> {
     let unavailable = |e: redb::Error| Error::unavailable("embedded store", e);
     let txn = shared.db.begin_read().map_err(|e| unavailable(e.into()))?;
-    let meta = txn.open_table(META).map_err(|e| unavailable(e.into()))?;
-    let compacted = meta.get(META_COMPACTED).map_err(|e| unavailable(e.into()))?.map_or(0, |v| v.value() as i64);
+    let (committed, compacted) = crate::read::revisions(&txn)?;
     if from < compacted {
         return Err(Error::Expired { requested: from, compacted });
     }
-    let committed = meta.get(META_REVISION).map_err(|e| unavailable(e.into()))?.map_or(0, |v| v.value() as i64);
     let upto = upto.min(committed);
     if upto <= from {
         return Ok(Chunk { events: Vec::new(), through: from });

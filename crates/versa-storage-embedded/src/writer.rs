@@ -12,7 +12,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use redb::{Durability, ReadableTable as _, Table};
+use redb::{Durability, ReadableDatabase as _, ReadableTable as _, Table};
 use tokio::sync::oneshot;
 use versa_storage::{Deleted, Error, KeyValue, Result, WatchEvent};
 
@@ -21,6 +21,8 @@ use crate::{KV, LOG, META, META_COMPACTED, META_REVISION, Shared};
 
 /// How often an idle writer checks whether history has aged out.
 const MAINTENANCE_EVERY: Duration = Duration::from_secs(1);
+/// The longest a commit waits for concurrent writers to resubmit (see `Writer::gather`).
+const GATHER_WAIT: Duration = Duration::from_micros(200);
 /// At most this many history entries are dropped per transaction.
 const TRIM_PER_TXN: usize = 10_000;
 
@@ -36,14 +38,26 @@ pub enum Op {
 /// Creates the tables of a new store and returns the current revision.
 pub fn init_tables(db: &redb::Database) -> Result<i64, redb::Error> {
     let txn = db.begin_write()?;
-    let revision = {
+    {
         txn.open_table(KV)?;
         txn.open_table(LOG)?;
-        let meta = txn.open_table(META)?;
-        meta.get(META_REVISION)?.map_or(0, |v| v.value())
-    };
+        txn.open_table(META)?;
+    }
     txn.commit()?;
-    Ok(revision as i64)
+    let txn = db.begin_read()?;
+    Ok(committed_revision(&txn.open_table(LOG)?, &txn.open_table(META)?)?)
+}
+
+/// The last committed revision: the newest log entry's, or — when history has been dropped
+/// down to nothing — the revision recorded when it was dropped. (Only dropping history writes
+/// `meta.revision`, which keeps ordinary commits to two tables.)
+pub fn committed_revision(
+    log: &impl redb::ReadableTable<u64, &'static [u8]>,
+    meta: &impl redb::ReadableTable<&'static str, u64>,
+) -> Result<i64, redb::StorageError> {
+    let last = log.last()?.map_or(0, |(rev, _)| rev.value());
+    let recorded = meta.get(META_REVISION)?.map_or(0, |v| v.value());
+    Ok(last.max(recorded) as i64)
 }
 
 /// Starts the writer thread; it ends when every sender is gone, closing the hub behind it.
@@ -51,7 +65,7 @@ pub fn start(shared: Arc<Shared>, revision: i64) -> std::io::Result<(Sender<Op>,
     let (tx, rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new().name("versa-store-writer".into()).spawn(move || {
         let hub = shared.clone();
-        Writer { shared, revision }.run(rx);
+        Writer { shared, revision, last_batch: 0 }.run(rx);
         hub.hub.close();
     })?;
     Ok((tx, thread))
@@ -61,6 +75,8 @@ struct Writer {
     shared: Arc<Shared>,
     /// The last committed revision.
     revision: i64,
+    /// How many writes the previous commit carried.
+    last_batch: usize,
 }
 
 struct Tables<'t> {
@@ -80,15 +96,30 @@ impl Writer {
                 }
                 Err(RecvTimeoutError::Disconnected) => return,
             };
-            let mut batch = vec![first];
-            while batch.len() < self.shared.config.max_batch {
-                match rx.try_recv() {
-                    Ok(op) => batch.push(op),
-                    Err(_) => break,
-                }
-            }
+            let batch = self.gather(first, &rx);
+            self.last_batch = batch.len();
             self.commit_batch(batch);
         }
+    }
+
+    /// Takes `first` and everything queued behind it. When the previous commit carried several
+    /// writes, callers are evidently writing concurrently and are about to resubmit (they were
+    /// all answered at once): wait up to [`GATHER_WAIT`] for as many as last time, so that one
+    /// fsync serves them all instead of two half-full commits. A lone writer never waits.
+    fn gather(&self, first: Op, rx: &Receiver<Op>) -> Vec<Op> {
+        let max = self.shared.config.max_batch;
+        let mut batch = vec![first];
+        let deadline = std::time::Instant::now() + GATHER_WAIT;
+        while batch.len() < max {
+            match rx.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) if batch.len() < self.last_batch && std::time::Instant::now() < deadline => {
+                    std::thread::yield_now()
+                }
+                Err(_) => break,
+            }
+        }
+        batch
     }
 
     /// Applies a group of writes in one transaction, commits, publishes, answers.
@@ -106,7 +137,6 @@ impl Writer {
                     answers.push(self.apply(op, &mut t, now, &mut events)?);
                 }
                 self.trim(&mut t, now)?;
-                t.meta.insert(META_REVISION, self.revision as u64)?;
             }
             txn.commit()?;
             Ok(())
@@ -202,7 +232,7 @@ impl Writer {
                 }
                 let compacted = t.meta.get(META_COMPACTED)?.map_or(0, |v| v.value()) as i64;
                 if *revision > compacted {
-                    drop_history(t, *revision as u64, usize::MAX)?;
+                    drop_history(t, *revision as u64, usize::MAX, self.revision)?;
                 }
                 Outcome::Unit(Ok(()))
             }
@@ -233,7 +263,7 @@ impl Writer {
         if upto <= compacted {
             return Ok(false);
         }
-        drop_history(t, upto, TRIM_PER_TXN)
+        drop_history(t, upto, TRIM_PER_TXN, self.revision)
     }
 
     /// An idle writer's housekeeping: trim aged-out history in its own transaction.
@@ -257,8 +287,9 @@ impl Writer {
     }
 }
 
-/// Drops log entries up to `upto` (at most `limit` of them) and records the compaction point.
-fn drop_history(t: &mut Tables<'_>, upto: u64, limit: usize) -> Result<bool, redb::Error> {
+/// Drops log entries up to `upto` (at most `limit` of them) and records the compaction point
+/// and the current `revision` (which the log may no longer show).
+fn drop_history(t: &mut Tables<'_>, upto: u64, limit: usize, revision: i64) -> Result<bool, redb::Error> {
     let mut last = None;
     let mut removed = 0;
     while removed < limit {
@@ -277,8 +308,12 @@ fn drop_history(t: &mut Tables<'_>, upto: u64, limit: usize) -> Result<bool, red
         let compacted = t.meta.get(META_COMPACTED)?.map_or(0, |v| v.value());
         if point > compacted {
             t.meta.insert(META_COMPACTED, point)?;
+            t.meta.insert(META_REVISION, revision as u64)?;
             return Ok(true);
         }
+    }
+    if removed > 0 {
+        t.meta.insert(META_REVISION, revision as u64)?;
     }
     Ok(removed > 0)
 }

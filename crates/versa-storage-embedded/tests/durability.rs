@@ -168,3 +168,19 @@ async fn a_slow_watch_falls_back_to_the_log_and_loses_nothing() {
     }
     assert_eq!(seen, expected);
 }
+
+#[tokio::test]
+async fn revision_survives_a_restart_after_all_history_is_compacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let last = {
+        let store = EmbeddedStore::open(dir.path(), Config::default()).unwrap();
+        store.create("/c/a", Bytes::from_static(b"1")).await.unwrap();
+        let last = store.create("/c/b", Bytes::from_static(b"2")).await.unwrap().mod_revision;
+        store.compact(last).await.unwrap();
+        last
+    };
+    let store = EmbeddedStore::open(dir.path(), Config::default()).unwrap();
+    assert_eq!(store.current_revision().await.unwrap(), last);
+    assert_eq!(store.list("/c/", ListOptions::default()).await.unwrap().revision, last);
+    assert!(store.create("/c/c", Bytes::from_static(b"3")).await.unwrap().mod_revision > last);
+}
