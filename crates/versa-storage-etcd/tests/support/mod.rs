@@ -1,7 +1,8 @@
 //! A real etcd for the tests and the benchmark: a single-member cluster on free loopback ports
 //! with its data in a temporary directory, killed when dropped (or, should the test process be
 //! killed, by a watchdog). It can be stopped and started
-//! again on the same ports and data, as an etcd restart looks to clients.
+//! again on the same ports and data, as an etcd restart looks to clients. [`EtcdServer::start_tls`]
+//! starts one that serves clients over TLS only and requires client certificates.
 //!
 //! The binary is `$VERSA_ETCD_BIN` or `etcd` on the `PATH`; without one the tests fail (never
 //! skip) and say how to install it.
@@ -19,15 +20,27 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use versa_storage_etcd::{EtcdConfig, EtcdStore};
+use versa_storage_etcd::{EtcdConfig, EtcdStore, EtcdTls};
 
 /// How long etcd may take to answer after it was started.
 const READY_WAIT: Duration = Duration::from_secs(30);
+
+/// The server side of TLS (PEM files): etcd's certificate and key, and the CA its clients'
+/// certificates must be signed by (`--client-cert-auth`).
+#[derive(Debug, Clone)]
+pub struct ServerTls {
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+    pub trusted_ca_file: PathBuf,
+}
 
 /// A running (or stopped) single-member etcd.
 #[derive(Debug)]
 pub struct EtcdServer {
     bin: PathBuf,
+    /// With TLS: the server's files, and the client TLS that [`EtcdServer::config`] (and the
+    /// readiness check) connect with.
+    tls: Option<(ServerTls, EtcdTls)>,
     client_port: u16,
     peer_port: u16,
     /// Holds `data/` and `etcd.log`; removed on drop.
@@ -40,11 +53,23 @@ pub struct EtcdServer {
 impl EtcdServer {
     /// Starts a fresh etcd and waits until it answers.
     pub async fn start() -> EtcdServer {
+        EtcdServer::start_with(None).await
+    }
+
+    /// Starts a fresh etcd that serves clients over TLS only (`https://` client URL) and
+    /// requires a client certificate signed by `server.trusted_ca_file`; waits until it answers
+    /// a client with the TLS settings `client`, which [`EtcdServer::config`] then uses. Peers
+    /// still talk plain HTTP (a single member has none). [`EtcdServer::metric`] is unavailable.
+    pub async fn start_tls(server: ServerTls, client: EtcdTls) -> EtcdServer {
+        EtcdServer::start_with(Some((server, client))).await
+    }
+
+    async fn start_with(tls: Option<(ServerTls, EtcdTls)>) -> EtcdServer {
         let bin = etcd_bin();
         let dir = tempfile::Builder::new().prefix("versa-etcd-").tempdir().expect("temp dir for etcd");
         // A port found free can be taken by someone else before etcd binds it: try again with
         // new ports a few times.
-        let mut server = EtcdServer { bin, client_port: 0, peer_port: 0, dir, child: None, watchdog: None };
+        let mut server = EtcdServer { bin, tls, client_port: 0, peer_port: 0, dir, child: None, watchdog: None };
         for attempt in 1..=3 {
             (server.client_port, server.peer_port) = (free_port(), free_port());
             server.spawn();
@@ -61,15 +86,18 @@ impl EtcdServer {
         unreachable!("the last attempt panics")
     }
 
-    /// The client URL.
+    /// The client URL (`https://` with TLS).
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
     }
 
-    /// Store settings for this server (with a short progress interval, as tests wait on it).
+    /// Store settings for this server (with a short progress interval, as tests wait on it, and
+    /// the client TLS it was started with).
     pub fn config(&self) -> EtcdConfig {
         let mut config = EtcdConfig::new([self.endpoint()]);
         config.progress_interval = Duration::from_secs(1);
+        config.tls = self.tls.as_ref().map(|(_, client)| client.clone());
         config
     }
 
@@ -82,6 +110,7 @@ impl EtcdServer {
     /// the number of open watches), read from its `/metrics` page.
     pub fn metric(&self, name: &str) -> f64 {
         use std::io::{Read, Write};
+        assert!(self.tls.is_none(), "metric() reads plain HTTP; this etcd serves TLS only");
         let mut conn = std::net::TcpStream::connect(("127.0.0.1", self.client_port)).expect("connect to etcd");
         conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
         let mut page = String::new();
@@ -120,7 +149,18 @@ impl EtcdServer {
         let client = self.endpoint();
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let log = std::fs::OpenOptions::new().create(true).append(true).open(self.log_path()).expect("etcd log file");
-        let child = Command::new(&self.bin)
+        let mut command = Command::new(&self.bin);
+        if let Some((tls, _)) = &self.tls {
+            command
+                .arg("--cert-file")
+                .arg(&tls.cert_file)
+                .arg("--key-file")
+                .arg(&tls.key_file)
+                .arg("--trusted-ca-file")
+                .arg(&tls.trusted_ca_file)
+                .arg("--client-cert-auth");
+        }
+        let child = command
             .args(["--name", "default", "--data-dir"])
             .arg(self.data_dir())
             .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
