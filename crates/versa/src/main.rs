@@ -1,5 +1,5 @@
-//! The `versa` binary: the offline tools for definition authors (and, from the serving issue on,
-//! the server). Only this crate picks concrete implementations; the commands themselves are thin
+//! The `versa` binary: the server (`versa serve`) and the offline tools for definition authors.
+//! Only this crate picks concrete implementations (the storage backend among them); the commands themselves are thin
 //! layers over the pure crates, so that `versa validate` runs exactly the server's code.
 
 use std::process::ExitCode;
@@ -25,6 +25,7 @@ macro_rules! warn {
 
 mod documents;
 mod lint;
+mod serve;
 mod validate;
 
 /// versa — versioned custom resources for Kubernetes.
@@ -37,6 +38,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the server: HTTPS API for definitions and custom resources, with embedded storage in
+    /// the data directory (or etcd), a generated CA and an admin kubeconfig.
+    Serve(serve::Args),
     /// Check definitions (ResourceDefinition or apiextensions.k8s.io/v1
     /// CustomResourceDefinition documents) with kube-apiserver's rules and messages.
     ///
@@ -63,6 +67,15 @@ fn main() -> ExitCode {
         }
     };
     let outcome = match cli.command {
+        Command::Serve(args) => {
+            return match serve::run(args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    warn!("error: {e:#}");
+                    ExitCode::from(1)
+                }
+            };
+        }
         Command::Lint(args) => lint::run(&args),
         Command::Validate(args) => validate::run(&args),
     };

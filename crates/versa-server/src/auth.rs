@@ -1,0 +1,179 @@
+//! Who is asking, and may they. Two traits keep handlers independent of how either question is
+//! answered: [`Authenticator`] turns a request's credentials into a [`UserInfo`], and
+//! [`Authorizer`] decides on (user, verb, group, resource, subresource, namespace, name) or a
+//! non-resource path. Standalone mode uses client certificates issued by versa's CA and lets
+//! only `system:masters` in; the delegated implementations (front-proxy headers, TokenReview,
+//! SubjectAccessReview) slot in later without touching handlers.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::request_info::RequestInfo;
+
+/// A boxed future (the traits are object-safe).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// An authenticated user, as Kubernetes' `user.Info`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UserInfo {
+    pub name: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+}
+
+/// The verified client certificate of a connection: its subject's common name and
+/// organizations (Kubernetes reads user and groups from these).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCert {
+    pub common_name: String,
+    pub organizations: Vec<String>,
+}
+
+impl ClientCert {
+    /// Reads the subject of a DER certificate (already verified by the TLS layer).
+    pub fn from_der(der: &[u8]) -> Option<ClientCert> {
+        let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+        let subject = cert.subject();
+        let common_name = subject.iter_common_name().next()?.as_str().ok()?.to_string();
+        let organizations = subject.iter_organization().filter_map(|o| o.as_str().ok().map(str::to_string)).collect();
+        Some(ClientCert { common_name, organizations })
+    }
+}
+
+/// What a request presents.
+#[derive(Debug, Clone, Copy)]
+pub struct Credentials<'a> {
+    pub client_cert: Option<&'a ClientCert>,
+    pub headers: &'a http::HeaderMap,
+}
+
+/// A failure to authenticate (as opposed to "no credentials").
+#[derive(Debug, thiserror::Error)]
+#[error("authentication failed: {0}")]
+pub struct AuthError(pub String);
+
+/// Turns credentials into a user; `Ok(None)` means "no credentials this authenticator knows".
+pub trait Authenticator: Send + Sync + std::fmt::Debug {
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> BoxFuture<'a, Result<Option<UserInfo>, AuthError>>;
+}
+
+/// An authorizer's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// Denied, with an optional reason appended to the 403 message.
+    Deny(String),
+}
+
+/// Decides whether a user may make a request.
+pub trait Authorizer: Send + Sync + std::fmt::Debug {
+    fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> BoxFuture<'a, Decision>;
+}
+
+/// Standalone authentication: the client certificate's CN is the user, its O entries the groups
+/// (the TLS layer has already verified it against versa's CA).
+#[derive(Debug, Default)]
+pub struct ClientCertAuthenticator;
+
+impl Authenticator for ClientCertAuthenticator {
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> BoxFuture<'a, Result<Option<UserInfo>, AuthError>> {
+        let user = credentials.client_cert.map(|cert| {
+            let mut groups = cert.organizations.clone();
+            groups.push("system:authenticated".to_string());
+            UserInfo { name: cert.common_name.clone(), uid: String::new(), groups }
+        });
+        Box::pin(async move { Ok(user) })
+    }
+}
+
+/// Standalone authorization: members of `system:masters` may do anything; nobody else anything.
+#[derive(Debug, Default)]
+pub struct MastersAuthorizer;
+
+impl Authorizer for MastersAuthorizer {
+    fn authorize<'a>(&'a self, user: &'a UserInfo, _request: &'a RequestInfo) -> BoxFuture<'a, Decision> {
+        let allowed = user.groups.iter().any(|g| g == crate::pki::ADMIN_GROUP);
+        Box::pin(async move { if allowed { Decision::Allow } else { Decision::Deny(String::new()) } })
+    }
+}
+
+/// kube-apiserver's 403 message for a denied request.
+pub fn forbidden_message(user: &UserInfo, request: &RequestInfo, reason: &str) -> String {
+    let mut message = if !request.is_resource_request {
+        format!("forbidden: User \"{}\" cannot {} path \"{}\"", user.name, request.verb, request.path)
+    } else {
+        let qualified = if request.api_group.is_empty() {
+            request.resource.clone()
+        } else {
+            format!("{}.{}", request.resource, request.api_group)
+        };
+        let object = if request.name.is_empty() { qualified } else { format!("{qualified} \"{}\"", request.name) };
+        let resource = if request.subresource.is_empty() {
+            request.resource.clone()
+        } else {
+            format!("{}/{}", request.resource, request.subresource)
+        };
+        let scope = if request.namespace.is_empty() {
+            "at the cluster scope".to_string()
+        } else {
+            format!("in the namespace \"{}\"", request.namespace)
+        };
+        format!(
+            "{object} is forbidden: User \"{}\" cannot {} resource \"{resource}\" in API group \"{}\" {scope}",
+            user.name, request.verb, request.api_group
+        )
+    };
+    if !reason.is_empty() {
+        message.push_str(": ");
+        message.push_str(reason);
+    }
+    message
+}
+
+/// The authentication and authorization a server runs with.
+#[derive(Debug, Clone)]
+pub struct Auth {
+    pub authenticator: Arc<dyn Authenticator>,
+    pub authorizer: Arc<dyn Authorizer>,
+}
+
+impl Auth {
+    /// Standalone mode: client certificates from versa's CA; only `system:masters`.
+    pub fn standalone() -> Self {
+        Auth { authenticator: Arc::new(ClientCertAuthenticator), authorizer: Arc::new(MastersAuthorizer) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request_info::parse;
+
+    #[test]
+    fn forbidden_messages() {
+        let bob = UserInfo { name: "bob".into(), ..Default::default() };
+        let cases = [
+            (
+                "GET",
+                "/apis/stable.example.com/v1/namespaces/default/crontabs/x",
+                "crontabs.stable.example.com \"x\" is forbidden: User \"bob\" cannot get resource \"crontabs\" in API group \"stable.example.com\" in the namespace \"default\"",
+            ),
+            (
+                "GET",
+                "/apis/stable.example.com/v1/crontabs",
+                "crontabs.stable.example.com is forbidden: User \"bob\" cannot list resource \"crontabs\" in API group \"stable.example.com\" at the cluster scope",
+            ),
+            (
+                "PUT",
+                "/apis/stable.example.com/v1/namespaces/ns/crontabs/x/status",
+                "crontabs.stable.example.com \"x\" is forbidden: User \"bob\" cannot update resource \"crontabs/status\" in API group \"stable.example.com\" in the namespace \"ns\"",
+            ),
+            ("GET", "/version", "forbidden: User \"bob\" cannot get path \"/version\""),
+        ];
+        for (method, path, want) in cases {
+            let info = parse(&method.parse().unwrap(), path, None);
+            assert_eq!(forbidden_message(&bob, &info, ""), want);
+        }
+    }
+}

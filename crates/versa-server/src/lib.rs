@@ -1,0 +1,94 @@
+//! versa's HTTP side — the only crate that knows HTTP and TLS.
+//!
+//! Start-up follows config → complete → run: [`ServerConfig`] names what the operator chose (the
+//! binary picks the storage backend and passes it in as `Arc<dyn Store>`); [`ServerConfig::complete`]
+//! loads or creates the PKI in the data directory, builds TLS and binds the listener;
+//! [`Prepared::run`] serves until the shutdown future resolves, then drains connections.
+//!
+//! Every request: TLS (client certificate optional at the handshake) → authenticate → authorize
+//! → route (see `handler.rs`). Errors are `metav1.Status` objects (`status.rs`).
+
+pub mod auth;
+mod handler;
+pub mod pki;
+pub mod request_info;
+mod server;
+pub mod status;
+mod tls;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full, combinators::BoxBody};
+use versa_storage::Store;
+
+pub use auth::Auth;
+
+/// Response bodies: whole buffers now, streams for watches.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// A response body holding `bytes`.
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+/// What the operator chose.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address to listen on (port 0: any free port).
+    pub listen: SocketAddr,
+    /// Certificates and the admin kubeconfig live here (and the embedded store, which the
+    /// binary opens).
+    pub data_dir: PathBuf,
+    pub store: Arc<dyn Store>,
+    pub auth: Auth,
+}
+
+/// A server ready to run: PKI loaded, TLS built, listener bound.
+#[derive(Debug)]
+pub struct Prepared {
+    listener: tokio::net::TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    kubeconfig: PathBuf,
+    state: Arc<handler::State>,
+}
+
+impl ServerConfig {
+    /// Loads or creates the PKI, builds TLS and binds the listener.
+    pub async fn complete(self) -> anyhow::Result<Prepared> {
+        let listener = tokio::net::TcpListener::bind(self.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", self.listen))?;
+        let local = listener.local_addr()?;
+        let host = if local.ip().is_unspecified() { "127.0.0.1".to_string() } else { local.ip().to_string() };
+        let mut hosts = vec![host.clone(), "localhost".to_string(), "127.0.0.1".to_string()];
+        hosts.dedup();
+        let url_host = if host.contains(':') { format!("[{host}]") } else { host };
+        let server_url = format!("https://{url_host}:{}", local.port());
+        let pki = pki::load_or_create(&self.data_dir, &hosts, &server_url)?;
+        let tls = tls::server_config(&pki.ca_cert_pem, &pki.serving_cert_pem, &pki.serving_key_pem)?;
+        let state = Arc::new(handler::State { store: self.store, auth: self.auth });
+        Ok(Prepared { listener, tls, kubeconfig: pki.kubeconfig, state })
+    }
+}
+
+impl Prepared {
+    /// The address actually bound.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// The admin kubeconfig written into the data directory.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// Serves until `shutdown` resolves; then stops accepting, lets requests in flight finish
+    /// (up to a grace period) and returns.
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send) -> anyhow::Result<()> {
+        server::serve(self.listener, self.tls, self.state, shutdown).await
+    }
+}

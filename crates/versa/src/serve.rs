@@ -1,0 +1,122 @@
+//! `versa serve`: picks the storage backend, sets up logging, and runs `versa-server` until
+//! SIGTERM or SIGINT (then stops accepting, lets requests finish, and closes storage — every
+//! acknowledged write is already durable).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::ValueEnum;
+use versa_server::{Auth, ServerConfig};
+use versa_storage::Store;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Data directory: certificates, admin.kubeconfig and (with embedded storage) the data.
+    #[arg(long, default_value = "./versa-data")]
+    data_dir: PathBuf,
+    /// Address to serve HTTPS on.
+    #[arg(long, default_value = "127.0.0.1:8443")]
+    listen: SocketAddr,
+    /// Where objects are stored.
+    #[arg(long, value_enum, default_value_t = StorageKind::Embedded)]
+    storage: StorageKind,
+    /// etcd endpoints (with --storage etcd), comma-separated URLs.
+    #[arg(long, value_delimiter = ',')]
+    etcd_endpoints: Vec<String>,
+    /// CA bundle that signed etcd's serving certificate (enables TLS to etcd).
+    #[arg(long)]
+    etcd_cafile: Option<PathBuf>,
+    /// Client certificate for etcd.
+    #[arg(long, requires = "etcd_keyfile")]
+    etcd_certfile: Option<PathBuf>,
+    /// Client key for etcd.
+    #[arg(long, requires = "etcd_certfile")]
+    etcd_keyfile: Option<PathBuf>,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum StorageKind {
+    /// redb in the data directory (one process).
+    Embedded,
+    /// An etcd cluster (several replicas).
+    Etcd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let subscriber = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(colour);
+    let _ = match args.log_format {
+        LogFormat::Json => subscriber.json().try_init(),
+        LogFormat::Text => subscriber.try_init(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(serve(args))
+}
+
+async fn open_store(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
+    Ok(match args.storage {
+        StorageKind::Embedded => {
+            let store = versa_storage_embedded::EmbeddedStore::open(&args.data_dir, Default::default())?;
+            Arc::new(store)
+        }
+        StorageKind::Etcd => {
+            anyhow::ensure!(!args.etcd_endpoints.is_empty(), "--storage etcd needs --etcd-endpoints");
+            let mut config = versa_storage_etcd::EtcdConfig::new(args.etcd_endpoints.clone());
+            if let Some(ca_file) = &args.etcd_cafile {
+                config.tls = Some(versa_storage_etcd::EtcdTls {
+                    ca_file: ca_file.clone(),
+                    cert_file: args.etcd_certfile.clone(),
+                    key_file: args.etcd_keyfile.clone(),
+                });
+            }
+            Arc::new(versa_storage_etcd::EtcdStore::connect(config).await?)
+        }
+    })
+}
+
+async fn serve(args: Args) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("cannot create data directory {}", args.data_dir.display()))?;
+    let store = open_store(&args).await?;
+    let config = ServerConfig { listen: args.listen, data_dir: args.data_dir.clone(), store, auth: Auth::standalone() };
+    let server = config.complete().await?;
+    let addr = server.local_addr()?;
+    tracing::info!(%addr, storage = ?args.storage, "versa is serving");
+    say!("versa is serving on https://{addr}");
+    say!("use it with: kubectl --kubeconfig {}", server.kubeconfig().display());
+    server.run(shutdown_signal()).await?;
+    tracing::info!("versa stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}
