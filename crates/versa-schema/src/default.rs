@@ -8,9 +8,9 @@
 //! together that is how the seed's `foo/bar/baz` example ends up as `foo: "default"`,
 //! `bar: null`, and no `baz`.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use crate::structural::Structural;
+use crate::structural::{Structural, with_props};
 
 /// Applies the defaults of `schema` to `x`. Only `null`s that have a default are touched.
 pub fn default(x: &mut Value, s: &Structural) {
@@ -19,80 +19,53 @@ pub fn default(x: &mut Value, s: &Structural) {
     }
     match x {
         Value::Object(map) => {
-            // Both maps are sorted by key: one merge walk finds the absent properties with a
-            // default and the schema of every present key, without per-key lookups.
-            let mut missing: Vec<(&String, &Value)> = Vec::new();
+            insert_missing(map, s);
             let ap = s.additional_properties.as_ref().and_then(|ap| ap.schema());
-            let mut props = s.properties.iter().peekable();
-            for (k, v) in map.iter_mut() {
-                let mut prop = None;
-                while let Some((pk, p)) = props.peek() {
-                    match pk.as_str().cmp(k.as_str()) {
-                        std::cmp::Ordering::Less => {
-                            if let Some(d) = &p.default {
-                                missing.push((pk, d));
-                            }
-                            props.next();
-                        }
-                        std::cmp::Ordering::Equal => {
-                            prop = Some(*p);
-                            props.next();
-                            break;
-                        }
-                        std::cmp::Ordering::Greater => break,
-                    }
+            for (_, v, prop) in with_props(&s.properties, map.iter_mut()) {
+                if let Some(child) = prop.or(ap) {
+                    apply_to_item(v, child);
+                    default(v, child);
                 }
-                match prop {
-                    Some(prop) => {
-                        if v.is_null()
-                            && !prop.nullable
-                            && let Some(d) = &prop.default
-                        {
-                            *v = d.clone();
-                        }
-                        default(v, prop);
-                    }
-                    None => {
-                        if let Some(ap) = ap {
-                            if v.is_null()
-                                && !ap.nullable
-                                && let Some(d) = &ap.default
-                            {
-                                *v = d.clone();
-                            }
-                            default(v, ap);
-                        }
-                    }
-                }
-            }
-            for (pk, p) in props {
-                if let Some(d) = &p.default {
-                    missing.push((pk, d));
-                }
-            }
-            for (k, d) in missing {
-                let mut v = d.clone();
-                // A freshly set default gets the defaults nested inside it, as Kubernetes
-                // defaults the parent first and then descends into it.
-                if let Some(prop) = s.properties.get(k) {
-                    default(&mut v, prop);
-                }
-                map.insert(k.clone(), v);
             }
         }
         Value::Array(items) => {
             let Some(item) = s.items.as_deref() else { return };
             for v in items.iter_mut() {
-                if v.is_null()
-                    && !item.nullable
-                    && let Some(d) = &item.default
-                {
-                    *v = d.clone();
-                }
+                apply_to_item(v, item);
                 default(v, item);
             }
         }
         _ => {}
+    }
+}
+
+/// The defaulting of one object node's absent properties: each one with a default is set to a
+/// copy of it. The walks — [`default`] here, and the write path's single walk
+/// ([`crate::walk`]) — then take every value, freshly set ones included, through
+/// [`apply_to_item`] and descend into it, which gives a default its own nested defaults as
+/// Kubernetes does.
+pub(crate) fn insert_missing(map: &mut Map<String, Value>, s: &Structural) {
+    if !s.below.child_defaults {
+        return;
+    }
+    for (k, p) in &s.properties {
+        if let Some(d) = &p.default
+            && !map.contains_key(k)
+        {
+            map.insert(k.clone(), d.clone());
+        }
+    }
+}
+
+/// A non-nullable `null` with a default becomes a copy of the default (the step for a value
+/// whose schema is `s`: an array item, a map value, a property).
+#[inline]
+pub(crate) fn apply_to_item(v: &mut Value, s: &Structural) {
+    if v.is_null()
+        && !s.nullable
+        && let Some(d) = &s.default
+    {
+        *v = d.clone();
     }
 }
 

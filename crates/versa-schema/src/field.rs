@@ -84,6 +84,109 @@ impl fmt::Display for Path {
     }
 }
 
+/// Where a walk is in a value: a chain of stack frames, one per level, from which a path is
+/// rendered only when something is reported — so a clean object costs no allocation per node.
+/// Each walk renders it in its own notation: [`At::field_path`] as field errors print paths,
+/// [`At::dotted`] as pruned fields are reported, [`At::openapi_name`] as kube-openapi names a
+/// location in its messages.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct At<'a> {
+    parent: Option<&'a At<'a>>,
+    seg: Seg<'a>,
+}
+
+/// One step of an [`At`] chain.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Seg<'a> {
+    Root,
+    /// A key whose schema is a declared property.
+    Prop(&'a str),
+    /// A key whose schema is `additionalProperties` (or a key no schema speaks for).
+    Extra(&'a str),
+    Index(usize),
+}
+
+impl<'a> At<'a> {
+    /// Where a walk starts.
+    pub(crate) const ROOT: At<'static> = At { parent: None, seg: Seg::Root };
+
+    pub(crate) fn child(&'a self, seg: Seg<'a>) -> At<'a> {
+        At { parent: Some(self), seg }
+    }
+
+    pub(crate) fn prop(&'a self, key: &'a str) -> At<'a> {
+        self.child(Seg::Prop(key))
+    }
+
+    pub(crate) fn extra(&'a self, key: &'a str) -> At<'a> {
+        self.child(Seg::Extra(key))
+    }
+
+    pub(crate) fn index(&'a self, i: usize) -> At<'a> {
+        self.child(Seg::Index(i))
+    }
+
+    /// The field path below `base`: `base.prop`, `base[extra]`, `base[0]`.
+    pub(crate) fn field_path(&self, base: &Path) -> Path {
+        let parent = || self.parent.map_or_else(|| base.clone(), |p| p.field_path(base));
+        match self.seg {
+            Seg::Root => base.clone(),
+            Seg::Prop(k) => parent().child(k),
+            Seg::Extra(k) => parent().key(k),
+            Seg::Index(i) => parent().index(i),
+        }
+    }
+
+    /// Every key dotted, indices in brackets (`spec.map.k`, `list[0].z`), appended to `out`.
+    pub(crate) fn dotted(&self, out: &mut String) {
+        if let Some(p) = self.parent {
+            p.dotted(out);
+        }
+        match self.seg {
+            Seg::Root => {}
+            Seg::Prop(k) | Seg::Extra(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+            Seg::Index(i) => {
+                let _ = write!(out, "[{i}]");
+            }
+        }
+    }
+
+    /// kube-openapi's `Validation.Name`: properties dotted (`name` at the root), keys of
+    /// `additionalProperties` always after a dot (`.key` at the root), indices in brackets.
+    pub(crate) fn openapi_name(&self) -> String {
+        let mut s = String::new();
+        self.write_openapi_name(&mut s);
+        s
+    }
+
+    fn write_openapi_name(&self, out: &mut String) {
+        if let Some(p) = self.parent {
+            p.write_openapi_name(out);
+        }
+        match self.seg {
+            Seg::Root => {}
+            Seg::Prop(n) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(n);
+            }
+            Seg::Extra(k) => {
+                out.push('.');
+                out.push_str(k);
+            }
+            Seg::Index(i) => {
+                let _ = write!(out, "[{i}]");
+            }
+        }
+    }
+}
+
 /// What kind of problem a field error reports; mirrors apimachinery's `field.ErrorType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorType {

@@ -18,6 +18,7 @@ pub mod prune;
 pub mod structural;
 pub mod structural_check;
 pub mod validation;
+mod walk;
 
 pub use field::{BadValue, Error, ErrorList, ErrorType, Path};
 pub use structural::{LowerError, Structural, Type};

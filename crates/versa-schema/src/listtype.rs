@@ -10,57 +10,40 @@
 //! are the same text). Only the second occurrence of a repeated item is reported, at its index.
 //! Sibling keys are visited in sorted order (Go iterates a map and has no order).
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use crate::field::{Error, ErrorList, Path, go_json};
+use crate::field::{At, Error, ErrorList, Path, go_json};
 use crate::structural::Structural;
 
 /// Reports duplicate items of set lists and duplicate keys of map lists anywhere in `value`.
 pub fn validate_list_set_and_map(schema: &Structural, value: &Value, path: &Path) -> ErrorList {
     let mut errs = Vec::new();
-    walk(schema, value, &At::Base(path), &mut errs);
+    walk(schema, value, &At::ROOT, path, &mut errs);
     ErrorList(errs)
 }
 
-/// Where a value sits: a chain of stack frames, rendered into a [`Path`] only for an error, so
-/// that a clean object costs no allocation per node.
-enum At<'a> {
-    Base(&'a Path),
-    Child(&'a At<'a>, &'a str),
-    Key(&'a At<'a>, &'a str),
-    Index(&'a At<'a>, usize),
-}
-
-impl At<'_> {
-    fn path(&self) -> Path {
-        match self {
-            At::Base(p) => (*p).clone(),
-            At::Child(parent, name) => parent.path().child(name),
-            At::Key(parent, key) => parent.path().key(key),
-            At::Index(parent, i) => parent.path().index(*i),
-        }
-    }
-}
-
-fn walk(s: &Structural, v: &Value, at: &At<'_>, errs: &mut Vec<Error>) {
+/// [`validate_list_set_and_map`] from `v`, found at `at` (below `base`) with schema `s`. Paths
+/// are rendered only for errors, so a clean object costs no allocation per node.
+pub(crate) fn walk(s: &Structural, v: &Value, at: &At<'_>, base: &Path, errs: &mut Vec<Error>) {
     // Nothing below declares a set or map list: nothing to check in this subtree.
     if !s.below.list_types {
         return;
     }
     match v {
-        Value::Array(items) => walk_array(s, items, at, errs),
-        Value::Object(map) => walk_object(s, map, at, errs),
+        Value::Array(items) => walk_array(s, items, at, base, errs),
+        Value::Object(map) => walk_object(s, map, at, base, errs),
         _ => {}
     }
 }
 
-fn walk_object(s: &Structural, map: &Map<String, Value>, at: &At<'_>, errs: &mut Vec<Error>) {
+fn walk_object(s: &Structural, map: &Map<String, Value>, at: &At<'_>, base: &Path, errs: &mut Vec<Error>) {
     if let Some(ap) = s.additional_properties.as_ref().and_then(|ap| ap.schema()) {
         for (k, v) in map {
             if needs_walk(v) {
-                walk(ap, v, &At::Key(at, k), errs);
+                walk(ap, v, &at.extra(k), base, errs);
             }
         }
     }
@@ -68,45 +51,47 @@ fn walk_object(s: &Structural, map: &Map<String, Value>, at: &At<'_>, errs: &mut
         if let Some(sub) = s.properties.get(k)
             && needs_walk(v)
         {
-            walk(sub, v, &At::Child(at, k), errs);
+            walk(sub, v, &at.prop(k), base, errs);
         }
     }
 }
 
-fn walk_array(s: &Structural, items: &[Value], at: &At<'_>, errs: &mut Vec<Error>) {
-    match s.list_type.as_deref() {
-        Some("set") => {
-            for i in non_unique(items.iter().map(Some)) {
-                errs.push(Error::duplicate(at.path().index(i), &items[i]));
-            }
-        }
-        Some("map") => validate_map_list(s, items, &at.path_lazy(), errs),
-        _ => {}
-    }
+fn walk_array(s: &Structural, items: &[Value], at: &At<'_>, base: &Path, errs: &mut Vec<Error>) {
+    check_list(s, items, at, base, errs);
     if let Some(item_schema) = &s.items {
         for (i, item) in items.iter().enumerate() {
             if needs_walk(item) {
-                walk(item_schema, item, &At::Index(at, i), errs);
+                walk(item_schema, item, &at.index(i), base, errs);
             }
         }
+    }
+}
+
+/// The check of one list itself, per its `x-kubernetes-list-type` (nothing for `atomic` or
+/// none), without descending into its items.
+pub(crate) fn check_list(s: &Structural, items: &[Value], at: &At<'_>, base: &Path, errs: &mut Vec<Error>) {
+    let path = LazyPath { at, base, rendered: OnceCell::new() };
+    match s.list_type.as_deref() {
+        Some("set") => {
+            for i in non_unique(items.len(), |i| items.get(i)) {
+                errs.push(Error::duplicate(path.get().index(i), &items[i]));
+            }
+        }
+        Some("map") => validate_map_list(s, items, &path, errs),
+        _ => {}
     }
 }
 
 /// A path rendered at most once, on the first error of a list.
-struct LazyAt<'a> {
+struct LazyPath<'a> {
     at: &'a At<'a>,
-    rendered: std::cell::OnceCell<Path>,
+    base: &'a Path,
+    rendered: OnceCell<Path>,
 }
 
-impl LazyAt<'_> {
+impl LazyPath<'_> {
     fn get(&self) -> &Path {
-        self.rendered.get_or_init(|| self.at.path())
-    }
-}
-
-impl<'a> At<'a> {
-    fn path_lazy(&'a self) -> LazyAt<'a> {
-        LazyAt { at: self, rendered: std::cell::OnceCell::new() }
+        self.rendered.get_or_init(|| self.at.field_path(self.base))
     }
 }
 
@@ -114,7 +99,7 @@ fn needs_walk(v: &Value) -> bool {
     matches!(v, Value::Array(_) | Value::Object(_))
 }
 
-fn validate_map_list(s: &Structural, items: &[Value], at: &LazyAt<'_>, errs: &mut Vec<Error>) {
+fn validate_map_list(s: &Structural, items: &[Value], at: &LazyPath<'_>, errs: &mut Vec<Error>) {
     // Only objects and nulls; the first offender is the only error for this list.
     if let Some((i, item)) = items.iter().enumerate().find(|(_, x)| !matches!(x, Value::Object(_) | Value::Null)) {
         errs.push(Error::invalid(at.get().index(i), item, "must be an object for an array of list-type map"));
@@ -127,16 +112,13 @@ fn validate_map_list(s: &Structural, items: &[Value], at: &LazyAt<'_>, errs: &mu
     if let [key_field] = s.list_map_keys.as_slice() {
         // One key: compare the key values themselves; a null item or a missing key is the
         // "unspecified" key, which equals only itself and is reported as `{}`.
-        let keys: Vec<Option<&Value>> = items
-            .iter()
-            .map(|x| match x {
-                Value::Object(m) => m.get(key_field),
-                _ => None,
-            })
-            .collect();
-        for i in non_unique(keys.iter().copied()) {
+        let key = |i: usize| match items.get(i) {
+            Some(Value::Object(m)) => m.get(key_field),
+            _ => None,
+        };
+        for i in non_unique(items.len(), key) {
             let mut dup = Map::new();
-            if let Some(k) = keys[i] {
+            if let Some(k) = key(i) {
                 dup.insert(key_field.clone(), k.clone());
             }
             errs.push(Error::duplicate(at.get().index(i), Value::Object(dup)));
@@ -159,7 +141,7 @@ fn validate_map_list(s: &Structural, items: &[Value], at: &LazyAt<'_>, errs: &mu
             Value::Object(key)
         })
         .collect();
-    for i in non_unique(keys.iter().map(Some)) {
+    for i in non_unique(keys.len(), |i| keys.get(i)) {
         errs.push(Error::duplicate(at.get().index(i), &keys[i]));
     }
 }
@@ -180,6 +162,15 @@ enum ItemKey<'v> {
 
 fn item_key(v: Option<&Value>) -> ItemKey<'_> {
     match v {
+        Some(c @ (Value::Array(_) | Value::Object(_))) => ItemKey::Compound(go_json(c)),
+        _ => scalar_key(v).unwrap_or(ItemKey::Unspecified),
+    }
+}
+
+/// [`item_key`] of a scalar (or of the unspecified key), which needs no encoding; `None` for
+/// an object or array.
+fn scalar_key(v: Option<&Value>) -> Option<ItemKey<'_>> {
+    Some(match v {
         None => ItemKey::Unspecified,
         Some(Value::Null) => ItemKey::Null,
         Some(Value::Bool(b)) => ItemKey::Bool(*b),
@@ -188,26 +179,72 @@ fn item_key(v: Option<&Value>) -> ItemKey<'_> {
             None => ItemKey::Float((n.as_f64().unwrap_or(0.0) + 0.0).to_bits()),
         },
         Some(Value::String(s)) => ItemKey::Str(s),
-        Some(c @ (Value::Array(_) | Value::Object(_))) => ItemKey::Compound(go_json(c)),
-    }
+        Some(Value::Array(_) | Value::Object(_)) => return None,
+    })
 }
 
-/// Indices of the second occurrence of every repeated item, in order.
-fn non_unique<'v>(items: impl ExactSizeIterator<Item = Option<&'v Value>>) -> Vec<usize> {
-    let n = items.len();
+/// Lists up to this long whose items are all scalars are compared pairwise, by a fingerprint
+/// first, without hashing into a table or allocating; longer ones, or ones with compound
+/// items, go through a hash map.
+const PAIRWISE_MAX: usize = 16;
+
+/// Indices of the second occurrence of every repeated item among `item(0..n)`, in order.
+fn non_unique<'v>(n: usize, item: impl Fn(usize) -> Option<&'v Value>) -> Vec<usize> {
     let mut out = Vec::new();
     if n <= 1 {
         return out;
     }
+    if n <= PAIRWISE_MAX {
+        let mut items: [Option<&'v Value>; PAIRWISE_MAX] = [None; PAIRWISE_MAX];
+        let mut prints = [0u64; PAIRWISE_MAX];
+        let mut scalars = true;
+        for i in 0..n {
+            items[i] = item(i);
+            match fingerprint(items[i]) {
+                Some(f) => prints[i] = f,
+                None => scalars = false,
+            }
+        }
+        if scalars {
+            for i in 1..n {
+                let earlier =
+                    (0..i).filter(|&j| prints[j] == prints[i] && scalar_key(items[j]) == scalar_key(items[i])).count();
+                if earlier == 1 {
+                    out.push(i);
+                }
+            }
+            return out;
+        }
+    }
     let mut seen: HashMap<ItemKey<'v>, usize> = HashMap::with_capacity(n);
-    for (i, item) in items.enumerate() {
-        let times = seen.entry(item_key(item)).or_insert(0);
+    for i in 0..n {
+        let times = seen.entry(item_key(item(i))).or_insert(0);
         *times += 1;
         if *times == 2 {
             out.push(i);
         }
     }
     out
+}
+
+/// A 64-bit digest of a scalar item: equal [`scalar_key`]s give equal fingerprints, so
+/// different fingerprints mean different items. `None` for an object or array. A string is
+/// digested by its length and three of its bytes — list keys mostly differ there, and a
+/// collision only costs a full comparison.
+fn fingerprint(v: Option<&Value>) -> Option<u64> {
+    Some(match scalar_key(v)? {
+        ItemKey::Unspecified => 1,
+        ItemKey::Null => 2,
+        ItemKey::Bool(b) => 3 + u64::from(b),
+        ItemKey::Int(i) => (i as u64).rotate_left(8) ^ 5,
+        ItemKey::Float(bits) => bits.rotate_left(8) ^ 6,
+        ItemKey::Str(s) => {
+            let b = s.as_bytes();
+            let at = |i: usize| b.get(i).map_or(0, |&c| u64::from(c));
+            ((b.len() as u64) << 32) ^ (at(0) << 24) ^ (at(b.len() / 2) << 16) ^ (at(b.len().wrapping_sub(1)) << 8) ^ 7
+        }
+        ItemKey::Compound(_) => return None,
+    })
 }
 
 #[cfg(test)]

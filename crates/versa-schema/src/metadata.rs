@@ -21,8 +21,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::field::{Error, ErrorList, Path};
+use crate::field::{At, Error, ErrorList, Path};
 use crate::names::{self, NameValidator};
+use crate::objectmeta::{MetaField, json_kind};
 use crate::structural::Structural;
 
 /// Scope rule for `metadata.namespace`.
@@ -35,10 +36,7 @@ pub type Namespaced = Option<bool>;
 /// (required; `generateName` must already have been turned into a name), namespace per
 /// `namespaced`, labels, annotations, owner references, finalizers, managed fields.
 pub fn validate_object_meta(meta: &Value, path: &Path, namespaced: Namespaced) -> ErrorList {
-    match ObjectMeta::decode(meta) {
-        Ok(m) => validate_decoded(&m, path, names::name_is_dns_subdomain, namespaced),
-        Err(detail) => ErrorList(vec![Error::invalid(path.clone(), meta, detail)]),
-    }
+    validate_object_meta_with(meta, path, names::name_is_dns_subdomain, namespaced)
 }
 
 /// Like [`validate_object_meta`] with a caller-chosen name rule (e.g.
@@ -49,9 +47,22 @@ pub fn validate_object_meta_with(
     name_rule: NameValidator,
     namespaced: Namespaced,
 ) -> ErrorList {
+    let mut errs = ErrorList::new();
+    object_meta_errors(meta, &|| path.clone(), name_rule, namespaced, &mut errs);
+    errs
+}
+
+/// [`validate_object_meta_with`] with the path of `metadata` rendered only for an error.
+pub(crate) fn object_meta_errors(
+    meta: &Value,
+    path: &dyn Fn() -> Path,
+    name_rule: NameValidator,
+    namespaced: Namespaced,
+    errs: &mut ErrorList,
+) {
     match ObjectMeta::decode(meta) {
-        Ok(m) => validate_decoded(&m, path, name_rule, namespaced),
-        Err(detail) => ErrorList(vec![Error::invalid(path.clone(), meta, detail)]),
+        Ok(m) => validate_decoded(&m, path, name_rule, namespaced, errs),
+        Err(detail) => errs.push(Error::invalid(path(), meta, detail)),
     }
 }
 
@@ -59,49 +70,60 @@ pub fn validate_object_meta_with(
 /// objects are left to type validation and produce no error here.
 pub fn validate_embedded_resource(obj: &Value, path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
-    let Value::Object(map) = obj else { return errs };
-    let api_version_path = path.child("apiVersion");
-    let kind_path = path.child("kind");
+    embedded_resource_errors(obj, &|| path.clone(), &mut errs);
+    errs
+}
+
+/// [`validate_embedded_resource`] with `path` rendered only for an error.
+pub(crate) fn embedded_resource_errors(obj: &Value, path: &dyn Fn() -> Path, errs: &mut ErrorList) {
+    let Value::Object(map) = obj else { return };
+    let api_version_path = || path().child("apiVersion");
+    let kind_path = || path().child("kind");
     match map.get("apiVersion") {
-        None => errs.push(Error::required(api_version_path, "")),
-        Some(Value::String(v)) if v.is_empty() => errs.push(Error::required(api_version_path, "")),
+        None => errs.push(Error::required(api_version_path(), "")),
+        Some(Value::String(v)) if v.is_empty() => errs.push(Error::required(api_version_path(), "")),
         Some(Value::String(v)) => {
-            if v != "/" && v.matches('/').count() > 1 {
-                errs.push(Error::invalid(api_version_path, v.as_str(), format!("unexpected GroupVersion string: {v}")));
+            if v != "/" && v.bytes().filter(|&b| b == b'/').count() > 1 {
+                errs.push(Error::invalid(
+                    api_version_path(),
+                    v.as_str(),
+                    format!("unexpected GroupVersion string: {v}"),
+                ));
             }
         }
-        Some(other) => errs.push(Error::invalid(api_version_path, other, "must be a string")),
+        Some(other) => errs.push(Error::invalid(api_version_path(), other, "must be a string")),
     }
     match map.get("kind") {
-        None => errs.push(Error::required(kind_path, "")),
-        Some(Value::String(k)) if k.is_empty() => errs.push(Error::required(kind_path, "")),
+        None => errs.push(Error::required(kind_path(), "")),
+        Some(Value::String(k)) if k.is_empty() => errs.push(Error::required(kind_path(), "")),
+        // An ASCII kind that is a DNS-1035 label once lowercased needs no lowercased copy.
+        Some(Value::String(k)) if k.is_ascii() && names::is_dns1035_label_ignoring_case(k) => {}
         Some(Value::String(k)) => {
             let msgs = names::is_dns1035_label(&k.to_lowercase());
             if !msgs.is_empty() {
                 errs.push(Error::invalid(
-                    kind_path,
+                    kind_path(),
                     k.as_str(),
                     format!("may have mixed case, but should otherwise match: {}", msgs.join(",")),
                 ));
             }
         }
-        Some(other) => errs.push(Error::invalid(kind_path, other, "must be a string")),
+        Some(other) => errs.push(Error::invalid(kind_path(), other, "must be a string")),
     }
     if let Some(meta_value) = map.get("metadata") {
-        let meta_path = path.child("metadata");
+        let meta_path = || path().child("metadata");
         match ObjectMeta::decode(meta_value) {
-            Err(detail) => errs.push(Error::invalid(meta_path, meta_value, detail)),
+            Err(detail) => errs.push(Error::invalid(meta_path(), meta_value, detail)),
             Ok(mut m) => {
                 // Embedded objects need no name; Kubernetes substitutes one to skip the check.
                 if m.name.is_empty() {
                     m.name = "fakename";
                 }
                 let namespaced = if m.namespace.is_empty() { Some(false) } else { Some(true) };
-                errs.extend(validate_decoded(&m, &meta_path, names::name_is_path_segment, namespaced));
+                validate_decoded(&m, &meta_path, names::name_is_path_segment, namespaced, errs);
             }
         }
     }
-    errs
 }
 
 /// Walks `value` along `schema` and validates every object whose schema node has
@@ -109,11 +131,12 @@ pub fn validate_embedded_resource(obj: &Value, path: &Path) -> ErrorList {
 /// like any other node (the root `metadata` is [`validate_object_meta`]'s job).
 pub fn validate_embedded_resources(value: &Value, schema: &Structural, path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
-    walk(value, schema, path, &mut errs);
+    walk(value, schema, &At::ROOT, path, &mut errs);
     errs
 }
 
-fn walk(value: &Value, schema: &Structural, path: &Path, errs: &mut ErrorList) {
+/// [`validate_embedded_resources`] from `value`, found at `at` below `base`.
+pub(crate) fn walk(value: &Value, schema: &Structural, at: &At<'_>, base: &Path, errs: &mut ErrorList) {
     // No embedded resource at or below this node: nothing to validate in this subtree (and no
     // path to build for it).
     if !schema.below.embedded_resources {
@@ -122,20 +145,21 @@ fn walk(value: &Value, schema: &Structural, path: &Path, errs: &mut ErrorList) {
     match value {
         Value::Object(map) => {
             if schema.embedded_resource {
-                errs.extend(validate_embedded_resource(value, path));
+                embedded_resource_errors(value, &|| at.field_path(base), errs);
             }
-            for (k, v) in map {
-                if let Some(prop) = schema.properties.get(k) {
-                    walk(v, prop, &path.child(k), errs);
-                } else if let Some(additional) = schema.additional_properties.as_ref().and_then(|a| a.schema()) {
-                    walk(v, additional, &path.key(k), errs);
+            let ap = schema.additional_properties.as_ref().and_then(|a| a.schema());
+            for (k, v, prop) in crate::structural::with_props(&schema.properties, map.iter()) {
+                match (prop, ap) {
+                    (Some(prop), _) => walk(v, prop, &at.prop(k), base, errs),
+                    (None, Some(ap)) => walk(v, ap, &at.extra(k), base, errs),
+                    (None, None) => {}
                 }
             }
         }
         Value::Array(items) => {
             if let Some(item_schema) = schema.items.as_deref() {
                 for (i, v) in items.iter().enumerate() {
-                    walk(v, item_schema, &path.index(i), errs);
+                    walk(v, item_schema, &at.index(i), base, errs);
                 }
             }
         }
@@ -151,11 +175,31 @@ pub struct ObjectMeta<'a> {
     pub generate_name: &'a str,
     pub namespace: &'a str,
     pub generation: i64,
-    pub labels: Vec<(&'a str, &'a str)>,
-    pub annotations: Vec<(&'a str, &'a str)>,
+    pub labels: StringMap<'a>,
+    pub annotations: StringMap<'a>,
     pub owner_references: Vec<OwnerReference<'a>>,
     pub finalizers: Vec<&'a str>,
     pub managed_fields: Vec<ManagedFieldsEntry<'a>>,
+}
+
+/// A decoded `map[string]string` (`labels`, `annotations`), borrowed from the JSON object:
+/// every value is a string or `null` (Go's zero value, the empty string).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StringMap<'a>(Option<&'a Map<String, Value>>);
+
+impl<'a> StringMap<'a> {
+    /// The entries, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + use<'a> {
+        self.0.into_iter().flatten().map(|(k, v)| (k.as_str(), v.as_str().unwrap_or("")))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none_or(Map::is_empty)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.map_or(0, Map::len)
+    }
 }
 
 /// The validated fields of one `ownerReferences` entry.
@@ -189,20 +233,29 @@ impl<'a> ObjectMeta<'a> {
             Value::Object(map) => map,
             other => return Err(unmarshal_error(other, "", "v1.ObjectMeta")),
         };
-        m.name = string_field(map, "name", "ObjectMeta")?;
-        m.generate_name = string_field(map, "generateName", "ObjectMeta")?;
-        m.namespace = string_field(map, "namespace", "ObjectMeta")?;
-        for key in ["uid", "resourceVersion", "selfLink"] {
-            string_field(map, key, "ObjectMeta")?;
+        // One pass sorts the fields into slots (the field table is shared with coercion); they
+        // are then decoded in the order Go reports the first failure in.
+        let mut slots: [Option<&'a Value>; MetaField::COUNT] = [None; MetaField::COUNT];
+        for (k, v) in map {
+            if let Some(f) = MetaField::parse(k) {
+                slots[f as usize] = Some(v);
+            }
         }
-        for key in ["creationTimestamp", "deletionTimestamp"] {
-            string_field(map, key, "ObjectMeta")?;
-        }
-        m.generation = int_field(map, "generation", "ObjectMeta", "int64")?;
-        int_field(map, "deletionGracePeriodSeconds", "ObjectMeta", "int64")?;
-        m.labels = string_map_field(map, "labels")?;
-        m.annotations = string_map_field(map, "annotations")?;
-        m.finalizers = match map.get("finalizers") {
+        let slot = |f: MetaField| slots[f as usize];
+        let string = |f: MetaField, key: &str| string_value(slot(f), key, "ObjectMeta");
+        m.name = string(MetaField::Name, "name")?;
+        m.generate_name = string(MetaField::GenerateName, "generateName")?;
+        m.namespace = string(MetaField::Namespace, "namespace")?;
+        string(MetaField::Uid, "uid")?;
+        string(MetaField::ResourceVersion, "resourceVersion")?;
+        string(MetaField::SelfLink, "selfLink")?;
+        string(MetaField::CreationTimestamp, "creationTimestamp")?;
+        string(MetaField::DeletionTimestamp, "deletionTimestamp")?;
+        m.generation = int_value(slot(MetaField::Generation), "generation", "ObjectMeta", "int64")?;
+        int_value(slot(MetaField::DeletionGracePeriodSeconds), "deletionGracePeriodSeconds", "ObjectMeta", "int64")?;
+        m.labels = string_map_value(slot(MetaField::Labels), "labels")?;
+        m.annotations = string_map_value(slot(MetaField::Annotations), "annotations")?;
+        m.finalizers = match slot(MetaField::Finalizers) {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items
                 .iter()
@@ -214,45 +267,49 @@ impl<'a> ObjectMeta<'a> {
                 .collect::<Result<_, _>>()?,
             Some(other) => return Err(unmarshal_error(other, "ObjectMeta.finalizers", "[]string")),
         };
-        m.owner_references = object_list(map, "ownerReferences", "v1.OwnerReference", |o, raw| {
-            Ok(OwnerReference {
-                api_version: string_field(o, "apiVersion", "OwnerReference")?,
-                kind: string_field(o, "kind", "OwnerReference")?,
-                name: string_field(o, "name", "OwnerReference")?,
-                uid: string_field(o, "uid", "OwnerReference")?,
-                controller: bool_field(o, "controller", "OwnerReference")?,
-                raw,
-            })
-        })?;
-        m.managed_fields = object_list(map, "managedFields", "v1.ManagedFieldsEntry", |o, _| {
-            Ok(ManagedFieldsEntry {
-                manager: string_field(o, "manager", "ManagedFieldsEntry")?,
-                operation: string_field(o, "operation", "ManagedFieldsEntry")?,
-                fields_type: string_field(o, "fieldsType", "ManagedFieldsEntry")?,
-                subresource: string_field(o, "subresource", "ManagedFieldsEntry")?,
-            })
-        })?;
+        m.owner_references =
+            object_list(slot(MetaField::OwnerReferences), "ownerReferences", "v1.OwnerReference", |o, raw| {
+                Ok(OwnerReference {
+                    api_version: string_field(o, "apiVersion", "OwnerReference")?,
+                    kind: string_field(o, "kind", "OwnerReference")?,
+                    name: string_field(o, "name", "OwnerReference")?,
+                    uid: string_field(o, "uid", "OwnerReference")?,
+                    controller: bool_field(o, "controller", "OwnerReference")?,
+                    raw,
+                })
+            })?;
+        m.managed_fields =
+            object_list(slot(MetaField::ManagedFields), "managedFields", "v1.ManagedFieldsEntry", |o, _| {
+                Ok(ManagedFieldsEntry {
+                    manager: string_field(o, "manager", "ManagedFieldsEntry")?,
+                    operation: string_field(o, "operation", "ManagedFieldsEntry")?,
+                    fields_type: string_field(o, "fieldsType", "ManagedFieldsEntry")?,
+                    subresource: string_field(o, "subresource", "ManagedFieldsEntry")?,
+                })
+            })?;
         Ok(m)
     }
 }
 
 fn unmarshal_error(v: &Value, field: &str, go_type: &str) -> String {
     if field.is_empty() {
-        format!("json: cannot unmarshal {} into Go value of type {go_type}", crate::objectmeta::json_kind(v))
+        format!("json: cannot unmarshal {} into Go value of type {go_type}", json_kind(v))
     } else {
-        format!(
-            "json: cannot unmarshal {} into Go struct field {field} of type {go_type}",
-            crate::objectmeta::json_kind(v)
-        )
+        format!("json: cannot unmarshal {} into Go struct field {field} of type {go_type}", json_kind(v))
     }
 }
 
-fn string_field<'a>(map: &'a Map<String, Value>, key: &str, owner: &str) -> Result<&'a str, String> {
-    match map.get(key) {
+#[inline]
+fn string_value<'a>(v: Option<&'a Value>, key: &str, owner: &str) -> Result<&'a str, String> {
+    match v {
         None | Some(Value::Null) => Ok(""),
         Some(Value::String(s)) => Ok(s.as_str()),
         Some(other) => Err(unmarshal_error(other, &format!("{owner}.{key}"), "string")),
     }
+}
+
+fn string_field<'a>(map: &'a Map<String, Value>, key: &str, owner: &str) -> Result<&'a str, String> {
+    string_value(map.get(key), key, owner)
 }
 
 fn bool_field(map: &Map<String, Value>, key: &str, owner: &str) -> Result<bool, String> {
@@ -263,8 +320,9 @@ fn bool_field(map: &Map<String, Value>, key: &str, owner: &str) -> Result<bool, 
     }
 }
 
-fn int_field(map: &Map<String, Value>, key: &str, owner: &str, go_type: &str) -> Result<i64, String> {
-    match map.get(key) {
+#[inline]
+fn int_value(v: Option<&Value>, key: &str, owner: &str, go_type: &str) -> Result<i64, String> {
+    match v {
         None | Some(Value::Null) => Ok(0),
         Some(Value::Number(n)) => n.as_i64().ok_or_else(|| {
             format!("json: cannot unmarshal number {n} into Go struct field {owner}.{key} of type {go_type}")
@@ -273,28 +331,25 @@ fn int_field(map: &Map<String, Value>, key: &str, owner: &str, go_type: &str) ->
     }
 }
 
-fn string_map_field<'a>(map: &'a Map<String, Value>, key: &str) -> Result<Vec<(&'a str, &'a str)>, String> {
-    match map.get(key) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Object(entries)) => entries
-            .iter()
-            .map(|(k, v)| match v {
-                Value::String(s) => Ok((k.as_str(), s.as_str())),
-                Value::Null => Ok((k.as_str(), "")),
-                other => Err(unmarshal_error(other, &format!("ObjectMeta.{key}"), "string")),
-            })
-            .collect(),
+#[inline]
+fn string_map_value<'a>(v: Option<&'a Value>, key: &str) -> Result<StringMap<'a>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(StringMap(None)),
+        Some(Value::Object(entries)) => match entries.values().find(|v| !matches!(v, Value::String(_) | Value::Null)) {
+            Some(other) => Err(unmarshal_error(other, &format!("ObjectMeta.{key}"), "string")),
+            None => Ok(StringMap(Some(entries))),
+        },
         Some(other) => Err(unmarshal_error(other, &format!("ObjectMeta.{key}"), "map[string]string")),
     }
 }
 
 fn object_list<'a, T>(
-    map: &'a Map<String, Value>,
+    v: Option<&'a Value>,
     key: &str,
     go_type: &str,
     decode: impl Fn(&'a Map<String, Value>, &'a Value) -> Result<T, String>,
 ) -> Result<Vec<T>, String> {
-    match map.get(key) {
+    match v {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
             .iter()
@@ -308,22 +363,27 @@ fn object_list<'a, T>(
     }
 }
 
-/// `ValidateObjectMetaAccessor` on decoded metadata.
-fn validate_decoded(m: &ObjectMeta, path: &Path, name_rule: NameValidator, namespaced: Namespaced) -> ErrorList {
-    let mut errs = ErrorList::new();
+/// `ValidateObjectMetaAccessor` on decoded metadata at `path` (rendered only for an error).
+fn validate_decoded(
+    m: &ObjectMeta,
+    path: &dyn Fn() -> Path,
+    name_rule: NameValidator,
+    namespaced: Namespaced,
+    errs: &mut ErrorList,
+) {
     if !m.generate_name.is_empty() {
         for msg in name_rule(m.generate_name, true) {
-            errs.push(Error::invalid(path.child("generateName"), m.generate_name, msg));
+            errs.push(Error::invalid(path().child("generateName"), m.generate_name, msg));
         }
     }
     if m.name.is_empty() {
-        errs.push(Error::required(path.child("name"), "name or generateName is required"));
+        errs.push(Error::required(path().child("name"), "name or generateName is required"));
     } else {
         for msg in name_rule(m.name, false) {
-            errs.push(Error::invalid(path.child("name"), m.name, msg));
+            errs.push(Error::invalid(path().child("name"), m.name, msg));
         }
     }
-    let ns_path = || path.child("namespace");
+    let ns_path = || path().child("namespace");
     match namespaced {
         Some(true) => {
             if m.namespace.is_empty() {
@@ -348,25 +408,24 @@ fn validate_decoded(m: &ObjectMeta, path: &Path, name_rule: NameValidator, names
         }
     }
     if m.generation < 0 {
-        errs.push(Error::invalid(path.child("generation"), m.generation, "must be greater than or equal to 0"));
+        errs.push(Error::invalid(path().child("generation"), m.generation, "must be greater than or equal to 0"));
     }
-    // Paths are built only for the parts that are present: a clean object allocates none.
+    // Paths are built only for errors: a clean object allocates none.
     if !m.labels.is_empty() {
-        errs.extend(names::validate_labels(m.labels.iter().copied(), &path.child("labels")));
+        names::label_errors(m.labels.iter(), &|| path().child("labels"), errs);
     }
     if !m.annotations.is_empty() {
-        errs.extend(names::validate_annotations(m.annotations.iter().copied(), &path.child("annotations")));
+        names::annotation_errors(m.annotations.iter(), &|| path().child("annotations"), errs);
     }
     if !m.owner_references.is_empty() {
-        errs.extend(validate_owner_references(&m.owner_references, &path.child("ownerReferences")));
+        errs.extend(validate_owner_references(&m.owner_references, &path().child("ownerReferences")));
     }
     if !m.finalizers.is_empty() {
-        errs.extend(names::validate_finalizers(&m.finalizers, &path.child("finalizers")));
+        errs.extend(names::validate_finalizers(&m.finalizers, &path().child("finalizers")));
     }
     if !m.managed_fields.is_empty() {
-        errs.extend(validate_managed_fields(&m.managed_fields, &path.child("managedFields")));
+        errs.extend(validate_managed_fields(&m.managed_fields, &path().child("managedFields")));
     }
-    errs
 }
 
 /// `ValidateOwnerReferences`. Errors use the list's path without an index, as Kubernetes does.

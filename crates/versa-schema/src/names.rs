@@ -86,8 +86,33 @@ pub fn empty_error() -> &'static str {
 
 // --- character-level matchers for the fixed Kubernetes languages
 
+/// Byte classes of the name languages, looked up once per byte.
+const LOWER_ALNUM: u8 = 1;
+const ALNUM: u8 = 2;
+/// `-`, `_` and `.`: allowed inside a qualified name part.
+const NAME_PUNCT: u8 = 4;
+
+const BYTE_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            t[b] |= LOWER_ALNUM;
+        }
+        if c.is_ascii_alphanumeric() {
+            t[b] |= ALNUM;
+        }
+        if matches!(c, b'-' | b'_' | b'.') {
+            t[b] |= NAME_PUNCT;
+        }
+        b += 1;
+    }
+    t
+};
+
 fn is_lower_alnum(b: u8) -> bool {
-    b.is_ascii_lowercase() || b.is_ascii_digit()
+    BYTE_CLASS[b as usize] & LOWER_ALNUM != 0
 }
 
 /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`
@@ -101,9 +126,24 @@ fn matches_dns1123_label(s: &str) -> bool {
     }
 }
 
-/// Labels of [`matches_dns1123_label`] joined by single dots.
+/// Labels of [`matches_dns1123_label`] joined by single dots, checked in one pass.
 fn matches_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.split('.').all(matches_dns1123_label)
+    // `at_label_start`: nothing of the current label seen yet; `prev`: the last byte.
+    let (mut at_label_start, mut prev) = (true, b'.');
+    for &c in s.as_bytes() {
+        if c == b'.' {
+            if at_label_start || prev == b'-' {
+                return false;
+            }
+            at_label_start = true;
+        } else if is_lower_alnum(c) {
+            at_label_start = false;
+        } else if c != b'-' || at_label_start {
+            return false;
+        }
+        prev = c;
+    }
+    !at_label_start && prev != b'-'
 }
 
 /// `[a-z]([-a-z0-9]*[a-z0-9])?`
@@ -118,7 +158,7 @@ fn matches_qualified_name_part(s: &str) -> bool {
         (Some(f), Some(l)) => {
             f.is_ascii_alphanumeric()
                 && l.is_ascii_alphanumeric()
-                && b.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+                && b.iter().all(|&c| BYTE_CLASS[c as usize] & (ALNUM | NAME_PUNCT) != 0)
         }
         _ => false,
     }
@@ -169,13 +209,25 @@ pub fn is_dns1035_label(value: &str) -> Vec<String> {
     errs
 }
 
+/// Whether `value`, lowercased, is a DNS-1035 label ([`is_dns1035_label`] finds nothing),
+/// without making the lowercased copy. Only for ASCII `value`, whose lowercasing keeps every
+/// byte in place.
+pub(crate) fn is_dns1035_label_ignoring_case(value: &str) -> bool {
+    let b = value.as_bytes();
+    value.len() <= DNS1035_LABEL_MAX_LENGTH
+        && b.first().is_some_and(u8::is_ascii_alphabetic)
+        && b.last().is_some_and(u8::is_ascii_alphanumeric)
+        && b.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'-')
+}
+
 /// Whether `value` is a qualified name (label keys, annotation keys, finalizers):
 /// `[prefix/]name`, the prefix a DNS-1123 subdomain, the name up to 63 characters.
 pub fn is_qualified_name(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    let parts = match value.split_once('/') {
+    // Keys are short: plain byte scans find the slashes.
+    let parts = match value.bytes().position(|b| b == b'/') {
         None => Some((None, value)),
-        Some((prefix, name)) if !name.contains('/') => Some((Some(prefix), name)),
+        Some(i) if !value.as_bytes()[i + 1..].contains(&b'/') => Some((Some(&value[..i]), &value[i + 1..])),
         Some(_) => None,
     };
     let name = match parts {
@@ -240,9 +292,10 @@ pub fn is_valid_path_segment_name(name: &str) -> Vec<String> {
 /// checked, since `.` and `..` become valid once a suffix is appended.
 pub fn is_valid_path_segment_prefix(name: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    for illegal in ["/", "%"] {
-        if name.contains(illegal) {
-            errs.push(format!("may not contain '{illegal}'"));
+    for illegal in [b'/', b'%'] {
+        // A byte scan: names are short, and both characters are ASCII.
+        if name.as_bytes().contains(&illegal) {
+            errs.push(format!("may not contain '{}'", char::from(illegal)));
         }
     }
     errs
@@ -301,40 +354,60 @@ fn mask_trailing_dash(name: &str) -> String {
 /// values. Errors carry `path` itself, not `path[key]`, as in Kubernetes.
 pub fn validate_labels<'a>(labels: impl IntoIterator<Item = (&'a str, &'a str)>, path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
+    label_errors(labels, &|| path.clone(), &mut errs);
+    errs
+}
+
+/// [`validate_labels`] with `path` rendered only for an error.
+pub(crate) fn label_errors<'a>(
+    labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+    path: &dyn Fn() -> Path,
+    errs: &mut ErrorList,
+) {
     for (k, v) in labels {
         for msg in is_qualified_name(k) {
-            errs.push(Error::invalid(path.clone(), k, msg));
+            errs.push(Error::invalid(path(), k, msg));
         }
         for msg in is_valid_label_value(v) {
-            errs.push(Error::invalid(path.clone(), v, msg));
+            errs.push(Error::invalid(path(), v, msg));
         }
     }
-    errs
 }
 
 /// Validates an annotation map at `path`: keys are qualified names compared in lowercase, and
 /// keys plus values may not exceed [`TOTAL_ANNOTATION_SIZE_LIMIT`] bytes in total.
 pub fn validate_annotations<'a>(annotations: impl IntoIterator<Item = (&'a str, &'a str)>, path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
+    annotation_errors(annotations, &|| path.clone(), &mut errs);
+    errs
+}
+
+/// [`validate_annotations`] with `path` rendered only for an error.
+pub(crate) fn annotation_errors<'a>(
+    annotations: impl IntoIterator<Item = (&'a str, &'a str)>,
+    path: &dyn Fn() -> Path,
+    errs: &mut ErrorList,
+) {
     let mut total: usize = 0;
     for (k, v) in annotations {
         // Case does not matter in annotation keys, so Kubernetes checks the lowercased key.
         let lowered;
-        let key = if k.chars().any(char::is_uppercase) {
+        let has_upper =
+            if k.is_ascii() { k.bytes().any(|c| c.is_ascii_uppercase()) } else { k.chars().any(char::is_uppercase) };
+        let key = if has_upper {
             lowered = k.to_lowercase();
             lowered.as_str()
         } else {
             k
         };
         for msg in is_qualified_name(key) {
-            errs.push(Error::invalid(path.clone(), k, msg));
+            errs.push(Error::invalid(path(), k, msg));
         }
         total = total.saturating_add(k.len()).saturating_add(v.len());
     }
     if total > TOTAL_ANNOTATION_SIZE_LIMIT {
-        errs.push(Error::too_long(path.clone(), TOTAL_ANNOTATION_SIZE_LIMIT as i64));
+        errs.push(Error::too_long(path(), TOTAL_ANNOTATION_SIZE_LIMIT as i64));
     }
-    errs
 }
 
 /// The finalizer that orphans dependents on deletion.

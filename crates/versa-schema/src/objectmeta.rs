@@ -26,32 +26,24 @@ pub enum Malformed {
 /// it. Returns the unknown metadata field paths (`metadata.foo`), or the first malformed field.
 pub fn coerce(obj: &mut Value, schema: &Structural, malformed: Malformed) -> Result<Vec<String>, Error> {
     let mut unknown = Vec::new();
-    coerce_node(obj, Some(schema), true, &Path::none(), malformed, &mut unknown)?;
+    coerce_node(obj, schema, true, &Path::none(), malformed, &mut unknown)?;
     unknown.sort();
     Ok(unknown)
 }
 
-fn coerce_node(
+/// [`coerce`] from `x`, found at `path` with schema `s`; `root` marks a resource root.
+pub(crate) fn coerce_node(
     x: &mut Value,
-    s: Option<&Structural>,
+    s: &Structural,
     root: bool,
     path: &Path,
     malformed: Malformed,
     unknown: &mut Vec<String>,
 ) -> Result<(), Error> {
-    let Some(s) = s else { return Ok(()) };
     match x {
         Value::Object(map) => {
             if root || s.embedded_resource {
-                coerce_type_meta(map, path, malformed)?;
-                if let Some(meta) = map.get_mut("metadata") {
-                    let mpath = path.child("metadata");
-                    match coerce_object_meta(meta, &mpath, malformed, unknown) {
-                        Ok(()) => {}
-                        Err(e) if malformed == Malformed::Reject => return Err(e),
-                        Err(_) => {}
-                    }
-                }
+                coerce_resource(map, || path.clone(), malformed, unknown)?;
             }
             if !s.below.embedded_resources {
                 return Ok(());
@@ -62,22 +54,20 @@ fn coerce_node(
                 }
                 if let Some(prop) = s.properties.get(k.as_str()) {
                     if prop.below.embedded_resources {
-                        coerce_node(v, Some(prop), false, &path.child(k), malformed, unknown)?;
+                        coerce_node(v, prop, false, &path.child(k), malformed, unknown)?;
                     }
                 } else if let Some(ap) = s.additional_properties.as_ref().and_then(|ap| ap.schema())
                     && ap.below.embedded_resources
                 {
-                    coerce_node(v, Some(ap), false, &path.key(k), malformed, unknown)?;
+                    coerce_node(v, ap, false, &path.key(k), malformed, unknown)?;
                 }
             }
         }
         Value::Array(items) => {
-            if !s.items.as_deref().is_some_and(|i| i.below.embedded_resources) {
-                return Ok(());
-            }
+            let Some(item) = s.items.as_deref().filter(|i| i.below.embedded_resources) else { return Ok(()) };
             for (i, v) in items.iter_mut().enumerate() {
                 if matches!(v, Value::Object(_) | Value::Array(_)) {
-                    coerce_node(v, s.items.as_deref(), false, &path.index(i), malformed, unknown)?;
+                    coerce_node(v, item, false, &path.index(i), malformed, unknown)?;
                 }
             }
         }
@@ -86,7 +76,28 @@ fn coerce_node(
     Ok(())
 }
 
-fn coerce_type_meta(map: &mut Map<String, Value>, path: &Path, malformed: Malformed) -> Result<(), Error> {
+/// The coercion of one resource object itself — the root or an embedded resource found at
+/// `path` (rendered only when something is reported): `apiVersion` and `kind` must be strings,
+/// `metadata` is round-tripped through `ObjectMeta`. Nothing below is visited. This is the step
+/// [`coerce`] takes at each resource and the write path's fused walk takes node by node.
+pub(crate) fn coerce_resource(
+    map: &mut Map<String, Value>,
+    path: impl Fn() -> Path,
+    malformed: Malformed,
+    unknown: &mut Vec<String>,
+) -> Result<(), Error> {
+    coerce_type_meta(map, &path, malformed)?;
+    if let Some(meta) = map.get_mut("metadata") {
+        match coerce_object_meta(meta, || path().child("metadata"), malformed, unknown) {
+            Ok(()) => {}
+            Err(e) if malformed == Malformed::Reject => return Err(e),
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
+fn coerce_type_meta(map: &mut Map<String, Value>, path: &impl Fn() -> Path, malformed: Malformed) -> Result<(), Error> {
     for k in ["apiVersion", "kind"] {
         if let Some(v) = map.get(k)
             && !v.is_string()
@@ -95,11 +106,78 @@ fn coerce_type_meta(map: &mut Map<String, Value>, path: &Path, malformed: Malfor
                 Malformed::Drop => {
                     map.remove(k);
                 }
-                Malformed::Reject => return Err(Error::invalid(path.child(k), v, "must be a string")),
+                Malformed::Reject => return Err(Error::invalid(path().child(k), v, "must be a string")),
             }
         }
     }
     Ok(())
+}
+
+/// The fields of `ObjectMeta`, by their JSON names: what survives the typed round-trip here, and
+/// what metadata validation ([`crate::metadata`]) decodes. One table for both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MetaField {
+    Name,
+    GenerateName,
+    Namespace,
+    SelfLink,
+    Uid,
+    ResourceVersion,
+    Generation,
+    CreationTimestamp,
+    DeletionTimestamp,
+    DeletionGracePeriodSeconds,
+    Labels,
+    Annotations,
+    OwnerReferences,
+    Finalizers,
+    ManagedFields,
+}
+
+impl MetaField {
+    /// How many fields there are (the variants index arrays of this length).
+    pub(crate) const COUNT: usize = 15;
+
+    /// The field with JSON name `name`, or `None` for a field `ObjectMeta` does not have.
+    pub(crate) fn parse(name: &str) -> Option<MetaField> {
+        Some(match name {
+            "name" => MetaField::Name,
+            "generateName" => MetaField::GenerateName,
+            "namespace" => MetaField::Namespace,
+            "selfLink" => MetaField::SelfLink,
+            "uid" => MetaField::Uid,
+            "resourceVersion" => MetaField::ResourceVersion,
+            "generation" => MetaField::Generation,
+            "creationTimestamp" => MetaField::CreationTimestamp,
+            "deletionTimestamp" => MetaField::DeletionTimestamp,
+            "deletionGracePeriodSeconds" => MetaField::DeletionGracePeriodSeconds,
+            "labels" => MetaField::Labels,
+            "annotations" => MetaField::Annotations,
+            "ownerReferences" => MetaField::OwnerReferences,
+            "finalizers" => MetaField::Finalizers,
+            "managedFields" => MetaField::ManagedFields,
+            _ => return None,
+        })
+    }
+
+    /// The JSON shape the round-trip requires.
+    fn shape(self) -> Shape {
+        match self {
+            MetaField::Name
+            | MetaField::GenerateName
+            | MetaField::Namespace
+            | MetaField::SelfLink
+            | MetaField::Uid
+            | MetaField::ResourceVersion => Shape::String,
+            MetaField::Generation => Shape::Int,
+            MetaField::DeletionGracePeriodSeconds => Shape::NullableInt,
+            MetaField::CreationTimestamp | MetaField::DeletionTimestamp => Shape::Time,
+            MetaField::Labels | MetaField::Annotations => Shape::StringMap,
+            MetaField::Finalizers => Shape::StringList,
+            MetaField::OwnerReferences => Shape::OwnerReferences,
+            MetaField::ManagedFields => Shape::ManagedFields,
+        }
+    }
 }
 
 /// The JSON shape of each `ObjectMeta` field.
@@ -115,26 +193,12 @@ enum Shape {
     ManagedFields,
 }
 
-fn shape_of(field: &str) -> Option<Shape> {
-    Some(match field {
-        "name" | "generateName" | "namespace" | "selfLink" | "uid" | "resourceVersion" => Shape::String,
-        "generation" => Shape::Int,
-        "deletionGracePeriodSeconds" => Shape::NullableInt,
-        "creationTimestamp" | "deletionTimestamp" => Shape::Time,
-        "labels" | "annotations" => Shape::StringMap,
-        "finalizers" => Shape::StringList,
-        "ownerReferences" => Shape::OwnerReferences,
-        "managedFields" => Shape::ManagedFields,
-        _ => return None,
-    })
-}
-
 /// Round-trips one `metadata` value through ObjectMeta's shape. On `Reject`, the first malformed
 /// field is returned as an error (after unknown fields were recorded); on `Drop`, malformed
-/// fields are removed.
+/// fields are removed. `path` (of `metadata`) is rendered only for what is reported.
 fn coerce_object_meta(
     meta: &mut Value,
-    path: &Path,
+    path: impl Fn() -> Path,
     malformed: Malformed,
     unknown: &mut Vec<String>,
 ) -> Result<(), Error> {
@@ -144,7 +208,7 @@ fn coerce_object_meta(
         }
         let what = json_kind(meta);
         return Err(Error::invalid(
-            path.clone(),
+            path(),
             meta.clone(),
             format!("json: cannot unmarshal {what} into Go value of type v1.ObjectMeta"),
         ));
@@ -152,12 +216,12 @@ fn coerce_object_meta(
     let mut first_err = None;
     let mut drop = Vec::new();
     for (k, v) in map.iter_mut() {
-        let Some(shape) = shape_of(k) else {
-            unknown.push(path.child(k).as_str().to_owned());
+        let Some(field) = MetaField::parse(k) else {
+            unknown.push(path().child(k).as_str().to_owned());
             drop.push(k.clone());
             continue;
         };
-        match normalise(v, shape) {
+        match normalise(v, field.shape()) {
             Ok(keep) => {
                 if !keep {
                     drop.push(k.clone());
@@ -165,7 +229,7 @@ fn coerce_object_meta(
             }
             Err(detail) => {
                 if first_err.is_none() {
-                    first_err = Some(Error::invalid(path.clone(), v.clone(), detail));
+                    first_err = Some(Error::invalid(path(), v.clone(), detail));
                 }
                 drop.push(k.clone());
             }

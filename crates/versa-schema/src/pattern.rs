@@ -38,12 +38,20 @@ const MAX_REPEAT: u64 = 1000;
 pub struct Pattern {
     source: String,
     compiled: Result<Regex, String>,
+    /// The same pattern as a scan, when it is one character class repeated over the whole
+    /// string (see [`ClassRun`]).
+    run: Option<ClassRun>,
 }
 
 impl Pattern {
     /// Compiles `source` with RE2 semantics.
     pub fn new(source: &str) -> Pattern {
-        Pattern { source: source.to_owned(), compiled: compile(source) }
+        let compiled = compile(source);
+        let run = match &compiled {
+            Ok(re) => ClassRun::of(re.as_str()),
+            Err(_) => None,
+        };
+        Pattern { source: source.to_owned(), compiled, run }
     }
 
     /// The pattern as written in the schema.
@@ -64,7 +72,94 @@ impl Pattern {
     /// Whether `s` matches (unanchored, as in Go's `MatchString`). An invalid pattern matches
     /// nothing; definition validation refuses such schemas before they are served.
     pub fn is_match(&self, s: &str) -> bool {
-        self.regex().is_some_and(|r| r.is_match(s))
+        match &self.run {
+            Some(run) => run.is_match(s),
+            None => self.regex().is_some_and(|r| r.is_match(s)),
+        }
+    }
+}
+
+/// A pattern of the shape `^C{min,max}$` (also `^C+$`, `^C*$`, `^C$`, with capture groups
+/// around the repetition): the whole string is `min` to `max` characters of the one class `C`
+/// — `^[a-z0-9-]+$`, `^\d+$`, `^[A-Za-z0-9_.]{1,63}$`. That is the commonest shape of CRD
+/// patterns, and a scan of the string decides it exactly as the regex engine does, at a
+/// fraction of the cost of starting a search.
+#[derive(Clone, Debug)]
+struct ClassRun {
+    /// The ASCII members of `C`, one bit each.
+    ascii: [u64; 2],
+    /// The ranges of `C` beyond ASCII, sorted.
+    wide: Vec<(char, char)>,
+    min: u32,
+    max: Option<u32>,
+}
+
+impl ClassRun {
+    /// Recognises the shape in `translated` (the expression handed to `regex`), parsed with
+    /// the `regex` crate's default syntax options, as `RegexBuilder` parses it.
+    fn of(translated: &str) -> Option<ClassRun> {
+        use regex_syntax::hir::{Class, HirKind, Look};
+        let hir = regex_syntax::Parser::new().parse(translated).ok()?;
+        let HirKind::Concat(parts) = hir.kind() else { return None };
+        let [start, body, end] = parts.as_slice() else { return None };
+        if !matches!(start.kind(), HirKind::Look(Look::Start)) || !matches!(end.kind(), HirKind::Look(Look::End)) {
+            return None;
+        }
+        let unwrap = |mut h: &regex_syntax::hir::Hir| {
+            while let HirKind::Capture(c) = h.kind() {
+                h = &c.sub;
+            }
+            h.clone()
+        };
+        let body = unwrap(body);
+        let (class, min, max) = match body.kind() {
+            HirKind::Repetition(r) => (unwrap(&r.sub), r.min, r.max),
+            HirKind::Class(_) => (body.clone(), 1, Some(1)),
+            _ => return None,
+        };
+        let HirKind::Class(Class::Unicode(class)) = class.kind() else { return None };
+        let mut run = ClassRun { ascii: [0; 2], wide: Vec::new(), min, max };
+        for r in class.iter() {
+            let (lo, hi) = (r.start(), r.end());
+            for c in lo..=hi.min('\x7f') {
+                let b = c as u32;
+                run.ascii[(b >> 6) as usize] |= 1 << (b & 63);
+            }
+            if hi > '\x7f' {
+                run.wide.push((lo.max('\u{80}'), hi));
+            }
+        }
+        Some(run)
+    }
+
+    fn contains(&self, c: char) -> bool {
+        let b = c as u32;
+        if b < 0x80 {
+            self.ascii[(b >> 6) as usize] >> (b & 63) & 1 == 1
+        } else {
+            self.wide
+                .binary_search_by(|&(lo, hi)| {
+                    if hi < c {
+                        std::cmp::Ordering::Less
+                    } else if lo > c {
+                        std::cmp::Ordering::Greater
+                    } else {
+                        std::cmp::Ordering::Equal
+                    }
+                })
+                .is_ok()
+        }
+    }
+
+    fn is_match(&self, s: &str) -> bool {
+        let mut n: u64 = 0;
+        for c in s.chars() {
+            if !self.contains(c) {
+                return false;
+            }
+            n += 1;
+        }
+        n >= u64::from(self.min) && self.max.is_none_or(|max| n <= u64::from(max))
     }
 }
 
@@ -749,6 +844,37 @@ mod tests {
             (r"a(?i)*", r"a*(?i)"),
         ] {
             assert_eq!(translate(go).as_deref(), Ok(rust), "{go}");
+        }
+    }
+
+    /// The scan of a one-class pattern decides exactly what the regex engine decides.
+    #[test]
+    fn class_runs_match_as_the_regex_does() {
+        let patterns = [
+            r"^[a-z]+$",
+            r"^[a-z0-9-]*$",
+            r"^\d+$",
+            r"^[A-Za-z0-9_.]{1,3}$",
+            r"(?i)^[a-f]+$",
+            r"^.*$",
+            r"^\w+$",
+            r"^([a-z]+)$",
+            r"^[^a-z]{2,}$",
+            r"^\pL+$",
+            r"^[é-ü]?$",
+        ];
+        let inputs =
+            ["", "a", "abc", "ABC", "a-b", "0", "a.b_c", "abcd", "é", "ü", "héllo", "a\n", "\n", "日本", "a b", "-"];
+        for p in patterns {
+            let pattern = Pattern::new(p);
+            assert!(pattern.run.is_some(), "{p} is a class run");
+            let re = pattern.regex().cloned();
+            for s in inputs {
+                assert_eq!(pattern.is_match(s), re.as_ref().is_some_and(|r| r.is_match(s)), "{p} on {s:?}");
+            }
+        }
+        for p in [r"^[a-z]+", r"[a-z]+$", r"^a[a-z]+$", r"^(ab)+$", r"^[a-z]+\b$"] {
+            assert!(Pattern::new(p).run.is_none(), "{p} is not a class run");
         }
     }
 }

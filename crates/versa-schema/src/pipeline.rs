@@ -4,18 +4,19 @@
 //! default → prune unknown fields → coerce type and object metadata → validate. A read from
 //! storage goes through [`on_read`]: coerce metadata dropping malformed fields → prune →
 //! default; it never fails, so one bad stored field never makes an object unreadable. The server
-//! and the offline `versa validate` call exactly these functions.
+//! and the offline `versa validate` call exactly these functions. Each of them is one walk over
+//! the object (`walk.rs`) with the result of its steps taken one after the other.
 
 use serde_json::Value;
 
-use crate::default;
 use crate::field::{Error, ErrorList, Path};
 use crate::listtype;
 use crate::metadata;
-use crate::objectmeta::{self, Malformed};
-use crate::prune;
+use crate::names;
+use crate::objectmeta::Malformed;
 use crate::structural::Structural;
 use crate::validation;
+use crate::walk::{self, Steps};
 
 /// What the resource being processed is, for the type-meta and metadata checks.
 #[derive(Clone, Debug)]
@@ -38,26 +39,44 @@ pub struct Admitted {
 /// Defaults, prunes, coerces and validates `obj` in place — the write path of one object at
 /// one version. On error the object may be partly processed and must be discarded.
 pub fn admit(obj: &mut Value, schema: &Structural, kind: &ResourceKind<'_>) -> Result<Admitted, ErrorList> {
-    normalise(obj, schema, Malformed::Reject).map(|unknown_fields| Admitted { unknown_fields }).and_then(|a| {
+    if schema.below.props_and_additional {
+        // Not a structural schema: validation's order cannot follow the single walk's.
+        let unknown_fields = normalise(obj, schema, Malformed::Reject)?;
         let errs = validate(obj, schema, kind);
-        if errs.is_empty() { Ok(a) } else { Err(errs) }
-    })
+        return if errs.is_empty() { Ok(Admitted { unknown_fields }) } else { Err(errs) };
+    }
+    // One walk defaults, prunes, coerces and validates node by node (`walk.rs`); the result is
+    // `normalise` followed by `validate`, errors in the same order.
+    let steps =
+        Steps { track: true, drop_nulls: true, defaults: true, coerce: Some(Malformed::Reject), validate: true };
+    let walked = walk::walk(obj, schema, true, steps);
+    if let Some(e) = walked.malformed {
+        return Err(ErrorList(vec![e]));
+    }
+    let mut errs = validate_type_meta(obj, kind);
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    root_meta_errors(obj, kind, &mut errs);
+    errs.0.extend(walked.values);
+    errs.extend(walked.embedded);
+    errs.0.extend(walked.list_types);
+    if errs.is_empty() { Ok(Admitted { unknown_fields: walked.unknown }) } else { Err(errs) }
 }
 
 /// Defaulting, pruning and metadata coercion without validation. Returns the unknown field
 /// paths. With [`Malformed::Reject`] a malformed metadata field is an error.
 pub fn normalise(obj: &mut Value, schema: &Structural, malformed: Malformed) -> Result<Vec<String>, ErrorList> {
-    // Kubernetes drops non-nullable nulls without a default, defaults, prunes, and drops such
-    // nulls again. Defaulting only touches nulls that have a default, so dropping the others
-    // once, inside the pruning pass, gives the same object in two walks instead of four.
-    default::default(obj, schema);
-    let mut unknown = prune::prune(obj, schema, true);
-    match objectmeta::coerce(obj, schema, malformed) {
-        Ok(meta_unknown) => unknown.extend(meta_unknown),
-        Err(e) => return Err(ErrorList(vec![e])),
+    // Kubernetes drops non-nullable nulls without a default, defaults, prunes, drops such nulls
+    // again and coerces metadata. Defaulting only touches nulls that have a default, so dropping
+    // the others once, while pruning, gives the same object; and the steps run node by node in
+    // one walk, each seeing what the previous ones left.
+    let steps = Steps { track: true, drop_nulls: true, defaults: true, coerce: Some(malformed), validate: false };
+    let walked = walk::walk(obj, schema, true, steps);
+    match walked.malformed {
+        Some(e) => Err(ErrorList(vec![e])),
+        None => Ok(walked.unknown),
     }
-    unknown.sort();
-    Ok(unknown)
 }
 
 /// The schema-side processing of an object read from storage, before conversion: metadata
@@ -72,27 +91,51 @@ pub fn on_read(obj: &mut Value, schema: &Structural) {
 /// types. CEL rules are evaluated by the caller after these, and only when none of the errors
 /// found here blocks them.
 pub fn validate(obj: &Value, schema: &Structural, kind: &ResourceKind<'_>) -> ErrorList {
+    let mut errs = validate_type_meta(obj, kind);
+    if !errs.is_empty() {
+        return errs;
+    }
+    root_meta_errors(obj, kind, &mut errs);
+    errs.extend(validation::validate(schema, obj));
+    errs.extend(metadata::validate_embedded_resources(obj, schema, &Path::none()));
+    errs.extend(listtype::validate_list_set_and_map(schema, obj, &Path::none()));
+    errs
+}
+
+/// `kind` and `apiVersion` must be the resource's.
+fn validate_type_meta(obj: &Value, kind: &ResourceKind<'_>) -> ErrorList {
     let mut errs = ErrorList::new();
     let got_kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     if got_kind != kind.kind {
         errs.push(Error::invalid(Path::new("kind"), got_kind, format!("must be {}", kind.kind)));
     }
-    let want_api =
-        if kind.group.is_empty() { kind.version.to_owned() } else { format!("{}/{}", kind.group, kind.version) };
     let got_api = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if got_api != want_api {
+    // `group/version`, or the version alone for the core group; compared without building it.
+    let api_matches = if kind.group.is_empty() {
+        got_api == kind.version
+    } else {
+        got_api.strip_prefix(kind.group).and_then(|rest| rest.strip_prefix('/')) == Some(kind.version)
+    };
+    if !api_matches {
+        let want_api =
+            if kind.group.is_empty() { kind.version.to_owned() } else { format!("{}/{}", kind.group, kind.version) };
         errs.push(Error::invalid(Path::new("apiVersion"), got_api, format!("must be {want_api}")));
     }
-    if !errs.is_empty() {
-        return errs;
-    }
-    let no_meta = Value::Object(serde_json::Map::new());
-    let meta = obj.get("metadata").unwrap_or(&no_meta);
-    errs.extend(metadata::validate_object_meta(meta, &Path::new("metadata"), Some(kind.namespaced)));
-    errs.extend(validation::validate(schema, obj));
-    errs.extend(metadata::validate_embedded_resources(obj, schema, &Path::none()));
-    errs.extend(listtype::validate_list_set_and_map(schema, obj, &Path::none()));
     errs
+}
+
+/// The resource's own `metadata` (absent counts as empty).
+fn root_meta_errors(obj: &Value, kind: &ResourceKind<'_>, errs: &mut ErrorList) {
+    const NO_META: Value = Value::Null;
+    let meta = obj.get("metadata").unwrap_or(&NO_META);
+    // Absent metadata decodes as empty, like `{}`.
+    metadata::object_meta_errors(
+        meta,
+        &|| Path::new("metadata"),
+        names::name_is_dns_subdomain,
+        Some(kind.namespaced),
+        errs,
+    );
 }
 
 /// Gives an object with `metadata.generateName` and no name its name, as the server does on

@@ -8,182 +8,35 @@
 //! specifies. The paths of pruned fields are reported on request — the server turns them into
 //! `fieldValidation=Warn` warnings or `Strict` errors. The same pass drops `null`s of
 //! non-nullable fields without a default, which Kubernetes does right after pruning.
+//!
+//! The walk itself is [`crate::walk`]'s, which on the write and read paths also defaults,
+//! coerces metadata and validates as it goes; here it only prunes.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::structural::Structural;
+use crate::walk::{self, Steps};
 
 /// Prunes `obj` — a whole resource — against its `schema`, as the write and read paths do:
 /// unknown fields and non-nullable `null`s without a default go. Returns the paths of the
 /// removed unknown fields (`spec.foo`, `spec.list[0].bar`), sorted, when `track` is true.
 pub fn prune(obj: &mut Value, schema: &Structural, track: bool) -> Vec<String> {
-    let mut p = Pruner { track, drop_nulls: true, unknown: Vec::new(), path: String::new() };
-    p.prune(obj, Some(schema), true);
-    p.unknown.sort();
-    p.unknown
+    let steps = Steps { track, drop_nulls: true, defaults: false, coerce: None, validate: false };
+    walk::walk(obj, schema, true, steps).unknown
 }
 
 /// Removes unknown fields only (Kubernetes' `pruning.Prune`), leaving `null`s alone; `root`
 /// treats `v` as a resource, keeping its type and object metadata. Used to check that
 /// `default` values are already pruned.
 pub fn prune_unknown(v: &mut Value, schema: &Structural, root: bool) {
-    let mut p = Pruner { track: false, drop_nulls: false, unknown: Vec::new(), path: String::new() };
-    p.prune(v, Some(schema), root);
+    let steps = Steps { track: false, drop_nulls: false, defaults: false, coerce: None, validate: false };
+    walk::walk(v, schema, root, steps);
 }
 
 /// Fields of the type and object metadata of a resource, handled by [`crate::objectmeta`].
+#[inline]
 pub(crate) fn is_meta_field(k: &str) -> bool {
     matches!(k, "apiVersion" | "kind" | "metadata")
-}
-
-/// The walk. `path` is one reusable buffer: a segment is appended before descending and the
-/// buffer truncated after, so a clean object costs no allocation per node.
-struct Pruner {
-    track: bool,
-    drop_nulls: bool,
-    unknown: Vec<String>,
-    path: String,
-}
-
-impl Pruner {
-    /// `root` marks a resource root, which behaves as an embedded resource.
-    fn prune(&mut self, x: &mut Value, s: Option<&Structural>, root: bool) {
-        if let Some(s) = s
-            && s.preserve_unknown_fields
-        {
-            self.skip_prune(x, s, root);
-            return;
-        }
-        match x {
-            Value::Object(map) => {
-                let Some(s) = s else {
-                    // No schema at all (e.g. under `additionalProperties: true`): nothing inside
-                    // is specified.
-                    if self.track {
-                        let keys: Vec<String> = map.keys().cloned().collect();
-                        for k in keys {
-                            self.record(&k);
-                        }
-                    }
-                    map.clear();
-                    return;
-                };
-                self.object(map, s, root || s.embedded_resource, false);
-            }
-            Value::Array(items) => {
-                let item = s.and_then(|s| s.items.as_deref());
-                for (i, v) in items.iter_mut().enumerate() {
-                    if is_container(v) {
-                        let mark = self.push_index(i);
-                        self.prune(v, item, false);
-                        self.path.truncate(mark);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// One pass over an object's keys: unknown keys are removed (unless `keep_unknown`),
-    /// non-nullable `null`s without a default are removed (as Kubernetes does right after
-    /// pruning), and specified objects and arrays are pruned recursively. Each key's schema is
-    /// looked up once.
-    fn object(&mut self, map: &mut Map<String, Value>, s: &Structural, embedded: bool, keep_unknown: bool) {
-        // Decide in one read-only-keys pass (most objects lose nothing, and iterating is much
-        // cheaper than `retain`'s extraction), then remove.
-        let mut unknown: Vec<String> = Vec::new();
-        let mut nulls: Vec<String> = Vec::new();
-        for (k, v) in map.iter_mut() {
-            if embedded && is_meta_field(k) {
-                continue;
-            }
-            let child = match s.properties.get(k.as_str()) {
-                Some(p) => Some(p),
-                None => match &s.additional_properties {
-                    Some(ap) => ap.schema(),
-                    None if keep_unknown => continue,
-                    None => {
-                        unknown.push(k.clone());
-                        continue;
-                    }
-                },
-            };
-            match v {
-                Value::Null if self.drop_nulls && child.is_some_and(|c| !c.nullable && c.default.is_none()) => {
-                    nulls.push(k.clone());
-                }
-                Value::Object(_) | Value::Array(_) => {
-                    let mark = self.push_field(k);
-                    self.prune(v, child, false);
-                    self.path.truncate(mark);
-                }
-                _ => {}
-            }
-        }
-        for k in nulls {
-            map.remove(&k);
-        }
-        for k in unknown {
-            map.remove(&k);
-            self.record(&k);
-        }
-    }
-
-    /// Under `x-kubernetes-preserve-unknown-fields`: keep unknown keys, prune inside the
-    /// specified ones.
-    fn skip_prune(&mut self, x: &mut Value, s: &Structural, root: bool) {
-        match x {
-            Value::Object(map) => self.object(map, s, root || s.embedded_resource, true),
-            Value::Array(items) => {
-                let Some(item) = s.items.as_deref() else { return };
-                for (i, v) in items.iter_mut().enumerate() {
-                    if is_container(v) {
-                        let mark = self.push_index(i);
-                        self.skip_prune(v, item, false);
-                        self.path.truncate(mark);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn push_field(&mut self, k: &str) -> usize {
-        let mark = self.path.len();
-        if self.track {
-            if !self.path.is_empty() {
-                self.path.push('.');
-            }
-            self.path.push_str(k);
-        }
-        mark
-    }
-
-    fn push_index(&mut self, i: usize) -> usize {
-        let mark = self.path.len();
-        if self.track {
-            use std::fmt::Write as _;
-            let _ = write!(self.path, "[{i}]");
-        }
-        mark
-    }
-
-    fn record(&mut self, k: &str) {
-        if self.track {
-            let mut p = String::with_capacity(self.path.len() + 1 + k.len());
-            p.push_str(&self.path);
-            if !p.is_empty() {
-                p.push('.');
-            }
-            p.push_str(k);
-            self.unknown.push(p);
-        }
-    }
-}
-
-/// Only objects and arrays can contain something to prune.
-fn is_container(v: &Value) -> bool {
-    matches!(v, Value::Object(_) | Value::Array(_))
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use serde_json::Value;
 
+use crate::formats::Format;
 use crate::pattern::Pattern;
 
 /// The JSON type a schema node declares.
@@ -115,6 +116,14 @@ pub struct Below {
     pub embedded_resources: bool,
     /// Some node has `x-kubernetes-list-type` `set` or `map`.
     pub list_types: bool,
+    /// Some node has both `properties` and an `additionalProperties` schema (which a
+    /// structural schema never has): validation visits its keys in two passes, and the write
+    /// path's single walk leaves such objects to the separate walks.
+    pub props_and_additional: bool,
+    /// A direct child schema of this node — a property, `additionalProperties` or `items` —
+    /// has a `default`, so defaulting has work at this node itself. Unlike the other facts,
+    /// this one is not inherited from below.
+    pub child_defaults: bool,
 }
 
 impl Below {
@@ -123,6 +132,8 @@ impl Below {
             defaults: self.defaults || o.defaults,
             embedded_resources: self.embedded_resources || o.embedded_resources,
             list_types: self.list_types || o.list_types,
+            props_and_additional: self.props_and_additional || o.props_and_additional,
+            child_defaults: self.child_defaults,
         }
     }
 }
@@ -132,6 +143,9 @@ impl Below {
 pub struct ValueValidation {
     /// `format` as written ("" when absent).
     pub format: String,
+    /// `format` resolved when lowered: `None` when absent or when Kubernetes does not check it
+    /// (unsupported formats are stripped before validation and never apply).
+    pub format_kind: Option<Format>,
     pub maximum: Option<f64>,
     pub exclusive_maximum: bool,
     pub minimum: Option<f64>,
@@ -156,6 +170,22 @@ pub struct ValueValidation {
 }
 
 impl ValueValidation {
+    /// The `format` that applies: as written when Kubernetes checks it, else "".
+    pub fn effective_format(&self) -> &str {
+        if self.format_kind.is_some() { &self.format } else { "" }
+    }
+
+    /// Whether any of `allOf`, `anyOf`, `oneOf`, `not` is set.
+    pub fn has_junctors(&self) -> bool {
+        !self.all_of.is_empty() || !self.any_of.is_empty() || !self.one_of.is_empty() || self.not.is_some()
+    }
+
+    /// Whether none of the junctors, `enum` and a checked `format` is set: the keywords left
+    /// each check one kind of value (strings, numbers, arrays, objects) by itself.
+    pub fn is_plain(&self) -> bool {
+        !self.has_junctors() && self.enum_.is_empty() && self.format_kind.is_none()
+    }
+
     /// True when no keyword is set, so validators can skip the node.
     pub fn is_empty(&self) -> bool {
         self.format.is_empty()
@@ -255,11 +285,15 @@ impl Structural {
             defaults: s.default.is_some(),
             embedded_resources: s.x_kubernetes_embedded_resource.unwrap_or(false),
             list_types: matches!(s.x_kubernetes_list_type.as_deref(), Some("set" | "map")),
+            props_and_additional: !properties.is_empty()
+                && additional_properties.as_ref().is_some_and(|ap| ap.schema().is_some()),
+            child_defaults: false,
         };
         for child in
             properties.values().chain(items.as_deref()).chain(additional_properties.as_ref().and_then(|ap| ap.schema()))
         {
             below = below.union(child.below);
+            below.child_defaults |= child.default.is_some();
         }
         Ok(Structural {
             below,
@@ -298,6 +332,65 @@ impl Structural {
     /// The schema that applies to the value under `key` of an object node, if any.
     pub fn property_or_additional(&self, key: &str) -> Option<&Structural> {
         self.properties.get(key).or_else(|| self.additional_properties.as_ref().and_then(|ap| ap.schema()))
+    }
+}
+
+/// The order of object keys (`String`'s: bytewise), without a call to `memcmp` for short keys.
+#[inline]
+pub(crate) fn cmp_keys(a: &str, b: &str) -> std::cmp::Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len().max(b.len()) > 24 {
+        return a.cmp(b);
+    }
+    // Short keys, the usual ones: a byte loop costs less than a call to `memcmp`.
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return x.cmp(y);
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+/// Pairs every entry of a JSON object with the property schema of the same key, if any, in key
+/// order. Both maps are sorted by key (serde_json's `Map` is a `BTreeMap` here), so one merge
+/// walk replaces a search of the schema's map per key. `entries` is the object's `iter()` or
+/// `iter_mut()`.
+pub(crate) fn with_props<'s, 'm, S, V, I>(props: &'s BTreeMap<String, S>, entries: I) -> WithProps<'s, S, I>
+where
+    I: Iterator<Item = (&'m String, V)>,
+{
+    WithProps { props: props.iter(), next_prop: None, entries }
+}
+
+/// The iterator of [`with_props`].
+pub(crate) struct WithProps<'s, S, I> {
+    props: std::collections::btree_map::Iter<'s, String, S>,
+    /// A property read ahead of the entries and not consumed yet.
+    next_prop: Option<(&'s String, &'s S)>,
+    entries: I,
+}
+
+impl<'s, 'm, S, V, I> Iterator for WithProps<'s, S, I>
+where
+    I: Iterator<Item = (&'m String, V)>,
+{
+    type Item = (&'m String, V, Option<&'s S>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (k, v) = self.entries.next()?;
+        loop {
+            let Some((pk, p)) = self.next_prop.take().or_else(|| self.props.next()) else {
+                return Some((k, v, None));
+            };
+            match cmp_keys(pk, k) {
+                std::cmp::Ordering::Less => {}
+                std::cmp::Ordering::Equal => return Some((k, v, Some(p))),
+                std::cmp::Ordering::Greater => {
+                    self.next_prop = Some((pk, p));
+                    return Some((k, v, None));
+                }
+            }
+        }
     }
 }
 
@@ -343,6 +436,7 @@ fn lower_value_validation(s: &JSONSchemaProps) -> Result<ValueValidation, LowerE
     };
     Ok(ValueValidation {
         format: s.format.clone().unwrap_or_default(),
+        format_kind: s.format.as_deref().and_then(Format::parse),
         maximum: s.maximum,
         exclusive_maximum: s.exclusive_maximum.unwrap_or(false),
         minimum: s.minimum,
@@ -418,6 +512,23 @@ fn lower_nested(s: &JSONSchemaProps) -> Result<NestedValueValidation, LowerError
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The walks merge an object's keys with the schema's properties, which needs serde_json's
+    /// `Map` to iterate in key order (it does unless its `preserve_order` feature is on).
+    #[test]
+    fn objects_iterate_in_key_order_and_pair_with_their_properties() {
+        let obj = json!({"zeta": 1, "alpha": 2, "mid": 3, "Upper": 4, "": 5});
+        let keys: Vec<&str> = obj.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["", "Upper", "alpha", "mid", "zeta"]);
+        let props: BTreeMap<String, u8> =
+            [("alpha", 1), ("beta", 2), ("zeta", 3)].map(|(k, v)| (k.to_owned(), v)).into();
+        let paired: Vec<(&str, Option<u8>)> =
+            with_props(&props, obj.as_object().unwrap().iter()).map(|(k, _, p)| (k.as_str(), p.copied())).collect();
+        assert_eq!(paired, [("", None), ("Upper", None), ("alpha", Some(1)), ("mid", None), ("zeta", Some(3))]);
+        for (a, b) in [("a", "b"), ("ab", "a"), ("", "a"), ("same", "same"), ("a".repeat(30).as_str(), "a")] {
+            assert_eq!(cmp_keys(a, b), a.cmp(b), "{a} {b}");
+        }
+    }
 
     #[test]
     fn lowers_the_crontab_schema() {

@@ -22,14 +22,13 @@
 //! (integer `multipleOf` with a factor below one; nothing else observable).
 
 use std::collections::HashSet;
-use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use crate::field::{BadValue, Error, ErrorList, ErrorType, Path, go_float, go_json, go_quote};
-use crate::formats;
+use crate::field::{At, BadValue, Error, ErrorList, ErrorType, Path, go_float, go_json, go_quote};
 use crate::structural::{
-    AdditionalProperties, NestedAdditionalProperties, NestedValueValidation, Structural, ValueValidation,
+    AdditionalProperties, NestedAdditionalProperties, NestedValueValidation, Structural, Type, ValueValidation,
+    with_props,
 };
 
 /// Validates `value` (a whole object, paths from the root) against `schema`.
@@ -45,9 +44,144 @@ pub fn validate(schema: &Structural, value: &Value) -> ErrorList {
 pub fn validate_at(schema: &Structural, value: &Value, path: &Path) -> ErrorList {
     let walker = Walker { root: path };
     let mut out = Vec::new();
-    walker.value(schema, value, &Frame::ROOT, &mut out);
+    walker.value(schema, value, &At::ROOT, &mut out);
     dedup(&mut out);
     ErrorList(out)
+}
+
+/// The value checks of single structural nodes, for a walk that visits items and properties
+/// itself (the write path's single walk, [`crate::walk`]). Paths are from the root. The errors
+/// are [`validate`]'s, in its order, when the walk brackets the errors of an array's or
+/// object's children between [`NodeChecks::before_children`] and
+/// [`NodeChecks::after_children`] (dropping them if the former says so), validates every other
+/// value with [`NodeChecks::value`], and finally removes duplicates with [`dedup`].
+pub(crate) struct NodeChecks<'p> {
+    walker: Walker<'p>,
+}
+
+impl<'p> NodeChecks<'p> {
+    pub(crate) fn new(root: &'p Path) -> NodeChecks<'p> {
+        NodeChecks { walker: Walker { root } }
+    }
+
+    /// Everything about `v` at `at`, children included.
+    pub(crate) fn value(&self, node: &Structural, v: &Value, at: &At<'_>, out: &mut Vec<Error>) {
+        if !matches!(v, Value::Object(_) | Value::Array(_)) && passes_type(node, v) {
+            // A string, number or boolean of the declared type: what is left of kube-openapi's
+            // checks are the string or number keywords, unless other keywords apply.
+            let Some(vv) = node.vv() else { return };
+            if vv.is_plain() {
+                match kind(v) {
+                    Kind::Str(s) => self.walker.check_string(vv, s, at, out),
+                    k @ (Kind::Int(_) | Kind::Float(_)) => self.walker.check_number(vv, k, at, out),
+                    _ => {}
+                }
+                return;
+            }
+            if !vv.has_junctors() && self.scalar_with_format_or_enum(vv, v, at, out) {
+                return;
+            }
+        }
+        self.walker.value(node, v, at, out);
+    }
+
+    /// The checks of a string, number or boolean that passes its type check, when `format` or
+    /// `enum` is set but no junctor: the string (and format) or number keywords, then `enum`.
+    /// Returns `false`, having checked nothing, for a format on a number or boolean (it changes
+    /// the type check; the full path handles it).
+    #[inline(never)]
+    fn scalar_with_format_or_enum(&self, vv: &ValueValidation, v: &Value, at: &At<'_>, out: &mut Vec<Error>) -> bool {
+        let format = vv.effective_format();
+        match kind(v) {
+            Kind::Str(s) => {
+                self.walker.check_string(vv, s, at, out);
+                if let Some(f) = vv.format_kind
+                    && !f.matches(s)
+                {
+                    self.walker.type_error(out, &at.openapi_name(), &vv.format, s);
+                }
+            }
+            k @ (Kind::Int(_) | Kind::Float(_)) if format.is_empty() => self.walker.check_number(vv, k, at, out),
+            Kind::Bool if format.is_empty() => {}
+            _ => return false,
+        }
+        self.walker.check_enum(vv, v, at, out);
+        true
+    }
+
+    /// The checks of an array or object that come before its children's errors. Returns
+    /// whether the children's errors count (not after a property count violation).
+    pub(crate) fn before_children(&self, node: &Structural, v: &Value, at: &At<'_>, out: &mut Vec<Error>) -> bool {
+        if passes_type(node, v) && node.vv().is_none_or(ValueValidation::is_plain) {
+            // Of the checks before the children, only the object validator's own are left.
+            if let Value::Object(map) = v {
+                if let Some(vv) = node.vv()
+                    && (vv.min_properties.is_some() || vv.max_properties.is_some())
+                    && !self.walker.check_property_count(vv, map, at, out)
+                {
+                    return false;
+                }
+                if let Some(AdditionalProperties::Bool(false)) = node.additional_properties {
+                    self.walker.check_forbidden_properties(node, map, at, out);
+                }
+            }
+            return true;
+        }
+        self.walker.before_children(node, v, kind(v), at, out).1
+    }
+
+    /// The checks of an array or object that come after its children's errors; `descended` is
+    /// what [`NodeChecks::before_children`] returned.
+    pub(crate) fn after_children(
+        &self,
+        node: &Structural,
+        v: &Value,
+        descended: bool,
+        at: &At<'_>,
+        out: &mut Vec<Error>,
+    ) {
+        let Some(vv) = node.vv() else { return };
+        match v {
+            // Only `required` follows an object's children.
+            Value::Object(map) => {
+                if descended {
+                    for req in &vv.required {
+                        if !map.contains_key(req) {
+                            self.walker.missing(req, at, out);
+                        }
+                    }
+                }
+            }
+            _ => {
+                self.walker.after_children(node, v, kind(v), descended, at, out);
+            }
+        }
+    }
+}
+
+/// Whether `v`, not `null`, certainly passes the type check of `node` — the only check left
+/// when the node has no value validations (and, for an object, does not forbid other keys):
+/// [`Walker::value`] would report nothing. `false` means "run the full checks", not "invalid".
+#[inline]
+fn passes_type(node: &Structural, v: &Value) -> bool {
+    if node.int_or_string {
+        return match v {
+            Value::String(_) => true,
+            Value::Number(n) => n.is_i64(),
+            _ => false,
+        };
+    }
+    match (node.type_, v) {
+        (_, Value::Null) => false,
+        (Type::None, _) => true,
+        (Type::Object, Value::Object(_))
+        | (Type::Array, Value::Array(_))
+        | (Type::String, Value::String(_))
+        | (Type::Boolean, Value::Bool(_))
+        | (Type::Number, Value::Number(_)) => true,
+        (Type::Integer, Value::Number(n)) => n.is_i64(),
+        _ => false,
+    }
 }
 
 /// Whether `err` keeps kube-apiserver from running the CEL rules (`x-kubernetes-validations`):
@@ -89,6 +223,8 @@ pub fn cel_skipped_error() -> Error {
 /// Schema (the conformance suite) validates as kube-openapi would validate it.
 trait Node: Sized {
     fn type_name(&self) -> &str;
+    /// The parsed `type_name`.
+    fn type_(&self) -> Type;
     fn int_or_string(&self) -> bool;
     fn nullable(&self) -> bool;
     fn vv(&self) -> Option<&ValueValidation>;
@@ -108,6 +244,9 @@ enum Additional<'s, N> {
 impl Node for Structural {
     fn type_name(&self) -> &str {
         &self.type_name
+    }
+    fn type_(&self) -> Type {
+        self.type_
     }
     fn int_or_string(&self) -> bool {
         self.int_or_string
@@ -137,6 +276,9 @@ impl Node for NestedValueValidation {
     fn type_name(&self) -> &str {
         &self.forbidden.type_name
     }
+    fn type_(&self) -> Type {
+        self.forbidden.type_
+    }
     fn int_or_string(&self) -> bool {
         self.forbidden.int_or_string
     }
@@ -162,22 +304,29 @@ impl Node for NestedValueValidation {
 }
 
 /// The `type` list kube-apiserver hands kube-openapi: `[type]`, or `[integer, string]` for
-/// `x-kubernetes-int-or-string` (which replaces any `type`), or nothing.
+/// `x-kubernetes-int-or-string` (which replaces any `type`), or nothing. Membership is decided
+/// on the type parsed at lowering, so the walk compares no strings.
 #[derive(Clone, Copy)]
 struct Types<'s> {
     name: &'s str,
+    type_: Type,
     int_or_string: bool,
 }
 
 impl<'s> Types<'s> {
     fn of<N: Node>(n: &'s N) -> Types<'s> {
-        Types { name: n.type_name(), int_or_string: n.int_or_string() }
+        Types { name: n.type_name(), type_: n.type_(), int_or_string: n.int_or_string() }
     }
     fn is_empty(self) -> bool {
         !self.int_or_string && self.name.is_empty()
     }
-    fn contains(self, t: &str) -> bool {
-        if self.int_or_string { t == "integer" || t == "string" } else { !self.name.is_empty() && self.name == t }
+    /// Whether one of the six JSON Schema types is in the list.
+    fn contains(self, t: Type) -> bool {
+        if self.int_or_string { matches!(t, Type::Integer | Type::String) } else { self.type_ == t }
+    }
+    /// Whether `null` is in the list (only as a plain `type: "null"`, outside structural schemas).
+    fn contains_null(self) -> bool {
+        !self.int_or_string && self.type_ == Type::Other && self.name == "null"
     }
     /// `strings.Join(types, ",")` as printed in type errors.
     fn joined(self) -> &'s str {
@@ -185,60 +334,16 @@ impl<'s> Types<'s> {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Paths: a linked list of stack frames, rendered only for errors.
-
-#[derive(Clone, Copy)]
-enum Seg<'a> {
-    Root,
-    /// A declared property: `name` at the root, `parent.name` below it.
-    Prop(&'a str),
-    /// A key validated by `additionalProperties`: always `parent.key`, even at the root (where
-    /// kube-openapi then names it `.key`).
-    Extra(&'a str),
-    Index(usize),
-}
-
-struct Frame<'a> {
-    parent: Option<&'a Frame<'a>>,
-    seg: Seg<'a>,
-}
-
-impl<'a> Frame<'a> {
-    const ROOT: Frame<'static> = Frame { parent: None, seg: Seg::Root };
-
-    fn child(&'a self, seg: Seg<'a>) -> Frame<'a> {
-        Frame { parent: Some(self), seg }
-    }
-
-    /// The name kube-openapi gives this location (`Validation.Name`).
-    fn name(&self) -> String {
-        let mut segs = Vec::new();
-        let mut f = Some(self);
-        while let Some(fr) = f {
-            segs.push(fr.seg);
-            f = fr.parent;
-        }
-        let mut s = String::new();
-        for seg in segs.iter().rev() {
-            match seg {
-                Seg::Root => {}
-                Seg::Prop(n) => {
-                    if !s.is_empty() {
-                        s.push('.');
-                    }
-                    s.push_str(n);
-                }
-                Seg::Extra(k) => {
-                    s.push('.');
-                    s.push_str(k);
-                }
-                Seg::Index(i) => {
-                    let _ = write!(s, "[{i}]");
-                }
-            }
-        }
-        s
+/// The name of one of the six JSON types, as kube-openapi prints a value's type.
+fn type_word(t: Type) -> &'static str {
+    match t {
+        Type::Object => "object",
+        Type::Array => "array",
+        Type::String => "string",
+        Type::Integer => "integer",
+        Type::Number => "number",
+        Type::Boolean => "boolean",
+        Type::None | Type::Other => "",
     }
 }
 
@@ -258,6 +363,7 @@ enum Kind<'v> {
     Object(&'v Map<String, Value>),
 }
 
+#[inline]
 fn kind(v: &Value) -> Kind<'_> {
     match v {
         Value::Null => Kind::Null,
@@ -321,27 +427,45 @@ impl Walker<'_> {
     /// counts of the branches it keeps; the number validator 1; the array validator 1 plus its
     /// items; the object validator the sum of its children unless it stopped at a property
     /// count), plus one at the end. A `null` only meets the type and enum checks.
-    fn value<N: Node>(&self, node: &N, v: &Value, frame: &Frame<'_>, out: &mut Vec<Error>) -> usize {
-        let types = Types::of(node);
-        // Lowering leaves `None` for a node without value validations, so no emptiness check
-        // is needed here; an empty set inside a junctor only costs a few no-op tests.
-        let vv = node.vv();
+    fn value<N: Node>(&self, node: &N, v: &Value, frame: &At<'_>, out: &mut Vec<Error>) -> usize {
         let k = kind(v);
-
         if let Kind::Null = k {
+            let types = Types::of(node);
             let mut count = 0;
-            if !types.is_empty() && !types.contains("null") && !node.nullable() {
-                self.type_error(out, &frame.name(), types.joined(), "null");
+            if !types.is_empty() && !types.contains_null() && !node.nullable() {
+                self.type_error(out, &frame.openapi_name(), types.joined(), "null");
             } else {
                 count += 1;
             }
-            if let Some(vv) = vv {
+            if let Some(vv) = node.vv() {
                 self.check_enum(vv, v, frame, out);
             }
             return count;
         }
+        let (mut count, descend) = self.before_children(node, v, k, frame, out);
+        if descend {
+            count += self.children(node, k, frame, out);
+        }
+        count + self.after_children(node, v, k, descend, frame, out)
+    }
 
-        let format = vv.map_or("", |vv| effective_format(&vv.format));
+    /// The checks of [`Walker::value`] on a value that is not `null` that come before the errors
+    /// of its items or properties: type, junctors, string, format and number, and for an object
+    /// `enum` and the object validator's own checks. Returns the count so far and whether the
+    /// children are validated at all (not after a property count violation).
+    fn before_children<N: Node>(
+        &self,
+        node: &N,
+        v: &Value,
+        k: Kind<'_>,
+        frame: &At<'_>,
+        out: &mut Vec<Error>,
+    ) -> (usize, bool) {
+        let types = Types::of(node);
+        // Lowering leaves `None` for a node without value validations, so no emptiness check
+        // is needed here; an empty set inside a junctor only costs a few no-op tests.
+        let vv = node.vv();
+        let format = vv.map_or("", ValueValidation::effective_format);
         let mut count = 0;
 
         // Type (applies when a type or a format is declared).
@@ -352,91 +476,163 @@ impl Walker<'_> {
             }
         }
 
-        // allOf/anyOf/oneOf/not (always applies; counts itself once more).
+        // allOf/anyOf/oneOf/not (always applies; counts itself once more, and once for the
+        // validator's own result).
         count += 1 + match vv {
-            Some(vv) => self.junctors(vv, v, frame, out),
-            None => 1,
+            Some(vv) if vv.has_junctors() => self.junctors(vv, v, frame, out),
+            _ => 1,
         };
 
-        if let Some(vv) = vv {
-            if let Kind::Str(s) = k {
+        match k {
+            Kind::Str(s) => {
                 count += 1;
-                self.check_string(vv, s, frame, out);
-                if !format.is_empty() {
-                    count += 1;
-                    if !formats::matches(format, s) {
-                        self.type_error(out, &frame.name(), &vv.format, s);
+                if let Some(vv) = vv {
+                    self.check_string(vv, s, frame, out);
+                    if let Some(f) = vv.format_kind {
+                        count += 1;
+                        if !f.matches(s) {
+                            self.type_error(out, &frame.openapi_name(), &vv.format, s);
+                        }
                     }
                 }
             }
-        } else if let Kind::Str(_) = k {
-            count += 1;
-        }
-
-        if let Kind::Int(_) | Kind::Float(_) = k {
-            count += 2;
-            if let Some(vv) = vv {
-                self.check_number(vv, k, frame, out);
-            }
-        }
-
-        if let Kind::Array(items) = k {
-            count += 2;
-            if let Some(item_schema) = node.items() {
-                for (i, item) in items.iter().enumerate() {
-                    let f = frame.child(Seg::Index(i));
-                    count += self.value(item_schema, item, &f, out);
+            Kind::Int(_) | Kind::Float(_) => {
+                count += 2;
+                if let Some(vv) = vv {
+                    self.check_number(vv, k, frame, out);
                 }
             }
-            if let Some(vv) = vv {
-                self.check_array(vv, items, frame, out);
+            Kind::Array(_) => count += 2,
+            Kind::Object(map) => {
+                // Enum (always applies), then the object validator.
+                count += 2;
+                if let Some(vv) = vv {
+                    if !vv.enum_.is_empty() {
+                        self.check_enum(vv, v, frame, out);
+                    }
+                    if !self.check_property_count(vv, map, frame, out) {
+                        return (count, false);
+                    }
+                }
+                if let Additional::Forbidden = node.additional() {
+                    self.check_forbidden_properties(node, map, frame, out);
+                }
+            }
+            Kind::Null | Kind::Bool => {}
+        }
+        (count, true)
+    }
+
+    /// The items of an array, or the properties of an object (those of `additionalProperties`
+    /// first, then the declared ones, each in key order); returns the sum of their counts.
+    fn children<N: Node>(&self, node: &N, k: Kind<'_>, frame: &At<'_>, out: &mut Vec<Error>) -> usize {
+        let mut count = 0;
+        match k {
+            Kind::Array(items) => {
+                if let Some(item_schema) = node.items() {
+                    for (i, item) in items.iter().enumerate() {
+                        count += self.value(item_schema, item, &frame.index(i), out);
+                    }
+                }
+            }
+            Kind::Object(map) => {
+                let props = node.properties();
+                if let Additional::Schema(ap) = node.additional() {
+                    for (key, val, prop) in with_props(props, map.iter()) {
+                        if prop.is_none() {
+                            count += self.value(ap, val, &frame.extra(key), out);
+                        }
+                    }
+                }
+                // Declared properties present in the value, in key order (one merge of two
+                // sorted maps).
+                if !props.is_empty() {
+                    for (name, val, prop) in with_props(props, map.iter()) {
+                        if let Some(schema) = prop {
+                            count += self.value(schema, val, &frame.prop(name), out);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        count
+    }
+
+    /// The checks of [`Walker::value`] that come after the errors of the children: an array's
+    /// item counts and uniqueness and its `enum`, an object's `required` (unless the object
+    /// validator stopped before the children, `descended` false), a scalar's `enum`. Returns
+    /// their count, with the final one.
+    fn after_children<N: Node>(
+        &self,
+        node: &N,
+        v: &Value,
+        k: Kind<'_>,
+        descended: bool,
+        frame: &At<'_>,
+        out: &mut Vec<Error>,
+    ) -> usize {
+        let vv = node.vv();
+        match k {
+            Kind::Object(map) => {
+                if descended && let Some(vv) = vv {
+                    for req in &vv.required {
+                        if !map.contains_key(req) {
+                            self.missing(req, frame, out);
+                        }
+                    }
+                }
+                1
+            }
+            _ => {
+                if let Some(vv) = vv {
+                    if let Kind::Array(items) = k {
+                        self.check_array(vv, items, frame, out);
+                    }
+                    if !vv.enum_.is_empty() {
+                        self.check_enum(vv, v, frame, out);
+                    }
+                }
+                2
             }
         }
-
-        // Enum (always applies).
-        count += 1;
-        if let Some(vv) = vv {
-            self.check_enum(vv, v, frame, out);
-        }
-
-        if let Kind::Object(map) = k {
-            count += 1 + self.object(node, vv, map, frame, out);
-        }
-
-        count + 1
     }
 
     /// kube-openapi's type validator. Returns whether it passed.
-    fn check_type(&self, types: Types<'_>, format: &str, k: Kind<'_>, frame: &Frame<'_>, out: &mut Vec<Error>) -> bool {
+    fn check_type(&self, types: Types<'_>, format: &str, k: Kind<'_>, frame: &At<'_>, out: &mut Vec<Error>) -> bool {
         // The JSON type and Go-derived format kube-openapi infers from the value.
         let (sch_type, val_format) = match k {
-            Kind::Bool => ("boolean", ""),
-            Kind::Str(_) => ("string", ""),
-            Kind::Int(_) => ("integer", "int64"),
-            Kind::Float(_) => ("number", "float64"),
-            Kind::Array(_) => ("array", ""),
-            Kind::Object(_) | Kind::Null => ("object", ""),
+            Kind::Bool => (Type::Boolean, ""),
+            Kind::Str(_) => (Type::String, ""),
+            Kind::Int(_) => (Type::Integer, "int64"),
+            Kind::Float(_) => (Type::Number, "float64"),
+            Kind::Array(_) => (Type::Array, ""),
+            Kind::Object(_) | Kind::Null => (Type::Object, ""),
         };
         // 1.0 is an integer, and an integer is a number.
-        let float_int = matches!(k, Kind::Float(f) if is_json_integer(f)) && types.contains("integer");
-        let int_float = matches!(k, Kind::Int(_)) && types.contains("number");
+        let declared = types.contains(sch_type)
+            || match k {
+                Kind::Float(f) => types.contains(Type::Integer) && is_json_integer(f),
+                Kind::Int(_) => types.contains(Type::Number),
+                _ => false,
+            };
         let str_or_array = matches!(k, Kind::Str(_) | Kind::Array(_));
 
-        let format_satisfied = types.contains(sch_type) || val_format == format || float_int || int_float;
-        if !str_or_array && !format.is_empty() && !format_satisfied {
-            // A value that is neither string nor array against a declared (string) format is
-            // reported against the format, with the value's Go format as the "type".
-            self.type_error(out, &frame.name(), format, val_format);
-            return false;
+        if !format.is_empty() {
+            if !str_or_array && !declared && val_format != format {
+                // A value that is neither string nor array against a declared (string) format
+                // is reported against the format, with the value's Go format as the "type".
+                self.type_error(out, &frame.openapi_name(), format, val_format);
+                return false;
+            }
+            let numeric = types.contains(Type::Number) || types.contains(Type::Integer);
+            if str_or_array && !numeric {
+                // kube-openapi lets strings and arrays through once a non-numeric format is set.
+                return true;
+            }
         }
-        let numeric = types.contains("number") || types.contains("integer");
-        if str_or_array && !numeric && !format.is_empty() {
-            // kube-openapi lets strings and arrays through once a non-numeric format is set.
-            return true;
-        }
-        let type_satisfied = types.contains(sch_type) || float_int || int_float;
-        if !type_satisfied {
-            self.type_error(out, &frame.name(), types.joined(), sch_type);
+        if !declared {
+            self.type_error(out, &frame.openapi_name(), types.joined(), type_word(sch_type));
             return false;
         }
         true
@@ -444,7 +640,7 @@ impl Walker<'_> {
 
     /// `allOf`, `anyOf`, `oneOf`, `not` (kube-openapi `schemaPropsValidator`). Returns the
     /// validator's own `MatchCount`.
-    fn junctors(&self, vv: &ValueValidation, v: &Value, frame: &Frame<'_>, out: &mut Vec<Error>) -> usize {
+    fn junctors(&self, vv: &ValueValidation, v: &Value, frame: &At<'_>, out: &mut Vec<Error>) -> usize {
         let mut count = 0;
 
         if !vv.any_of.is_empty() {
@@ -468,7 +664,7 @@ impl Walker<'_> {
                 None => {
                     self.composite(
                         out,
-                        format!("{} must validate at least one schema (anyOf)", go_quote(&frame.name())),
+                        format!("{} must validate at least one schema (anyOf)", go_quote(&frame.openapi_name())),
                     );
                     if let Some((errs, c)) = best {
                         out.extend(errs);
@@ -505,7 +701,10 @@ impl Walker<'_> {
                 };
                 self.composite(
                     out,
-                    format!("{} must validate one and only one schema (oneOf). {extra}", go_quote(&frame.name())),
+                    format!(
+                        "{} must validate one and only one schema (oneOf). {extra}",
+                        go_quote(&frame.openapi_name())
+                    ),
                 );
                 if let Some((errs, c)) = best {
                     out.extend(errs);
@@ -527,7 +726,7 @@ impl Walker<'_> {
                 let extra = if validated == 0 { ". None validated" } else { "" };
                 self.composite(
                     out,
-                    format!("{} must validate all the schemas (allOf){extra}", go_quote(&frame.name())),
+                    format!("{} must validate all the schemas (allOf){extra}", go_quote(&frame.openapi_name())),
                 );
             }
         }
@@ -536,7 +735,7 @@ impl Walker<'_> {
             let mut errs = Vec::new();
             self.value(not.as_ref(), v, frame, &mut errs);
             if errs.is_empty() {
-                self.composite(out, format!("{} must not validate the schema (not)", go_quote(&frame.name())));
+                self.composite(out, format!("{} must not validate the schema (not)", go_quote(&frame.openapi_name())));
             }
         }
 
@@ -545,7 +744,7 @@ impl Walker<'_> {
 
     /// maxLength, minLength, pattern — the first failure only, as kube-openapi's string
     /// validator returns on it. Lengths count Unicode code points.
-    fn check_string(&self, vv: &ValueValidation, s: &str, frame: &Frame<'_>, out: &mut Vec<Error>) {
+    fn check_string(&self, vv: &ValueValidation, s: &str, frame: &At<'_>, out: &mut Vec<Error>) {
         if vv.max_length.is_none() && vv.min_length.is_none() && vv.pattern.is_none() {
             return;
         }
@@ -555,13 +754,13 @@ impl Walker<'_> {
             && s.len() as i64 > max
             && len() > max
         {
-            out.push(Error::too_long(self.field(&frame.name()), max));
+            out.push(Error::too_long(self.field(&frame.openapi_name()), max));
             return;
         }
         if let Some(min) = vv.min_length
             && len() < min
         {
-            let name = frame.name();
+            let name = frame.openapi_name();
             self.invalid(out, &name, s.into(), format!("{name} in body should be at least {min} chars long"));
             return;
         }
@@ -569,12 +768,12 @@ impl Walker<'_> {
             let name;
             let detail = match p.error() {
                 Some(err) => {
-                    name = frame.name();
+                    name = frame.openapi_name();
                     format!("{name} in body should match '{}, but pattern is invalid: {err}'", p.source())
                 }
                 None if p.is_match(s) => return,
                 None => {
-                    name = frame.name();
+                    name = frame.openapi_name();
                     format!("{name} in body should match '{}'", p.source())
                 }
             };
@@ -585,7 +784,7 @@ impl Walker<'_> {
     /// multipleOf, minimum, maximum — in that order, all reported (kube-openapi's number
     /// validator). An `int64` value is compared with the bound truncated to `int64`, and the
     /// truncated bound is what the message prints, as kube-openapi's "native type" checks do.
-    fn check_number(&self, vv: &ValueValidation, k: Kind<'_>, frame: &Frame<'_>, out: &mut Vec<Error>) {
+    fn check_number(&self, vv: &ValueValidation, k: Kind<'_>, frame: &At<'_>, out: &mut Vec<Error>) {
         if let Some(factor) = vv.multiple_of {
             let msg = match k {
                 // Deviation: Go divides by `int64(factor)` and panics when it is 0 (a factor
@@ -611,7 +810,7 @@ impl Walker<'_> {
                 }
             };
             if let Some((negative, factor_text)) = msg {
-                let name = frame.name();
+                let name = frame.openapi_name();
                 if negative {
                     let value = match k {
                         Kind::Int(_) => BadValue::Json(Value::from(go_f64_to_i64(factor))),
@@ -646,7 +845,7 @@ impl Walker<'_> {
                 }
             };
             if let Some(bound) = bound {
-                let name = frame.name();
+                let name = frame.openapi_name();
                 let rel = if ex { "greater than" } else { "greater than or equal to" };
                 self.invalid(out, &name, number_value(k), format!("{name} in body should be {rel} {bound}"));
             }
@@ -664,7 +863,7 @@ impl Walker<'_> {
                 }
             };
             if let Some(bound) = bound {
-                let name = frame.name();
+                let name = frame.openapi_name();
                 let rel = if ex { "less than" } else { "less than or equal to" };
                 self.invalid(out, &name, number_value(k), format!("{name} in body should be {rel} {bound}"));
             }
@@ -672,12 +871,12 @@ impl Walker<'_> {
     }
 
     /// minItems, maxItems, uniqueItems — after the items, all reported.
-    fn check_array(&self, vv: &ValueValidation, items: &[Value], frame: &Frame<'_>, out: &mut Vec<Error>) {
+    fn check_array(&self, vv: &ValueValidation, items: &[Value], frame: &At<'_>, out: &mut Vec<Error>) {
         let size = items.len() as i64;
         if let Some(min) = vv.min_items
             && size < min
         {
-            let name = frame.name();
+            let name = frame.openapi_name();
             self.invalid(
                 out,
                 &name,
@@ -688,16 +887,16 @@ impl Walker<'_> {
         if let Some(max) = vv.max_items
             && size > max
         {
-            out.push(Error::too_many(self.field(&frame.name()), Some(size), max));
+            out.push(Error::too_many(self.field(&frame.openapi_name()), Some(size), max));
         }
         if vv.unique_items && has_duplicates(items) {
-            let name = frame.name();
+            let name = frame.openapi_name();
             self.invalid(out, &name, "".into(), format!("{name} in body shouldn't contain duplicates"));
         }
     }
 
     /// `enum`, with Go's reflect conversion rules (see [`enum_matches`]).
-    fn check_enum(&self, vv: &ValueValidation, v: &Value, frame: &Frame<'_>, out: &mut Vec<Error>) {
+    fn check_enum(&self, vv: &ValueValidation, v: &Value, frame: &At<'_>, out: &mut Vec<Error>) {
         if vv.enum_.is_empty() || vv.enum_.iter().any(|e| enum_matches(v, e)) {
             return;
         }
@@ -709,103 +908,61 @@ impl Walker<'_> {
                 other => go_json(other),
             })
             .collect();
-        out.push(Error::not_supported(self.field(&frame.name()), v, &values));
+        out.push(Error::not_supported(self.field(&frame.openapi_name()), v, &values));
     }
 
-    /// kube-openapi's object validator; returns its `MatchCount`.
-    fn object<N: Node>(
+    /// A `required` property `req` that the object at `frame` lacks.
+    fn missing(&self, req: &str, frame: &At<'_>, out: &mut Vec<Error>) {
+        let name = format!("{}.{req}", frame.openapi_name());
+        out.push(Error::required(self.field(&name), ""));
+    }
+
+    /// `additionalProperties: false`: every key that is not a declared property is reported.
+    fn check_forbidden_properties<N: Node>(
         &self,
         node: &N,
-        vv: Option<&ValueValidation>,
         map: &Map<String, Value>,
-        frame: &Frame<'_>,
+        frame: &At<'_>,
         out: &mut Vec<Error>,
-    ) -> usize {
-        let n = map.len() as i64;
-        if let Some(vv) = vv {
-            // A property count violation stops the object validator: nothing below is checked.
-            if let Some(min) = vv.min_properties
-                && n < min
-            {
-                let name = frame.name();
-                self.invalid(
-                    out,
-                    &name,
-                    BadValue::Json(Value::from(n)),
-                    format!("{name} in body should have at least {min} properties"),
-                );
-                return 0;
-            }
-            if let Some(max) = vv.max_properties
-                && n > max
-            {
-                out.push(Error::too_many(self.field(&frame.name()), Some(n), max));
-                return 0;
+    ) {
+        for (key, _, prop) in with_props(node.properties(), map.iter()) {
+            if prop.is_none() {
+                let name = frame.openapi_name();
+                self.invalid(out, &name, key.as_str().into(), format!("{name}.{key} in body is a forbidden property"));
             }
         }
-
-        let mut count = 0;
-        let props = node.properties();
-        match node.additional() {
-            Additional::Allowed => {}
-            Additional::Forbidden => {
-                for key in map.keys() {
-                    if !props.contains_key(key) {
-                        let name = frame.name();
-                        self.invalid(
-                            out,
-                            &name,
-                            key.as_str().into(),
-                            format!("{name}.{key} in body is a forbidden property"),
-                        );
-                    }
-                }
-            }
-            Additional::Schema(ap) => {
-                for (key, val) in map {
-                    if !props.contains_key(key) {
-                        let f = frame.child(Seg::Extra(key));
-                        count += self.value(ap, val, &f, out);
-                    }
-                }
-            }
-        }
-
-        // Declared properties present in the value, by key: iterate the smaller side and look
-        // up in the other (both are sorted maps, so the order is the same either way).
-        if map.len() <= props.len() {
-            for (name, val) in map {
-                if let Some(schema) = props.get(name) {
-                    let f = frame.child(Seg::Prop(name));
-                    count += self.value(schema, val, &f, out);
-                }
-            }
-        } else {
-            for (name, schema) in props {
-                if let Some(val) = map.get(name) {
-                    let f = frame.child(Seg::Prop(name));
-                    count += self.value(schema, val, &f, out);
-                }
-            }
-        }
-
-        if let Some(vv) = vv {
-            for req in &vv.required {
-                if !map.contains_key(req) {
-                    let name = format!("{}.{req}", frame.name());
-                    out.push(Error::required(self.field(&name), ""));
-                }
-            }
-        }
-        count
     }
-}
 
-/// The `format` kube-apiserver keeps: formats it does not support are stripped from the schema
-/// before the validator is built (`StripUnsupportedFormatsPostProcess`), and so never apply —
-/// neither to strings nor to the type check.
-fn effective_format(format: &str) -> &str {
-    if !format.is_empty() && formats::is_supported(format) { format } else { "" }
+    /// minProperties and maxProperties; a violation stops the object validator (nothing below
+    /// is checked). Returns whether the count is within bounds.
+    fn check_property_count(
+        &self,
+        vv: &ValueValidation,
+        map: &Map<String, Value>,
+        frame: &At<'_>,
+        out: &mut Vec<Error>,
+    ) -> bool {
+        let n = map.len() as i64;
+        if let Some(min) = vv.min_properties
+            && n < min
+        {
+            let name = frame.openapi_name();
+            self.invalid(
+                out,
+                &name,
+                BadValue::Json(Value::from(n)),
+                format!("{name} in body should have at least {min} properties"),
+            );
+            return false;
+        }
+        if let Some(max) = vv.max_properties
+            && n > max
+        {
+            out.push(Error::too_many(self.field(&frame.openapi_name()), Some(n), max));
+            return false;
+        }
+        true
+    }
 }
 
 fn as_f64(k: Kind<'_>) -> f64 {
@@ -885,7 +1042,7 @@ fn has_duplicates(items: &[Value]) -> bool {
 
 /// Drops repeated errors, keeping the first: kube-openapi's `Result.AddErrors` keeps messages
 /// unique, which matters when `allOf` branches report the same failure.
-fn dedup(errs: &mut Vec<Error>) {
+pub(crate) fn dedup(errs: &mut Vec<Error>) {
     if errs.len() < 2 {
         return;
     }
