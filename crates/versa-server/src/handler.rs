@@ -12,7 +12,7 @@ use versa_storage::Store;
 
 use crate::auth::{Auth, ClientCert, Credentials, Decision, forbidden_message};
 use crate::status::Status;
-use crate::{Body, full, request_info};
+use crate::{Body, full, json_response, request_info};
 
 /// What every request shares.
 #[derive(Debug)]
@@ -95,12 +95,5 @@ fn text_response(code: StatusCode, body: String) -> Response<Body> {
     let mut response = Response::new(full(Bytes::from(body)));
     *response.status_mut() = code;
     response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; charset=utf-8"));
-    response
-}
-
-pub fn json_response(code: StatusCode, value: &serde_json::Value) -> Response<Body> {
-    let mut response = Response::new(full(Bytes::from(serde_json::to_vec(value).unwrap_or_default())));
-    *response.status_mut() = code;
-    response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
     response
 }

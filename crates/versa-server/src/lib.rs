@@ -35,6 +35,16 @@ pub fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
 }
 
+/// A JSON response with `code`.
+pub fn json_response(code: http::StatusCode, value: &serde_json::Value) -> http::Response<Body> {
+    let mut response = http::Response::new(full(serde_json::to_vec(value).unwrap_or_default()));
+    *response.status_mut() = code;
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, http::header::HeaderValue::from_static("application/json"));
+    response
+}
+
 /// What the operator chose.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {

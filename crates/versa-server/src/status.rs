@@ -1,8 +1,7 @@
 //! `metav1.Status` error bodies, shaped exactly as kube-apiserver writes them, so that kubectl
 //! prints what its users already know. Every error answer of the server is built here.
 
-use bytes::Bytes;
-use http::{Response, StatusCode, header};
+use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use crate::Body;
@@ -76,11 +75,7 @@ impl Status {
 
     /// The HTTP answer.
     pub fn into_response(self) -> Response<Body> {
-        let body = serde_json::to_vec(&self.to_json()).unwrap_or_default();
-        let mut response = Response::new(crate::full(Bytes::from(body)));
-        *response.status_mut() = self.code;
-        response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
-        response
+        crate::json_response(self.code, &self.to_json())
     }
 }
 

@@ -32,9 +32,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use redb::TableDefinition;
 use tokio::sync::oneshot;
-use versa_storage::{
-    BoxFuture, Deleted, Error, KeyValue, ListOptions, ListPage, MAX_VALUE_BYTES, Result, Store, Watch,
-};
+use versa_storage::{BoxFuture, Deleted, Error, KeyValue, ListOptions, ListPage, Result, Store, Watch};
 
 use crate::watch::Hub;
 use crate::writer::Op;
@@ -183,13 +181,6 @@ fn lock_dir(dir: &Path) -> std::result::Result<File, OpenError> {
     Ok(file)
 }
 
-fn check_size(key: &str, value: &Bytes) -> Result<()> {
-    if value.len() > MAX_VALUE_BYTES {
-        return Err(Error::TooLarge { key: key.to_string(), size: value.len(), limit: MAX_VALUE_BYTES });
-    }
-    Ok(())
-}
-
 impl Store for EmbeddedStore {
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>> {
         Box::pin(async move { read::get(&self.shared.db, key) })
@@ -207,14 +198,14 @@ impl Store for EmbeddedStore {
 
     fn create<'a>(&'a self, key: &'a str, value: Bytes) -> BoxFuture<'a, Result<KeyValue>> {
         Box::pin(async move {
-            check_size(key, &value)?;
+            versa_storage::check_value_size(key, &value)?;
             self.submit(|reply| Op::Create { key: key.to_string(), value, reply }).await
         })
     }
 
     fn update<'a>(&'a self, key: &'a str, value: Bytes, expected_revision: i64) -> BoxFuture<'a, Result<KeyValue>> {
         Box::pin(async move {
-            check_size(key, &value)?;
+            versa_storage::check_value_size(key, &value)?;
             self.submit(|reply| Op::Update { key: key.to_string(), value, expected: expected_revision, reply }).await
         })
     }

@@ -11,8 +11,7 @@ use etcd_client::{
     TlsOptions, Txn, TxnOp, TxnOpResponse, TxnResponse, WatchClient,
 };
 use versa_storage::{
-    BoxFuture, ContinueToken, Deleted, Error, KeyValue, ListOptions, ListPage, MAX_VALUE_BYTES, Result, Store, Watch,
-    prefix_end,
+    BoxFuture, ContinueToken, Deleted, Error, KeyValue, ListOptions, ListPage, Result, Store, Watch, prefix_end,
 };
 
 use crate::config::{EtcdConfig, EtcdTls};
@@ -21,7 +20,7 @@ use crate::progress;
 use crate::watch::{self, WatchSettings};
 
 /// The largest response the client decodes. tonic's default (4 MiB) is smaller than a page of
-/// a few values at [`MAX_VALUE_BYTES`]; etcd itself sends responses of any size.
+/// a few values at [`versa_storage::MAX_VALUE_BYTES`]; etcd itself sends responses of any size.
 const MAX_RESPONSE_BYTES: usize = 1 << 30;
 
 /// HTTP/2 keep-alive pings on open streams, so that a watch on a connection that silently died
@@ -178,7 +177,8 @@ impl EtcdStore {
     }
 
     async fn create_impl(&self, key: &str, value: Bytes) -> Result<KeyValue> {
-        check_size(key, &value)?;
+        // Values over the limit are refused before they cost a round trip.
+        versa_storage::check_value_size(key, &value)?;
         let put = TxnOp::put(key, value.to_vec(), None);
         let txn = Txn::new().when([Compare::create_revision(key, CompareOp::Equal, 0)]).and_then([put]);
         let response = self.txn(txn).await.map_err(|e| write_error(e, "create", key, &value))?;
@@ -190,7 +190,8 @@ impl EtcdStore {
     }
 
     async fn update_impl(&self, key: &str, value: Bytes, expected_revision: i64) -> Result<KeyValue> {
-        check_size(key, &value)?;
+        // Values over the limit are refused before they cost a round trip.
+        versa_storage::check_value_size(key, &value)?;
         // `version > 0` keeps an expected revision of 0 from matching an absent key (whose
         // mod_revision etcd compares as 0) and creating it.
         let txn = Txn::new()
@@ -320,21 +321,11 @@ pub(crate) fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> i
     header.map_or(0, |h| h.revision())
 }
 
-/// Values over the limit are refused before they cost a round trip.
-fn check_size(key: &str, value: &Bytes) -> Result<()> {
-    if value.len() > MAX_VALUE_BYTES {
-        return Err(Error::TooLarge { key: key.to_string(), size: value.len(), limit: MAX_VALUE_BYTES });
-    }
-    Ok(())
-}
-
 /// The error of a failed write: etcd's own size limit (which also counts the key and the
 /// request's framing) is `TooLarge` like ours.
 fn write_error(error: CallError, what: &str, key: &str, value: &Bytes) -> Error {
     match error.condition() {
-        Some(Condition::TooLarge) => {
-            Error::TooLarge { key: key.to_string(), size: value.len(), limit: MAX_VALUE_BYTES }
-        }
+        Some(Condition::TooLarge) => versa_storage::too_large(key, value.len()),
         _ => error.into_unavailable(format_args!("{what} of {key:?}")),
     }
 }

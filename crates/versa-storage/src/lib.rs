@@ -30,3 +30,13 @@ pub use types::{Deleted, KeyValue, ListOptions, ListPage, Watch, WatchEvent, Wat
 /// The largest value a store accepts, in bytes: etcd's default request limit (1.5 MiB), so
 /// that an object that fits the embedded store also fits etcd.
 pub const MAX_VALUE_BYTES: usize = 3 * 512 * 1024;
+
+/// The error every backend returns for a value over [`MAX_VALUE_BYTES`].
+pub fn too_large(key: &str, size: usize) -> Error {
+    Error::TooLarge { key: key.to_string(), size, limit: MAX_VALUE_BYTES }
+}
+
+/// Refuses a value over [`MAX_VALUE_BYTES`] before a backend does any work for it.
+pub fn check_value_size(key: &str, value: &[u8]) -> Result<()> {
+    if value.len() > MAX_VALUE_BYTES { Err(too_large(key, value.len())) } else { Ok(()) }
+}
