@@ -260,6 +260,9 @@ pub enum BadValue {
     Omit,
     /// A JSON value, printed the Go way.
     Json(Value),
+    /// Text printed as it is (values Go prints in a form JSON has no value for, such as the
+    /// `0x0` of an unset resourceVersion).
+    Raw(String),
 }
 
 impl From<Value> for BadValue {
@@ -372,9 +375,18 @@ impl Error {
         let mut s = String::from(self.type_.words());
         let omit =
             matches!(self.type_, ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong | ErrorType::Internal);
-        if !omit && let BadValue::Json(v) = &self.value {
-            s.push_str(": ");
-            s.push_str(&go_value(v));
+        if !omit {
+            match &self.value {
+                BadValue::Json(v) => {
+                    s.push_str(": ");
+                    s.push_str(&go_value(v));
+                }
+                BadValue::Raw(text) => {
+                    s.push_str(": ");
+                    s.push_str(text);
+                }
+                BadValue::Omit => {}
+            }
         }
         if !self.detail.is_empty() {
             s.push_str(": ");

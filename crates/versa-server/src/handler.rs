@@ -1,6 +1,8 @@
 //! Request handling: authenticate, authorize, route. Health endpoints answer before
 //! authentication (kubelet probes carry no credentials); everything else needs a user that the
-//! authorizer allows. The APIs themselves are being added here route by route.
+//! authorizer allows. Then: `/version`, discovery (`/api`, `/apis[/<group>[/<version>]]`),
+//! OpenAPI, and resource requests, which go to the resource's REST handler (`rest/`) through
+//! the registry snapshot taken here.
 
 use std::sync::Arc;
 
@@ -8,17 +10,31 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 use serde_json::json;
-use versa_storage::Store;
+use std::sync::Mutex;
+
+use tokio_util::sync::CancellationToken;
+use versa_storage::{Keys, Store};
+
+use crate::metrics::Metrics;
+use crate::openapi::OpenApiCache;
+use crate::registry::Registry;
 
 use crate::auth::{Auth, ClientCert, Credentials, Decision, forbidden_message};
+use crate::request_info::RequestInfo;
 use crate::status::Status;
-use crate::{Body, full, json_response, request_info};
+use crate::{Body, discovery, full, json_response, request_info, rest};
 
 /// What every request shares.
 #[derive(Debug)]
 pub struct State {
     pub store: Arc<dyn Store>,
+    pub keys: Keys,
     pub auth: Auth,
+    pub registry: Registry,
+    pub openapi: Mutex<OpenApiCache>,
+    pub metrics: Metrics,
+    /// Cancelled when the server shuts down: watches and the controller end.
+    pub shutdown: CancellationToken,
 }
 
 /// The Kubernetes API version versa's types and behaviour follow (reported by `/version`).
@@ -30,6 +46,24 @@ pub async fn handle(state: Arc<State>, client_cert: Option<Arc<ClientCert>>, req
     if let Some(response) = health(&state, req.method(), &path).await {
         return response;
     }
+    let started = std::time::Instant::now();
+    let method = req.method().clone();
+    let info = request_info::parse(req.method(), &path, req.uri().query());
+    let response = authenticated(state.clone(), client_cert, &info, &path, req).await;
+    let code = response.status().as_u16();
+    state.metrics.observe(&info, &method, code, started.elapsed().as_secs_f64());
+    tracing::debug!(verb = %info.verb, path = %path, code, "request");
+    response
+}
+
+/// Authenticates, authorizes and routes a request.
+async fn authenticated(
+    state: Arc<State>,
+    client_cert: Option<Arc<ClientCert>>,
+    info: &RequestInfo,
+    path: &str,
+    req: Request<Incoming>,
+) -> Response<Body> {
     let credentials = Credentials { client_cert: client_cert.as_deref(), headers: req.headers() };
     let user = match state.auth.authenticator.authenticate(credentials).await {
         Ok(Some(user)) => user,
@@ -39,8 +73,7 @@ pub async fn handle(state: Arc<State>, client_cert: Option<Arc<ClientCert>>, req
             return Status::unauthorized().into_response();
         }
     };
-    let info = request_info::parse(req.method(), &path, req.uri().query());
-    if let Decision::Deny(reason) = state.auth.authorizer.authorize(&user, &info).await {
+    if let Decision::Deny(reason) = state.auth.authorizer.authorize(&user, info).await {
         let details = info.is_resource_request.then(|| {
             let mut d = json!({"kind": info.resource});
             if !info.name.is_empty() {
@@ -51,12 +84,179 @@ pub async fn handle(state: Arc<State>, client_cert: Option<Arc<ClientCert>>, req
             }
             d
         });
-        return Status::forbidden(forbidden_message(&user, &info, &reason), details).into_response();
+        return Status::forbidden(forbidden_message(&user, info, &reason), details).into_response();
     }
-    match (req.method(), path.as_str()) {
-        (&Method::GET, "/version") => json_response(StatusCode::OK, &version()),
-        _ => Status::not_found_path().into_response(),
+    if info.is_resource_request {
+        return resource(state, info, req).await;
     }
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return Status::method_not_allowed(req.method()).into_response();
+    }
+    let trimmed = path.trim_end_matches('/');
+    let query = req.uri().query().map(str::to_owned);
+    match trimmed {
+        "/version" => json_response(StatusCode::OK, &version()),
+        "/metrics" => {
+            let mut response = text_response(StatusCode::OK, state.metrics.encode());
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+            );
+            response
+        }
+        "/api" | "/apis" => discovery_root(&state, trimmed, req.headers()),
+        "/openapi/v2" => openapi_v2(&state, req.headers()),
+        "/openapi/v3" => {
+            let index = state.openapi.lock().map(|o| o.v3_index()).unwrap_or_default();
+            json_response(StatusCode::OK, &index)
+        }
+        _ => {
+            if let Some(gv) = trimmed.strip_prefix("/openapi/v3/apis/")
+                && let Some((group, version)) = gv.split_once('/')
+            {
+                let doc = state.openapi.lock().ok().and_then(|o| o.v3_group_version_with_hash(group, version));
+                return match doc {
+                    Some((bytes, hash)) => openapi_v3(bytes, &hash, trimmed, query.as_deref()),
+                    None => Status::not_found_path().into_response(),
+                };
+            }
+            if let Some(rest) = trimmed.strip_prefix("/apis/") {
+                let snapshot = state.registry.snapshot();
+                let defs = snapshot.definitions();
+                let doc = match rest.split_once('/') {
+                    None => discovery::group(&defs, rest),
+                    Some((group, version)) if !version.contains('/') => discovery::resource_list(&defs, group, version),
+                    Some(_) => None,
+                };
+                return match doc {
+                    Some(doc) => json_response(StatusCode::OK, &doc),
+                    None => Status::not_found_path().into_response(),
+                };
+            }
+            Status::not_found_path().into_response()
+        }
+    }
+}
+
+/// A resource request: find the served resource, check version and scope, hand over.
+async fn resource(state: Arc<State>, info: &RequestInfo, req: Request<Incoming>) -> Response<Body> {
+    let snapshot = state.registry.snapshot();
+    let Some(res) = snapshot.route(&info.api_group, &info.resource).cloned() else {
+        return Status::not_found_path().into_response();
+    };
+    if res.served_version(&info.api_version).is_none() {
+        return Status::not_found_path().into_response();
+    }
+    let has_namespace = !info.namespace.is_empty();
+    let scope_ok = if res.namespaced {
+        has_namespace || matches!(info.verb.as_str(), "list" | "watch" | "deletecollection") && info.name.is_empty()
+    } else {
+        !has_namespace
+    };
+    if !scope_ok {
+        return Status::not_found_path().into_response();
+    }
+    drop(snapshot);
+    rest::serve(state, res, info, req).await
+}
+
+/// Accept asks for aggregated discovery (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`).
+fn wants_aggregated(headers: &http::HeaderMap) -> bool {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    for entry in accept.split(',') {
+        let params: Vec<&str> = entry.split(';').map(str::trim).collect();
+        let has = |p: &str| params.contains(&p);
+        if has("g=apidiscovery.k8s.io") && has("as=APIGroupDiscoveryList") && (has("v=v2") || has("v=v2beta1")) {
+            return true;
+        }
+        if params.first().is_some_and(|m| matches!(*m, "application/json" | "*/*")) {
+            return false;
+        }
+    }
+    false
+}
+
+/// The content type kube-apiserver answers aggregated discovery with (clients check it).
+const AGGREGATED_CONTENT_TYPE: &str = discovery::AGGREGATED_V2_CONTENT_TYPE;
+
+fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Response<Body> {
+    let aggregated = wants_aggregated(headers);
+    if path == "/api" {
+        return if aggregated {
+            let empty = discovery::aggregated_empty();
+            bytes_response(StatusCode::OK, AGGREGATED_CONTENT_TYPE, serde_json::to_vec(&empty).unwrap_or_default())
+        } else {
+            json_response(StatusCode::OK, &discovery::api_versions())
+        };
+    }
+    let snapshot = state.registry.snapshot();
+    if aggregated {
+        let doc = snapshot.discovery.aggregated.get_or_init(|| {
+            Arc::new(serde_json::to_vec(&discovery::aggregated(&snapshot.definitions())).unwrap_or_default())
+        });
+        bytes_response(StatusCode::OK, AGGREGATED_CONTENT_TYPE, doc.as_ref().clone())
+    } else {
+        let doc = snapshot.discovery.group_list.get_or_init(|| {
+            Arc::new(serde_json::to_vec(&discovery::group_list(&snapshot.definitions())).unwrap_or_default())
+        });
+        bytes_response(StatusCode::OK, "application/json", doc.as_ref().clone())
+    }
+}
+
+/// `/openapi/v2` in JSON. Protobuf is refused with 406 (kube-aggregator and `kubectl` fall back
+/// to what the server offers where they can).
+fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let json_ok = accept.is_empty()
+        || accept.split(',').any(|e| {
+            let m = e.split(';').next().unwrap_or("").trim();
+            matches!(m, "application/json" | "*/*" | "application/*")
+        });
+    if !json_ok {
+        return Status {
+            code: StatusCode::NOT_ACCEPTABLE,
+            reason: "NotAcceptable",
+            message: "only the following media types are accepted: application/json".into(),
+            details: None,
+        }
+        .into_response();
+    }
+    let doc = match state.openapi.lock() {
+        Ok(o) => o.v2(),
+        Err(_) => return Status::internal("OpenAPI cache unavailable").into_response(),
+    };
+    bytes_response(StatusCode::OK, "application/json", doc.as_ref().clone())
+}
+
+/// One group-version's OpenAPI v3 document, as kube-openapi serves it: `ETag` is the hash; a
+/// request naming the current hash may be cached for good, one naming an old hash is
+/// redirected to the current URL.
+fn openapi_v3(bytes: Arc<Vec<u8>>, hash: &str, path: &str, query: Option<&str>) -> Response<Body> {
+    let asked = crate::meta::Query::parse(query).get("hash").map(str::to_owned);
+    if let Some(asked) = &asked
+        && asked != hash
+    {
+        let mut response = Response::new(full(Bytes::new()));
+        *response.status_mut() = StatusCode::MOVED_PERMANENTLY;
+        if let Ok(location) = header::HeaderValue::from_str(&format!("{path}?hash={hash}")) {
+            response.headers_mut().insert(header::LOCATION, location);
+        }
+        return response;
+    }
+    let mut response = bytes_response(StatusCode::OK, "application/json", bytes.as_ref().clone());
+    if let Ok(etag) = header::HeaderValue::from_str(&format!("\"{hash}\"")) {
+        response.headers_mut().insert(header::ETAG, etag);
+    }
+    let cache = if asked.is_some() { "public, immutable" } else { "no-cache, private" };
+    response.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static(cache));
+    response
+}
+
+fn bytes_response(code: StatusCode, content_type: &'static str, bytes: Vec<u8>) -> Response<Body> {
+    let mut response = Response::new(full(Bytes::from(bytes)));
+    *response.status_mut() = code;
+    response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static(content_type));
+    response
 }
 
 /// `/healthz`, `/livez`, `/readyz` (ready once storage answers).
@@ -68,11 +268,15 @@ async fn health(state: &State, method: &Method, path: &str) -> Option<Response<B
     if method != Method::GET && method != Method::HEAD {
         return Some(Status::method_not_allowed(method).into_response());
     }
-    if check == "/readyz"
-        && let Err(e) = state.store.current_revision().await
-    {
-        let body = format!("[-]storage failed: {e}\nreadyz check failed\n");
-        return Some(text_response(StatusCode::INTERNAL_SERVER_ERROR, body));
+    if check == "/readyz" {
+        if let Err(e) = state.store.current_revision().await {
+            let body = format!("[-]storage failed: {e}\nreadyz check failed\n");
+            return Some(text_response(StatusCode::INTERNAL_SERVER_ERROR, body));
+        }
+        if !state.registry.is_ready() {
+            let body = "[-]definitions not loaded yet\nreadyz check failed\n".to_string();
+            return Some(text_response(StatusCode::INTERNAL_SERVER_ERROR, body));
+        }
     }
     Some(text_response(StatusCode::OK, "ok".to_string()))
 }

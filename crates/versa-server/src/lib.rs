@@ -9,11 +9,24 @@
 //! → route (see `handler.rs`). Errors are `metav1.Status` objects (`status.rs`).
 
 pub mod auth;
+pub mod codec;
+mod controller;
+mod definitions;
+pub mod discovery;
 mod handler;
+pub mod jsonpath;
+pub mod meta;
+pub mod metrics;
+pub mod openapi;
+pub mod patch;
 pub mod pki;
+pub mod registry;
 pub mod request_info;
+mod rest;
+pub mod selector;
 mod server;
 pub mod status;
+pub mod table;
 mod tls;
 
 use std::convert::Infallible;
@@ -54,6 +67,9 @@ pub struct ServerConfig {
     /// binary opens).
     pub data_dir: PathBuf,
     pub store: Arc<dyn Store>,
+    /// Prefix of every storage key (`/registry` by default), so that several installations can
+    /// share one etcd.
+    pub key_prefix: String,
     pub auth: Auth,
 }
 
@@ -80,7 +96,18 @@ impl ServerConfig {
         let server_url = format!("https://{url_host}:{}", local.port());
         let pki = pki::load_or_create(&self.data_dir, &hosts, &server_url)?;
         let tls = tls::server_config(&pki.ca_cert_pem, &pki.serving_cert_pem, &pki.serving_key_pem)?;
-        let state = Arc::new(handler::State { store: self.store, auth: self.auth });
+        let state = Arc::new(handler::State {
+            store: self.store,
+            keys: versa_storage::Keys::new(&self.key_prefix),
+            auth: self.auth,
+            registry: registry::Registry::new(),
+            openapi: std::sync::Mutex::new(openapi::OpenApiCache::new()),
+            metrics: metrics::Metrics::new(),
+            shutdown: tokio_util::sync::CancellationToken::new(),
+        });
+        if let Ok(mut openapi) = state.openapi.lock() {
+            openapi.upsert(&registry::Resource::definitions().definition);
+        }
         Ok(Prepared { listener, tls, kubeconfig: pki.kubeconfig, state })
     }
 }
@@ -99,6 +126,10 @@ impl Prepared {
     /// Serves until `shutdown` resolves; then stops accepting, lets requests in flight finish
     /// (up to a grace period) and returns.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send) -> anyhow::Result<()> {
-        server::serve(self.listener, self.tls, self.state, shutdown).await
+        let controller = tokio::spawn(controller::run(self.state.clone()));
+        let result = server::serve(self.listener, self.tls, self.state.clone(), shutdown).await;
+        self.state.shutdown.cancel();
+        let _ = controller.await;
+        result
     }
 }

@@ -76,6 +76,8 @@ pub async fn serve(
         });
     }
     drop(listener);
+    // Watches end now (cleanly, at an event boundary); requests in flight get the grace period.
+    state.shutdown.cancel();
     tokio::select! {
         _ = graceful.shutdown() => {}
         _ = tokio::time::sleep(SHUTDOWN_GRACE) => tracing::warn!("connections still open after the grace period"),

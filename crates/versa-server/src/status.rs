@@ -3,6 +3,7 @@
 
 use http::{Response, StatusCode};
 use serde_json::{Value, json};
+use versa_schema::ErrorList;
 
 use crate::Body;
 
@@ -46,6 +47,113 @@ impl Status {
         }
     }
 
+    /// 400 `BadRequest`.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Status { code: StatusCode::BAD_REQUEST, reason: "BadRequest", message: message.into(), details: None }
+    }
+
+    /// 413: a body over the limit (kube-apiserver's `limitedReadBody`).
+    pub fn too_large() -> Self {
+        Status {
+            code: StatusCode::PAYLOAD_TOO_LARGE,
+            reason: "RequestEntityTooLarge",
+            message: format!("Request entity too large: limit is {}", crate::codec::MAX_BODY_BYTES),
+            details: None,
+        }
+    }
+
+    /// 415: a body (or patch) format the endpoint does not take.
+    pub fn unsupported_media_type(_got: &str, accepted: &str) -> Self {
+        Status {
+            code: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            reason: "UnsupportedMediaType",
+            message: format!(
+                "the body of the request was in an unknown format - accepted media types include: {accepted}"
+            ),
+            details: None,
+        }
+    }
+
+    /// 404 for an object that does not exist: `<resource>.<group> "<name>" not found`.
+    pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
+        Status {
+            code: StatusCode::NOT_FOUND,
+            reason: "NotFound",
+            message: format!("{} \"{name}\" not found", qualified(group, resource)),
+            details: Some(details(group, resource, name)),
+        }
+    }
+
+    /// 409 `AlreadyExists` on create.
+    pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
+        Status {
+            code: StatusCode::CONFLICT,
+            reason: "AlreadyExists",
+            message: format!("{} \"{name}\" already exists", qualified(group, resource)),
+            details: Some(details(group, resource, name)),
+        }
+    }
+
+    /// 409 `Conflict`: the object changed since the client read it.
+    pub fn conflict(group: &str, resource: &str, name: &str) -> Self {
+        Self::conflict_with(
+            group,
+            resource,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 409 `Conflict` with another reason (failed preconditions).
+    pub fn conflict_with(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        Status {
+            code: StatusCode::CONFLICT,
+            reason: "Conflict",
+            message: format!("Operation cannot be fulfilled on {} \"{name}\": {why}", qualified(group, resource)),
+            details: Some(details(group, resource, name)),
+        }
+    }
+
+    /// 422 `Invalid` with one cause per field error. `kind` is the object's kind (kube names the
+    /// kind of the submitted object here, not the resource).
+    pub fn invalid(group: &str, kind: &str, name: &str, errs: &ErrorList) -> Self {
+        let causes: Vec<Value> = errs
+            .deduplicated()
+            .into_iter()
+            .map(|e| json!({"reason": e.type_.reason(), "message": e.body(), "field": e.field.as_str()}))
+            .collect();
+        let mut d = json!({"name": name, "kind": kind, "causes": causes});
+        if !group.is_empty() {
+            d["group"] = json!(group);
+        }
+        Status {
+            code: StatusCode::UNPROCESSABLE_ENTITY,
+            reason: "Invalid",
+            message: errs.invalid_message(&qualified(group, kind), name),
+            details: Some(d),
+        }
+    }
+
+    /// 410 `Expired`.
+    pub fn expired(message: impl Into<String>) -> Self {
+        Status { code: StatusCode::GONE, reason: "Expired", message: message.into(), details: None }
+    }
+
+    /// 405 for a verb a resource does not support.
+    pub fn method_not_supported(group: &str, resource: &str, verb: &str) -> Self {
+        Status {
+            code: StatusCode::METHOD_NOT_ALLOWED,
+            reason: "MethodNotAllowed",
+            message: format!("{verb} is not supported on resources of kind \"{}\"", qualified(group, resource)),
+            details: Some(json!({"group": group, "kind": resource})),
+        }
+    }
+
+    /// 504 `Timeout` (a list waiting for a future resourceVersion).
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Status { code: StatusCode::GATEWAY_TIMEOUT, reason: "Timeout", message: message.into(), details: None }
+    }
+
     /// 500 for a failure inside the server.
     pub fn internal(message: impl Into<String>) -> Self {
         Status {
@@ -77,6 +185,19 @@ impl Status {
     pub fn into_response(self) -> Response<Body> {
         crate::json_response(self.code, &self.to_json())
     }
+}
+
+/// `resource.group` (just `resource` for the core group).
+pub fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() { resource.to_owned() } else { format!("{resource}.{group}") }
+}
+
+fn details(group: &str, resource: &str, name: &str) -> Value {
+    let mut d = json!({"name": name, "kind": resource});
+    if !group.is_empty() {
+        d["group"] = json!(group);
+    }
+    d
 }
 
 #[cfg(test)]

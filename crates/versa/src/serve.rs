@@ -34,6 +34,9 @@ pub struct Args {
     /// Client key for etcd.
     #[arg(long, requires = "etcd_certfile")]
     etcd_keyfile: Option<PathBuf>,
+    /// Prefix of every storage key, so that several installations can share one etcd.
+    #[arg(long, default_value = "/registry")]
+    storage_prefix: String,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -60,7 +63,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         LogFormat::Json => subscriber.json().try_init(),
         LogFormat::Text => subscriber.try_init(),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    // Request bodies may nest up to `versa_server::codec::MAX_DEPTH` levels, and decoding,
+    // pruning, defaulting and validation recurse once per level; worker threads get stacks
+    // sized for that (virtual memory: only the pages used are ever touched).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(versa_server::codec::WORKER_STACK_BYTES)
+        .build()?;
     runtime.block_on(serve(args))
 }
 
@@ -89,7 +98,13 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("cannot create data directory {}", args.data_dir.display()))?;
     let store = open_store(&args).await?;
-    let config = ServerConfig { listen: args.listen, data_dir: args.data_dir.clone(), store, auth: Auth::standalone() };
+    let config = ServerConfig {
+        listen: args.listen,
+        data_dir: args.data_dir.clone(),
+        store,
+        key_prefix: args.storage_prefix.clone(),
+        auth: Auth::standalone(),
+    };
     let server = config.complete().await?;
     let addr = server.local_addr()?;
     tracing::info!(%addr, storage = ?args.storage, "versa is serving");

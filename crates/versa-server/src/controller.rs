@@ -1,0 +1,400 @@
+//! The definitions controller: keeps every definition's `status` true and the serving state in
+//! step with the definitions, without restarts.
+//!
+//! It lists the definitions, then watches them. For each change it recomputes, as
+//! kube-apiserver's naming and establishing controllers do:
+//!
+//! - `status.acceptedNames` and `NamesAccepted` — a requested name is adopted unless another
+//!   definition of the same group already holds it (`PluralConflict`, `SingularConflict`,
+//!   `ShortNamesConflict`, `KindConflict`, `ListKindConflict`, message `"<name>" is already in
+//!   use`); names already accepted stay accepted;
+//! - `Established` — true once the names are accepted, and from then on for good;
+//!
+//! writes the status when it changed (compare-and-swap; a lost race just means a newer event is
+//! coming), and swaps the compiled [`Resource`] into the registry when the spec, the accepted
+//! names or the deletion state changed. A deleted definition (the finalizer from
+//! `definitions.rs`) has its objects removed — objects with finalizers are marked and waited
+//! for — and then loses the finalizer, which deletes it. A broken watch means a fresh list.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use versa_apiextensions::ResourceDefinition;
+use versa_storage::{KeyValue, ListOptions, WatchEvent};
+
+use crate::definitions::{CLEANUP_FINALIZER, set_condition};
+use crate::handler::State;
+use crate::meta;
+use crate::registry::Resource;
+
+/// One known definition: its stored form and its typed form.
+#[derive(Debug, Clone)]
+struct Known {
+    kv: KeyValue,
+    doc: Value,
+    def: Arc<ResourceDefinition>,
+}
+
+/// Runs until shutdown: list, watch, reconcile; relist after a broken watch.
+pub async fn run(state: Arc<State>) {
+    let cleanups = Arc::new(Mutex::new(HashSet::new()));
+    loop {
+        let outcome = tokio::select! {
+            r = sync(&state, &cleanups) => r,
+            () = state.shutdown.cancelled() => return,
+        };
+        if let Err(e) = outcome {
+            tracing::warn!(error = %e, "definitions controller: relisting");
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(500)) => {}
+            () = state.shutdown.cancelled() => return,
+        }
+    }
+}
+
+fn definitions_prefix(state: &State) -> String {
+    state.keys.resource(versa_apiextensions::types::GROUP, "resourcedefinitions")
+}
+
+async fn sync(state: &Arc<State>, cleanups: &Arc<Mutex<HashSet<String>>>) -> anyhow::Result<()> {
+    let prefix = definitions_prefix(state);
+    let mut known: BTreeMap<String, Known> = BTreeMap::new();
+    let mut token = None;
+    let revision = loop {
+        let page =
+            state.store.list(&prefix, ListOptions { limit: 500, continue_token: token.take(), revision: 0 }).await?;
+        for kv in page.items {
+            if let Some(k) = parse(kv) {
+                known.insert(k.def.name().to_owned(), k);
+            }
+        }
+        match page.continue_token {
+            Some(t) => token = Some(t),
+            None => break page.revision,
+        }
+    };
+    // Forget served resources whose definitions disappeared while we were not watching.
+    let snapshot = state.registry.snapshot();
+    for res in snapshot.resources() {
+        let name = res.definition.name();
+        if res.flavor == crate::registry::Flavor::Custom && !known.contains_key(name) {
+            unserve(state, name);
+        }
+    }
+    let names: Vec<String> = known.keys().cloned().collect();
+    for name in &names {
+        reconcile(state, &known, name, cleanups).await;
+    }
+    state.registry.set_ready();
+    let mut watch = state.store.watch(&prefix, revision).await?;
+    while let Some(event) = watch.next().await {
+        // Whether the names this definition holds changed (then the others of its group may
+        // now get, or lose, theirs).
+        let (name, group, names_changed) = match event? {
+            WatchEvent::Added(kv) | WatchEvent::Modified { kv, .. } => {
+                let Some(k) = parse(kv) else { continue };
+                let (name, group) = (k.def.name().to_owned(), k.def.spec.group.clone());
+                let before = known.get(&name).map(|old| accepted(&old.def));
+                let changed = before != Some(accepted(&k.def));
+                known.insert(name.clone(), k);
+                (name, group, changed)
+            }
+            WatchEvent::Deleted { prev, .. } => {
+                let Some(k) = parse(prev) else { continue };
+                let (name, group) = (k.def.name().to_owned(), k.def.spec.group.clone());
+                known.remove(&name);
+                unserve(state, &name);
+                (name, group, true)
+            }
+            WatchEvent::Progress { .. } => continue,
+        };
+        if known.contains_key(&name) {
+            reconcile(state, &known, &name, cleanups).await;
+        }
+        if !names_changed {
+            continue;
+        }
+        // Names freed or taken in the group may change the others' acceptance.
+        let same_group: Vec<String> = known
+            .values()
+            .filter(|k| k.def.spec.group == group && k.def.name() != name)
+            .map(|k| k.def.name().to_owned())
+            .collect();
+        for other in same_group {
+            reconcile(state, &known, &other, cleanups).await;
+        }
+    }
+    anyhow::bail!("the definitions watch ended")
+}
+
+fn parse(kv: KeyValue) -> Option<Known> {
+    let doc: Value = serde_json::from_slice(&kv.value).ok()?;
+    let def = ResourceDefinition::from_document(&doc).ok()?;
+    Some(Known { kv, doc, def: Arc::new(def) })
+}
+
+fn unserve(state: &State, name: &str) {
+    state.registry.remove(name);
+    count_served(state);
+    if let Ok(mut openapi) = state.openapi.lock() {
+        openapi.remove(name);
+    }
+}
+
+/// Brings one definition's status and serving state up to date.
+async fn reconcile(
+    state: &Arc<State>,
+    known: &BTreeMap<String, Known>,
+    name: &str,
+    cleanups: &Arc<Mutex<HashSet<String>>>,
+) {
+    let Some(k) = known.get(name) else { return };
+    let deleting = k.def.metadata.deletion_timestamp.is_some();
+    if !deleting {
+        let others = known.values().filter(|o| o.def.spec.group == k.def.spec.group && o.def.name() != name);
+        let mut doc = k.doc.clone();
+        compute_status(&mut doc, &k.def, others.map(|o| o.def.as_ref()));
+        if doc != k.doc {
+            let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
+            match state.store.update(&k.kv.key, bytes, k.kv.mod_revision).await {
+                // The write comes back as a watch event and is served from there.
+                Ok(_) => return,
+                Err(versa_storage::Error::Conflict { .. } | versa_storage::Error::NotFound { .. }) => return,
+                Err(e) => {
+                    tracing::warn!(definition = name, error = %e, "cannot write definition status");
+                    return;
+                }
+            }
+        }
+    }
+    serve(state, k);
+    if deleting {
+        let fresh = cleanups.lock().map(|mut set| set.insert(name.to_owned())).unwrap_or(false);
+        if fresh {
+            let (state, name, cleanups) = (state.clone(), name.to_owned(), cleanups.clone());
+            tokio::spawn(async move {
+                cleanup(&state, &name).await;
+                if let Ok(mut set) = cleanups.lock() {
+                    set.remove(&name);
+                }
+            });
+        }
+    }
+}
+
+/// Serves (or stops serving) a definition according to its status; rebuilds only when what
+/// serving depends on changed.
+fn serve(state: &State, k: &Known) {
+    let name = k.def.name();
+    if !k.def.is_established() {
+        unserve(state, name);
+        return;
+    }
+    let snapshot = state.registry.snapshot();
+    if let Some(current) = snapshot.by_name(name) {
+        let same = current.definition.spec == k.def.spec
+            && accepted(&current.definition) == accepted(&k.def)
+            && current.definition.metadata.deletion_timestamp == k.def.metadata.deletion_timestamp;
+        if same {
+            return;
+        }
+    }
+    state.registry.upsert(name, Arc::new(Resource::build(k.def.clone())));
+    count_served(state);
+    if let Ok(mut openapi) = state.openapi.lock() {
+        openapi.upsert(&k.def);
+    }
+}
+
+fn count_served(state: &State) {
+    state.metrics.served_resources.set(state.registry.snapshot().resources().count() as i64);
+}
+
+fn accepted(def: &ResourceDefinition) -> Option<Value> {
+    def.status.as_ref().and_then(|s| s.accepted_names.as_ref()).and_then(|n| serde_json::to_value(n).ok())
+}
+
+/// Sets `acceptedNames`, `NamesAccepted` and `Established` in a definition document.
+pub fn compute_status<'a>(
+    doc: &mut Value,
+    def: &ResourceDefinition,
+    others: impl Iterator<Item = &'a ResourceDefinition>,
+) {
+    let mut resources = BTreeSet::new();
+    let mut kinds = BTreeSet::new();
+    for o in others {
+        if let Some(n) = o.status.as_ref().and_then(|s| s.accepted_names.as_ref()) {
+            resources.insert(n.plural.clone());
+            resources.extend(n.singular.clone());
+            resources.extend(n.short_names.iter().flatten().cloned());
+            kinds.insert(n.kind.clone());
+            kinds.extend(n.list_kind.clone());
+        }
+    }
+    resources.remove("");
+    kinds.remove("");
+    let requested = &def.spec.names;
+    let old = def.status.as_ref().and_then(|s| s.accepted_names.clone()).unwrap_or_default();
+    let mut new = old.clone();
+    let mut conflict: Option<(&str, String)> = None;
+    let fresh = |want: &str, have: &str, used: &BTreeSet<String>| want == have || !used.contains(want);
+    if fresh(&requested.plural, &old.plural, &resources) {
+        new.plural = requested.plural.clone();
+    } else {
+        conflict = Some(("PluralConflict", format!("{:?} is already in use", requested.plural)));
+    }
+    let want_singular = requested.singular.clone().unwrap_or_default();
+    if fresh(&want_singular, old.singular.as_deref().unwrap_or(""), &resources) {
+        new.singular = requested.singular.clone();
+    } else {
+        conflict = Some(("SingularConflict", format!("{want_singular:?} is already in use")));
+    }
+    let old_short: BTreeSet<String> = old.short_names.iter().flatten().cloned().collect();
+    let mut short_ok = true;
+    for s in requested.short_names.iter().flatten() {
+        if !old_short.contains(s) && resources.contains(s) {
+            conflict = Some(("ShortNamesConflict", format!("{s:?} is already in use")));
+            short_ok = false;
+        }
+    }
+    if short_ok {
+        new.short_names = requested.short_names.clone();
+    }
+    if fresh(&requested.kind, &old.kind, &kinds) {
+        new.kind = requested.kind.clone();
+    } else {
+        conflict = Some(("KindConflict", format!("{:?} is already in use", requested.kind)));
+    }
+    let want_list = requested.list_kind.clone().unwrap_or_default();
+    if fresh(&want_list, old.list_kind.as_deref().unwrap_or(""), &kinds) {
+        new.list_kind = requested.list_kind.clone();
+    } else {
+        conflict = Some(("ListKindConflict", format!("{want_list:?} is already in use")));
+    }
+    new.categories = requested.categories.clone();
+
+    let now = meta::now();
+    if let Some(o) = doc.as_object_mut() {
+        let st = o.entry("status").or_insert_with(|| json!({}));
+        if let Some(st) = st.as_object_mut() {
+            st.insert("acceptedNames".into(), serde_json::to_value(&new).unwrap_or(json!({})));
+        }
+    }
+    match &conflict {
+        None => set_condition(doc, "NamesAccepted", "True", "NoConflicts", "no conflicts found", &now),
+        Some((reason, message)) => set_condition(doc, "NamesAccepted", "False", reason, message, &now),
+    }
+    if !def.is_established() {
+        if conflict.is_none() {
+            set_condition(
+                doc,
+                "Established",
+                "True",
+                "InitialNamesAccepted",
+                "the initial names have been accepted",
+                &now,
+            );
+        } else {
+            set_condition(doc, "Established", "False", "NotAccepted", "not all names are accepted", &now);
+        }
+    }
+}
+
+/// Deletes a terminating definition's objects, then removes its finalizer.
+async fn cleanup(state: &Arc<State>, name: &str) {
+    let def_key = state.keys.object(versa_apiextensions::types::GROUP, "resourcedefinitions", None, name);
+    loop {
+        if state.shutdown.is_cancelled() {
+            return;
+        }
+        let Ok(Some(kv)) = state.store.get(&def_key).await else { return };
+        let Some(k) = parse(kv) else { return };
+        let prefix = state.keys.resource(&k.def.spec.group, &k.def.spec.names.plural);
+        let remaining = match delete_objects(state, &prefix).await {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(definition = name, error = %e, "cleaning up objects");
+                usize::MAX
+            }
+        };
+        if remaining == 0 {
+            let mut doc = k.doc.clone();
+            set_condition(
+                &mut doc,
+                "Terminating",
+                "False",
+                "InstanceDeletionCompleted",
+                "removed all instances",
+                &meta::now(),
+            );
+            let finalizers: Vec<Value> = doc
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .map(|f| f.iter().filter(|x| *x != CLEANUP_FINALIZER).cloned().collect())
+                .unwrap_or_default();
+            let done = if finalizers.is_empty() {
+                state.store.delete(&def_key, Some(k.kv.mod_revision)).await.map(|_| ())
+            } else {
+                doc["metadata"]["finalizers"] = Value::Array(finalizers);
+                let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
+                state.store.update(&def_key, bytes, k.kv.mod_revision).await.map(|_| ())
+            };
+            match done {
+                Ok(()) => return,
+                Err(versa_storage::Error::Conflict { .. }) => continue,
+                Err(e) => tracing::warn!(definition = name, error = %e, "removing the cleanup finalizer"),
+            }
+        } else if !k.def.condition_is_true("Terminating")
+            || k.doc.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
+                cs.iter().any(|c| c["type"] == "Terminating" && c["reason"] == "InstanceDeletionPending")
+            })
+        {
+            let mut doc = k.doc.clone();
+            set_condition(
+                &mut doc,
+                "Terminating",
+                "True",
+                "InstanceDeletionInProgress",
+                "CustomResource deletion is in progress",
+                &meta::now(),
+            );
+            let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
+            let _ = state.store.update(&def_key, bytes, k.kv.mod_revision).await;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(if remaining == 0 { 50 } else { 1000 })) => {}
+            () = state.shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// One pass over the objects under `prefix`: objects without finalizers are deleted, objects
+/// with finalizers are marked for deletion. Returns how many were there.
+async fn delete_objects(state: &State, prefix: &str) -> versa_storage::Result<usize> {
+    let page = state.store.list(prefix, ListOptions::default()).await?;
+    let count = page.items.len();
+    let now = meta::now();
+    for kv in page.items {
+        let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) else {
+            state.store.delete(&kv.key, Some(kv.mod_revision)).await.ok();
+            continue;
+        };
+        let has_finalizers =
+            obj.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+        if !has_finalizers {
+            state.store.delete(&kv.key, Some(kv.mod_revision)).await.ok();
+        } else if obj.pointer("/metadata/deletionTimestamp").is_none() {
+            if let Some(m) = meta::meta_mut(&mut obj) {
+                m.insert("deletionTimestamp".into(), json!(now));
+                m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
+            let bytes = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
+            state.store.update(&kv.key, bytes, kv.mod_revision).await.ok();
+        }
+    }
+    Ok(count)
+}

@@ -1,0 +1,209 @@
+//! Server-owned object metadata: uids, timestamps, generated name suffixes, and the
+//! query-string and time helpers the REST layer shares. Randomness comes from `ring`'s system
+//! generator (already in the tree for TLS); times are formatted as RFC 3339 in UTC with second
+//! precision, as `metav1.Time` serialises.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ring::rand::{SecureRandom, SystemRandom};
+
+/// A random RFC 4122 version 4 uid (`8-4-4-4-12` lowercase hex).
+pub fn new_uid() -> String {
+    let mut b = [0u8; 16];
+    // The system generator only fails when the OS has no entropy source at all; the uid then
+    // still differs per call through the clock.
+    if SystemRandom::new().fill(&mut b).is_err() {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+        b = nanos.to_le_bytes();
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+}
+
+/// Five random characters for `generateName`, from Kubernetes' alphabet.
+pub fn name_suffix() -> String {
+    let alphabet = versa_schema::pipeline::NAME_SUFFIX_ALPHABET.as_bytes();
+    let mut b = [0u8; 5];
+    let _ = SystemRandom::new().fill(&mut b);
+    b.iter().map(|x| alphabet[*x as usize % alphabet.len()] as char).collect()
+}
+
+/// `t` as `2026-11-22T03:04:05Z`.
+pub fn rfc3339(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Now, formatted as [`rfc3339`].
+pub fn now() -> String {
+    rfc3339(SystemTime::now())
+}
+
+/// Parses `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`; `None` when malformed.
+pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
+    let b = s.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, mo, d, h, mi, sec) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut rest = &s[19..];
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        rest = &frac[digits..];
+    }
+    let offset = match rest {
+        "Z" | "z" => 0,
+        _ if rest.len() == 6 && matches!(rest.as_bytes()[0], b'+' | b'-') && rest.as_bytes()[3] == b':' => {
+            let sign = if rest.starts_with('-') { -1 } else { 1 };
+            sign * (rest[1..3].parse::<i64>().ok()? * 3600 + rest[4..6].parse::<i64>().ok()? * 60)
+        }
+        _ => return None,
+    };
+    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec - offset;
+    u64::try_from(secs).ok().map(|s| UNIX_EPOCH + Duration::from_secs(s))
+}
+
+// Howard Hinnant's civil-calendar algorithms (proleptic Gregorian).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// `metadata` as a mutable map, created when absent or not an object; `None` only when `obj`
+/// itself is not an object (bodies are checked to be objects before any write step).
+pub fn meta_mut(obj: &mut serde_json::Value) -> Option<&mut serde_json::Map<String, serde_json::Value>> {
+    let o = obj.as_object_mut()?;
+    let meta = o.entry("metadata").or_insert_with(|| serde_json::Value::Object(Default::default()));
+    if !meta.is_object() {
+        *meta = serde_json::Value::Object(Default::default());
+    }
+    meta.as_object_mut()
+}
+
+/// Query parameters, percent-decoded (`+` is a space, as Go's `url.ParseQuery` reads it).
+#[derive(Debug, Clone, Default)]
+pub struct Query(Vec<(String, String)>);
+
+impl Query {
+    pub fn parse(query: Option<&str>) -> Query {
+        let pairs = query
+            .unwrap_or("")
+            .split('&')
+            .filter(|kv| !kv.is_empty())
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                (percent_decode(k), percent_decode(v))
+            })
+            .collect();
+        Query(pairs)
+    }
+
+    /// The first value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// `key` as a boolean (`true`/`1`), false when absent.
+    pub fn flag(&self, key: &str) -> bool {
+        matches!(self.get(key), Some("true" | "1" | "True"))
+    }
+
+    /// Drops every value of the given keys.
+    pub fn remove(&mut self, keys: &[&str]) {
+        self.0.retain(|(k, _)| !keys.contains(&k.as_str()));
+    }
+
+    /// All values of `key` (repeated parameters such as `dryRun`).
+    pub fn all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0.iter().filter(move |(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => {
+                let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(x) => {
+                        out.push(x);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_round_trip() {
+        for s in ["1970-01-01T00:00:00Z", "2000-02-29T12:34:56Z", "2026-11-22T03:04:05Z", "2100-12-31T23:59:59Z"] {
+            assert_eq!(rfc3339(parse_rfc3339(s).unwrap()), s);
+        }
+        assert_eq!(rfc3339(parse_rfc3339("2026-11-22T05:04:05.123+02:00").unwrap()), "2026-11-22T03:04:05Z");
+        for bad in ["", "2026-13-01T00:00:00Z", "2026-11-22 03:04:05Z", "2026-11-22T03:04:05"] {
+            assert!(parse_rfc3339(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn uids_and_suffixes() {
+        let u = new_uid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert_ne!(u, new_uid());
+        assert_eq!(name_suffix().len(), 5);
+    }
+
+    #[test]
+    fn query() {
+        let q = Query::parse(Some("labelSelector=app%3Dweb%2Ctier+in+(a)&limit=5&dryRun=All&watch=1&bad=%zz&end=%4"));
+        assert_eq!(q.get("labelSelector"), Some("app=web,tier in (a)"));
+        assert_eq!(q.get("limit"), Some("5"));
+        assert!(q.flag("watch"));
+        assert_eq!(q.get("bad"), Some("%zz"));
+        assert_eq!(q.get("end"), Some("%4"));
+        assert_eq!(q.get("missing"), None);
+    }
+}

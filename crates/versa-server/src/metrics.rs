@@ -1,0 +1,166 @@
+//! `/metrics`: Prometheus text exposition with kube-apiserver's metric names where one exists.
+//!
+//! - `apiserver_request_total{verb,group,version,resource,subresource,scope,code}` — every
+//!   request, with kube's verb spelling (`GET`, `LIST`, `WATCH`, `POST`, `PUT`, `PATCH`,
+//!   `DELETE`, `DELETECOLLECTION`) and scope (`resource`, `namespace`, `cluster`);
+//! - `apiserver_request_duration_seconds{verb,group,version,resource,subresource,scope}` —
+//!   latency of every request except watches (which last as long as the client wants), with
+//!   kube's buckets;
+//! - `apiserver_registered_watchers{group,version,kind}` — open watches;
+//! - `versa_served_resources` — resources served (definitions established, plus the
+//!   definitions API itself).
+
+use std::sync::atomic::AtomicI64;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::request_info::RequestInfo;
+
+type Labels = Vec<(&'static str, String)>;
+
+/// kube-apiserver's request latency buckets (seconds).
+const DURATION_BUCKETS: [f64; 23] = [
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0,
+    45.0, 60.0,
+];
+
+/// The server's metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<Labels, Counter>,
+    durations: Family<Labels, Histogram, fn() -> Histogram>,
+    watchers: Family<Labels, Gauge<i64, AtomicI64>>,
+    pub served_resources: Gauge<i64, AtomicI64>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn new_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let requests = Family::<Labels, Counter>::default();
+        let durations = Family::<Labels, Histogram, fn() -> Histogram>::new_with_constructor(new_histogram);
+        let watchers = Family::<Labels, Gauge<i64, AtomicI64>>::default();
+        let served_resources = Gauge::<i64, AtomicI64>::default();
+        registry.register(
+            "apiserver_request",
+            "Counter of apiserver requests broken out for each verb, group, version, resource, scope, subresource and HTTP response code.",
+            requests.clone(),
+        );
+        registry.register(
+            "apiserver_request_duration_seconds",
+            "Response latency distribution in seconds for each verb, group, version, resource, subresource and scope.",
+            durations.clone(),
+        );
+        registry.register(
+            "apiserver_registered_watchers",
+            "Number of currently registered watchers for a given resource.",
+            watchers.clone(),
+        );
+        registry.register("versa_served_resources", "Number of resources served.", served_resources.clone());
+        Metrics { registry, requests, durations, watchers, served_resources }
+    }
+
+    /// Records a finished request.
+    pub fn observe(&self, info: &RequestInfo, method: &http::Method, code: u16, seconds: f64) {
+        let mut labels = base_labels(info, method);
+        let verb = labels[0].1.clone();
+        if verb != "WATCH" {
+            self.durations.get_or_create(&labels).observe(seconds);
+        }
+        labels.push(("code", code.to_string()));
+        self.requests.get_or_create(&labels).inc();
+    }
+
+    /// A watch opened (`+1`) or closed (`-1`).
+    pub fn watchers(&self, group: &str, version: &str, kind: &str, delta: i64) {
+        let labels = vec![("group", group.to_owned()), ("version", version.to_owned()), ("kind", kind.to_owned())];
+        self.watchers.get_or_create(&labels).inc_by(delta);
+    }
+
+    /// The text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+fn base_labels(info: &RequestInfo, method: &http::Method) -> Labels {
+    if !info.is_resource_request {
+        return vec![
+            ("verb", method.as_str().to_owned()),
+            ("group", String::new()),
+            ("version", String::new()),
+            ("resource", String::new()),
+            ("subresource", String::new()),
+            ("scope", String::new()),
+        ];
+    }
+    let verb = match info.verb.as_str() {
+        "get" => "GET",
+        "list" => "LIST",
+        "watch" => "WATCH",
+        "create" => "POST",
+        "update" => "PUT",
+        "patch" => "PATCH",
+        "delete" => "DELETE",
+        "deletecollection" => "DELETECOLLECTION",
+        _ => method.as_str(),
+    };
+    let scope = if !info.name.is_empty() {
+        "resource"
+    } else if !info.namespace.is_empty() {
+        "namespace"
+    } else {
+        "cluster"
+    };
+    vec![
+        ("verb", verb.to_owned()),
+        ("group", info.api_group.clone()),
+        ("version", info.api_version.clone()),
+        ("resource", info.resource.clone()),
+        ("subresource", info.subresource.clone()),
+        ("scope", scope.to_owned()),
+    ]
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposition() {
+        let m = Metrics::new();
+        let info = crate::request_info::parse(&http::Method::GET, "/apis/g.example/v1/namespaces/ns/things", None);
+        m.observe(&info, &http::Method::GET, 200, 0.01);
+        m.watchers("g.example", "v1", "Thing", 1);
+        let text = m.encode();
+        assert!(
+            text.contains(
+                r#"apiserver_request_total{verb="LIST",group="g.example",version="v1",resource="things",subresource="",scope="namespace",code="200"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(text.contains("apiserver_request_duration_seconds_bucket{"), "{text}");
+        assert!(
+            text.contains(r#"apiserver_registered_watchers{group="g.example",version="v1",kind="Thing"} 1"#),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,321 @@
+//! The serving state: which resources are served, and everything compiled for each.
+//!
+//! A [`Resource`] is built once from a definition — one lowered structural schema and one
+//! Table convertor per version — and never changed; when the definition changes, the
+//! definitions controller builds a new one and swaps it into the [`Registry`] in one step.
+//! Requests take a [`Snapshot`] (an `Arc`) at routing time and keep using it to the end, so a
+//! request never sees half of an update, and no request compiles anything.
+//!
+//! The definitions API itself (`versa.dev/v1` `resourcedefinitions`) is a [`Resource`] too,
+//! built by [`Resource::definitions`], so that one REST implementation serves both.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceColumnDefinition, CustomResourceDefinitionNames, CustomResourceSubresourceScale,
+};
+use serde_json::Value;
+use versa_apiextensions::ResourceDefinition;
+use versa_apiextensions::types::{API_VERSION, GROUP, KIND, VERSION};
+use versa_schema::Structural;
+
+use crate::table::TableConvertor;
+
+/// What the REST layer does differently for a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// A custom resource: schema pipeline, subresources as its definition says.
+    Custom,
+    /// `versa.dev/v1` `resourcedefinitions`: definition validation and the deletion finalizer.
+    Definitions,
+}
+
+/// One served resource, compiled.
+#[derive(Debug)]
+pub struct Resource {
+    pub flavor: Flavor,
+    /// The definition this was built from (for custom resources), with its status.
+    pub definition: Arc<ResourceDefinition>,
+    pub group: String,
+    pub plural: String,
+    pub singular: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub namespaced: bool,
+    /// The version objects are written at.
+    pub storage_version: String,
+    /// Every version of the definition (served or not; reads of objects stored at an unserved
+    /// version still need its schema).
+    pub versions: Vec<Version>,
+    /// The definition is being deleted: creates are refused.
+    pub terminating: bool,
+}
+
+/// One version of a resource, compiled.
+#[derive(Debug)]
+pub struct Version {
+    pub name: String,
+    pub served: bool,
+    /// The lowered schema (`None` for the definitions resource, which is validated by
+    /// `versa-apiextensions`).
+    pub schema: Option<Structural>,
+    pub table: TableConvertor,
+    pub status: bool,
+    pub scale: Option<CustomResourceSubresourceScale>,
+    /// Field paths usable in field selectors besides `metadata.name` / `metadata.namespace`.
+    pub selectable_fields: Vec<String>,
+    /// The `Warning` header for a deprecated version.
+    pub warning: Option<String>,
+}
+
+impl Resource {
+    /// Compiles a definition. Names come from `status.acceptedNames` (what the naming
+    /// controller granted), falling back to the spec's.
+    pub fn build(def: Arc<ResourceDefinition>) -> Resource {
+        let spec = &def.spec;
+        let names: &CustomResourceDefinitionNames = def
+            .status
+            .as_ref()
+            .and_then(|s| s.accepted_names.as_ref())
+            .filter(|n| !n.plural.is_empty())
+            .unwrap_or(&spec.names);
+        let kind = names.kind.clone();
+        let versions = spec
+            .versions
+            .iter()
+            .map(|v| {
+                let schema = v
+                    .schema
+                    .as_ref()
+                    .and_then(|s| s.open_api_v3_schema.as_ref())
+                    .and_then(|s| Structural::lower(s).ok());
+                let columns: &[CustomResourceColumnDefinition] =
+                    v.additional_printer_columns.as_deref().unwrap_or_default();
+                let warning = v.deprecated.unwrap_or(false).then(|| {
+                    v.deprecation_warning
+                        .clone()
+                        .unwrap_or_else(|| format!("{}/{} {} is deprecated", spec.group, v.name, kind))
+                });
+                Version {
+                    name: v.name.clone(),
+                    served: v.served,
+                    schema,
+                    // A column whose path does not parse is dropped with the ones after it, as
+                    // kube serves it (definition validation refuses such paths anyway).
+                    table: TableConvertor::lenient(columns).0,
+                    status: v.subresources.as_ref().is_some_and(|s| s.status.is_some()),
+                    scale: v.subresources.as_ref().and_then(|s| s.scale.clone()),
+                    selectable_fields: v
+                        .selectable_fields
+                        .iter()
+                        .flatten()
+                        .map(|f| f.json_path.trim_start_matches('.').to_owned())
+                        .collect(),
+                    warning,
+                }
+            })
+            .collect();
+        let terminating = def.condition_is_true("Terminating") || def.metadata.deletion_timestamp.is_some();
+        Resource {
+            flavor: Flavor::Custom,
+            group: spec.group.clone(),
+            plural: names.plural.clone(),
+            singular: names.singular.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| kind.to_lowercase()),
+            list_kind: names.list_kind.clone().unwrap_or_else(|| format!("{kind}List")),
+            kind,
+            short_names: names.short_names.clone().unwrap_or_default(),
+            categories: names.categories.clone().unwrap_or_default(),
+            namespaced: spec.scope == "Namespaced",
+            storage_version: def.storage_version().unwrap_or_default().to_owned(),
+            versions,
+            terminating,
+            definition: def,
+        }
+    }
+
+    /// The definitions API as a resource.
+    pub fn definitions() -> Resource {
+        Resource {
+            flavor: Flavor::Definitions,
+            definition: Arc::new(definitions_definition()),
+            group: GROUP.to_owned(),
+            plural: "resourcedefinitions".to_owned(),
+            singular: "resourcedefinition".to_owned(),
+            kind: KIND.to_owned(),
+            list_kind: format!("{KIND}List"),
+            short_names: vec!["rd".to_owned()],
+            categories: Vec::new(),
+            namespaced: false,
+            storage_version: VERSION.to_owned(),
+            versions: vec![Version {
+                name: VERSION.to_owned(),
+                served: true,
+                schema: None,
+                table: TableConvertor::default_columns(),
+                status: true,
+                scale: None,
+                selectable_fields: Vec::new(),
+                warning: None,
+            }],
+            terminating: false,
+        }
+    }
+
+    /// A served version by name.
+    pub fn served_version(&self, name: &str) -> Option<&Version> {
+        self.versions.iter().find(|v| v.served && v.name == name)
+    }
+
+    /// Any version by name (served or not).
+    pub fn version(&self, name: &str) -> Option<&Version> {
+        self.versions.iter().find(|v| v.name == name)
+    }
+
+    /// `group/version` for `version`.
+    pub fn api_version(&self, version: &str) -> String {
+        format!("{}/{version}", self.group)
+    }
+}
+
+/// A ResourceDefinition describing the definitions API itself, for discovery and OpenAPI: its
+/// spec and status are open objects there (their shape is the CRD's, documented upstream).
+fn definitions_definition() -> ResourceDefinition {
+    let doc = serde_json::json!({
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": format!("resourcedefinitions.{GROUP}")},
+        "spec": {
+            "group": GROUP,
+            "scope": "Cluster",
+            "names": {"plural": "resourcedefinitions", "singular": "resourcedefinition", "kind": KIND,
+                      "listKind": format!("{KIND}List"), "shortNames": ["rd"]},
+            "versions": [{
+                "name": VERSION, "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                             "description": "The shape of apiextensions.k8s.io/v1 CustomResourceDefinitionSpec."},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+                "subresources": {"status": {}},
+            }],
+        },
+        "status": {"conditions": [{"type": "Established", "status": "True"}], "storedVersions": [VERSION],
+                   "acceptedNames": {"plural": "resourcedefinitions", "singular": "resourcedefinition", "kind": KIND,
+                                     "listKind": format!("{KIND}List"), "shortNames": ["rd"]}},
+    });
+    ResourceDefinition::from_document(&doc).unwrap_or_default()
+}
+
+/// The served resources at one moment.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// By definition name (`<plural>.<group>`).
+    by_name: BTreeMap<String, Arc<Resource>>,
+    /// By (group, plural).
+    by_route: HashMap<(String, String), Arc<Resource>>,
+    /// Discovery documents, built on first use and kept until the next change.
+    pub discovery: DiscoveryCache,
+}
+
+/// Discovery documents of one snapshot.
+#[derive(Debug, Default)]
+pub struct DiscoveryCache {
+    pub group_list: OnceLock<Arc<Vec<u8>>>,
+    pub aggregated: OnceLock<Arc<Vec<u8>>>,
+}
+
+impl Snapshot {
+    /// The resource served at `/apis/<group>/<version>/<plural>`, if that version is served.
+    pub fn route(&self, group: &str, plural: &str) -> Option<&Arc<Resource>> {
+        self.by_route.get(&(group.to_owned(), plural.to_owned()))
+    }
+
+    /// Every served resource, in definition-name order.
+    pub fn resources(&self) -> impl Iterator<Item = &Arc<Resource>> {
+        self.by_name.values()
+    }
+
+    /// The definitions of every served resource (the input of discovery and OpenAPI).
+    pub fn definitions(&self) -> Vec<&ResourceDefinition> {
+        self.by_name.values().map(|r| r.definition.as_ref()).collect()
+    }
+
+    /// A served resource by definition name.
+    pub fn by_name(&self, name: &str) -> Option<&Arc<Resource>> {
+        self.by_name.get(name)
+    }
+}
+
+/// The current [`Snapshot`], swapped whole on every change.
+#[derive(Debug)]
+pub struct Registry {
+    current: RwLock<Arc<Snapshot>>,
+    ready: AtomicBool,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Registry {
+    /// A registry serving only the definitions API.
+    pub fn new() -> Registry {
+        let registry = Registry { current: RwLock::new(Arc::new(Snapshot::default())), ready: AtomicBool::new(false) };
+        registry.update(|by_name| {
+            by_name.insert(format!("resourcedefinitions.{GROUP}"), Arc::new(Resource::definitions()));
+        });
+        registry
+    }
+
+    /// The current snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        match self.current.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Serves `resource` under `name`, replacing what was served under that name.
+    pub fn upsert(&self, name: &str, resource: Arc<Resource>) {
+        self.update(|by_name| {
+            by_name.insert(name.to_owned(), resource);
+        });
+    }
+
+    /// Stops serving `name`.
+    pub fn remove(&self, name: &str) {
+        self.update(|by_name| {
+            by_name.remove(name);
+        });
+    }
+
+    fn update(&self, change: impl FnOnce(&mut BTreeMap<String, Arc<Resource>>)) {
+        let mut guard = match self.current.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let mut by_name = guard.by_name.clone();
+        change(&mut by_name);
+        let by_route = by_name.values().map(|r| ((r.group.clone(), r.plural.clone()), r.clone())).collect();
+        *guard = Arc::new(Snapshot { by_name, by_route, discovery: DiscoveryCache::default() });
+    }
+
+    /// Definitions have been loaded: `/readyz` may say ready.
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::Release);
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+}
+
+/// `obj["metadata"][field]` as a string.
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str()
+}

@@ -1,0 +1,242 @@
+//! The REST layer: one implementation of Kubernetes' resource verbs for every served resource
+//! (custom resources and the definitions API alike).
+//!
+//! [`serve`] routes a resource request to a verb handler: `read.rs` (get, list), `watch.rs`,
+//! `write.rs` (create, update, patch, delete, deletecollection) and `scale.rs`. `objects.rs`
+//! holds what they share: moving objects between the storage form (JSON at the storage
+//! version, no `resourceVersion`) and the request form (the request version, `resourceVersion`
+//! set from the store's revision). Every answer is JSON (or YAML, or a Table, when asked) and
+//! every error a `metav1.Status`.
+
+mod objects;
+mod read;
+mod scale;
+mod watch;
+mod write;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::BodyExt as _;
+use hyper::body::Incoming;
+use serde_json::Value;
+
+use crate::codec;
+use crate::handler::State;
+use crate::meta::Query;
+use crate::registry::{Resource, Version};
+use crate::request_info::RequestInfo;
+use crate::status::Status;
+use crate::{Body, full};
+
+/// Everything a verb handler needs about the request.
+#[derive(Debug)]
+pub struct Ctx {
+    pub state: Arc<State>,
+    pub res: Arc<Resource>,
+    /// The request version (served).
+    pub version: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub query: Query,
+    pub headers: HeaderMap,
+    /// `Warning` headers to send.
+    pub warnings: Vec<String>,
+}
+
+impl Ctx {
+    pub fn ver(&self) -> &Version {
+        // Routing checked that the version is served; fall back to the first version rather
+        // than panic if the resource changed shape meanwhile (it cannot: it is immutable).
+        self.res.served_version(&self.version).unwrap_or(&self.res.versions[0])
+    }
+
+    /// `<group>/<version>` of the request.
+    pub fn api_version(&self) -> String {
+        self.res.api_version(&self.version)
+    }
+
+    /// The store key of object `name` in the request's namespace.
+    pub fn key(&self, name: &str) -> String {
+        self.state.keys.object(&self.res.group, &self.res.plural, self.namespace.as_deref(), name)
+    }
+
+    /// The store prefix of the request's collection (one namespace, or all).
+    pub fn collection_prefix(&self) -> String {
+        match &self.namespace {
+            Some(ns) => self.state.keys.namespace(&self.res.group, &self.res.plural, ns),
+            None => self.state.keys.resource(&self.res.group, &self.res.plural),
+        }
+    }
+
+    pub fn not_found(&self) -> Status {
+        Status::not_found(&self.res.group, &self.res.plural, &self.name)
+    }
+
+    /// `dryRun=All`: validate, do not store. Other values are refused as kube does.
+    pub fn dry_run(&self) -> Result<bool, Status> {
+        let mut dry = false;
+        for v in self.query.all("dryRun") {
+            match v {
+                "All" => dry = true,
+                "" => {}
+                other => {
+                    return Err(Status::bad_request(format!(
+                        "Invalid dry run value {other:?}: supported values: \"All\""
+                    )));
+                }
+            }
+        }
+        Ok(dry)
+    }
+
+    /// A JSON (or YAML) answer carrying the collected warnings.
+    pub fn respond(&self, code: StatusCode, value: &Value) -> Response<Body> {
+        let (bytes, content_type) = codec::encode(value, codec::response_encoding(&self.headers));
+        let mut response = Response::new(full(bytes));
+        *response.status_mut() = code;
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        add_warnings(response.headers_mut(), self.ver().warning.iter().chain(self.warnings.iter()));
+        response
+    }
+}
+
+/// Adds `Warning: 299 - "<text>"` headers.
+pub fn add_warnings<'a>(headers: &mut HeaderMap, warnings: impl Iterator<Item = &'a String>) {
+    for w in warnings {
+        let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            headers.append(header::WARNING, v);
+        }
+    }
+}
+
+/// What the client asked the response to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// The objects themselves.
+    Object,
+    /// `meta.k8s.io/v1` Table.
+    Table,
+    /// `meta.k8s.io/v1` PartialObjectMetadata(List).
+    Metadata,
+}
+
+/// Reads the `Accept` header: the first acceptable entry wins, as kube's negotiation does.
+pub fn shape(headers: &HeaderMap) -> Shape {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    for entry in accept.split(',') {
+        let mut parts = entry.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("");
+        let (mut as_, mut g, mut v) = ("", "", "");
+        for p in parts {
+            match p.split_once('=') {
+                Some(("as", x)) => as_ = x,
+                Some(("g", x)) => g = x,
+                Some(("v", x)) => v = x,
+                _ => {}
+            }
+        }
+        if as_.is_empty() {
+            if matches!(media, "application/json" | "application/yaml" | "*/*" | "application/*" | "") {
+                return Shape::Object;
+            }
+            continue;
+        }
+        if g != "meta.k8s.io" || !matches!(v, "v1" | "v1beta1") {
+            continue;
+        }
+        match as_ {
+            "Table" => return Shape::Table,
+            "PartialObjectMetadata" | "PartialObjectMetadataList" => return Shape::Metadata,
+            _ => {}
+        }
+    }
+    Shape::Object
+}
+
+/// Serves a resource request for `res` at a served version (routing checked both).
+pub async fn serve(
+    state: Arc<State>,
+    res: Arc<Resource>,
+    info: &RequestInfo,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let mut ctx = Ctx {
+        state,
+        res,
+        version: info.api_version.clone(),
+        namespace: (!info.namespace.is_empty()).then(|| info.namespace.clone()),
+        name: info.name.clone(),
+        query: Query::parse(parts.uri.query()),
+        headers: parts.headers,
+        warnings: Vec::new(),
+    };
+    let body = match read_body(body).await {
+        Ok(b) => b,
+        Err(status) => return status.into_response(),
+    };
+    let b = &body[..];
+    let result = match (info.subresource.as_str(), info.name.is_empty()) {
+        ("", true) => match info.verb.as_str() {
+            "list" => read::list(&ctx).await,
+            "watch" => watch::watch(&ctx).await,
+            "create" => write::create(&mut ctx, b).await,
+            "deletecollection" => write::delete_collection(&ctx, b).await,
+            verb => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, verb)),
+        },
+        ("", false) => match (&parts.method, info.verb.as_str()) {
+            (_, "get") => read::get(&ctx).await,
+            (_, "watch") => watch::watch(&ctx).await,
+            (&Method::PUT, _) => write::update(&mut ctx, b, Part::Main).await,
+            (&Method::PATCH, _) => write::patch(&mut ctx, b, Part::Main).await,
+            (&Method::DELETE, _) => write::delete(&ctx, b).await,
+            (_, verb) => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, verb)),
+        },
+        ("status", false) if ctx.ver().status => match parts.method {
+            Method::GET => read::get(&ctx).await,
+            Method::PUT => write::update(&mut ctx, b, Part::Status).await,
+            Method::PATCH => write::patch(&mut ctx, b, Part::Status).await,
+            _ => Err(Status::method_not_supported(&ctx.res.group, &format!("{}/status", ctx.res.plural), &info.verb)),
+        },
+        ("scale", false) if ctx.ver().scale.is_some() => match parts.method {
+            Method::GET => scale::get(&ctx).await,
+            Method::PUT => scale::update(&mut ctx, b).await,
+            Method::PATCH => scale::patch(&mut ctx, b).await,
+            _ => Err(Status::method_not_supported(&ctx.res.group, &format!("{}/scale", ctx.res.plural), &info.verb)),
+        },
+        _ => Err(Status::not_found_path()),
+    };
+    match result {
+        Ok(response) => response,
+        Err(status) => {
+            let mut response = status.into_response();
+            add_warnings(response.headers_mut(), ctx.warnings.iter());
+            response
+        }
+    }
+}
+
+/// Which part of an object a write may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The main endpoint (everything but `status` when the status subresource is on).
+    Main,
+    /// `/status`: only `status`.
+    Status,
+}
+
+/// The result type of verb handlers.
+pub type Answer = Result<Response<Body>, Status>;
+
+/// Reads a request body, refusing more than [`codec::MAX_BODY_BYTES`] without buffering it.
+pub async fn read_body(body: Incoming) -> Result<Bytes, Status> {
+    let limited = http_body_util::Limited::new(body, codec::MAX_BODY_BYTES);
+    match limited.collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(Status::too_large()),
+        Err(e) => Err(Status::bad_request(format!("error reading the request body: {e}"))),
+    }
+}

@@ -1,0 +1,279 @@
+//! `get` and `list`.
+//!
+//! List follows kube-apiserver's ListOptions: `labelSelector`, `fieldSelector`
+//! (`metadata.name`, `metadata.namespace`, the version's `selectableFields`), `limit` +
+//! `continue` (the store's token, re-minted after the last returned item when a selector
+//! filters a page short), `resourceVersion` with `resourceVersionMatch` (`NotOlderThan`, the
+//! default, reads the latest state; `Exact` reads the store at that revision). Results are the
+//! objects, a Table, or PartialObjectMetadata, as the `Accept` header asks.
+
+use http::StatusCode;
+use serde_json::{Map, Value, json};
+use versa_schema::{Error as FieldError, ErrorList, Path};
+use versa_storage::{ContinueToken, ListOptions};
+
+use super::objects::from_storage;
+use super::{Answer, Ctx, Shape, shape};
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::status::Status;
+use crate::table::IncludeObject;
+
+/// `GET .../<plural>/<name>` (and `.../<name>/status`).
+pub async fn get(ctx: &Ctx) -> Answer {
+    let kv = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(super::write::storage_error(ctx))?;
+    let kv = kv.ok_or_else(|| ctx.not_found())?;
+    let obj = from_storage(&ctx.res, &kv, &ctx.version)?;
+    Ok(match shape(&ctx.headers) {
+        Shape::Object => ctx.respond(StatusCode::OK, &obj),
+        Shape::Metadata => ctx.respond(StatusCode::OK, &partial_metadata(&obj)),
+        Shape::Table => {
+            let table = ctx.ver().table.table(&[&obj], None, include_object(ctx)?, std::time::SystemTime::now());
+            ctx.respond(StatusCode::OK, &table)
+        }
+    })
+}
+
+/// The selectors and paging of a list or watch request.
+#[derive(Debug)]
+pub struct Filter {
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+}
+
+impl Filter {
+    /// Parses `labelSelector` and `fieldSelector`; unsupported field labels are 400.
+    pub fn from_query(ctx: &Ctx) -> Result<Filter, Status> {
+        let labels = LabelSelector::parse(ctx.query.get("labelSelector").unwrap_or(""))
+            .map_err(|e| Status::bad_request(e.to_string()))?;
+        let fields = FieldSelector::parse(ctx.query.get("fieldSelector").unwrap_or(""))
+            .map_err(|e| Status::bad_request(e.to_string()))?;
+        let selectable = &ctx.ver().selectable_fields;
+        for f in fields.fields() {
+            if f != "metadata.name" && f != "metadata.namespace" && !selectable.iter().any(|s| s == f) {
+                return Err(Status::bad_request(format!("field label not supported: {f}")));
+            }
+        }
+        Ok(Filter { labels, fields })
+    }
+
+    /// Whether a request-form object passes both selectors.
+    pub fn matches(&self, obj: &Value) -> bool {
+        let empty = Map::new();
+        let labels = obj.pointer("/metadata/labels").and_then(Value::as_object).unwrap_or(&empty);
+        self.labels.matches(labels) && self.fields.matches(|field| field_value(obj, field))
+    }
+}
+
+/// A field's value as a field selector compares it (`fmt.Sprint` of the value; absent → "").
+fn field_value(obj: &Value, field: &str) -> Option<String> {
+    let mut v = obj;
+    for part in field.split('.') {
+        v = v.get(part)?;
+    }
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => None,
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(versa_schema::field::go_number(n)),
+        other => Some(other.to_string()),
+    }
+}
+
+/// `resourceVersion` / `resourceVersionMatch` / `continue`, checked as kube's
+/// `ValidateListOptions` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadAt {
+    /// The latest state.
+    Latest,
+    /// The latest state, which must be at least this revision.
+    NotOlderThan(i64),
+    /// Exactly this revision.
+    Exact(i64),
+}
+
+/// Parses a `resourceVersion` parameter.
+pub fn parse_rv(rv: &str) -> Result<i64, Status> {
+    rv.parse::<i64>()
+        .ok()
+        .filter(|r| *r >= 0)
+        .ok_or_else(|| Status::bad_request(format!("invalid resource version: {rv:?}")))
+}
+
+fn read_at(ctx: &Ctx) -> Result<ReadAt, Status> {
+    let rv = ctx.query.get("resourceVersion").unwrap_or("");
+    let rv_match = ctx.query.get("resourceVersionMatch").unwrap_or("");
+    let cont = ctx.query.get("continue").unwrap_or("");
+    let mut errs = ErrorList::new();
+    if !rv_match.is_empty() && rv.is_empty() {
+        errs.push(FieldError::forbidden(
+            Path::new("resourceVersionMatch"),
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ));
+    }
+    if !cont.is_empty() && !rv.is_empty() && rv != "0" {
+        errs.push(FieldError::forbidden(
+            Path::new("resourceVersion"),
+            "specifying resource version is not allowed when using continue",
+        ));
+    }
+    if !rv_match.is_empty() && !cont.is_empty() {
+        errs.push(FieldError::forbidden(
+            Path::new("resourceVersionMatch"),
+            "resourceVersionMatch is forbidden when continue is provided",
+        ));
+    }
+    if !matches!(rv_match, "" | "NotOlderThan" | "Exact") {
+        errs.push(FieldError::not_supported(
+            Path::new("resourceVersionMatch"),
+            rv_match,
+            &["Exact", "NotOlderThan", ""],
+        ));
+    }
+    if rv_match == "Exact" && rv == "0" {
+        errs.push(FieldError::forbidden(
+            Path::new("resourceVersionMatch"),
+            "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+        ));
+    }
+    if !errs.is_empty() {
+        return Err(Status::invalid("meta.k8s.io", "ListOptions", "", &errs));
+    }
+    Ok(match (rv, rv_match) {
+        ("" | "0", _) => ReadAt::Latest,
+        (rv, "Exact") => ReadAt::Exact(parse_rv(rv)?),
+        (rv, _) => ReadAt::NotOlderThan(parse_rv(rv)?),
+    })
+}
+
+fn include_object(ctx: &Ctx) -> Result<IncludeObject, Status> {
+    match ctx.query.get("includeObject").unwrap_or("") {
+        "" | "Metadata" => Ok(IncludeObject::Metadata),
+        "None" => Ok(IncludeObject::None),
+        "Object" => Ok(IncludeObject::Object),
+        other => Err(Status::bad_request(format!("includeObject: Unsupported value: {other:?}"))),
+    }
+}
+
+/// One page of a list: request-form objects, the revision read at, the next token.
+#[derive(Debug)]
+pub struct Page {
+    pub items: Vec<Value>,
+    pub revision: i64,
+    pub continue_token: Option<String>,
+}
+
+/// Reads the collection as the list options ask.
+pub async fn read_page(ctx: &Ctx, filter: &Filter) -> Result<Page, Status> {
+    let limit = match ctx.query.get("limit").unwrap_or("") {
+        "" => 0,
+        l => l.parse::<i64>().map_err(|_| Status::bad_request(format!("invalid limit {l:?}")))?.max(0) as usize,
+    };
+    let at = read_at(ctx)?;
+    let prefix = ctx.collection_prefix();
+    let store = &ctx.state.store;
+    let mut revision = match at {
+        ReadAt::Exact(r) => r,
+        ReadAt::Latest => 0,
+        ReadAt::NotOlderThan(want) => {
+            let current = store.current_revision().await.map_err(super::write::storage_error(ctx))?;
+            if want > current {
+                return Err(Status::timeout(format!("Too large resource version: {want}, current: {current}")));
+            }
+            0
+        }
+    };
+    let mut token = ctx.query.get("continue").filter(|c| !c.is_empty()).map(str::to_owned);
+    let mut items = Vec::new();
+    loop {
+        let options = ListOptions { limit, continue_token: token.take(), revision };
+        let page = store.list(&prefix, options).await.map_err(|e| list_error(ctx, e))?;
+        revision = page.revision;
+        let mut last_key = None;
+        for kv in &page.items {
+            let obj = from_storage(&ctx.res, kv, &ctx.version)?;
+            last_key = Some(kv.key.clone());
+            if filter.matches(&obj) {
+                items.push(obj);
+                if limit > 0 && items.len() == limit {
+                    break;
+                }
+            }
+        }
+        let full = limit > 0 && items.len() == limit;
+        let exhausted_page = last_key.as_deref() == page.items.last().map(|kv| kv.key.as_str());
+        match (full, page.continue_token) {
+            // Filled before the end of the store page: continue right after the last item.
+            (true, _) if !exhausted_page => {
+                let last = last_key.unwrap_or_default();
+                let next = ContinueToken::after(&prefix, &last, revision).encode();
+                return Ok(Page { items, revision, continue_token: Some(next) });
+            }
+            (true, next) | (false, next @ None) => return Ok(Page { items, revision, continue_token: next }),
+            (false, Some(next)) => token = Some(next),
+        }
+    }
+}
+
+fn list_error(ctx: &Ctx, e: versa_storage::Error) -> Status {
+    match e {
+        versa_storage::Error::Expired { .. } if ctx.query.get("continue").is_some_and(|c| !c.is_empty()) => {
+            Status::expired(
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+            )
+        }
+        versa_storage::Error::Expired { .. } => {
+            Status::expired("The resourceVersion for the provided list is too old.")
+        }
+        versa_storage::Error::InvalidContinue(_) => Status::bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        ),
+        versa_storage::Error::FutureRevision { requested, current } => {
+            Status::timeout(format!("Too large resource version: {requested}, current: {current}"))
+        }
+        e => super::write::storage_error(ctx)(e),
+    }
+}
+
+/// `GET .../<plural>` (without `watch`).
+pub async fn list(ctx: &Ctx) -> Answer {
+    let filter = Filter::from_query(ctx)?;
+    let page = read_page(ctx, &filter).await?;
+    let rv = page.revision.to_string();
+    Ok(match shape(&ctx.headers) {
+        Shape::Object => ctx.respond(StatusCode::OK, &list_object(ctx, page)),
+        Shape::Metadata => {
+            let mut meta = json!({"resourceVersion": rv});
+            if let Some(c) = &page.continue_token {
+                meta["continue"] = json!(c);
+            }
+            let items: Vec<Value> = page.items.iter().map(partial_metadata).collect();
+            let doc = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": items});
+            ctx.respond(StatusCode::OK, &doc)
+        }
+        Shape::Table => {
+            let refs: Vec<&Value> = page.items.iter().collect();
+            let list_meta = crate::table::ListMeta {
+                resource_version: &rv,
+                continue_token: page.continue_token.as_deref(),
+                remaining_item_count: None,
+            };
+            let table =
+                ctx.ver().table.table(&refs, Some(list_meta), include_object(ctx)?, std::time::SystemTime::now());
+            ctx.respond(StatusCode::OK, &table)
+        }
+    })
+}
+
+/// The `<Kind>List` document.
+pub fn list_object(ctx: &Ctx, page: Page) -> Value {
+    let mut meta = json!({"resourceVersion": page.revision.to_string()});
+    if let Some(c) = page.continue_token {
+        meta["continue"] = json!(c);
+    }
+    json!({"apiVersion": ctx.api_version(), "kind": ctx.res.list_kind, "metadata": meta, "items": page.items})
+}
+
+/// `meta.k8s.io/v1` PartialObjectMetadata of an object.
+pub fn partial_metadata(obj: &Value) -> Value {
+    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata").cloned().unwrap_or(json!({}))})
+}

@@ -1,0 +1,166 @@
+//! The `scale` subresource: an `autoscaling/v1` `Scale` read from and written to the paths the
+//! definition names (`specReplicasPath`, `statusReplicasPath`, `labelSelectorPath`), as
+//! apiextensions-apiserver's scale REST does. Writes change only the spec replicas field and go
+//! through the ordinary update pipeline (validation, compare-and-swap).
+
+use http::StatusCode;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceScale;
+use serde_json::{Value, json};
+use versa_schema::{Error as FieldError, ErrorList, Path};
+
+use super::objects::from_storage;
+use super::{Answer, Ctx};
+use crate::codec;
+use crate::patch::{self, PatchType};
+use crate::status::Status;
+
+/// The segments of a simple JSON path such as `.spec.replicas`.
+fn segments(path: &str) -> Vec<&str> {
+    path.trim_start_matches('.').split('.').filter(|s| !s.is_empty()).collect()
+}
+
+fn lookup<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    segments(path).into_iter().try_fold(obj, |v, s| v.get(s))
+}
+
+fn set_path(obj: &mut Value, path: &str, value: Value) {
+    let segs = segments(path);
+    let Some((last, parents)) = segs.split_last() else { return };
+    let mut cur = obj;
+    for s in parents {
+        let Some(o) = cur.as_object_mut() else { return };
+        let next = o.entry(*s).or_insert_with(|| json!({}));
+        if !next.is_object() {
+            *next = json!({});
+        }
+        cur = next;
+    }
+    if let Some(o) = cur.as_object_mut() {
+        o.insert((*last).to_owned(), value);
+    }
+}
+
+/// The Scale of an object.
+fn to_scale(ctx: &Ctx, obj: &Value, spec: &CustomResourceSubresourceScale) -> Result<Value, Status> {
+    let replicas = lookup(obj, &spec.spec_replicas_path).and_then(Value::as_i64).ok_or_else(|| {
+        Status::internal(format!("the spec replicas field {:?} does not exist", spec.spec_replicas_path))
+    })?;
+    let status_replicas = lookup(obj, &spec.status_replicas_path).and_then(Value::as_i64).unwrap_or(0);
+    let selector =
+        spec.label_selector_path.as_deref().and_then(|p| lookup(obj, p)).and_then(Value::as_str).unwrap_or("");
+    let m = obj.get("metadata").cloned().unwrap_or(json!({}));
+    let mut meta = json!({});
+    for f in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+        if let Some(v) = m.get(f) {
+            meta[f] = v.clone();
+        }
+    }
+    let _ = ctx;
+    let mut status = json!({"replicas": status_replicas});
+    if !selector.is_empty() {
+        status["selector"] = json!(selector);
+    }
+    Ok(
+        json!({"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": meta, "spec": {"replicas": replicas}, "status": status}),
+    )
+}
+
+fn scale_spec(ctx: &Ctx) -> Result<CustomResourceSubresourceScale, Status> {
+    ctx.ver().scale.clone().ok_or_else(Status::not_found_path)
+}
+
+/// `GET .../<name>/scale`.
+pub async fn get(ctx: &Ctx) -> Answer {
+    let spec = scale_spec(ctx)?;
+    let kv = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(super::write::storage_error(ctx))?;
+    let obj = from_storage(&ctx.res, &kv.ok_or_else(|| ctx.not_found())?, &ctx.version)?;
+    Ok(ctx.respond(StatusCode::OK, &to_scale(ctx, &obj, &spec)?))
+}
+
+/// `PUT .../<name>/scale`.
+pub async fn update(ctx: &mut Ctx, body: &[u8]) -> Answer {
+    let format = codec::body_format(&ctx.headers)?;
+    let scale = codec::decode(body, format)?.value;
+    write_scale(ctx, |_| Ok(scale.clone())).await
+}
+
+/// `PATCH .../<name>/scale`: the patch applies to the Scale.
+pub async fn patch(ctx: &mut Ctx, body: &[u8]) -> Answer {
+    let ct = ctx.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let patch_type = match PatchType::from_content_type(&ct) {
+        Some(t @ (PatchType::Json | PatchType::Merge)) => t,
+        _ => {
+            return Err(Status::unsupported_media_type(
+                &ct,
+                "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+            ));
+        }
+    };
+    write_scale(ctx, |current| {
+        patch::apply(patch_type, current, body).map_err(|e| Status::bad_request(e.message().to_owned()))
+    })
+    .await
+}
+
+/// Reads the object, asks `make` for the new Scale (given the current one), writes its
+/// replicas into the object through the update pipeline, answers the new Scale.
+async fn write_scale(ctx: &mut Ctx, make: impl Fn(&Value) -> Result<Value, Status>) -> Answer {
+    let spec = scale_spec(ctx)?;
+    for _ in 0..16 {
+        let current = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(super::write::storage_error(ctx))?;
+        let current = current.ok_or_else(|| ctx.not_found())?;
+        let obj = from_storage(&ctx.res, &current, &ctx.version)?;
+        let scale = make(&to_scale(ctx, &obj, &spec).unwrap_or_else(|_| json!({"spec": {}})))?;
+        let replicas = match scale.pointer("/spec/replicas") {
+            Some(Value::Number(n)) if n.as_i64().is_some() => n.clone(),
+            None | Some(Value::Null) => {
+                return Err(Status::bad_request(format!(
+                    "the spec replicas field {:?} cannot be empty",
+                    spec.spec_replicas_path
+                )));
+            }
+            Some(other) => {
+                return Err(Status::bad_request(format!("spec.replicas: Invalid value: {other}: must be an integer")));
+            }
+        };
+        let precondition = scale.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("");
+        if !precondition.is_empty() && precondition != current.mod_revision.to_string() {
+            return Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name));
+        }
+        let mut new = obj.clone();
+        set_path(&mut new, &spec.spec_replicas_path, Value::Number(replicas));
+        match super::write::apply_update(ctx, &current, new, super::Part::Main, &[]).await {
+            Ok(answer) => {
+                let (_, updated) = answer;
+                return Ok(ctx.respond(StatusCode::OK, &to_scale(ctx, &updated, &spec)?));
+            }
+            Err(s) if s.reason == "Conflict" && precondition.is_empty() => continue,
+            Err(s) => return Err(s),
+        }
+    }
+    Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name))
+}
+
+/// The replica fields must be integers in `0..=MaxInt32`, the selector a string.
+pub fn validate_replica_paths(obj: &Value, spec: &CustomResourceSubresourceScale) -> ErrorList {
+    let mut errs = ErrorList::new();
+    for path in [&spec.spec_replicas_path, &spec.status_replicas_path] {
+        let Some(v) = lookup(obj, path) else { continue };
+        let field = Path::new(path.trim_start_matches('.'));
+        match v.as_i64() {
+            Some(n) if n < 0 => errs.push(FieldError::invalid(field, n, "should be a non-negative integer")),
+            Some(n) if n > i64::from(i32::MAX) => {
+                errs.push(FieldError::invalid(field, n, "should be less than or equal to 2147483647"))
+            }
+            Some(_) => {}
+            None => errs.push(FieldError::invalid(field, v, "should be an integer")),
+        }
+    }
+    if let Some(path) = &spec.label_selector_path
+        && let Some(v) = lookup(obj, path)
+        && !v.is_string()
+    {
+        errs.push(FieldError::invalid(Path::new(path.trim_start_matches('.')), v, "should be a string"));
+    }
+    errs
+}

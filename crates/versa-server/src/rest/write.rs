@@ -1,0 +1,637 @@
+//! `create`, `update`, `patch`, `delete` and `deletecollection` — the write pipeline of
+//! `../shared/DESIGN.md`, in the order it lists:
+//!
+//! 1. decode the body (bounded; JSON or YAML) — for a patch, read the current object at the
+//!    request version and apply the patch to it;
+//! 2. server-owned metadata and subresource rules ([`prepare_create`], [`prepare_update`]);
+//! 3. default → prune → validate at the request version ([`admit`]), with `fieldValidation`
+//!    deciding what unknown and duplicate fields cost;
+//! 4. convert to the storage version and store with compare-and-swap on the revision read;
+//! 5. answer at the request version with the new `resourceVersion`.
+//!
+//! Deletion honours finalizers: an object that has some is only marked (`deletionTimestamp`),
+//! and is deleted by the update that removes the last one.
+
+use std::collections::BTreeSet;
+
+use http::StatusCode;
+use serde_json::{Value, json};
+use versa_schema::pipeline::{self, ResourceKind};
+use versa_schema::{BadValue, Error as FieldError, ErrorList, ErrorType, Path};
+use versa_storage::KeyValue;
+
+use super::objects::{from_storage, name_of, set_resource_version, to_storage};
+use super::read::{Filter, list_object, read_page};
+use super::{Answer, Ctx, Part};
+use crate::codec::{self, Decoded};
+use crate::definitions;
+use crate::meta::{self, meta_mut};
+use crate::patch::{self, PatchType};
+use crate::registry::Flavor;
+use crate::status::Status;
+
+/// Maps a storage error on this request's resource to its Status.
+pub fn storage_error(ctx: &Ctx) -> impl Fn(versa_storage::Error) -> Status + '_ {
+    move |e| {
+        let (group, plural) = (&ctx.res.group, &ctx.res.plural);
+        match e {
+            versa_storage::Error::NotFound { .. } => Status::not_found(group, plural, &ctx.name),
+            versa_storage::Error::AlreadyExists { .. } => Status::already_exists(group, plural, &ctx.name),
+            versa_storage::Error::Conflict { .. } => Status::conflict(group, plural, &ctx.name),
+            versa_storage::Error::TooLarge { .. } => Status {
+                code: StatusCode::PAYLOAD_TOO_LARGE,
+                reason: "RequestEntityTooLarge",
+                message: format!("Request entity too large: {e}"),
+                details: None,
+            },
+            versa_storage::Error::Expired { .. } => Status::expired(e.to_string()),
+            other => Status::internal(other.to_string()),
+        }
+    }
+}
+
+/// What `fieldValidation` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FieldValidation {
+    Ignore,
+    Warn,
+    Strict,
+}
+
+fn field_validation(ctx: &Ctx) -> Result<FieldValidation, Status> {
+    match ctx.query.get("fieldValidation").unwrap_or("") {
+        "" | "Warn" => Ok(FieldValidation::Warn),
+        "Ignore" => Ok(FieldValidation::Ignore),
+        "Strict" => Ok(FieldValidation::Strict),
+        other => Err(Status::bad_request(format!(
+            "fieldValidation: Invalid value: {other:?}: fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\""
+        ))),
+    }
+}
+
+/// Reports duplicate and unknown fields as `fieldValidation` says: warnings, a 400 in kube's
+/// words, or nothing.
+fn report_fields(
+    ctx: &mut Ctx,
+    mode: FieldValidation,
+    duplicates: &[String],
+    unknown: &[String],
+) -> Result<(), Status> {
+    let problems: Vec<String> = duplicates
+        .iter()
+        .map(|d| format!("duplicate field {d:?}"))
+        .chain(unknown.iter().map(|u| format!("unknown field {u:?}")))
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    match mode {
+        FieldValidation::Ignore => Ok(()),
+        FieldValidation::Warn => {
+            ctx.warnings.extend(problems);
+            Ok(())
+        }
+        FieldValidation::Strict => {
+            let kind = &ctx.res.kind;
+            Err(Status::bad_request(format!(
+                "{kind} in version {:?} cannot be handled as a {kind}: strict decoding error: {}",
+                ctx.version,
+                problems.join(", ")
+            )))
+        }
+    }
+}
+
+/// Decodes a create/update body: an object whose `apiVersion` (when set) is the request's.
+fn decode_object(ctx: &Ctx, body: &[u8]) -> Result<Decoded, Status> {
+    let format = codec::body_format(&ctx.headers)?;
+    let decoded = codec::decode(body, format)?;
+    if !decoded.value.is_object() {
+        return Err(Status::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): the body is not a JSON object",
+            ctx.res.kind
+        )));
+    }
+    let api_version = decoded.value.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if !api_version.is_empty() && api_version != ctx.api_version() {
+        return Err(Status::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({})",
+            ctx.api_version()
+        )));
+    }
+    Ok(decoded)
+}
+
+/// The namespace of the body must be the request's (filled in when empty); cluster-scoped
+/// objects lose any namespace they carry.
+fn check_namespace(ctx: &Ctx, obj: &mut Value) -> Result<(), Status> {
+    let Some(meta) = meta_mut(obj) else { return Ok(()) };
+    match &ctx.namespace {
+        Some(ns) if ctx.res.namespaced => match meta.get("namespace").and_then(Value::as_str).unwrap_or("") {
+            "" => {
+                meta.insert("namespace".into(), json!(ns));
+            }
+            given if given != ns => {
+                return Err(Status::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {}
+        },
+        _ => {
+            meta.remove("namespace");
+        }
+    }
+    Ok(())
+}
+
+/// Default → prune → validate at the request version (custom resources), or definition
+/// validation. Returns the pruned field paths.
+fn admit(ctx: &Ctx, obj: &mut Value, old: Option<&Value>, part: Part) -> Result<Vec<String>, Status> {
+    let res = &ctx.res;
+    let name = name_of(obj).to_owned();
+    let invalid = |errs: &ErrorList| Status::invalid(&res.group, &res.kind, &name, errs);
+    match res.flavor {
+        Flavor::Definitions => {
+            let result = match old {
+                None => definitions::admit_create(obj),
+                Some(old) => definitions::admit_update(obj, old, part == Part::Status),
+            };
+            result.map_err(|errs| invalid(&errs))?;
+            if let Some(old) = old {
+                let errs = pipeline::validate_update(obj, old);
+                if !errs.is_empty() {
+                    return Err(invalid(&errs));
+                }
+            }
+            Ok(Vec::new())
+        }
+        Flavor::Custom => {
+            let kind =
+                ResourceKind { group: &res.group, version: &ctx.version, kind: &res.kind, namespaced: res.namespaced };
+            let Some(schema) = ctx.ver().schema.as_ref() else {
+                return Err(Status::internal(format!("no schema for version {}", ctx.version)));
+            };
+            let mut errs = ErrorList::new();
+            let unknown = match pipeline::admit(obj, schema, &kind) {
+                Ok(admitted) => admitted.unknown_fields,
+                Err(e) => {
+                    errs = e;
+                    Vec::new()
+                }
+            };
+            if let Some(old) = old {
+                errs.extend(pipeline::validate_update(obj, old));
+                errs.extend(finalizer_rules(obj, old));
+            }
+            if let Some(scale) = &ctx.ver().scale {
+                errs.extend(super::scale::validate_replica_paths(obj, scale));
+            }
+            if errs.is_empty() { Ok(unknown) } else { Err(invalid(&errs)) }
+        }
+    }
+}
+
+/// While an object is being deleted no finalizer may be added.
+fn finalizer_rules(new: &Value, old: &Value) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if old.pointer("/metadata/deletionTimestamp").is_none() {
+        return errs;
+    }
+    let set = |v: &Value| -> BTreeSet<String> {
+        v.pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
+    let (n, o) = (set(new), set(old));
+    if n.difference(&o).next().is_some() {
+        errs.push(FieldError::forbidden(
+            Path::new("metadata").child("finalizers"),
+            "no new finalizers can be added if the object is being deleted",
+        ));
+    }
+    errs
+}
+
+/// The unknown fields a Strict request must fail on even when validation fails too (kube's
+/// strict decoder runs before validation).
+fn unknown_fields_of(ctx: &Ctx, obj: &Value) -> Vec<String> {
+    match ctx.ver().schema.as_ref() {
+        Some(schema) if ctx.res.flavor == Flavor::Custom => {
+            let mut copy = obj.clone();
+            pipeline::normalise(&mut copy, schema, versa_schema::objectmeta::Malformed::Drop).unwrap_or_default()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Runs [`admit`] and reports fields as `fieldValidation` says.
+fn admit_reporting(
+    ctx: &mut Ctx,
+    obj: &mut Value,
+    old: Option<&Value>,
+    part: Part,
+    duplicates: &[String],
+) -> Result<(), Status> {
+    let mode = field_validation(ctx)?;
+    if mode == FieldValidation::Strict {
+        // Strict decoding errors come before validation errors, as in kube.
+        let unknown = unknown_fields_of(ctx, obj);
+        report_fields(ctx, mode, duplicates, &unknown)?;
+    }
+    let unknown = admit(ctx, obj, old, part)?;
+    if mode == FieldValidation::Warn {
+        report_fields(ctx, mode, duplicates, &unknown)?;
+    }
+    Ok(())
+}
+
+/// Server-owned fields on create, and the subresource rules.
+fn prepare_create(ctx: &Ctx, obj: &mut Value) {
+    if let Some(meta) = meta_mut(obj) {
+        for field in [
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+        ] {
+            meta.remove(field);
+        }
+        meta.insert("uid".into(), json!(meta::new_uid()));
+        meta.insert("creationTimestamp".into(), json!(meta::now()));
+        meta.insert("generation".into(), json!(1));
+    }
+    if ctx.res.flavor == Flavor::Custom
+        && ctx.ver().status
+        && let Some(o) = obj.as_object_mut()
+    {
+        o.remove("status");
+    }
+}
+
+/// `POST .../<plural>`.
+pub async fn create(ctx: &mut Ctx, body: &[u8]) -> Answer {
+    let Decoded { value: mut obj, duplicates } = decode_object(ctx, body)?;
+    check_namespace(ctx, &mut obj)?;
+    if ctx.res.terminating {
+        return Err(Status::forbidden(
+            "create not allowed while custom resource definition is terminating".into(),
+            Some(json!({"group": ctx.res.group, "kind": ctx.res.plural})),
+        ));
+    }
+    pipeline::generate_name(&mut obj, &meta::name_suffix());
+    ctx.name = name_of(&obj).to_owned();
+    prepare_create(ctx, &mut obj);
+    admit_reporting(ctx, &mut obj, None, Part::Main, &duplicates)?;
+    if ctx.dry_run()? {
+        return Ok(ctx.respond(StatusCode::CREATED, &obj));
+    }
+    let bytes = to_storage(&ctx.res, &obj, &ctx.version)?;
+    let kv = ctx.state.store.create(&ctx.key(&ctx.name), bytes).await.map_err(storage_error(ctx))?;
+    set_resource_version(&mut obj, kv.mod_revision);
+    Ok(ctx.respond(StatusCode::CREATED, &obj))
+}
+
+/// `PUT .../<name>` and `PUT .../<name>/status`.
+pub async fn update(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
+    let Decoded { value: mut obj, duplicates } = decode_object(ctx, body)?;
+    let body_name = name_of(&obj);
+    if body_name != ctx.name {
+        return Err(Status::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({})",
+            ctx.name
+        )));
+    }
+    check_namespace(ctx, &mut obj)?;
+    let rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("").to_owned();
+    if rv.is_empty() {
+        let errs = ErrorList(vec![FieldError::new(
+            ErrorType::Invalid,
+            Path::new("metadata").child("resourceVersion"),
+            BadValue::Raw("0x0".into()),
+            "must be specified for an update",
+        )]);
+        return Err(Status::invalid(&ctx.res.group, &ctx.res.plural, &ctx.name, &errs));
+    }
+    let expected = super::read::parse_rv(&rv)?;
+    let current = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(storage_error(ctx))?;
+    let current = current.ok_or_else(|| ctx.not_found())?;
+    if current.mod_revision != expected {
+        return Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name));
+    }
+    let (code, obj) = apply_update(ctx, &current, obj, part, &duplicates).await?;
+    Ok(ctx.respond(code, &obj))
+}
+
+/// The rest of an update once the new object is known and the current one read: subresource
+/// rules and server-owned fields, admission, finalizers, compare-and-swap.
+pub(super) async fn apply_update(
+    ctx: &mut Ctx,
+    current: &KeyValue,
+    mut new: Value,
+    part: Part,
+    duplicates: &[String],
+) -> Result<(StatusCode, Value), Status> {
+    let old = from_storage(&ctx.res, current, &ctx.version)?;
+    prepare_update(ctx, &mut new, &old, part);
+    admit_reporting(ctx, &mut new, Some(&old), part, duplicates)?;
+    set_generation(ctx, &mut new, &old, part);
+    let deleting = old.pointer("/metadata/deletionTimestamp").is_some();
+    let no_finalizers = new.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(|f| f.is_empty());
+    if deleting && no_finalizers {
+        // The last finalizer is gone: the object goes.
+        if !ctx.dry_run()? {
+            ctx.state
+                .store
+                .delete(&ctx.key(&ctx.name), Some(current.mod_revision))
+                .await
+                .map_err(storage_error(ctx))?;
+        }
+        return Ok((StatusCode::OK, new));
+    }
+    let bytes = to_storage(&ctx.res, &new, &ctx.version)?;
+    if bytes == current.value {
+        // Nothing changed: no write, the resourceVersion stays (as kube's GuaranteedUpdate).
+        return Ok((StatusCode::OK, old));
+    }
+    if ctx.dry_run()? {
+        return Ok((StatusCode::OK, new));
+    }
+    let kv =
+        ctx.state.store.update(&ctx.key(&ctx.name), bytes, current.mod_revision).await.map_err(storage_error(ctx))?;
+    set_resource_version(&mut new, kv.mod_revision);
+    Ok((StatusCode::OK, new))
+}
+
+/// Update rules: `/status` takes only `status` (and managedFields) from the request; the main
+/// endpoint keeps the old `status` when the status subresource is on; identity and timestamps
+/// come from the old object.
+fn prepare_update(ctx: &Ctx, new: &mut Value, old: &Value, part: Part) {
+    let has_status_subresource = ctx.res.flavor == Flavor::Definitions || ctx.ver().status;
+    match part {
+        Part::Status => {
+            let status = new.get("status").cloned();
+            let managed = new.pointer("/metadata/managedFields").cloned();
+            *new = old.clone();
+            if let Some(o) = new.as_object_mut() {
+                match status {
+                    Some(s) => o.insert("status".into(), s),
+                    None => o.remove("status"),
+                };
+            }
+            if let Some(meta) = meta_mut(new) {
+                match managed {
+                    Some(m) => meta.insert("managedFields".into(), m),
+                    None => meta.remove("managedFields"),
+                };
+            }
+        }
+        Part::Main if has_status_subresource => {
+            if let Some(o) = new.as_object_mut() {
+                match old.get("status") {
+                    Some(s) => o.insert("status".into(), s.clone()),
+                    None => o.remove("status"),
+                };
+            }
+        }
+        Part::Main => {}
+    }
+    let old_meta = old.get("metadata");
+    if let Some(meta) = meta_mut(new) {
+        for field in ["creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+            match old_meta.and_then(|m| m.get(field)) {
+                Some(v) => meta.insert(field.into(), v.clone()),
+                None => meta.remove(field),
+            };
+        }
+        if meta.get("uid").and_then(Value::as_str).is_none_or(str::is_empty)
+            && let Some(uid) = old_meta.and_then(|m| m.get("uid"))
+        {
+            meta.insert("uid".into(), uid.clone());
+        }
+        meta.remove("selfLink");
+    }
+}
+
+/// Bumps `generation` when anything outside `metadata` (and, behind the status subresource,
+/// `status`) changed; `/status` writes never bump it.
+fn set_generation(ctx: &Ctx, new: &mut Value, old: &Value, part: Part) {
+    if part == Part::Status {
+        return;
+    }
+    let outside_meta = |v: &Value| -> Vec<(String, Value)> {
+        v.as_object()
+            .map(|o| o.iter().filter(|(k, _)| k.as_str() != "metadata").map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default()
+    };
+    let _ = ctx;
+    if outside_meta(new) != outside_meta(old) {
+        let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0) + 1;
+        if let Some(meta) = meta_mut(new) {
+            meta.insert("generation".into(), json!(generation));
+        }
+    }
+}
+
+/// How many times a patch is re-applied after losing a race.
+const PATCH_ATTEMPTS: usize = 16;
+
+/// `PATCH .../<name>` and `PATCH .../<name>/status`.
+pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
+    let patch_type = patch_type(ctx)?;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let current = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(storage_error(ctx))?;
+        let current = current.ok_or_else(|| ctx.not_found())?;
+        let old = from_storage(&ctx.res, &current, &ctx.version)?;
+        let patched = patch::apply(patch_type, &old, body).map_err(|e| patch_status(ctx, &e))?;
+        if !patched.is_object() {
+            return Err(Status::bad_request("the patched object is not a JSON object"));
+        }
+        // A resourceVersion set by the patch is a precondition.
+        let rv_after = patched.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("");
+        let precondition = rv_after != current.mod_revision.to_string();
+        if precondition && !rv_after.is_empty() {
+            return Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name));
+        }
+        match apply_update(ctx, &current, patched, part, &[]).await {
+            Err(s) if s.reason == "Conflict" && !precondition && attempt < PATCH_ATTEMPTS => continue,
+            Err(s) => return Err(s),
+            Ok((code, obj)) => return Ok(ctx.respond(code, &obj)),
+        }
+    }
+}
+
+fn patch_type(ctx: &Ctx) -> Result<PatchType, Status> {
+    const ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
+    let ct = ctx.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    match PatchType::from_content_type(ct) {
+        Some(PatchType::Json) => Ok(PatchType::Json),
+        Some(PatchType::Merge) => Ok(PatchType::Merge),
+        Some(PatchType::Apply) => Err(Status {
+            code: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            reason: "UnsupportedMediaType",
+            message: "server-side apply (application/apply-patch+yaml) is not supported by versa yet: use kubectl apply without --server-side, or a merge or JSON patch".into(),
+            details: None,
+        }),
+        _ => Err(Status::unsupported_media_type(ct, ACCEPTED)),
+    }
+}
+
+fn patch_status(ctx: &Ctx, e: &patch::PatchError) -> Status {
+    let code = StatusCode::from_u16(e.status_code()).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut status = Status { code, reason: e.reason(), message: e.message().to_owned(), details: None };
+    if code == StatusCode::UNPROCESSABLE_ENTITY {
+        status.details = Some(json!({"name": ctx.name, "group": ctx.res.group, "kind": ctx.res.kind}));
+    }
+    status
+}
+
+/// `DeleteOptions` from the body (empty: defaults) — preconditions and dry run.
+#[derive(Debug, Default)]
+struct DeleteOptions {
+    uid: Option<String>,
+    resource_version: Option<String>,
+    dry_run: bool,
+}
+
+fn delete_options(ctx: &Ctx, body: &[u8]) -> Result<DeleteOptions, Status> {
+    let mut opts = DeleteOptions { dry_run: ctx.dry_run()?, ..Default::default() };
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(opts);
+    }
+    let format = codec::body_format(&ctx.headers)?;
+    let value = codec::decode(body, format)?.value;
+    opts.uid = value.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_owned);
+    opts.resource_version = value.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(str::to_owned);
+    if value.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All")) {
+        opts.dry_run = true;
+    }
+    match value.get("propagationPolicy").and_then(Value::as_str) {
+        None | Some("Orphan" | "Background" | "Foreground") => {}
+        Some(other) => {
+            return Err(Status::invalid(
+                "meta.k8s.io",
+                "DeleteOptions",
+                "",
+                &ErrorList(vec![FieldError::not_supported(
+                    Path::new("propagationPolicy"),
+                    other,
+                    &["Foreground", "Background", "Orphan", "nil"],
+                )]),
+            ));
+        }
+    }
+    Ok(opts)
+}
+
+/// `DELETE .../<name>`.
+pub async fn delete(ctx: &Ctx, body: &[u8]) -> Answer {
+    let opts = delete_options(ctx, body)?;
+    delete_one(ctx, &ctx.name, &opts).await.map(|(code, value)| ctx.respond(code, &value))
+}
+
+/// Deletes (or marks) one object; returns the answer's code and body.
+async fn delete_one(ctx: &Ctx, name: &str, opts: &DeleteOptions) -> Result<(StatusCode, Value), Status> {
+    let key = ctx.key(name);
+    let (group, plural) = (&ctx.res.group, &ctx.res.plural);
+    loop {
+        let current = ctx.state.store.get(&key).await.map_err(storage_error(ctx))?;
+        let current = current.ok_or_else(|| Status::not_found(group, plural, name))?;
+        let mut obj = from_storage(&ctx.res, &current, &ctx.version)?;
+        let uid = obj.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("").to_owned();
+        if let Some(want) = &opts.uid
+            && *want != uid
+        {
+            let why = format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}");
+            return Err(Status::conflict_with(group, plural, name, &why));
+        }
+        if let Some(want) = &opts.resource_version
+            && *want != current.mod_revision.to_string()
+        {
+            let why = format!(
+                "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {}",
+                current.mod_revision
+            );
+            return Err(Status::conflict_with(group, plural, name, &why));
+        }
+        let finalizers = obj.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+        let marked = obj.pointer("/metadata/deletionTimestamp").is_some();
+        let outcome = if ctx.res.flavor == Flavor::Definitions || finalizers {
+            if marked {
+                return Ok((StatusCode::OK, obj));
+            }
+            let now = meta::now();
+            if ctx.res.flavor == Flavor::Definitions {
+                definitions::mark_deleted(&mut obj, &now);
+            } else if let Some(meta) = meta_mut(&mut obj) {
+                meta.insert("deletionTimestamp".into(), json!(now));
+                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
+            if opts.dry_run {
+                return Ok((StatusCode::OK, obj));
+            }
+            let bytes = to_storage(&ctx.res, &obj, &ctx.version)?;
+            ctx.state.store.update(&key, bytes, current.mod_revision).await.map(|kv| {
+                set_resource_version(&mut obj, kv.mod_revision);
+                (StatusCode::OK, obj)
+            })
+        } else {
+            let success = json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "details": {"name": name, "group": group, "kind": plural, "uid": uid},
+            });
+            if opts.dry_run {
+                return Ok((StatusCode::OK, success));
+            }
+            ctx.state.store.delete(&key, Some(current.mod_revision)).await.map(|_| (StatusCode::OK, success))
+        };
+        match outcome {
+            Ok(answer) => return Ok(answer),
+            // Lost a race with a writer: look again (preconditions are re-checked).
+            Err(versa_storage::Error::Conflict { .. }) => continue,
+            Err(versa_storage::Error::NotFound { .. }) => return Err(Status::not_found(group, plural, name)),
+            Err(e) => return Err(storage_error(ctx)(e)),
+        }
+    }
+}
+
+/// `DELETE .../<plural>`: every object the selectors match, one by one; answers the list of
+/// what was deleted (or marked).
+pub async fn delete_collection(ctx: &Ctx, body: &[u8]) -> Answer {
+    let opts = delete_options(ctx, body)?;
+    let filter = Filter::from_query(ctx)?;
+    let page = read_page(ctx, &filter).await?;
+    let mut deleted = Vec::new();
+    for obj in &page.items {
+        let name = name_of(obj).to_owned();
+        let ns_ctx;
+        let target = match obj.pointer("/metadata/namespace").and_then(Value::as_str) {
+            Some(ns) if ctx.namespace.is_none() && ctx.res.namespaced => {
+                ns_ctx = Ctx {
+                    state: ctx.state.clone(),
+                    res: ctx.res.clone(),
+                    version: ctx.version.clone(),
+                    namespace: Some(ns.to_owned()),
+                    name: name.clone(),
+                    query: ctx.query.clone(),
+                    headers: ctx.headers.clone(),
+                    warnings: Vec::new(),
+                };
+                &ns_ctx
+            }
+            _ => ctx,
+        };
+        match delete_one(target, &name, &opts).await {
+            Ok(_) => deleted.push(obj.clone()),
+            Err(s) if s.code == StatusCode::NOT_FOUND => {}
+            Err(s) => return Err(s),
+        }
+    }
+    let page = super::read::Page { items: deleted, revision: page.revision, continue_token: None };
+    Ok(ctx.respond(StatusCode::OK, &list_object(ctx, page)))
+}
