@@ -57,16 +57,54 @@ pub fn body_format(headers: &HeaderMap) -> Result<Format, Status> {
     }
 }
 
-/// Decodes a body in `format`.
+/// Decodes a body in `format`; errors are 413 or 400 with the decoder's message.
 pub fn decode(body: &[u8], format: Format) -> Result<Decoded, Status> {
+    decode_raw(body, format).map_err(|e| match e {
+        DecodeError::TooLarge => Status::too_large(),
+        DecodeError::Malformed(message) => Status::bad_request(message),
+    })
+}
+
+/// Decodes the body of a create or update of a `kind` object: a malformed body is kube's
+/// `the object provided is unrecognized (must be of type <Kind>): <error> (<body start>)`.
+pub fn decode_object(body: &[u8], format: Format, kind: &str) -> Result<Decoded, Status> {
+    decode_raw(body, format).map_err(|e| match e {
+        DecodeError::TooLarge => Status::too_large(),
+        DecodeError::Malformed(message) => Status::bad_request(format!(
+            "the object provided is unrecognized (must be of type {kind}): {message} ({})",
+            truncate_body(body)
+        )),
+    })
+}
+
+/// kube quotes at most the first 100 bytes of a body it cannot decode.
+fn truncate_body(body: &[u8]) -> String {
+    const MAX: usize = 100;
+    let text = String::from_utf8_lossy(body);
+    if text.len() <= MAX {
+        return text.into_owned();
+    }
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
+enum DecodeError {
+    TooLarge,
+    Malformed(String),
+}
+
+fn decode_raw(body: &[u8], format: Format) -> Result<Decoded, DecodeError> {
     if body.len() > MAX_BODY_BYTES {
-        return Err(Status::too_large());
+        return Err(DecodeError::TooLarge);
     }
     let node = match format {
         Format::Json => {
             let mut de = serde_json::Deserializer::from_slice(body);
             let node = Node::deserialize(&mut de).and_then(|n| de.end().map(|()| n));
-            node.map_err(|e| Status::bad_request(format!("error decoding JSON: {}", json_message(&e))))?
+            node.map_err(|e| DecodeError::Malformed(format!("error decoding JSON: {}", json_message(&e))))?
         }
         Format::Yaml => {
             let mut options = serde_saphyr::Options::default();
@@ -75,7 +113,7 @@ pub fn decode(body: &[u8], format: Format) -> Result<Decoded, Status> {
             options.budget = Some(budget);
             options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
             serde_saphyr::from_slice_with_options::<Node>(body, options)
-                .map_err(|e| Status::bad_request(format!("error decoding YAML: {e}")))?
+                .map_err(|e| DecodeError::Malformed(format!("error decoding YAML: {e}")))?
         }
     };
     Ok(Decoded { value: node.value, duplicates: node.duplicates })

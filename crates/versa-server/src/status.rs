@@ -122,7 +122,10 @@ impl Status {
             .into_iter()
             .map(|e| json!({"reason": e.type_.reason(), "message": e.body(), "field": e.field.as_str()}))
             .collect();
-        let mut d = json!({"name": name, "kind": kind, "causes": causes});
+        let mut d = json!({"kind": kind, "causes": causes});
+        if !name.is_empty() {
+            d["name"] = json!(name);
+        }
         if !group.is_empty() {
             d["group"] = json!(group);
         }

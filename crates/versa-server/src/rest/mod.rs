@@ -37,6 +37,8 @@ pub struct Ctx {
     pub res: Arc<Resource>,
     /// The request version (served).
     pub version: String,
+    /// Its index in `res.versions` (resolved at routing; `res` never changes).
+    version_index: usize,
     pub namespace: Option<String>,
     pub name: String,
     pub query: Query,
@@ -47,9 +49,22 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn ver(&self) -> &Version {
-        // Routing checked that the version is served; fall back to the first version rather
-        // than panic if the resource changed shape meanwhile (it cannot: it is immutable).
-        self.res.served_version(&self.version).unwrap_or(&self.res.versions[0])
+        &self.res.versions[self.version_index]
+    }
+
+    /// A copy for another task or another object (no warnings carried over).
+    pub fn fork(&self) -> Ctx {
+        Ctx {
+            state: self.state.clone(),
+            res: self.res.clone(),
+            version: self.version.clone(),
+            version_index: self.version_index,
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            query: self.query.clone(),
+            headers: self.headers.clone(),
+            warnings: Vec::new(),
+        }
     }
 
     /// `<group>/<version>` of the request.
@@ -164,10 +179,14 @@ pub async fn serve(
     req: Request<Incoming>,
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
+    let Some(version_index) = res.versions.iter().position(|v| v.served && v.name == info.api_version) else {
+        return Status::not_found_path().into_response();
+    };
     let mut ctx = Ctx {
         state,
         res,
         version: info.api_version.clone(),
+        version_index,
         namespace: (!info.namespace.is_empty()).then(|| info.namespace.clone()),
         name: info.name.clone(),
         query: Query::parse(parts.uri.query()),
@@ -199,14 +218,17 @@ pub async fn serve(
             Method::GET => read::get(&ctx).await,
             Method::PUT => write::update(&mut ctx, b, Part::Status).await,
             Method::PATCH => write::patch(&mut ctx, b, Part::Status).await,
-            _ => Err(Status::method_not_supported(&ctx.res.group, &format!("{}/status", ctx.res.plural), &info.verb)),
+            _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
         },
         ("scale", false) if ctx.ver().scale.is_some() => match parts.method {
             Method::GET => scale::get(&ctx).await,
             Method::PUT => scale::update(&mut ctx, b).await,
             Method::PATCH => scale::patch(&mut ctx, b).await,
-            _ => Err(Status::method_not_supported(&ctx.res.group, &format!("{}/scale", ctx.res.plural), &info.verb)),
+            _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
         },
+        // An unknown (or disabled) subresource of an object: kube answers as for a missing
+        // object.
+        (_, false) => Err(ctx.not_found()),
         _ => Err(Status::not_found_path()),
     };
     match result {

@@ -103,17 +103,18 @@ fn read_at(ctx: &Ctx) -> Result<ReadAt, Status> {
     let rv = ctx.query.get("resourceVersion").unwrap_or("");
     let rv_match = ctx.query.get("resourceVersionMatch").unwrap_or("");
     let cont = ctx.query.get("continue").unwrap_or("");
+    if !cont.is_empty() && !rv.is_empty() && rv != "0" {
+        // kube checks this one before the ListOptions validation, as a plain 400.
+        return Err(Status::bad_request("specifying resource version is not allowed when using continue"));
+    }
     let mut errs = ErrorList::new();
+    if ctx.query.get("sendInitialEvents").is_some() {
+        errs.push(FieldError::forbidden(Path::new("sendInitialEvents"), "sendInitialEvents is forbidden for list"));
+    }
     if !rv_match.is_empty() && rv.is_empty() {
         errs.push(FieldError::forbidden(
             Path::new("resourceVersionMatch"),
             "resourceVersionMatch is forbidden unless resourceVersion is provided",
-        ));
-    }
-    if !cont.is_empty() && !rv.is_empty() && rv != "0" {
-        errs.push(FieldError::forbidden(
-            Path::new("resourceVersion"),
-            "specifying resource version is not allowed when using continue",
         ));
     }
     if !rv_match.is_empty() && !cont.is_empty() {

@@ -80,7 +80,7 @@ pub async fn get(ctx: &Ctx) -> Answer {
 /// `PUT .../<name>/scale`.
 pub async fn update(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let format = codec::body_format(&ctx.headers)?;
-    let scale = codec::decode(body, format)?.value;
+    let scale = codec::decode_object(body, format, "Scale")?.value;
     write_scale(ctx, |_| Ok(scale.clone())).await
 }
 

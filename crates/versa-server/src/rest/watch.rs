@@ -141,16 +141,7 @@ pub async fn watch(ctx: &Ctx) -> Answer {
     };
     let prefix = ctx.collection_prefix();
     let store_watch = ctx.state.store.watch(&prefix, from).await;
-    let task_ctx = Ctx {
-        state: ctx.state.clone(),
-        res: ctx.res.clone(),
-        version: ctx.version.clone(),
-        namespace: ctx.namespace.clone(),
-        name: ctx.name.clone(),
-        query: ctx.query.clone(),
-        headers: ctx.headers.clone(),
-        warnings: Vec::new(),
-    };
+    let task_ctx = ctx.fork();
     let shutdown = ctx.state.shutdown.clone();
     tokio::spawn(async move {
         let ctx = task_ctx;
@@ -158,6 +149,9 @@ pub async fn watch(ctx: &Ctx) -> Answer {
         metrics.watchers(&ctx.res.group, &ctx.version, &ctx.res.kind, 1);
         let run = async {
             for obj in &initial {
+                if !stream.wants(obj) {
+                    continue;
+                }
                 if !send(&tx, &mut stream, &ctx, "ADDED", obj).await {
                     return;
                 }
@@ -205,18 +199,9 @@ pub async fn watch(ctx: &Ctx) -> Answer {
 
 /// The request context without paging: a watch's initial list is the whole collection.
 fn list_ctx(ctx: &Ctx) -> Ctx {
-    let mut query = ctx.query.clone();
-    query.remove(&["limit", "continue", "resourceVersion", "resourceVersionMatch"]);
-    Ctx {
-        state: ctx.state.clone(),
-        res: ctx.res.clone(),
-        version: ctx.version.clone(),
-        namespace: ctx.namespace.clone(),
-        name: ctx.name.clone(),
-        query,
-        headers: ctx.headers.clone(),
-        warnings: Vec::new(),
-    }
+    let mut list = ctx.fork();
+    list.query.remove(&["limit", "continue", "resourceVersion", "resourceVersionMatch", "sendInitialEvents"]);
+    list
 }
 
 /// kube-apiserver picks a random timeout between one and two times its minimum request
@@ -260,7 +245,15 @@ async fn forward(tx: &mpsc::Sender<Bytes>, stream: &mut Stream, ctx: &Ctx, event
             match (was, stream.wants(&obj)) {
                 (true, true) => ("MODIFIED", obj),
                 (false, true) => ("ADDED", obj),
-                (true, false) => ("DELETED", obj),
+                // It left the selection: kube sends the last object the client saw, at the
+                // revision of the change.
+                (true, false) => match prev.as_ref().and_then(present) {
+                    Some(mut old) => {
+                        set_resource_version(&mut old, kv.mod_revision);
+                        ("DELETED", old)
+                    }
+                    None => return true,
+                },
                 (false, false) => return true,
             }
         }
@@ -284,9 +277,6 @@ impl Stream {
 
 /// Sends one event with the object in the shape the client asked for.
 async fn send(tx: &mpsc::Sender<Bytes>, stream: &mut Stream, ctx: &Ctx, kind: &str, obj: &Value) -> bool {
-    if !stream.wants(obj) {
-        return true;
-    }
     let object = match stream.shape {
         Shape::Object => obj.clone(),
         Shape::Metadata => partial_metadata(obj),

@@ -105,7 +105,7 @@ fn report_fields(
 /// Decodes a create/update body: an object whose `apiVersion` (when set) is the request's.
 fn decode_object(ctx: &Ctx, body: &[u8]) -> Result<Decoded, Status> {
     let format = codec::body_format(&ctx.headers)?;
-    let decoded = codec::decode(body, format)?;
+    let decoded = codec::decode_object(body, format, &ctx.res.kind)?;
     if !decoded.value.is_object() {
         return Err(Status::bad_request(format!(
             "the object provided is unrecognized (must be of type {}): the body is not a JSON object",
@@ -244,7 +244,28 @@ fn admit_reporting(
     if mode == FieldValidation::Warn {
         report_fields(ctx, mode, duplicates, &unknown)?;
     }
+    if ctx.res.flavor == Flavor::Custom {
+        warn_finalizer_names(ctx, obj, old);
+    }
     Ok(())
+}
+
+/// kube warns about finalizers without a domain (`example.com/name`) that an object gains.
+fn warn_finalizer_names(ctx: &mut Ctx, obj: &Value, old: Option<&Value>) {
+    let names = |v: &Value| -> Vec<String> {
+        v.pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
+    let before = old.map(names).unwrap_or_default();
+    for f in names(obj) {
+        if !f.contains('/') && !before.contains(&f) {
+            ctx.warnings.push(format!(
+                "metadata.finalizers: {f:?}: prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"
+            ));
+        }
+    }
 }
 
 /// Server-owned fields on create, and the subresource rules.
@@ -276,17 +297,24 @@ fn prepare_create(ctx: &Ctx, obj: &mut Value) {
 pub async fn create(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let Decoded { value: mut obj, duplicates } = decode_object(ctx, body)?;
     check_namespace(ctx, &mut obj)?;
-    if ctx.res.terminating {
-        return Err(Status::forbidden(
-            "create not allowed while custom resource definition is terminating".into(),
-            Some(json!({"group": ctx.res.group, "kind": ctx.res.plural})),
-        ));
-    }
     pipeline::generate_name(&mut obj, &meta::name_suffix());
     ctx.name = name_of(&obj).to_owned();
+    if ctx.res.terminating {
+        // kube's admission.NewForbidden: `<resource>.<group> "<name>" is forbidden: <why>`.
+        let who = crate::status::qualified(&ctx.res.group, &ctx.res.plural);
+        let subject = if ctx.name.is_empty() { who } else { format!("{who} {:?}", ctx.name) };
+        return Err(Status::forbidden(
+            format!("{subject} is forbidden: create not allowed while custom resource definition is terminating"),
+            Some(json!({"name": ctx.name, "group": ctx.res.group, "kind": ctx.res.plural})),
+        ));
+    }
     prepare_create(ctx, &mut obj);
     admit_reporting(ctx, &mut obj, None, Part::Main, &duplicates)?;
     if ctx.dry_run()? {
+        // A dry run answers what the real create would, including AlreadyExists.
+        if ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(storage_error(ctx))?.is_some() {
+            return Err(Status::already_exists(&ctx.res.group, &ctx.res.plural, &ctx.name));
+        }
         return Ok(ctx.respond(StatusCode::CREATED, &obj));
     }
     let bytes = to_storage(&ctx.res, &obj, &ctx.version)?;
@@ -544,20 +572,24 @@ async fn delete_one(ctx: &Ctx, name: &str, opts: &DeleteOptions) -> Result<(Stat
         let current = current.ok_or_else(|| Status::not_found(group, plural, name))?;
         let mut obj = from_storage(&ctx.res, &current, &ctx.version)?;
         let uid = obj.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("").to_owned();
+        // kube's rest.BeforeDelete: the conflict names the kind, not the resource.
+        let kind = &ctx.res.kind;
         if let Some(want) = &opts.uid
             && *want != uid
         {
-            let why = format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}");
-            return Err(Status::conflict_with(group, plural, name, &why));
+            let why = format!(
+                "the UID in the precondition ({want}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+            );
+            return Err(Status::conflict_with(group, kind, name, &why));
         }
         if let Some(want) = &opts.resource_version
             && *want != current.mod_revision.to_string()
         {
             let why = format!(
-                "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {}",
+                "the ResourceVersion in the precondition ({want}) does not match the ResourceVersion in record ({}). The object might have been modified",
                 current.mod_revision
             );
-            return Err(Status::conflict_with(group, plural, name, &why));
+            return Err(Status::conflict_with(group, kind, name, &why));
         }
         let finalizers = obj.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
         let marked = obj.pointer("/metadata/deletionTimestamp").is_some();
@@ -612,16 +644,7 @@ pub async fn delete_collection(ctx: &Ctx, body: &[u8]) -> Answer {
         let ns_ctx;
         let target = match obj.pointer("/metadata/namespace").and_then(Value::as_str) {
             Some(ns) if ctx.namespace.is_none() && ctx.res.namespaced => {
-                ns_ctx = Ctx {
-                    state: ctx.state.clone(),
-                    res: ctx.res.clone(),
-                    version: ctx.version.clone(),
-                    namespace: Some(ns.to_owned()),
-                    name: name.clone(),
-                    query: ctx.query.clone(),
-                    headers: ctx.headers.clone(),
-                    warnings: Vec::new(),
-                };
+                ns_ctx = Ctx { namespace: Some(ns.to_owned()), name: name.clone(), ..ctx.fork() };
                 &ns_ctx
             }
             _ => ctx,

@@ -1,0 +1,1727 @@
+//! Black-box HTTP tests of the real `versa serve`: raw HTTPS requests (no kubectl) against the
+//! definitions API and the custom resources it serves, asserting status codes, bodies and
+//! `metav1.Status` shapes exactly as kube-apiserver produces them for CustomResourceDefinitions.
+//!
+//! One test per area, each with its own server: the definition lifecycle and name conflicts;
+//! every error code; `fieldValidation` and `dryRun`; status, scale and generation; finalizers
+//! and delete preconditions; list selectors, paging and resourceVersion semantics; watch
+//! streams; Table output; aggregated discovery; and the json-patch-tests corpus through the
+//! PATCH endpoint. Where a test checks many independent details it collects every mismatch
+//! (see [`Checks`]) so that one run lists all divergences from kube-apiserver, not just the
+//! first.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
+
+#[path = "client.rs"]
+mod client;
+
+use std::future::Future;
+use std::time::Duration;
+
+use client::{Client, Next, Response, Watch};
+use serde_json::{Value, json};
+use versa_e2e::Versa;
+
+/// The definitions collection.
+const RD: &str = "/apis/versa.dev/v1/resourcedefinitions";
+/// CronTabs in namespace `default`.
+const CT: &str = "/apis/stable.example.com/v1/namespaces/default/crontabs";
+/// How long a watch read may wait for an event the test caused (generous: shared machine).
+const EVENT_WAIT: Duration = Duration::from_secs(30);
+/// Accept header for Table output.
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+
+/// A running versa and an admin client for it.
+struct Server {
+    versa: Versa,
+    client: Client,
+    _dir: tempfile::TempDir,
+}
+
+async fn server() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(dir.path());
+    let client = Client::admin(&versa.data_dir, &versa.address);
+    poll("versa ready", || {
+        let client = client.clone();
+        async move { (client.get("/readyz").await.status == 200).then_some(()) }
+    })
+    .await;
+    Server { versa, client, _dir: dir }
+}
+
+/// Calls `f` until it returns `Some`, at most 600 times 50 ms apart (controllers normally answer
+/// within milliseconds; the bound is only there so a broken server fails the test).
+async fn poll<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    for _ in 0..600 {
+        if let Some(v) = f().await {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what}: not reached after 600 attempts");
+}
+
+/// Soft assertions: every mismatch is recorded, and [`Checks::finish`] fails with all of them.
+#[derive(Debug, Default)]
+struct Checks {
+    failures: Vec<String>,
+}
+
+impl Checks {
+    fn check(&mut self, what: &str, ok: bool, detail: impl std::fmt::Display) {
+        if !ok {
+            self.failures.push(format!("{what}: {detail}"));
+        }
+    }
+
+    fn eq(&mut self, what: &str, got: &Value, want: &Value) {
+        if !json_eq(got, want) {
+            self.failures.push(format!("{what}:\n      got:  {got}\n      want: {want}"));
+        }
+    }
+
+    /// A `metav1.Status` failure with this code, reason and message.
+    fn status(&mut self, what: &str, r: &Response, code: u16, reason: &str, message: &str) -> Value {
+        let body: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+        let got = json!({
+            "httpCode": r.status, "kind": body["kind"], "apiVersion": body["apiVersion"], "status": body["status"],
+            "code": body["code"], "reason": body["reason"], "message": body["message"],
+        });
+        let want = json!({
+            "httpCode": code, "kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "code": code, "reason": reason, "message": message,
+        });
+        if got != want {
+            self.failures.push(format!("{what}:\n      got:  {got}\n      want: {want}\n      body: {}", r.text()));
+        }
+        body
+    }
+
+    fn finish(self) {
+        if !self.failures.is_empty() {
+            panic!("{} mismatch(es) with kube-apiserver:\n  - {}", self.failures.len(), self.failures.join("\n  - "));
+        }
+    }
+}
+
+/// JSON equality with numbers compared by value (`1` equals `1.0`).
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(x), Some(y)) => x == y,
+            _ => x.as_f64() == y.as_f64(),
+        },
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_eq(x, y)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// The CronTab definition of the Kubernetes tutorial (`shared/seeds/001_…`), as a
+/// ResourceDefinition, with `maximum: 10` on `spec.replicas`, status and scale subresources,
+/// printer columns, and an unserved `v1beta1`.
+fn crontab_definition() -> Value {
+    let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {
+            "cronSpec": {"type": "string"},
+            "image": {"type": "string"},
+            "replicas": {"type": "integer", "maximum": 10},
+        }},
+        "status": {"type": "object", "properties": {
+            "replicas": {"type": "integer"},
+            "labelSelector": {"type": "string"},
+        }},
+    }}});
+    json!({
+        "apiVersion": "versa.dev/v1",
+        "kind": "ResourceDefinition",
+        "metadata": {"name": "crontabs.stable.example.com"},
+        "spec": {
+            "group": "stable.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "shortNames": ["ct"]},
+            "versions": [
+                {
+                    "name": "v1", "served": true, "storage": true, "schema": schema,
+                    "subresources": {
+                        "status": {},
+                        "scale": {
+                            "specReplicasPath": ".spec.replicas",
+                            "statusReplicasPath": ".status.replicas",
+                            "labelSelectorPath": ".status.labelSelector",
+                        },
+                    },
+                    "additionalPrinterColumns": [
+                        {"name": "Spec", "type": "string", "jsonPath": ".spec.cronSpec"},
+                        {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                    ],
+                },
+                {"name": "v1beta1", "served": false, "storage": false, "schema": schema},
+            ],
+        },
+    })
+}
+
+/// A condition of a definition by type.
+fn condition<'a>(def: &'a Value, type_: &str) -> Option<&'a Value> {
+    def.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == type_)
+}
+
+/// Creates a definition and waits until it is Established; returns it.
+async fn define(c: &Client, def: &Value) -> Value {
+    let r = c.post(RD, def).await;
+    assert_eq!(r.status, 201, "creating the definition: {}", r.text());
+    wait_established(c, def["metadata"]["name"].as_str().unwrap()).await
+}
+
+async fn wait_established(c: &Client, name: &str) -> Value {
+    let path = format!("{RD}/{name}");
+    poll("definition Established", || {
+        let (c, path) = (c.clone(), path.clone());
+        async move {
+            let def = c.get(&path).await.json();
+            condition(&def, "Established").is_some_and(|e| e["status"] == "True").then_some(def)
+        }
+    })
+    .await
+}
+
+/// A CronTab object.
+fn crontab(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": name}, "spec": spec})
+}
+
+/// A CronTab with labels.
+fn labelled(name: &str, labels: Value) -> Value {
+    let mut obj = crontab(name, json!({"cronSpec": "* * * * */5", "replicas": 1}));
+    obj["metadata"]["labels"] = labels;
+    obj
+}
+
+/// Creates an object (must answer 201) and returns it.
+async fn create(c: &Client, collection: &str, obj: &Value) -> Value {
+    let r = c.post(collection, obj).await;
+    assert_eq!(r.status, 201, "creating {}: {}", obj["metadata"]["name"], r.text());
+    r.json()
+}
+
+/// `metadata.name` of each item of a list.
+fn names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .map(|i| name(i).to_owned())
+        .collect()
+}
+
+fn name(obj: &Value) -> &str {
+    obj["metadata"]["name"].as_str().unwrap_or("")
+}
+
+fn rv(obj: &Value) -> String {
+    obj["metadata"]["resourceVersion"].as_str().unwrap_or_else(|| panic!("no resourceVersion: {obj}")).to_owned()
+}
+
+/// Percent-encodes a query parameter value.
+fn enc(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The `(type, name)` of a watch event.
+fn event_id(ev: &Value) -> (String, String) {
+    (ev["type"].as_str().unwrap_or("").to_owned(), name(&ev["object"]).to_owned())
+}
+
+/// The next watch event, or `None` with the failure recorded (so the test goes on).
+async fn soft_event(w: &mut Watch, checks: &mut Checks, what: &str) -> Option<Value> {
+    match w.next_line(EVENT_WAIT).await {
+        Next::Line(line) => {
+            let ev = serde_json::from_str(&line).ok();
+            checks.check(what, ev.is_some(), format!("not JSON: {line}"));
+            ev
+        }
+        Next::End => {
+            checks.check(what, false, "the watch ended");
+            None
+        }
+        Next::Timeout => {
+            checks.check(what, false, format!("no event within {EVENT_WAIT:?}"));
+            None
+        }
+    }
+}
+
+/// Asserts that nothing more arrives on a watch for a short while (the events the test caused
+/// have all been read by then; this only catches extra events).
+async fn assert_quiet(w: &mut Watch, what: &str) {
+    match w.next_line(Duration::from_millis(500)).await {
+        Next::Timeout => {}
+        Next::Line(line) => panic!("{what}: unexpected extra event {line}"),
+        Next::End => panic!("{what}: the watch ended"),
+    }
+}
+
+// 1. Definition lifecycle.
+
+#[tokio::test]
+async fn definition_lifecycle() {
+    let s = server().await;
+    let c = &s.client;
+    let mut checks = Checks::default();
+
+    let r = c.post(RD, &crontab_definition()).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let created = r.json();
+    checks.eq("created kind", &created["kind"], &json!("ResourceDefinition"));
+    checks.eq("created generation", &created["metadata"]["generation"], &json!(1));
+    checks.eq("created storedVersions", &created["status"]["storedVersions"], &json!(["v1"]));
+
+    let def = wait_established(c, "crontabs.stable.example.com").await;
+    let names_accepted = condition(&def, "NamesAccepted").cloned().unwrap_or(Value::Null);
+    checks.eq(
+        "NamesAccepted",
+        &json!({"status": names_accepted["status"], "reason": names_accepted["reason"], "message": names_accepted["message"]}),
+        &json!({"status": "True", "reason": "NoConflicts", "message": "no conflicts found"}),
+    );
+    let established = condition(&def, "Established").cloned().unwrap_or(Value::Null);
+    checks.eq(
+        "Established",
+        &json!({"status": established["status"], "reason": established["reason"], "message": established["message"]}),
+        &json!({"status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}),
+    );
+    checks.check("Established lastTransitionTime", established["lastTransitionTime"].is_string(), &established);
+    checks.eq(
+        "acceptedNames",
+        &def["status"]["acceptedNames"],
+        &json!({"plural": "crontabs", "singular": "crontab", "shortNames": ["ct"], "kind": "CronTab", "listKind": "CronTabList"}),
+    );
+    checks.eq("storedVersions", &def["status"]["storedVersions"], &json!(["v1"]));
+
+    // The resource is served.
+    let list = c.get(CT).await;
+    checks.eq("list of the new resource", &json!([list.status, list.json()["kind"]]), &json!([200, "CronTabList"]));
+
+    // An invalid definition: every problem, each a cause naming its field.
+    let mut invalid = crontab_definition();
+    invalid["metadata"]["name"] = json!("wrong");
+    invalid["spec"]["scope"] = json!("Galaxy");
+    let r = c.post(RD, &invalid).await;
+    let body = checks.status(
+        "invalid definition",
+        &r,
+        422,
+        "Invalid",
+        "ResourceDefinition.versa.dev \"wrong\" is invalid: [metadata.name: Invalid value: \"wrong\": must be spec.names.plural+\".\"+spec.group, spec.scope: Unsupported value: \"Galaxy\": supported values: \"Cluster\", \"Namespaced\"]",
+    );
+    checks.eq(
+        "invalid definition details",
+        &body["details"],
+        &json!({
+            "name": "wrong", "group": "versa.dev", "kind": "ResourceDefinition",
+            "causes": [
+                {"reason": "FieldValueInvalid", "message": "Invalid value: \"wrong\": must be spec.names.plural+\".\"+spec.group", "field": "metadata.name"},
+                {"reason": "FieldValueNotSupported", "message": "Unsupported value: \"Galaxy\": supported values: \"Cluster\", \"Namespaced\"", "field": "spec.scope"},
+            ],
+        }),
+    );
+    checks.eq("invalid definition is not stored", &json!(c.get(&format!("{RD}/wrong")).await.status), &json!(404));
+
+    // A second definition in the group claiming the kind CronTab (with its own plural and list
+    // kind, so that the kind is the only conflict).
+    let mut other = crontab_definition();
+    other["metadata"]["name"] = json!("othertabs.stable.example.com");
+    other["spec"]["names"] =
+        json!({"plural": "othertabs", "singular": "othertab", "kind": "CronTab", "listKind": "OtherTabList"});
+    let r = c.post(RD, &other).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let other = poll("NamesAccepted on the conflicting definition", || {
+        let c = c.clone();
+        async move {
+            let def = c.get(&format!("{RD}/othertabs.stable.example.com")).await.json();
+            condition(&def, "NamesAccepted").is_some().then_some(def)
+        }
+    })
+    .await;
+    let names_accepted = condition(&other, "NamesAccepted").cloned().unwrap_or(Value::Null);
+    checks.eq(
+        "conflict NamesAccepted",
+        &json!({"status": names_accepted["status"], "reason": names_accepted["reason"], "message": names_accepted["message"]}),
+        &json!({"status": "False", "reason": "KindConflict", "message": "\"CronTab\" is already in use"}),
+    );
+    let established = condition(&other, "Established").cloned().unwrap_or(Value::Null);
+    checks.eq(
+        "conflict Established",
+        &json!({"status": established["status"], "reason": established["reason"], "message": established["message"]}),
+        &json!({"status": "False", "reason": "NotAccepted", "message": "not all names are accepted"}),
+    );
+    let accepted = &other["status"]["acceptedNames"];
+    checks.eq(
+        "conflict acceptedNames (the kind is not adopted)",
+        &json!([
+            accepted["plural"],
+            accepted["singular"],
+            accepted["listKind"],
+            accepted["kind"].as_str().unwrap_or("")
+        ]),
+        &json!(["othertabs", "othertab", "OtherTabList", ""]),
+    );
+    let r = c.get("/apis/stable.example.com/v1/namespaces/default/othertabs").await;
+    checks.status(
+        "conflicting resource is not served",
+        &r,
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    );
+
+    checks.finish();
+}
+
+// 2. Error codes and Status shapes.
+
+#[tokio::test]
+async fn error_codes_and_status_shapes() {
+    let s = server().await;
+    let c = &s.client;
+    define(c, &crontab_definition()).await;
+    let mut checks = Checks::default();
+
+    // 401 without a client certificate.
+    let anonymous = Client::anonymous(&s.versa.data_dir, &s.versa.address);
+    let r = anonymous.get(CT).await;
+    checks.eq(
+        "401 body",
+        &serde_json::from_slice(&r.body).unwrap_or(Value::Null),
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized", "code": 401}),
+    );
+    checks.eq("401 code", &json!(r.status), &json!(401));
+
+    // 404s that kube-apiserver delegates to its NotFound handler.
+    const NO_RESOURCE: &str = "the server could not find the requested resource";
+    let unserved = [
+        ("unknown group", "/apis/nothing.example.com/v1/things"),
+        ("unknown non-resource path", "/nothing/here"),
+        ("namespaced resource without a namespace (get)", "/apis/stable.example.com/v1/crontabs/x"),
+        (
+            "cluster-scoped resource with a namespace",
+            "/apis/versa.dev/v1/namespaces/default/resourcedefinitions/crontabs.stable.example.com",
+        ),
+        ("unserved version", "/apis/stable.example.com/v1beta1/namespaces/default/crontabs"),
+        ("unknown version", "/apis/stable.example.com/v2/namespaces/default/crontabs"),
+    ];
+    for (what, path) in unserved {
+        let r = c.get(path).await;
+        checks.status(what, &r, 404, "NotFound", NO_RESOURCE);
+    }
+    // Listing across namespaces is allowed for a namespaced resource.
+    checks.eq(
+        "list across namespaces",
+        &json!(c.get("/apis/stable.example.com/v1/crontabs").await.status),
+        &json!(200),
+    );
+
+    // 404 for an object.
+    let r = c.get(&format!("{CT}/x")).await;
+    let body = checks.status("object not found", &r, 404, "NotFound", "crontabs.stable.example.com \"x\" not found");
+    checks.eq(
+        "object not found details",
+        &body["details"],
+        &json!({"name": "x", "group": "stable.example.com", "kind": "crontabs"}),
+    );
+    // An unknown subresource is a NotFound for the object's resource (customresource_handler.go).
+    let r = c.get(&format!("{CT}/x/bogus")).await;
+    let body = checks.status("unknown subresource", &r, 404, "NotFound", "crontabs.stable.example.com \"x\" not found");
+    checks.eq(
+        "unknown subresource details",
+        &body["details"],
+        &json!({"name": "x", "group": "stable.example.com", "kind": "crontabs"}),
+    );
+
+    let a = create(c, CT, &crontab("a", json!({"cronSpec": "* * * * */5", "replicas": 1}))).await;
+
+    // 405: POST on an item, and a verb a subresource does not have. (kube-apiserver's CRD
+    // handler sends every POST to CreateResource, which ignores the name in the URL, so it
+    // would create the object from the body; versa refuses, as built-in resources do.)
+    let r = c.post(&format!("{CT}/a"), &crontab("a", json!({}))).await;
+    checks.eq("POST on an item", &json!([r.status, r.json()["reason"]]), &json!([405, "MethodNotAllowed"]));
+    let r = c.delete(&format!("{CT}/a/status")).await;
+    let body = checks.status(
+        "DELETE on /status",
+        &r,
+        405,
+        "MethodNotAllowed",
+        "delete is not supported on resources of kind \"crontabs.stable.example.com\"",
+    );
+    checks.eq(
+        "DELETE on /status details",
+        &body["details"],
+        &json!({"group": "stable.example.com", "kind": "crontabs"}),
+    );
+
+    // 409 AlreadyExists.
+    let r = c.post(CT, &crontab("a", json!({}))).await;
+    let body =
+        checks.status("AlreadyExists", &r, 409, "AlreadyExists", "crontabs.stable.example.com \"a\" already exists");
+    checks.eq(
+        "AlreadyExists details",
+        &body["details"],
+        &json!({"name": "a", "group": "stable.example.com", "kind": "crontabs"}),
+    );
+
+    // 409 Conflict on a stale resourceVersion.
+    let mut stale = a.clone();
+    let r = c.merge_patch(&format!("{CT}/a"), &json!({"spec": {"replicas": 2}})).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    stale["spec"]["image"] = json!("nginx");
+    let r = c.put(&format!("{CT}/a"), &stale).await;
+    let body = checks.status(
+        "stale resourceVersion",
+        &r,
+        409,
+        "Conflict",
+        "Operation cannot be fulfilled on crontabs.stable.example.com \"a\": the object has been modified; please apply your changes to the latest version and try again",
+    );
+    checks.eq(
+        "Conflict details",
+        &body["details"],
+        &json!({"name": "a", "group": "stable.example.com", "kind": "crontabs"}),
+    );
+
+    // 422 PUT without a resourceVersion (the qualified "kind" is the resource here).
+    let mut no_rv = stale.clone();
+    no_rv["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+    let r = c.put(&format!("{CT}/a"), &no_rv).await;
+    let body = checks.status(
+        "PUT without resourceVersion",
+        &r,
+        422,
+        "Invalid",
+        "crontabs.stable.example.com \"a\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+    );
+    checks.eq(
+        "PUT without resourceVersion details",
+        &body["details"],
+        &json!({"name": "a", "group": "stable.example.com", "kind": "crontabs", "causes": [
+            {"reason": "FieldValueInvalid", "message": "Invalid value: 0x0: must be specified for an update", "field": "metadata.resourceVersion"},
+        ]}),
+    );
+
+    // 422 schema validation.
+    let r = c.post(CT, &crontab("big", json!({"replicas": 15}))).await;
+    let body = checks.status(
+        "maximum",
+        &r,
+        422,
+        "Invalid",
+        "CronTab.stable.example.com \"big\" is invalid: spec.replicas: Invalid value: 15: spec.replicas in body should be less than or equal to 10",
+    );
+    checks.eq(
+        "maximum details",
+        &body["details"],
+        &json!({"name": "big", "group": "stable.example.com", "kind": "CronTab", "causes": [
+            {"reason": "FieldValueInvalid", "message": "Invalid value: 15: spec.replicas in body should be less than or equal to 10", "field": "spec.replicas"},
+        ]}),
+    );
+
+    // 400s for bodies that do not decode.
+    const UNRECOGNIZED: &str = "the object provided is unrecognized (must be of type CronTab): ";
+    let bad_bodies = [
+        ("malformed JSON", "application/json", "{\"apiVersion\": \"stable.example.com/v1\", \"kind\":"),
+        (
+            "malformed YAML",
+            "application/yaml",
+            "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: [name: x\n",
+        ),
+    ];
+    for (what, content_type, body) in bad_bodies {
+        let r = c.request("POST", CT, &[("content-type", content_type)], body.to_owned()).await;
+        let got: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+        checks.eq(
+            &format!("{what}: code and reason"),
+            &json!([r.status, got["reason"], got["kind"]]),
+            &json!([400, "BadRequest", "Status"]),
+        );
+        let message = got["message"].as_str().unwrap_or("");
+        checks.check(
+            &format!("{what}: message"),
+            message.starts_with(UNRECOGNIZED),
+            format!("{message:?} should start with {UNRECOGNIZED:?}"),
+        );
+    }
+
+    let r = c
+        .post(CT, &json!({"apiVersion": "stable.example.com/v2", "kind": "CronTab", "metadata": {"name": "v2"}}))
+        .await;
+    checks.status(
+        "mismatched apiVersion",
+        &r,
+        400,
+        "BadRequest",
+        "the API version in the data (stable.example.com/v2) does not match the expected API version (stable.example.com/v1)",
+    );
+
+    // 413 for a body over 3 MiB.
+    let big = vec![b' '; 3 * 1024 * 1024 + 1];
+    let r = c.request("POST", CT, &[("content-type", "application/json")], big).await;
+    checks.status("body over 3 MiB", &r, 413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728");
+
+    // 400, not a crash, for JSON nested 10000 deep.
+    let deep = format!(
+        "{{\"apiVersion\":\"stable.example.com/v1\",\"kind\":\"CronTab\",\"metadata\":{{\"name\":\"deep\"}},\"spec\":{{\"doc\":{}{}}}}}",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    let r = c.request("POST", CT, &[("content-type", "application/json")], deep).await;
+    let got: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+    checks.eq("10000-deep JSON", &json!([r.status, got["reason"]]), &json!([400, "BadRequest"]));
+    checks.eq("healthy after deep JSON", &json!(c.get("/healthz").await.status), &json!(200));
+
+    // 415 for patch types CRDs do not take.
+    let r = c
+        .request("PATCH", &format!("{CT}/a"), &[("content-type", "application/strategic-merge-patch+json")], "{}")
+        .await;
+    checks.status(
+        "strategic merge patch",
+        &r,
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+    );
+    // Server-side apply is not implemented by versa (kube-apiserver accepts it): 415 until it is.
+    let r = c
+        .request(
+            "PATCH",
+            &format!("{CT}/a?fieldManager=test"),
+            &[("content-type", "application/apply-patch+yaml")],
+            "spec: {}",
+        )
+        .await;
+    let got: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+    checks.eq("apply patch", &json!([r.status, got["reason"]]), &json!([415, "UnsupportedMediaType"]));
+
+    // 403 creating while the definition terminates: hold an object with a finalizer so that
+    // the definition's deletion waits for it.
+    let mut held = crontab("held", json!({}));
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    create(c, CT, &held).await;
+    let r = c.delete(&format!("{RD}/crontabs.stable.example.com")).await;
+    assert_eq!(r.status, 200, "deleting the definition: {}", r.text());
+    let deleted = r.json();
+    checks.check(
+        "deleted definition has a deletionTimestamp",
+        deleted["metadata"]["deletionTimestamp"].is_string(),
+        &deleted,
+    );
+    checks.eq(
+        "deleted definition is Terminating",
+        &condition(&deleted, "Terminating").map_or(Value::Null, |t| json!([t["status"], t["reason"]])),
+        &json!(["True", "InstanceDeletionPending"]),
+    );
+    let mut attempt = 0;
+    let forbidden = poll("create refused while terminating", || {
+        attempt += 1;
+        let c = c.clone();
+        let name = format!("late{attempt}");
+        async move {
+            let r = c.post(CT, &crontab(&name, json!({}))).await;
+            (r.status != 201).then_some((name, r))
+        }
+    })
+    .await;
+    let (late, r) = forbidden;
+    let body = checks.status(
+        "create while terminating",
+        &r,
+        403,
+        "Forbidden",
+        &format!("crontabs.stable.example.com \"{late}\" is forbidden: create not allowed while custom resource definition is terminating"),
+    );
+    checks.eq(
+        "create while terminating details",
+        &body["details"],
+        &json!({"name": late, "group": "stable.example.com", "kind": "crontabs"}),
+    );
+    // The held object is marked for deletion; releasing it lets the definition go.
+    let held_now = poll("held object marked for deletion", || {
+        let c = c.clone();
+        async move {
+            let obj = c.get(&format!("{CT}/held")).await.json();
+            obj["metadata"]["deletionTimestamp"].is_string().then_some(obj)
+        }
+    })
+    .await;
+    checks.eq("held object keeps its finalizer", &held_now["metadata"]["finalizers"], &json!(["example.com/hold"]));
+    let r = c.merge_patch(&format!("{CT}/held"), &json!({"metadata": {"finalizers": null}})).await;
+    assert_eq!(r.status, 200, "releasing the held object: {}", r.text());
+    poll("definition gone", || {
+        let c = c.clone();
+        async move { (c.get(&format!("{RD}/crontabs.stable.example.com")).await.status == 404).then_some(()) }
+    })
+    .await;
+    poll("resource no longer served", || {
+        let c = c.clone();
+        async move { (c.get(CT).await.status == 404).then_some(()) }
+    })
+    .await;
+
+    checks.finish();
+}
+
+// 3. fieldValidation and dryRun.
+
+#[tokio::test]
+async fn field_validation_and_dry_run() {
+    let s = server().await;
+    let c = &s.client;
+    define(c, &crontab_definition()).await;
+    let mut checks = Checks::default();
+
+    // Warn (the default): the unknown field is dropped, with a warning.
+    let r = c.post(CT, &crontab("warn", json!({"replicas": 1, "foo": "bar"}))).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    checks.eq("Warn: warning", &json!(r.warnings()), &json!(["299 - \"unknown field \\\"spec.foo\\\"\""]));
+    checks.eq("Warn: field dropped", &r.json()["spec"], &json!({"replicas": 1}));
+
+    // A duplicate key: a warning naming its path; the last value wins.
+    let body = r#"{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"dup"},"spec":{"replicas":1,"replicas":2}}"#;
+    let r = c.request("POST", CT, &[("content-type", "application/json")], body).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    checks.eq("duplicate: warning", &json!(r.warnings()), &json!(["299 - \"duplicate field \\\"spec.replicas\\\"\""]));
+    checks.eq("duplicate: last wins", &r.json()["spec"]["replicas"], &json!(2));
+
+    // Strict: 400 with the strict decoder's message, nothing stored.
+    let r =
+        c.post(&format!("{CT}?fieldValidation=Strict"), &crontab("strict", json!({"replicas": 1, "foo": "bar"}))).await;
+    checks.status(
+        "Strict: unknown field",
+        &r,
+        400,
+        "BadRequest",
+        "CronTab in version \"v1\" cannot be handled as a CronTab: strict decoding error: unknown field \"spec.foo\"",
+    );
+    checks.eq("Strict: not stored", &json!(c.get(&format!("{CT}/strict")).await.status), &json!(404));
+    let body = r#"{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"dupstrict"},"spec":{"replicas":1,"replicas":2}}"#;
+    let r =
+        c.request("POST", &format!("{CT}?fieldValidation=Strict"), &[("content-type", "application/json")], body).await;
+    checks.status(
+        "Strict: duplicate field",
+        &r,
+        400,
+        "BadRequest",
+        "CronTab in version \"v1\" cannot be handled as a CronTab: strict decoding error: duplicate field \"spec.replicas\"",
+    );
+
+    // Ignore: dropped silently.
+    let r =
+        c.post(&format!("{CT}?fieldValidation=Ignore"), &crontab("ignore", json!({"replicas": 1, "foo": "bar"}))).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    checks.eq("Ignore: no warning", &json!(r.warnings()), &json!([]));
+    checks.eq("Ignore: field dropped", &r.json()["spec"], &json!({"replicas": 1}));
+
+    // Warn on update too.
+    let mut warn = c.get(&format!("{CT}/warn")).await.json();
+    warn["spec"]["bar"] = json!(1);
+    let r = c.put(&format!("{CT}/warn"), &warn).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    checks.eq("Warn on update", &json!(r.warnings()), &json!(["299 - \"unknown field \\\"spec.bar\\\"\""]));
+
+    // dryRun=All on create: the answer of a create, nothing stored.
+    let r = c.post(&format!("{CT}?dryRun=All"), &crontab("dry", json!({"replicas": 3}))).await;
+    checks.eq("dry-run create code", &json!(r.status), &json!(201));
+    let dry = r.json();
+    checks.eq(
+        "dry-run create answer",
+        &json!([dry["kind"], name(&dry), dry["spec"]]),
+        &json!(["CronTab", "dry", {"replicas": 3}]),
+    );
+    checks.check("dry-run create has a uid", dry["metadata"]["uid"].is_string(), &dry);
+    checks.check("dry-run create has a creationTimestamp", dry["metadata"]["creationTimestamp"].is_string(), &dry);
+    checks.eq("dry-run create stored nothing", &json!(c.get(&format!("{CT}/dry")).await.status), &json!(404));
+    let r = c.post(&format!("{CT}?dryRun=All"), &crontab("warn", json!({}))).await;
+    checks.eq(
+        "dry-run create of an existing name",
+        &json!([r.status, r.json()["reason"]]),
+        &json!([409, "AlreadyExists"]),
+    );
+
+    // dryRun=All on update.
+    let before = c.get(&format!("{CT}/warn")).await.json();
+    let mut changed = before.clone();
+    changed["spec"]["replicas"] = json!(7);
+    let r = c.put(&format!("{CT}/warn?dryRun=All"), &changed).await;
+    checks.eq("dry-run update code", &json!(r.status), &json!(200));
+    checks.eq("dry-run update answer", &r.json()["spec"]["replicas"], &json!(7));
+    let after = c.get(&format!("{CT}/warn")).await.json();
+    checks.eq(
+        "dry-run update stored nothing",
+        &json!([after["spec"], rv(&after)]),
+        &json!([before["spec"], rv(&before)]),
+    );
+    let r = c.merge_patch(&format!("{CT}/warn?dryRun=All"), &json!({"spec": {"replicas": 8}})).await;
+    checks.eq("dry-run patch answer", &json!([r.status, r.json()["spec"]["replicas"]]), &json!([200, 8]));
+    checks.eq("dry-run patch stored nothing", &c.get(&format!("{CT}/warn")).await.json()["spec"], &before["spec"]);
+
+    // dryRun=All on delete.
+    let r = c.request("DELETE", &format!("{CT}/warn?dryRun=All"), &[], Vec::new()).await;
+    checks.eq("dry-run delete code", &json!(r.status), &json!(200));
+    checks.eq("dry-run delete kept the object", &json!(c.get(&format!("{CT}/warn")).await.status), &json!(200));
+    let r = c
+        .delete_with(&format!("{CT}/warn"), &json!({"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]}))
+        .await;
+    checks.eq("dry-run delete (DeleteOptions body) code", &json!(r.status), &json!(200));
+    checks.eq(
+        "dry-run delete (DeleteOptions body) kept the object",
+        &json!(c.get(&format!("{CT}/warn")).await.status),
+        &json!(200),
+    );
+
+    checks.finish();
+}
+
+// 4. Status, scale and generation.
+
+#[tokio::test]
+async fn status_scale_and_generation() {
+    let s = server().await;
+    let c = &s.client;
+    define(c, &crontab_definition()).await;
+    let mut checks = Checks::default();
+    let item = format!("{CT}/s");
+
+    // Create drops status; generation 1.
+    let mut obj = crontab("s", json!({"cronSpec": "* * * * */5", "replicas": 1}));
+    obj["status"] = json!({"replicas": 5});
+    let created = create(c, CT, &obj).await;
+    checks.eq("create drops status", &created.get("status").cloned().unwrap_or(Value::Null), &Value::Null);
+    checks.eq("generation on create", &created["metadata"]["generation"], &json!(1));
+
+    // PUT on the main resource ignores status; without a spec change generation stays.
+    let mut put = created.clone();
+    put["status"] = json!({"replicas": 9});
+    let r = c.put(&item, &put).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let got = r.json();
+    checks.eq("PUT ignores status", &got.get("status").cloned().unwrap_or(Value::Null), &Value::Null);
+    checks.eq("status-only PUT keeps generation", &got["metadata"]["generation"], &json!(1));
+
+    // A spec change bumps generation.
+    let mut put = got.clone();
+    put["spec"]["image"] = json!("nginx");
+    let r = c.put(&item, &put).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    checks.eq("spec change bumps generation", &r.json()["metadata"]["generation"], &json!(2));
+    let r = c.merge_patch(&item, &json!({"spec": {"replicas": 2}})).await;
+    checks.eq("spec patch bumps generation", &r.json()["metadata"]["generation"], &json!(3));
+
+    // Metadata-only changes do not.
+    let r = c.merge_patch(&item, &json!({"metadata": {"labels": {"a": "b"}, "annotations": {"x": "y"}}})).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    checks.eq("metadata change keeps generation", &r.json()["metadata"]["generation"], &json!(3));
+
+    // PUT /status changes only status: labels and spec in that request are ignored.
+    let mut st = r.json();
+    st["status"] = json!({"replicas": 3, "labelSelector": "app=cron"});
+    st["metadata"]["labels"] = json!({"a": "changed", "new": "label"});
+    st["spec"]["replicas"] = json!(9);
+    let r = c.put(&format!("{item}/status"), &st).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let got = r.json();
+    checks.eq("PUT /status sets status", &got["status"], &json!({"replicas": 3, "labelSelector": "app=cron"}));
+    checks.eq("PUT /status ignores labels", &got["metadata"]["labels"], &json!({"a": "b"}));
+    checks.eq("PUT /status ignores spec", &got["spec"]["replicas"], &json!(2));
+    checks.eq("PUT /status keeps generation", &got["metadata"]["generation"], &json!(3));
+
+    // PATCH /status likewise.
+    let r = c
+        .merge_patch(&format!("{item}/status"), &json!({"status": {"replicas": 4}, "metadata": {"labels": {"z": "1"}}}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let got = r.json();
+    checks.eq("PATCH /status sets status", &got["status"], &json!({"replicas": 4, "labelSelector": "app=cron"}));
+    checks.eq("PATCH /status ignores labels", &got["metadata"]["labels"], &json!({"a": "b"}));
+    checks.eq("PATCH /status keeps generation", &got["metadata"]["generation"], &json!(3));
+    let r = c.get(&format!("{item}/status")).await;
+    checks.eq(
+        "GET /status is the object",
+        &json!([r.status, r.json()["kind"], r.json()["status"]["replicas"]]),
+        &json!([200, "CronTab", 4]),
+    );
+
+    // GET /scale: an autoscaling/v1 Scale.
+    let r = c.get(&format!("{item}/scale")).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let scale = r.json();
+    let current = c.get(&item).await.json();
+    let m = &current["metadata"];
+    checks.eq(
+        "GET /scale",
+        &scale,
+        &json!({
+            "kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {"name": "s", "namespace": "default", "uid": m["uid"], "resourceVersion": m["resourceVersion"], "creationTimestamp": m["creationTimestamp"]},
+            "spec": {"replicas": 2},
+            "status": {"replicas": 4, "selector": "app=cron"},
+        }),
+    );
+
+    // PATCH and PUT /scale write spec.replicas (and that is a spec change).
+    let r = c.merge_patch(&format!("{item}/scale"), &json!({"spec": {"replicas": 7}})).await;
+    checks.eq(
+        "PATCH /scale",
+        &json!([r.status, r.json()["kind"], r.json()["spec"]]),
+        &json!([200, "Scale", {"replicas": 7}]),
+    );
+    let got = c.get(&item).await.json();
+    checks.eq("PATCH /scale wrote spec.replicas", &got["spec"]["replicas"], &json!(7));
+    checks.eq("PATCH /scale bumped generation", &got["metadata"]["generation"], &json!(4));
+    let r = c
+        .put(
+            &format!("{item}/scale"),
+            &json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "s", "namespace": "default"}, "spec": {"replicas": 2}}),
+        )
+        .await;
+    checks.eq("PUT /scale", &json!([r.status, r.json()["spec"]]), &json!([200, {"replicas": 2}]));
+    checks.eq("PUT /scale wrote spec.replicas", &c.get(&item).await.json()["spec"]["replicas"], &json!(2));
+    let r = c
+        .put(
+            &format!("{item}/scale"),
+            &json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "s", "namespace": "default", "resourceVersion": "1"}, "spec": {"replicas": 3}}),
+        )
+        .await;
+    checks.eq(
+        "PUT /scale with a stale resourceVersion",
+        &json!([r.status, r.json()["reason"]]),
+        &json!([409, "Conflict"]),
+    );
+
+    // Invalid replicas through /scale.
+    let r = c.merge_patch(&format!("{item}/scale"), &json!({"spec": {"replicas": -1}})).await;
+    let body = checks.status(
+        "negative replicas via /scale",
+        &r,
+        422,
+        "Invalid",
+        "CronTab.stable.example.com \"s\" is invalid: spec.replicas: Invalid value: -1: should be a non-negative integer",
+    );
+    checks.eq(
+        "negative replicas via /scale causes",
+        &body["details"]["causes"],
+        &json!([{"reason": "FieldValueInvalid", "message": "Invalid value: -1: should be a non-negative integer", "field": "spec.replicas"}]),
+    );
+    checks.eq("negative replicas not stored", &c.get(&item).await.json()["spec"]["replicas"], &json!(2));
+
+    checks.finish();
+}
+
+// 5. Finalizers and delete preconditions.
+
+#[tokio::test]
+async fn finalizers_and_preconditions() {
+    let s = server().await;
+    let c = &s.client;
+    define(c, &crontab_definition()).await;
+    let mut checks = Checks::default();
+
+    let mut obj = crontab("f", json!({"replicas": 1}));
+    obj["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    create(c, CT, &obj).await;
+    let r = c.delete(&format!("{CT}/f")).await;
+    checks.eq("delete with finalizers: code and kind", &json!([r.status, r.json()["kind"]]), &json!([200, "CronTab"]));
+    let marked = r.json();
+    checks.check("delete marks deletionTimestamp", marked["metadata"]["deletionTimestamp"].is_string(), &marked);
+    checks.eq("delete sets deletionGracePeriodSeconds", &marked["metadata"]["deletionGracePeriodSeconds"], &json!(0));
+    let still = c.get(&format!("{CT}/f")).await;
+    checks.eq(
+        "the object stays",
+        &json!([still.status, still.json()["metadata"]["finalizers"]]),
+        &json!([200, ["example.com/hold"]]),
+    );
+    // A second delete answers the object again.
+    let r = c.delete(&format!("{CT}/f")).await;
+    checks.eq("second delete", &json!([r.status, r.json()["kind"]]), &json!([200, "CronTab"]));
+    // No new finalizers on an object being deleted.
+    let r = c
+        .merge_patch(&format!("{CT}/f"), &json!({"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}}))
+        .await;
+    checks.eq("adding a finalizer while deleting", &json!([r.status, r.json()["reason"]]), &json!([422, "Invalid"]));
+    // Removing the last finalizer deletes it.
+    let r = c.merge_patch(&format!("{CT}/f"), &json!({"metadata": {"finalizers": null}})).await;
+    checks.eq("removing the finalizer", &json!(r.status), &json!(200));
+    checks.eq("the object is gone", &json!(c.get(&format!("{CT}/f")).await.status), &json!(404));
+
+    // Delete preconditions.
+    let p = create(c, CT, &crontab("p", json!({}))).await;
+    let uid = p["metadata"]["uid"].as_str().unwrap().to_owned();
+    let r = c
+        .delete_with(
+            &format!("{CT}/p"),
+            &json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": "wrong"}}),
+        )
+        .await;
+    let body = checks.status(
+        "uid precondition",
+        &r,
+        409,
+        "Conflict",
+        &format!(
+            "Operation cannot be fulfilled on CronTab.stable.example.com \"p\": the UID in the precondition (wrong) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+        ),
+    );
+    checks.eq(
+        "uid precondition details",
+        &body["details"],
+        &json!({"name": "p", "group": "stable.example.com", "kind": "CronTab"}),
+    );
+    let r = c
+        .delete_with(
+            &format!("{CT}/p"),
+            &json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"resourceVersion": "1"}}),
+        )
+        .await;
+    checks.eq("resourceVersion precondition", &json!([r.status, r.json()["reason"]]), &json!([409, "Conflict"]));
+    checks.eq("preconditions kept the object", &json!(c.get(&format!("{CT}/p")).await.status), &json!(200));
+    let r = c
+        .delete_with(
+            &format!("{CT}/p"),
+            &json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}}),
+        )
+        .await;
+    let body = r.json();
+    checks.eq(
+        "delete with a matching precondition",
+        &json!([r.status, body["kind"], body["status"], body["details"]["name"], body["details"]["uid"]]),
+        &json!([200, "Status", "Success", "p", uid]),
+    );
+    checks.eq("deleted", &json!(c.get(&format!("{CT}/p")).await.status), &json!(404));
+    let r = c.delete(&format!("{CT}/p")).await;
+    checks.status("deleting again", &r, 404, "NotFound", "crontabs.stable.example.com \"p\" not found");
+
+    checks.finish();
+}
+
+// 6. List: selectors, paging, resourceVersion.
+
+#[tokio::test]
+async fn list_selectors_paging_and_resource_versions() {
+    let s = server().await;
+    let c = &s.client;
+    define(c, &crontab_definition()).await;
+    let mut checks = Checks::default();
+
+    create(c, CT, &labelled("a", json!({"app": "web", "tier": "front"}))).await;
+    create(c, CT, &labelled("b", json!({"app": "web", "tier": "back"}))).await;
+    create(c, CT, &labelled("c", json!({"app": "db"}))).await;
+    create(c, CT, &crontab("d", json!({}))).await;
+    create(c, "/apis/stable.example.com/v1/namespaces/other/crontabs", &labelled("e", json!({"app": "web"}))).await;
+
+    let all_ns = "/apis/stable.example.com/v1/crontabs";
+    let cases: &[(&str, &str, &[&str])] = &[
+        (CT, "labelSelector=app=web", &["a", "b"]),
+        (CT, "labelSelector=app==web", &["a", "b"]),
+        (CT, "labelSelector=app!=web", &["c", "d"]),
+        (CT, "labelSelector=app in (web,db)", &["a", "b", "c"]),
+        (CT, "labelSelector=app notin (web)", &["c", "d"]),
+        (CT, "labelSelector=tier", &["a", "b"]),
+        (CT, "labelSelector=!tier", &["c", "d"]),
+        (CT, "labelSelector=app=web,tier=front", &["a"]),
+        (CT, "fieldSelector=metadata.name=a", &["a"]),
+        (CT, "fieldSelector=metadata.name!=a", &["b", "c", "d"]),
+        (all_ns, "fieldSelector=metadata.namespace=other", &["e"]),
+        (all_ns, "labelSelector=app=web", &["a", "b", "e"]),
+        (all_ns, "labelSelector=app=web&fieldSelector=metadata.namespace!=default", &["e"]),
+    ];
+    for (path, query, want) in cases {
+        let query = query
+            .split('&')
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap();
+                format!("{k}={}", enc(v))
+            })
+            .collect::<Vec<_>>()
+            .join("&");
+        let r = c.get(&format!("{path}?{query}")).await;
+        let got = if r.status == 200 { json!(names(&r.json())) } else { json!(r.text()) };
+        checks.eq(&format!("{path}?{query}"), &got, &json!(want));
+    }
+
+    let r = c.get(&format!("{CT}?fieldSelector={}", enc("spec.x=1"))).await;
+    checks.status("unsupported field selector", &r, 400, "BadRequest", "field label not supported: spec.x");
+
+    // Paging: 25 objects in pages of 10, with writes between the pages; the continue token
+    // pins the revision of the first page.
+    let ns = "/apis/stable.example.com/v1/namespaces/paging/crontabs";
+    for i in 0..25 {
+        create(c, ns, &labelled(&format!("p{i:02}"), json!({"page": "yes"}))).await;
+    }
+    let first = c.get(&format!("{ns}?limit=10")).await.json();
+    let snapshot = first["metadata"]["resourceVersion"].clone();
+    checks.eq("page 1", &json!(names(&first)), &json!((0..10).map(|i| format!("p{i:02}")).collect::<Vec<_>>()));
+    // `remainingItemCount` is optional in the API and versa leaves it out (counting would
+    // read the rest of the collection on every page; docs/serving.md).
+    let token = first["metadata"]["continue"].as_str().expect("page 1 has a continue token").to_owned();
+
+    assert_eq!(c.delete(&format!("{ns}/p00")).await.status, 200);
+    assert_eq!(c.delete(&format!("{ns}/p15")).await.status, 200);
+    let r = c.merge_patch(&format!("{ns}/p12"), &json!({"spec": {"replicas": 9}})).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    create(c, ns, &labelled("p99", json!({"page": "yes"}))).await;
+
+    let second = c.get(&format!("{ns}?limit=10&continue={}", enc(&token))).await.json();
+    checks.eq(
+        "page 2 (snapshot)",
+        &json!(names(&second)),
+        &json!((10..20).map(|i| format!("p{i:02}")).collect::<Vec<_>>()),
+    );
+    checks.eq("page 2 resourceVersion", &second["metadata"]["resourceVersion"], &snapshot);
+    let p12 = second["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|i| name(i) == "p12"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    checks.eq("page 2 shows p12 as it was", &p12["spec"]["replicas"], &json!(1));
+    let token = second["metadata"]["continue"].as_str().unwrap_or("").to_owned();
+    let third = c.get(&format!("{ns}?limit=10&continue={}", enc(&token))).await.json();
+    checks.eq(
+        "page 3 (snapshot)",
+        &json!(names(&third)),
+        &json!((20..25).map(|i| format!("p{i:02}")).collect::<Vec<_>>()),
+    );
+    checks.eq("page 3 resourceVersion", &third["metadata"]["resourceVersion"], &snapshot);
+    checks.check("page 3 is the last", third["metadata"].get("continue").is_none_or(|c| c == ""), &third["metadata"]);
+    checks.check(
+        "page 3 has no remainingItemCount",
+        third["metadata"].get("remainingItemCount").is_none(),
+        &third["metadata"],
+    );
+    let fresh = c.get(ns).await.json();
+    checks.eq("a fresh list sees the writes", &json!(names(&fresh).len()), &json!(24));
+
+    // resourceVersionMatch=Exact reads the past.
+    let ex = create(c, CT, &crontab("ex", json!({"replicas": 1}))).await;
+    let then = rv(&ex);
+    let r = c.merge_patch(&format!("{CT}/ex"), &json!({"spec": {"replicas": 2}})).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let past = c
+        .get(&format!("{CT}?resourceVersion={then}&resourceVersionMatch=Exact&fieldSelector=metadata.name%3Dex"))
+        .await;
+    assert_eq!(past.status, 200, "{}", past.text());
+    let past = past.json();
+    checks.eq("Exact: list revision", &past["metadata"]["resourceVersion"], &json!(then));
+    checks.eq("Exact: the older state", &past["items"][0]["spec"]["replicas"], &json!(1));
+    let now = c
+        .get(&format!("{CT}?resourceVersion={then}&resourceVersionMatch=NotOlderThan&fieldSelector=metadata.name%3Dex"))
+        .await
+        .json();
+    checks.eq("NotOlderThan: the latest state", &now["items"][0]["spec"]["replicas"], &json!(2));
+
+    // Invalid ListOptions.
+    let invalid: &[(&str, &str, Value)] = &[
+        (
+            "resourceVersionMatch=Exact",
+            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+            json!([{"reason": "FieldValueForbidden", "message": "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided", "field": "resourceVersionMatch"}]),
+        ),
+        (
+            "resourceVersion=0&resourceVersionMatch=Exact",
+            "resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            json!([{"reason": "FieldValueForbidden", "message": "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"", "field": "resourceVersionMatch"}]),
+        ),
+        (
+            "resourceVersion=1&resourceVersionMatch=Bogus",
+            "resourceVersionMatch: Unsupported value: \"Bogus\": supported values: \"Exact\", \"NotOlderThan\", \"\"",
+            json!([{"reason": "FieldValueNotSupported", "message": "Unsupported value: \"Bogus\": supported values: \"Exact\", \"NotOlderThan\", \"\"", "field": "resourceVersionMatch"}]),
+        ),
+        (
+            "sendInitialEvents=true",
+            "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list",
+            json!([{"reason": "FieldValueForbidden", "message": "Forbidden: sendInitialEvents is forbidden for list", "field": "sendInitialEvents"}]),
+        ),
+    ];
+    for (query, message, causes) in invalid {
+        let r = c.get(&format!("{CT}?{query}")).await;
+        let body =
+            checks.status(query, &r, 422, "Invalid", &format!("ListOptions.meta.k8s.io \"\" is invalid: {message}"));
+        checks.eq(
+            &format!("{query}: details"),
+            &body["details"],
+            &json!({"group": "meta.k8s.io", "kind": "ListOptions", "causes": causes}),
+        );
+    }
+    // A continue token with a resourceVersion is a BadRequest from the storage layer.
+    let first = c.get(&format!("{ns}?limit=10")).await.json();
+    let token = first["metadata"]["continue"].as_str().unwrap_or("").to_owned();
+    let r = c.get(&format!("{ns}?limit=10&continue={}&resourceVersion={}", enc(&token), rv(&first))).await;
+    checks.status(
+        "continue with resourceVersion",
+        &r,
+        400,
+        "BadRequest",
+        "specifying resource version is not allowed when using continue",
+    );
+
+    // deletecollection with a label selector.
+    let r = c.delete(&format!("{CT}?labelSelector={}", enc("app=web"))).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let deleted = r.json();
+    checks.eq(
+        "deletecollection answer",
+        &json!([deleted["kind"], names(&deleted)]),
+        &json!(["CronTabList", ["a", "b"]]),
+    );
+    let left = c.get(CT).await.json();
+    checks.eq("deletecollection left the rest", &json!(names(&left)), &json!(["c", "d", "ex"]));
+    checks.eq(
+        "deletecollection stayed in its namespace",
+        &json!(c.get("/apis/stable.example.com/v1/namespaces/other/crontabs/e").await.status),
+        &json!(200),
+    );
+
+    checks.finish();
+}
+
+// 7. Watch.
+
+#[tokio::test]
+async fn watch_streams() {
+    let s = server().await;
+    let c = &s.client;
+    define(c, &crontab_definition()).await;
+    let mut checks = Checks::default();
+    let ns = "/apis/stable.example.com/v1/namespaces/w/crontabs";
+
+    // From a resourceVersion: exactly the later events, in order.
+    let w1 = create(c, ns, &crontab("w1", json!({"replicas": 1}))).await;
+    let from = rv(&w1);
+    let w2 = create(c, ns, &crontab("w2", json!({"replicas": 1}))).await;
+    let modified = c.merge_patch(&format!("{ns}/w1"), &json!({"spec": {"replicas": 2}})).await.json();
+    assert_eq!(c.delete(&format!("{ns}/w2")).await.status, 200);
+    let mut w = c.watch(&format!("{ns}?watch=true&resourceVersion={from}"), &[]).await;
+    assert_eq!(w.status, 200);
+    checks.check(
+        "watch content type",
+        w.headers.get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json")),
+        format!("{:?}", w.headers.get("content-type")),
+    );
+    let mut events = Vec::new();
+    for i in 0..3 {
+        events.push(w.event(EVENT_WAIT, &format!("replayed event {i}")).await);
+    }
+    checks.eq(
+        "replayed events",
+        &json!(events.iter().map(event_id).collect::<Vec<_>>()),
+        &json!([["ADDED", "w2"], ["MODIFIED", "w1"], ["DELETED", "w2"]]),
+    );
+    checks.eq("ADDED resourceVersion", &events[0]["object"]["metadata"]["resourceVersion"], &json!(rv(&w2)));
+    checks.eq("MODIFIED resourceVersion", &events[1]["object"]["metadata"]["resourceVersion"], &json!(rv(&modified)));
+    checks.eq("MODIFIED object", &events[1]["object"]["spec"], &json!({"replicas": 2}));
+    let deleted_rv: i64 =
+        events[2]["object"]["metadata"]["resourceVersion"].as_str().unwrap_or("0").parse().unwrap_or(0);
+    checks.check(
+        "DELETED carries the deletion's revision",
+        deleted_rv > rv(&modified).parse::<i64>().unwrap(),
+        &events[2],
+    );
+    assert_quiet(&mut w, "replay").await;
+    // And then what happens next.
+    create(c, ns, &crontab("w3", json!({}))).await;
+    let ev = w.event(EVENT_WAIT, "live ADDED").await;
+    checks.eq("live event", &json!(event_id(&ev)), &json!(["ADDED", "w3"]));
+    drop(w);
+
+    // Without a resourceVersion: the current objects as ADDED first.
+    let mut w = c.watch(&format!("{ns}?watch=true"), &[]).await;
+    let mut initial =
+        vec![event_id(&w.event(EVENT_WAIT, "initial 1").await), event_id(&w.event(EVENT_WAIT, "initial 2").await)];
+    initial.sort();
+    checks.eq("initial ADDED events", &json!(initial), &json!([["ADDED", "w1"], ["ADDED", "w3"]]));
+    assert_quiet(&mut w, "initial state").await;
+    assert_eq!(c.delete(&format!("{ns}/w3")).await.status, 200);
+    checks.eq("then changes", &json!(event_id(&w.event(EVENT_WAIT, "DELETED w3").await)), &json!(["DELETED", "w3"]));
+    drop(w);
+
+    // sendInitialEvents: ADDED events, then the initial-events-end bookmark.
+    let mut w = c
+        .watch(
+            &format!(
+                "{ns}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+            ),
+            &[],
+        )
+        .await;
+    assert_eq!(w.status, 200);
+    let added = w.event(EVENT_WAIT, "initial event").await;
+    checks.eq("sendInitialEvents: ADDED", &json!(event_id(&added)), &json!(["ADDED", "w1"]));
+    let mut bookmark = w.event(EVENT_WAIT, "bookmark").await;
+    while bookmark["type"] == "BOOKMARK" && bookmark["object"]["metadata"]["annotations"].is_null() {
+        // A progress bookmark before the end-of-initial-events one is allowed.
+        bookmark = w.event(EVENT_WAIT, "bookmark").await;
+    }
+    checks.eq("sendInitialEvents: BOOKMARK type", &bookmark["type"], &json!("BOOKMARK"));
+    checks.eq(
+        "sendInitialEvents: bookmark object",
+        &json!([
+            bookmark["object"]["kind"],
+            bookmark["object"]["apiVersion"],
+            bookmark["object"]["metadata"]["annotations"]
+        ]),
+        &json!(["CronTab", "stable.example.com/v1", {"k8s.io/initial-events-end": "true"}]),
+    );
+    let bookmark_rv: i64 =
+        bookmark["object"]["metadata"]["resourceVersion"].as_str().unwrap_or("0").parse().unwrap_or(0);
+    checks.check("bookmark resourceVersion", bookmark_rv >= rv(&modified).parse::<i64>().unwrap(), &bookmark);
+    drop(w);
+
+    // A label-selected watch: an object that stops matching is DELETED (with its last
+    // matching state and the revision of the change).
+    create(c, ns, &labelled("lw", json!({"app": "web"}))).await;
+    let mut w = c.watch(&format!("{ns}?watch=true&labelSelector={}", enc("app=web")), &[]).await;
+    checks.eq(
+        "selected: initial",
+        &json!(event_id(&w.event(EVENT_WAIT, "selected initial").await)),
+        &json!(["ADDED", "lw"]),
+    );
+    let changed = c.merge_patch(&format!("{ns}/lw"), &json!({"metadata": {"labels": {"app": "db"}}})).await.json();
+    if let Some(ev) = soft_event(&mut w, &mut checks, "selected: an event when the object stops matching").await {
+        checks.eq("selected: stopped matching", &json!(event_id(&ev)), &json!(["DELETED", "lw"]));
+        checks.eq(
+            "selected: DELETED carries the previous labels",
+            &ev["object"]["metadata"]["labels"],
+            &json!({"app": "web"}),
+        );
+        checks.eq(
+            "selected: DELETED carries the change's revision",
+            &ev["object"]["metadata"]["resourceVersion"],
+            &json!(rv(&changed)),
+        );
+    }
+    let r = c.merge_patch(&format!("{ns}/lw"), &json!({"metadata": {"labels": {"app": "web"}}})).await;
+    assert_eq!(r.status, 200);
+    if let Some(ev) = soft_event(&mut w, &mut checks, "selected: an event when the object matches again").await {
+        checks.eq("selected: matching again", &json!(event_id(&ev)), &json!(["ADDED", "lw"]));
+    }
+    let r = c.merge_patch(&format!("{ns}/lw"), &json!({"spec": {"replicas": 5}})).await;
+    assert_eq!(r.status, 200);
+    if let Some(ev) = soft_event(&mut w, &mut checks, "selected: an event when a matching object changes").await {
+        checks.eq("selected: still matching", &json!(event_id(&ev)), &json!(["MODIFIED", "lw"]));
+    }
+    drop(w);
+
+    // timeoutSeconds ends the stream (the wait below is only a bound on a broken server).
+    let mut w = c.watch(&format!("{ns}?watch=true&timeoutSeconds=1&resourceVersion={}", rv(&changed)), &[]).await;
+    assert_eq!(w.status, 200);
+    let mut ended = false;
+    for _ in 0..100 {
+        match w.next_line(Duration::from_secs(60)).await {
+            Next::End => {
+                ended = true;
+                break;
+            }
+            Next::Line(line) => checks.check("timeoutSeconds: only real events", !line.contains("\"ERROR\""), &line),
+            Next::Timeout => break,
+        }
+    }
+    checks.check("timeoutSeconds=1 ends the stream", ended, "the stream was still open after 60 s");
+
+    // A watch of one object (fieldSelector=metadata.name) sees only that object.
+    let mut w = c
+        .watch(
+            &format!("{ns}?watch=true&fieldSelector={}&resourceVersion={}", enc("metadata.name=w1"), rv(&changed)),
+            &[],
+        )
+        .await;
+    create(c, ns, &crontab("other", json!({}))).await;
+    let r = c.merge_patch(&format!("{ns}/w1"), &json!({"spec": {"replicas": 3}})).await;
+    assert_eq!(r.status, 200);
+    if let Some(ev) = soft_event(&mut w, &mut checks, "field-selected watch").await {
+        checks.eq("field-selected watch", &json!(event_id(&ev)), &json!(["MODIFIED", "w1"]));
+    }
+    drop(w);
+
+    // A too-old revision would give an ERROR event with a 410 Expired Status, but the embedded
+    // store keeps 5 minutes / 100k events of history and versa has no flag to shrink that, so
+    // the case cannot be produced black-box here (see the report).
+
+    checks.finish();
+}
+
+// 8. Table output.
+
+#[tokio::test]
+async fn table_output() {
+    let s = server().await;
+    let c = &s.client;
+    define(c, &crontab_definition()).await;
+    let mut checks = Checks::default();
+    let t1 = create(c, CT, &crontab("t1", json!({"cronSpec": "*/1 * * * *", "replicas": 3}))).await;
+    create(c, CT, &crontab("t2", json!({"cronSpec": "*/2 * * * *"}))).await;
+
+    let check_columns = |checks: &mut Checks, what: &str, table: &Value| {
+        let columns = table["columnDefinitions"].as_array().cloned().unwrap_or_default();
+        let first = columns.first().cloned().unwrap_or(Value::Null);
+        checks.eq(
+            &format!("{what}: Name column"),
+            &json!([first["name"], first["type"], first["format"]]),
+            &json!(["Name", "string", "name"]),
+        );
+        let summary: Vec<Value> = columns.iter().map(|c| json!([c["name"], c["type"]])).collect();
+        checks.eq(
+            &format!("{what}: columns"),
+            &json!(summary),
+            &json!([["Name", "string"], ["Spec", "string"], ["Replicas", "integer"], ["Age", "date"]]),
+        );
+        let spec = columns.get(1).cloned().unwrap_or(Value::Null);
+        checks.eq(
+            &format!("{what}: default column description"),
+            &spec["description"],
+            &json!("Custom resource definition column (in JSONPath format): .spec.cronSpec"),
+        );
+    };
+
+    // GET one object.
+    let r = c.get_with(&format!("{CT}/t1"), &[("accept", TABLE)]).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let table = r.json();
+    checks.eq("get: kind", &json!([table["kind"], table["apiVersion"]]), &json!(["Table", "meta.k8s.io/v1"]));
+    check_columns(&mut checks, "get", &table);
+    let row = &table["rows"][0];
+    checks.eq("get: rows", &json!(table["rows"].as_array().map_or(0, Vec::len)), &json!(1));
+    checks.eq(
+        "get: cells",
+        &json!([row["cells"][0], row["cells"][1], row["cells"][2]]),
+        &json!(["t1", "*/1 * * * *", 3]),
+    );
+    checks.check("get: Age cell", row["cells"][3].is_string(), &row["cells"]);
+    checks.eq(
+        "get: row object",
+        &json!([
+            row["object"]["kind"],
+            row["object"]["apiVersion"],
+            row["object"]["metadata"]["name"],
+            row["object"]["metadata"]["uid"]
+        ]),
+        &json!(["PartialObjectMetadata", "meta.k8s.io/v1", "t1", t1["metadata"]["uid"]]),
+    );
+    checks.check("get: row object has no spec", row["object"].get("spec").is_none(), &row["object"]);
+    checks.eq("get: metadata", &table["metadata"]["resourceVersion"], &json!(rv(&t1)));
+
+    // List.
+    let r = c.get_with(CT, &[("accept", TABLE)]).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let table = r.json();
+    checks.eq("list: kind", &table["kind"], &json!("Table"));
+    check_columns(&mut checks, "list", &table);
+    let cells: Vec<Value> = table["rows"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|r| json!([r["cells"][0], r["cells"][2]]))
+        .collect();
+    checks.eq("list: rows", &json!(cells), &json!([["t1", 3], ["t2", null]]));
+    checks.check("list: resourceVersion", table["metadata"]["resourceVersion"].is_string(), &table["metadata"]);
+    let r = c.get_with(&format!("{CT}?includeObject=Object"), &[("accept", TABLE)]).await;
+    checks.eq("list includeObject=Object", &r.json()["rows"][0]["object"]["spec"]["replicas"], &json!(3));
+
+    // Watch: each event's object is a one-row Table; headers only on the first.
+    let mut w = c.watch(&format!("{CT}?watch=true"), &[("accept", TABLE)]).await;
+    assert_eq!(w.status, 200);
+    let first = w.event(EVENT_WAIT, "table watch 1").await;
+    let second = w.event(EVENT_WAIT, "table watch 2").await;
+    for (i, ev) in [&first, &second].into_iter().enumerate() {
+        checks.eq(
+            &format!("watch event {i}"),
+            &json!([ev["type"], ev["object"]["kind"], ev["object"]["rows"].as_array().map_or(0, Vec::len)]),
+            &json!(["ADDED", "Table", 1]),
+        );
+    }
+    check_columns(&mut checks, "watch event 0", &first["object"]);
+    checks.eq("watch event 1: no column definitions", &second["object"]["columnDefinitions"], &Value::Null);
+    let r = c.merge_patch(&format!("{CT}/t2"), &json!({"spec": {"replicas": 4}})).await;
+    assert_eq!(r.status, 200);
+    let ev = w.event(EVENT_WAIT, "table watch modified").await;
+    checks.eq(
+        "watch MODIFIED row",
+        &json!([
+            ev["type"],
+            ev["object"]["kind"],
+            ev["object"]["rows"][0]["cells"][0],
+            ev["object"]["rows"][0]["cells"][2]
+        ]),
+        &json!(["MODIFIED", "Table", "t2", 4]),
+    );
+
+    checks.finish();
+}
+
+// 9. Discovery.
+
+#[tokio::test]
+async fn aggregated_and_legacy_discovery() {
+    let s = server().await;
+    let c = &s.client;
+    define(c, &crontab_definition()).await;
+    let mut checks = Checks::default();
+
+    let r = c
+        .get_with(
+            "/apis",
+            &[("accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json")],
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let content_type = r.header("content-type").unwrap_or_default();
+    checks.check("aggregated content type", content_type.contains("as=APIGroupDiscoveryList"), &content_type);
+    let doc = r.json();
+    checks.eq(
+        "aggregated kind",
+        &json!([doc["kind"], doc["apiVersion"]]),
+        &json!(["APIGroupDiscoveryList", "apidiscovery.k8s.io/v2"]),
+    );
+    let items = doc["items"].as_array().cloned().unwrap_or_default();
+    let groups: Vec<&str> = items.iter().filter_map(|g| g["metadata"]["name"].as_str()).collect();
+    checks.check(
+        "aggregated groups",
+        groups.contains(&"versa.dev") && groups.contains(&"stable.example.com"),
+        json!(groups),
+    );
+    let stable = items.iter().find(|g| g["metadata"]["name"] == "stable.example.com").cloned().unwrap_or(Value::Null);
+    let versions: Vec<Value> =
+        stable["versions"].as_array().cloned().unwrap_or_default().iter().map(|v| v["version"].clone()).collect();
+    checks.eq("aggregated versions (served only)", &json!(versions), &json!(["v1"]));
+    checks.eq("aggregated freshness", &stable["versions"][0]["freshness"], &json!("Current"));
+    let crontabs = stable["versions"][0]["resources"]
+        .as_array()
+        .and_then(|rs| rs.iter().find(|r| r["resource"] == "crontabs"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    checks.eq(
+        "aggregated crontabs",
+        &json!({
+            "resource": crontabs["resource"], "responseKind": crontabs["responseKind"], "scope": crontabs["scope"],
+            "singularResource": crontabs["singularResource"], "shortNames": crontabs["shortNames"],
+        }),
+        &json!({
+            "resource": "crontabs", "responseKind": {"group": "stable.example.com", "version": "v1", "kind": "CronTab"},
+            "scope": "Namespaced", "singularResource": "crontab", "shortNames": ["ct"],
+        }),
+    );
+    let mut verbs: Vec<String> = crontabs["verbs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    verbs.sort();
+    checks.eq(
+        "aggregated crontabs verbs",
+        &json!(verbs),
+        &json!(["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]),
+    );
+    let subresources: Vec<Value> = crontabs["subresources"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|s| json!([s["subresource"], s["responseKind"]["group"], s["responseKind"]["kind"]]))
+        .collect();
+    checks.eq(
+        "aggregated subresources",
+        &json!(subresources),
+        &json!([["status", "stable.example.com", "CronTab"], ["scale", "autoscaling", "Scale"]]),
+    );
+
+    // Without the aggregated Accept: the legacy APIGroupList.
+    let r = c.get("/apis").await;
+    let doc = r.json();
+    checks.eq("legacy /apis kind", &doc["kind"], &json!("APIGroupList"));
+    let stable = doc["groups"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["name"] == "stable.example.com"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    checks.eq(
+        "legacy /apis group",
+        &json!([stable["preferredVersion"], stable["versions"]]),
+        &json!([{"groupVersion": "stable.example.com/v1", "version": "v1"}, [{"groupVersion": "stable.example.com/v1", "version": "v1"}]]),
+    );
+    let r = c.get("/apis/stable.example.com").await;
+    checks.eq(
+        "/apis/<group>",
+        &json!([r.status, r.json()["kind"], r.json()["name"]]),
+        &json!([200, "APIGroup", "stable.example.com"]),
+    );
+
+    // The version's resource list.
+    let r = c.get("/apis/stable.example.com/v1").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let list = r.json();
+    checks.eq(
+        "APIResourceList",
+        &json!([list["kind"], list["groupVersion"]]),
+        &json!(["APIResourceList", "stable.example.com/v1"]),
+    );
+    let resources = list["resources"].as_array().cloned().unwrap_or_default();
+    let find = |n: &str| resources.iter().find(|r| r["name"] == n).cloned().unwrap_or(Value::Null);
+    let sorted_verbs = |r: &Value| {
+        let mut v: Vec<String> = r["verbs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
+        v.sort();
+        v
+    };
+    let main = find("crontabs");
+    checks.eq(
+        "crontabs",
+        &json!([main["singularName"], main["namespaced"], main["kind"], main["shortNames"], sorted_verbs(&main)]),
+        &json!([
+            "crontab",
+            true,
+            "CronTab",
+            ["ct"],
+            ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+        ]),
+    );
+    let status = find("crontabs/status");
+    checks.eq(
+        "crontabs/status",
+        &json!([status["namespaced"], status["kind"], sorted_verbs(&status)]),
+        &json!([true, "CronTab", ["get", "patch", "update"]]),
+    );
+    let scale = find("crontabs/scale");
+    checks.eq(
+        "crontabs/scale",
+        &json!([scale["namespaced"], scale["group"], scale["version"], scale["kind"], sorted_verbs(&scale)]),
+        &json!([true, "autoscaling", "v1", "Scale", ["get", "patch", "update"]]),
+    );
+    checks.eq(
+        "unserved version is not discovered",
+        &json!(c.get("/apis/stable.example.com/v1beta1").await.status),
+        &json!(404),
+    );
+
+    checks.finish();
+}
+
+// 10. JSON Patch conformance through PATCH.
+
+/// Prefixes a JSON Pointer with `/spec/doc`; anything that is not a pointer (absent, null,
+/// not starting with `/`) is left alone so that the case still fails the way it should.
+fn rebase_pointer(op: &mut Value, key: &str) {
+    if let Some(Value::String(p)) = op.get(key)
+        && (p.is_empty() || p.starts_with('/'))
+    {
+        let rebased = format!("/spec/doc{p}");
+        op[key] = Value::String(rebased);
+    }
+}
+
+/// Every enabled case of `shared/conformance/json-patch` must behave as the corpus says: this
+/// follows RFC 6902 where kube-apiserver's evanphx/json-patch v4 is laxer (it accepts negative
+/// array indices such as `/bar/-1` and leading zeros such as `/01`).
+#[tokio::test]
+async fn json_patch_conformance() {
+    let s = server().await;
+    let c = &s.client;
+    define(
+        c,
+        &json!({
+            "apiVersion": "versa.dev/v1", "kind": "ResourceDefinition",
+            "metadata": {"name": "patchtargets.patch.example.com"},
+            "spec": {
+                "group": "patch.example.com", "scope": "Cluster",
+                "names": {"plural": "patchtargets", "singular": "patchtarget", "kind": "PatchTarget"},
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                }}}],
+            },
+        }),
+    )
+    .await;
+    let collection = "/apis/patch.example.com/v1/patchtargets";
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/json-patch");
+
+    let (mut passed, mut skipped) = (0, 0);
+    let mut failures = Vec::new();
+    let mut error_codes = std::collections::BTreeMap::<u16, usize>::new();
+    for file in ["tests.json", "spec_tests.json"] {
+        let cases: Vec<Value> = serde_json::from_slice(&std::fs::read(corpus.join(file)).unwrap()).unwrap();
+        for (i, case) in cases.iter().enumerate() {
+            let label = format!("{file}#{i} {}", case["comment"].as_str().or(case["error"].as_str()).unwrap_or(""));
+            if case["disabled"] == true {
+                skipped += 1;
+                continue;
+            }
+            let obj_name = format!("{}-{i}", file.trim_end_matches(".json").replace('_', "-"));
+            let obj = json!({"apiVersion": "patch.example.com/v1", "kind": "PatchTarget", "metadata": {"name": obj_name}, "spec": {"doc": case["doc"]}});
+            let created = c.post(collection, &obj).await;
+            if created.status != 201 {
+                failures.push(format!("{label}: creating the object: {} {}", created.status, created.text()));
+                continue;
+            }
+            let created = created.json();
+            if !json_eq(&created["spec"]["doc"], &case["doc"]) {
+                failures
+                    .push(format!("{label}: the stored doc differs: {} vs {}", created["spec"]["doc"], case["doc"]));
+                continue;
+            }
+            let mut patch = case["patch"].clone();
+            for op in patch.as_array_mut().into_iter().flatten() {
+                rebase_pointer(op, "path");
+                rebase_pointer(op, "from");
+            }
+            let item = format!("{collection}/{obj_name}");
+            let r = c.patch(&item, "application/json-patch+json", &patch).await;
+            if case.get("error").is_some() {
+                *error_codes.entry(r.status).or_default() += 1;
+                let after = c.get(&item).await.json();
+                if !(400..500).contains(&r.status) {
+                    failures.push(format!("{label}: expected a 4xx error, got {} {}", r.status, r.text()));
+                } else if !json_eq(&after["spec"]["doc"], &case["doc"]) || rv(&after) != rv(&created) {
+                    failures.push(format!("{label}: the failed patch changed the object: {}", after["spec"]["doc"]));
+                } else {
+                    passed += 1;
+                }
+                continue;
+            }
+            if r.status != 200 {
+                failures.push(format!("{label}: expected success, got {} {}", r.status, r.text()));
+                continue;
+            }
+            let got = r.json();
+            match case.get("expected") {
+                Some(expected) if !json_eq(&got["spec"]["doc"], expected) => {
+                    failures.push(format!("{label}: got {} want {expected}", got["spec"]["doc"]));
+                }
+                _ => passed += 1,
+            }
+        }
+    }
+    println!(
+        "json-patch conformance: {passed} passed, {} failed, {skipped} disabled; error cases answered {error_codes:?}",
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{} json-patch case(s) failed:\n  - {}", failures.len(), failures.join("\n  - "));
+}
