@@ -29,9 +29,15 @@ impl Versa {
     /// Starts versa on a free loopback port with its data in `data_dir`, and waits until it
     /// reports where it serves.
     pub fn start(data_dir: &Path) -> Versa {
+        Self::start_with(data_dir, &[])
+    }
+
+    /// Like [`Versa::start`], with more `versa serve` flags.
+    pub fn start_with(data_dir: &Path, flags: &[&str]) -> Versa {
         let mut child = Command::new(versa_bin())
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
+            .args(flags)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

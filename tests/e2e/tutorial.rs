@@ -158,6 +158,15 @@ fn tutorial() {
         assert!(yaml.contains(want), "missing {want:?} in:\n{yaml}");
     }
 
+    // Applying a changed manifest patches the object (client-side apply: a merge patch).
+    let changed = manifest(&versa, "my-crontab.yaml", &CRONTAB.replace("my-awesome-cron-image", "my-better-image"));
+    let configured = ok(versa.kubectl(&["apply", "-f", &changed]));
+    assert!(configured.contains("configured"), "{configured}");
+    let image =
+        ok(versa.kubectl(&["get", "ct", "my-new-cron-object", "-o", "jsonpath={.spec.image}/{.metadata.generation}"]));
+    assert_eq!(image, "my-better-image/2");
+    ok(versa.kubectl(&["apply", "-f", &crontab]));
+
     // Pruning: an unknown field is dropped by the server (client-side validation off).
     let pruned = manifest(
         &versa,
@@ -244,6 +253,18 @@ fn everyday_kubectl() {
     let versa = Versa::start(dir.path());
     define(&versa, DEFINITION);
 
+    // Changing the definition takes effect at once: a new printer column appears.
+    let with_column = DEFINITION.replace(
+        "      - name: Age\n",
+        "      - name: Tier\n        type: string\n        jsonPath: .metadata.labels.tier\n      - name: Age\n",
+    );
+    let file = manifest(&versa, "definition.yaml", &with_column);
+    let configured = ok(versa.kubectl(&["apply", "-f", &file]));
+    assert!(configured.contains("configured"), "{configured}");
+    let generation =
+        ok(versa.kubectl(&["get", "rd", "crontabs.stable.example.com", "-o", "jsonpath={.metadata.generation}"]));
+    assert_eq!(generation, "2");
+
     // api-resources lists the definitions API and the new resource.
     let resources = eventually(&versa, &["api-resources"], |s| s.contains("crontabs"));
     assert!(resources.contains("resourcedefinitions") && resources.contains("rd"), "{resources}");
@@ -269,6 +290,8 @@ fn everyday_kubectl() {
     assert_eq!(paged.lines().count(), 12, "{paged}");
     let web = ok(versa.kubectl(&["get", "crontabs", "-l", "tier=web", "-o", "name"]));
     assert_eq!(web.lines().count(), 6, "{web}");
+    let columns = eventually(&versa, &["get", "crontabs", "ct-00"], |s| s.contains("TIER"));
+    assert!(columns.contains("web"), "{columns}");
     let set = ok(versa.kubectl(&["get", "crontabs", "-l", "tier in (db),tier!=web", "-o", "name"]));
     assert_eq!(set.lines().count(), 6, "{set}");
 

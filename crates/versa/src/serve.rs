@@ -37,6 +37,13 @@ pub struct Args {
     /// Prefix of every storage key, so that several installations can share one etcd.
     #[arg(long, default_value = "/registry")]
     storage_prefix: String,
+    /// Embedded storage: how many past events watches can resume from (older resourceVersions
+    /// get 410 Expired and clients re-list).
+    #[arg(long, default_value_t = 100_000)]
+    history_events: u64,
+    /// Embedded storage: how long (seconds) past events are kept for watches to resume from.
+    #[arg(long, default_value_t = 300)]
+    history_seconds: u64,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -76,7 +83,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 async fn open_store(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
     Ok(match args.storage {
         StorageKind::Embedded => {
-            let store = versa_storage_embedded::EmbeddedStore::open(&args.data_dir, Default::default())?;
+            let config = versa_storage_embedded::Config {
+                history_max_events: args.history_events,
+                history_max_age: std::time::Duration::from_secs(args.history_seconds),
+                ..Default::default()
+            };
+            let store = versa_storage_embedded::EmbeddedStore::open(&args.data_dir, config)?;
             Arc::new(store)
         }
         StorageKind::Etcd => {
