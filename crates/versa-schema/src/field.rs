@@ -515,8 +515,10 @@ pub fn go_number(n: &serde_json::Number) -> String {
     go_float(n.as_f64().unwrap_or(0.0))
 }
 
-/// Go's `%v` for a `float64` (`strconv.FormatFloat(f, 'g', -1, 64)` with Go's exponent rules:
-/// exponent form when the exponent is < -4 or >= 21).
+/// Go's `%v` for a `float64`: `strconv.FormatFloat(f, 'g', -1, 64)` — the shortest digits
+/// that round-trip, in exponent form when the decimal exponent is below -4 or at least 6 (the
+/// precision `'g'` uses for that decision when printing shortest), with at least two exponent
+/// digits: `1.5`, `15`, `123456`, `1e+06`, `1.2345678e+07`, `0.0001`, `1e-05`.
 pub fn go_float(f: f64) -> String {
     if f.is_nan() {
         return "NaN".into();
@@ -533,14 +535,13 @@ pub fn go_float(f: f64) -> String {
         Some((m, e)) => (m, e.parse::<i32>().unwrap_or(0)),
         None => (e_repr.as_str(), 0),
     };
-    if !(-4..21).contains(&exp) {
+    if !(-4..6).contains(&exp) {
         let sign = if exp < 0 { '-' } else { '+' };
         let abs = exp.unsigned_abs();
         if abs < 10 { format!("{mantissa}e{sign}0{abs}") } else { format!("{mantissa}e{sign}{abs}") }
     } else {
         // Plain decimal with the shortest digits.
-        let s = format!("{f}");
-        s
+        format!("{f}")
     }
 }
 
@@ -727,7 +728,10 @@ mod tests {
             (1.5, "1.5"),
             (15.0, "15"),
             (1e21, "1e+21"),
-            (1e20, "100000000000000000000"),
+            (1e20, "1e+20"),
+            (123456.0, "123456"),
+            (1e6, "1e+06"),
+            (12345678.5, "1.23456785e+07"),
             (0.0001, "0.0001"),
             (0.00001, "1e-05"),
             (-2.5e-7, "-2.5e-07"),

@@ -426,7 +426,7 @@ pub fn is_rfc3339(s: &str) -> bool {
 }
 
 /// Go's name for a JSON value's kind in unmarshal errors.
-pub(crate) fn json_kind(v: &Value) -> &'static str {
+pub fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",

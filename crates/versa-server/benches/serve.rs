@@ -93,7 +93,7 @@ impl Settings {
         let scenarios: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
         for s in &scenarios {
             assert!(
-                matches!(s.as_str(), "definitions" | "get" | "create" | "list"),
+                matches!(s.as_str(), "breakdown" | "definitions" | "get" | "create" | "list"),
                 "unknown scenario {s:?}: pick from definitions, get, create, list"
             );
         }
@@ -125,6 +125,10 @@ fn main() {
         "versa-server over HTTPS on loopback ({} cores; HTTP/1.1 keep-alive, TLS with client certificates)",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
+    if settings.scenarios.iter().any(|s| s == "breakdown") {
+        breakdown(settings.definitions);
+        return;
+    }
     if settings.wants("definitions") {
         definitions(&settings, &server_rt, &client_rt);
     }
@@ -793,4 +797,40 @@ fn thousands(v: f64) -> String {
         out.push(ch);
     }
     out
+}
+
+fn breakdown(n: usize) {
+    let docs: Vec<Value> = (0..n).map(|i| { let (g, p) = scale_names(i); let mut d = scale_definition(&g, &p, i % KINDS_PER_GROUP);
+        d["status"] = json!({"acceptedNames": d["spec"]["names"].clone(), "storedVersions": ["v1"], "conditions": [{"type":"Established","status":"True","reason":"x","message":"y","lastTransitionTime":"2020-01-01T00:00:00Z"}]});
+        d }).collect();
+    let bytes: Vec<Vec<u8>> = docs.iter().map(|d| serde_json::to_vec(d).unwrap()).collect();
+    println!("doc bytes: {}", bytes.iter().map(Vec::len).sum::<usize>() / n);
+    let r0 = rss_kib().unwrap();
+    let parsed: Vec<Value> = bytes.iter().map(|b| serde_json::from_slice(b).unwrap()).collect();
+    let r1 = rss_kib().unwrap();
+    println!("Value docs: {:.1} KiB/def", (r1 - r0) as f64 / n as f64);
+    let defs: Vec<Arc<versa_apiextensions::ResourceDefinition>> =
+        parsed.iter().map(|d| Arc::new(versa_apiextensions::ResourceDefinition::from_document(d).unwrap())).collect();
+    let r2 = rss_kib().unwrap();
+    println!("typed defs: {:.1} KiB/def", (r2 - r1) as f64 / n as f64);
+    let resources: Vec<_> = defs.iter().map(|d| versa_server::registry::Resource::build(d.clone())).collect();
+    let r3 = rss_kib().unwrap();
+    println!("Resource::build: {:.1} KiB/def", (r3 - r2) as f64 / n as f64);
+    let mut cache = versa_server::openapi::OpenApiCache::new();
+    for d in &defs {
+        cache.upsert(d);
+    }
+    let r4 = rss_kib().unwrap();
+    println!("OpenApiCache parts: {:.1} KiB/def", (r4 - r3) as f64 / n as f64);
+    let registry = versa_server::registry::Registry::new();
+    let t = Instant::now();
+    for (d, r) in defs.iter().zip(resources) {
+        registry.upsert(d.name(), Arc::new(r));
+    }
+    let r5 = rss_kib().unwrap();
+    println!("Registry upserts: {:.1} KiB/def, {:.1} ms total", (r5 - r4) as f64 / n as f64, ms(t.elapsed()));
+    let t = Instant::now();
+    let v2 = cache.v2();
+    println!("v2 {} KiB in {:.1} ms", v2.len() / 1024, ms(t.elapsed()));
+    std::hint::black_box((parsed, defs, cache, registry));
 }

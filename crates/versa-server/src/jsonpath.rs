@@ -81,13 +81,9 @@ pub fn print_value(v: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Number(n) => match n.as_i64() {
             Some(i) => i.to_string(),
-            None => go_format_float(n.as_f64().unwrap_or(0.0), GoFloat::Print),
+            None => versa_schema::field::go_float(n.as_f64().unwrap_or(0.0)),
         },
-        Value::Array(_) | Value::Object(_) => {
-            let mut out = String::new();
-            go_json(v, &mut out);
-            out
-        }
+        Value::Array(_) | Value::Object(_) => versa_schema::field::go_json(v),
     }
 }
 
@@ -766,135 +762,6 @@ fn go_type_name(item: &Item<'_>) -> &'static str {
         Item::Ref(_) | Item::Lit(Lit::Float(_)) => "float64",
         Item::Lit(Lit::Int(_)) => "int",
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Go-compatible printing
-// ---------------------------------------------------------------------------------------------
-
-/// Which Go float rendering to mimic.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum GoFloat {
-    /// `fmt.Print` (`%v`, i.e. `strconv` `'g'` with the shortest precision).
-    Print,
-    /// `encoding/json`.
-    Json,
-}
-
-/// The shortest decimal digits of `f` (no sign, no leading/trailing zeros) and the exponent of
-/// the first digit: `f = 0.d1d2... * 10^(exp+1)`.
-fn shortest_digits(f: f64) -> (String, i32) {
-    let sci = format!("{:e}", f.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let digits = digits.trim_end_matches('0');
-    let digits = if digits.is_empty() { "0".to_string() } else { digits.to_string() };
-    (digits, exp.parse().unwrap_or(0))
-}
-
-fn go_format_float(f: f64, style: GoFloat) -> String {
-    if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    let (digits, exp) = shortest_digits(f);
-    let abs = f.abs();
-    let exponential = match style {
-        GoFloat::Print => !(-4..6).contains(&exp),
-        GoFloat::Json => !(1e-6..1e21).contains(&abs),
-    };
-    let mut out = String::new();
-    if f < 0.0 {
-        out.push('-');
-    }
-    if exponential {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        out.push('e');
-        out.push(if exp < 0 { '-' } else { '+' });
-        let e = exp.unsigned_abs();
-        // strconv writes at least two exponent digits; encoding/json trims `e-07` to `e-7`.
-        if e < 10 && style == GoFloat::Print {
-            out.push('0');
-        }
-        out.push_str(&e.to_string());
-    } else {
-        let dp = exp + 1;
-        if dp <= 0 {
-            out.push_str("0.");
-            out.extend(std::iter::repeat_n('0', dp.unsigned_abs() as usize));
-            out.push_str(&digits);
-        } else {
-            let dp = dp as usize;
-            if dp >= digits.len() {
-                out.push_str(&digits);
-                out.extend(std::iter::repeat_n('0', dp - digits.len()));
-            } else {
-                out.push_str(&digits[..dp]);
-                out.push('.');
-                out.push_str(&digits[dp..]);
-            }
-        }
-    }
-    out
-}
-
-/// `encoding/json`'s `Marshal` of a decoded JSON value: sorted keys, HTML-safe escaping.
-fn go_json(v: &Value, out: &mut String) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => out.push_str(&i.to_string()),
-            None => out.push_str(&go_format_float(n.as_f64().unwrap_or(0.0), GoFloat::Json)),
-        },
-        Value::String(s) => go_json_string(s, out),
-        Value::Array(a) => {
-            out.push('[');
-            for (i, item) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_json(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(m) => {
-            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (k, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_json_string(k, out);
-                out.push(':');
-                go_json(item, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-fn go_json_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]

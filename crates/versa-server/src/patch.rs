@@ -278,7 +278,7 @@ fn check_operation_shape(op: &Value) -> Result<(), PatchError> {
             Some(other) => {
                 return Err(PatchError::Decode(format!(
                     "json: cannot unmarshal {} into Go struct field jsonPatchOp.{name} of type string",
-                    go_json_kind(other)
+                    versa_schema::objectmeta::json_kind(other)
                 )));
             }
         }
@@ -288,19 +288,10 @@ fn check_operation_shape(op: &Value) -> Result<(), PatchError> {
 
 /// `json: cannot unmarshal <kind> into Go value of type <go_type>`.
 fn type_error(value: &Value, go_type: &str) -> PatchError {
-    PatchError::Decode(format!("json: cannot unmarshal {} into Go value of type {go_type}", go_json_kind(value)))
-}
-
-/// The word Go's `UnmarshalTypeError` uses for a JSON value.
-fn go_json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
+    PatchError::Decode(format!(
+        "json: cannot unmarshal {} into Go value of type {go_type}",
+        versa_schema::objectmeta::json_kind(value)
+    ))
 }
 
 /// Prepares a merge patch so that RFC 7386 merging gives evanphx/json-patch's result: values
