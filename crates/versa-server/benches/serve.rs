@@ -5,12 +5,13 @@
 //! - **GET** one custom object, **CREATE** (POST of distinct objects, each a durable write) and
 //!   **LIST** of 1,000 objects: `VERSA_BENCH_CONNECTIONS` (16) HTTP/1.1 keep-alive connections,
 //!   each its own TLS session presenting the admin client certificate, sending back to back for
-//!   `VERSA_BENCH_SECONDS` (5) after `VERSA_BENCH_WARMUP` (1) seconds of warm-up; requests/s and
-//!   p50/p99 latency. LIST is also measured one request at a time on one connection (the p99
-//!   target), and with 4 concurrent clients. The bare server answers GET with a small JSON
-//!   body, POST (after reading the body) with 201, and the LIST path with the very bytes versa
-//!   answered, so its figures are the cost of TLS, HTTP and the transfer alone. Targets: GET
-//!   ≥ 50 % of the bare server's requests/s; LIST of 1,000 p99 < 50 ms.
+//!   `VERSA_BENCH_SECONDS` (5) after `VERSA_BENCH_WARMUP` (1) seconds of warm-up per server,
+//!   split into `VERSA_BENCH_ROUNDS` (5) rounds alternating between versa and the bare server;
+//!   requests/s and p50/p99 latency. LIST is also measured one request at a time on one
+//!   connection (the p99 target), and with 4 concurrent clients. The bare server answers GET
+//!   with a small JSON body, POST (after reading the body) with 201, and the LIST path with the
+//!   very bytes versa answered, so its figures are the cost of TLS, HTTP and the transfer
+//!   alone. Targets: GET ≥ 50 % of the bare server's requests/s; LIST of 1,000 p99 < 50 ms.
 //! - **Definitions**, on a fresh server started first (so that the other scenarios' freed
 //!   memory cannot hide its growth): `VmRSS` of the process before and after creating
 //!   `VERSA_BENCH_DEFINITIONS` (1,000) distinct definitions (100 groups of 10 kinds, each with a
@@ -78,8 +79,7 @@ const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 /// What the environment and arguments asked for.
 #[derive(Debug)]
 struct Settings {
-    warmup: Duration,
-    run: Duration,
+    timing: Timing,
     connections: usize,
     definitions: usize,
     scenarios: Vec<String>,
@@ -93,13 +93,16 @@ impl Settings {
         let scenarios: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
         for s in &scenarios {
             assert!(
-                matches!(s.as_str(), "breakdown" | "definitions" | "get" | "create" | "list"),
+                matches!(s.as_str(), "definitions" | "get" | "create" | "list"),
                 "unknown scenario {s:?}: pick from definitions, get, create, list"
             );
         }
         Settings {
-            warmup: Duration::from_secs_f64(num("VERSA_BENCH_WARMUP", 1.0)),
-            run: Duration::from_secs_f64(num("VERSA_BENCH_SECONDS", 5.0)),
+            timing: Timing {
+                warmup: Duration::from_secs_f64(num("VERSA_BENCH_WARMUP", 1.0)),
+                run: Duration::from_secs_f64(num("VERSA_BENCH_SECONDS", 5.0)),
+                rounds: (num("VERSA_BENCH_ROUNDS", 5.0) as u32).max(1),
+            },
             connections: num("VERSA_BENCH_CONNECTIONS", 16.0) as usize,
             definitions: num("VERSA_BENCH_DEFINITIONS", 1000.0) as usize,
             scenarios,
@@ -121,14 +124,13 @@ fn main() {
         .build()
         .unwrap();
     let client_rt = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("client").build().unwrap();
+    let tmp = std::env::temp_dir();
     println!(
-        "versa-server over HTTPS on loopback ({} cores; HTTP/1.1 keep-alive, TLS with client certificates)",
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+        "versa-server over HTTPS on loopback ({} cores; HTTP/1.1 keep-alive, TLS with client certificates; data in {} on {})",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        tmp.display(),
+        filesystem(&tmp).unwrap_or_else(|| "an unknown filesystem".into()),
     );
-    if settings.scenarios.iter().any(|s| s == "breakdown") {
-        breakdown(settings.definitions);
-        return;
-    }
     if settings.wants("definitions") {
         definitions(&settings, &server_rt, &client_rt);
     }
@@ -138,6 +140,16 @@ fn main() {
 }
 
 // ---- throughput: versa next to the bare server ----
+
+/// How long each throughput comparison runs: `warmup` then `run` in all, for each server, split
+/// into `rounds` that alternate between the two servers, so that a change in the machine's load
+/// (other builds on shared cores) weighs on both alike.
+#[derive(Debug, Clone, Copy)]
+struct Timing {
+    warmup: Duration,
+    run: Duration,
+    rounds: u32,
+}
 
 /// One row of the results table.
 struct Row {
@@ -172,12 +184,13 @@ fn serving(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
     let bare_addr = server_rt.block_on(start_bare(versa.dir.path(), list_body.clone()));
     let versa_client = Client::new(versa.dir.path(), versa.addr);
     let bare_client = Client::new(versa.dir.path(), bare_addr);
-    let (conns, warmup, run) = (settings.connections, settings.warmup, settings.run);
+    let (conns, timing) = (settings.connections, settings.timing);
     println!();
     println!(
-        "## serving: {conns} connections, {:.0} s measured after {:.0} s warm-up",
-        run.as_secs_f64(),
-        warmup.as_secs_f64()
+        "## serving: {conns} connections, {:.1} s measured after {:.1} s warm-up per server, in {} alternating rounds",
+        timing.run.as_secs_f64(),
+        timing.warmup.as_secs_f64(),
+        timing.rounds
     );
     let mut rows = Vec::new();
     client_rt.block_on(async {
@@ -191,13 +204,12 @@ fn serving(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
         println!(
             "(GET answers {} bytes; CREATE sends {} bytes)",
             conn.send(Method::GET, GET_PATH, None).await.1.len(),
-            crontab("c-00-000000").len()
+            crontab("c-00-00000000").len()
         );
 
         if settings.wants("get") {
             let request = |_: usize, _: usize| (Method::GET, GET_PATH.to_owned(), None);
-            let bare = load(&bare_client, conns, warmup, run, StatusCode::OK, request).await;
-            let ours = load(&versa_client, conns, warmup, run, StatusCode::OK, request).await;
+            let (ours, bare) = compare(&versa_client, &bare_client, conns, timing, StatusCode::OK, request).await;
             rows.push(Row::new("GET one object", ours.rps(), Some(bare.rps()), "req/s").target(target_min(
                 ours.rps() / bare.rps(),
                 0.5,
@@ -209,9 +221,8 @@ fn serving(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
 
         if settings.wants("create") {
             let request =
-                |c: usize, i: usize| (Method::POST, CREATE_PATH.to_owned(), Some(crontab(&format!("c-{c:02}-{i:06}"))));
-            let bare = load(&bare_client, conns, warmup, run, StatusCode::CREATED, request).await;
-            let ours = load(&versa_client, conns, warmup, run, StatusCode::CREATED, request).await;
+                |c: usize, i: usize| (Method::POST, CREATE_PATH.to_owned(), Some(crontab(&format!("c-{c:02}-{i:08}"))));
+            let (ours, bare) = compare(&versa_client, &bare_client, conns, timing, StatusCode::CREATED, request).await;
             rows.push(Row::new("CREATE", ours.rps(), Some(bare.rps()), "req/s"));
             rows.push(Row::new("CREATE p50", ms(ours.p(0.5)), Some(ms(bare.p(0.5))), "ms"));
             rows.push(Row::new("CREATE p99", ms(ours.p(0.99)), Some(ms(bare.p(0.99))), "ms"));
@@ -250,8 +261,8 @@ fn serving(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
             rows.push(Row::new(format!("LIST {LIST_OBJECTS} as Table, 1 client, p99"), ms(table.p(0.99)), None, "ms"));
 
             let request = |_: usize, _: usize| (Method::GET, LIST_PATH.to_owned(), None);
-            let bare = load(&bare_client, LIST_CLIENTS, warmup, run, StatusCode::OK, request).await;
-            let ours = load(&versa_client, LIST_CLIENTS, warmup, run, StatusCode::OK, request).await;
+            let (ours, bare) =
+                compare(&versa_client, &bare_client, LIST_CLIENTS, timing, StatusCode::OK, request).await;
             let name = format!("LIST {LIST_OBJECTS}, {LIST_CLIENTS} clients");
             rows.push(Row::new(name.clone(), ours.rps(), Some(bare.rps()), "req/s"));
             rows.push(Row::new(format!("{name}, p50"), ms(ours.p(0.5)), Some(ms(bare.p(0.5))), "ms"));
@@ -630,9 +641,35 @@ impl Load {
     }
 }
 
+/// [`load`] on versa and on the bare server in alternating rounds; the figures of each, merged.
+async fn compare(
+    versa: &Client,
+    bare: &Client,
+    conns: usize,
+    timing: Timing,
+    expect: StatusCode,
+    request: fn(usize, usize) -> (Method, String, Option<Bytes>),
+) -> (Load, Load) {
+    let (warmup, run) = (timing.warmup / timing.rounds, timing.run / timing.rounds);
+    let mut results: [Vec<Load>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..timing.rounds {
+        // Sequence numbers continue across rounds (CREATE names stay distinct).
+        let offset = round as usize * 10_000_000;
+        for (i, client) in [versa, bare].into_iter().enumerate() {
+            results[i].push(load(client, conns, warmup, run, expect, request, offset).await);
+        }
+    }
+    let [ours, theirs] = results.map(|loads| {
+        let mut latencies: Vec<Duration> = loads.iter().flat_map(|l| l.latencies.iter().copied()).collect();
+        latencies.sort();
+        Load { requests: latencies.len(), run: loads.iter().map(|l| l.run).sum(), latencies }
+    });
+    (ours, theirs)
+}
+
 /// `conns` connections sending back to back: requests started during `run` (after `warmup`)
-/// are counted. `request(connection, sequence)` makes each request; every answer must be
-/// `expect`.
+/// are counted. `request(connection, sequence)` makes each request, sequences counting from
+/// `first`; every answer must be `expect`.
 async fn load(
     client: &Client,
     conns: usize,
@@ -640,6 +677,7 @@ async fn load(
     run: Duration,
     expect: StatusCode,
     request: fn(usize, usize) -> (Method, String, Option<Bytes>),
+    first: usize,
 ) -> Load {
     let mut connected = Vec::new();
     for _ in 0..conns {
@@ -651,7 +689,7 @@ async fn load(
     for (c, mut conn) in connected.into_iter().enumerate() {
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
-            for i in 0.. {
+            for i in first.. {
                 let started = Instant::now();
                 if started >= until {
                     break;
@@ -763,6 +801,22 @@ fn rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The type of the filesystem holding `path` (from `/proc/mounts`): on tmpfs, fsync is free and
+/// CREATE is not what it would be on a disk.
+fn filesystem(path: &Path) -> Option<String> {
+    let path = path.canonicalize().ok()?;
+    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let mut fields = l.split_whitespace();
+            let (mount, fstype) = (fields.nth(1)?, fields.next()?);
+            path.starts_with(mount).then(|| (mount.len(), fstype.to_owned()))
+        })
+        .max()
+        .map(|(_, fstype)| fstype)
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -797,40 +851,4 @@ fn thousands(v: f64) -> String {
         out.push(ch);
     }
     out
-}
-
-fn breakdown(n: usize) {
-    let docs: Vec<Value> = (0..n).map(|i| { let (g, p) = scale_names(i); let mut d = scale_definition(&g, &p, i % KINDS_PER_GROUP);
-        d["status"] = json!({"acceptedNames": d["spec"]["names"].clone(), "storedVersions": ["v1"], "conditions": [{"type":"Established","status":"True","reason":"x","message":"y","lastTransitionTime":"2020-01-01T00:00:00Z"}]});
-        d }).collect();
-    let bytes: Vec<Vec<u8>> = docs.iter().map(|d| serde_json::to_vec(d).unwrap()).collect();
-    println!("doc bytes: {}", bytes.iter().map(Vec::len).sum::<usize>() / n);
-    let r0 = rss_kib().unwrap();
-    let parsed: Vec<Value> = bytes.iter().map(|b| serde_json::from_slice(b).unwrap()).collect();
-    let r1 = rss_kib().unwrap();
-    println!("Value docs: {:.1} KiB/def", (r1 - r0) as f64 / n as f64);
-    let defs: Vec<Arc<versa_apiextensions::ResourceDefinition>> =
-        parsed.iter().map(|d| Arc::new(versa_apiextensions::ResourceDefinition::from_document(d).unwrap())).collect();
-    let r2 = rss_kib().unwrap();
-    println!("typed defs: {:.1} KiB/def", (r2 - r1) as f64 / n as f64);
-    let resources: Vec<_> = defs.iter().map(|d| versa_server::registry::Resource::build(d.clone())).collect();
-    let r3 = rss_kib().unwrap();
-    println!("Resource::build: {:.1} KiB/def", (r3 - r2) as f64 / n as f64);
-    let mut cache = versa_server::openapi::OpenApiCache::new();
-    for d in &defs {
-        cache.upsert(d);
-    }
-    let r4 = rss_kib().unwrap();
-    println!("OpenApiCache parts: {:.1} KiB/def", (r4 - r3) as f64 / n as f64);
-    let registry = versa_server::registry::Registry::new();
-    let t = Instant::now();
-    for (d, r) in defs.iter().zip(resources) {
-        registry.upsert(d.name(), Arc::new(r));
-    }
-    let r5 = rss_kib().unwrap();
-    println!("Registry upserts: {:.1} KiB/def, {:.1} ms total", (r5 - r4) as f64 / n as f64, ms(t.elapsed()));
-    let t = Instant::now();
-    let v2 = cache.v2();
-    println!("v2 {} KiB in {:.1} ms", v2.len() / 1024, ms(t.elapsed()));
-    std::hint::black_box((parsed, defs, cache, registry));
 }

@@ -30,12 +30,19 @@ use crate::handler::State;
 use crate::meta;
 use crate::registry::Resource;
 
-/// One known definition: its stored form and its typed form.
+/// One known definition: its stored form (the bytes; the JSON tree is rebuilt when a status
+/// write needs it, which keeps a thousand definitions small) and its typed form.
 #[derive(Debug, Clone)]
 struct Known {
     kv: KeyValue,
-    doc: Value,
     def: Arc<ResourceDefinition>,
+}
+
+impl Known {
+    /// The stored document (it parsed when this was made).
+    fn doc(&self) -> Value {
+        serde_json::from_slice(&self.kv.value).unwrap_or(Value::Null)
+    }
 }
 
 /// Runs until shutdown: list, watch, reconcile; relist after a broken watch.
@@ -134,7 +141,7 @@ async fn sync(state: &Arc<State>, cleanups: &Arc<Mutex<HashSet<String>>>) -> any
 fn parse(kv: KeyValue) -> Option<Known> {
     let doc: Value = serde_json::from_slice(&kv.value).ok()?;
     let def = ResourceDefinition::from_document(&doc).ok()?;
-    Some(Known { kv, doc, def: Arc::new(def) })
+    Some(Known { kv, def: Arc::new(def) })
 }
 
 fn unserve(state: &State, name: &str) {
@@ -156,19 +163,23 @@ async fn reconcile(
     let deleting = k.def.metadata.deletion_timestamp.is_some();
     if !deleting {
         let others = known.values().filter(|o| o.def.spec.group == k.def.spec.group && o.def.name() != name);
-        let mut doc = k.doc.clone();
+        let current = k.doc();
+        let mut doc = current.clone();
         compute_status(&mut doc, &k.def, others.map(|o| o.def.as_ref()));
-        if doc != k.doc {
+        if doc != current {
+            // The write comes back as a watch event and is served from there. It runs on its
+            // own so that the next event is handled meanwhile and many definitions loaded at
+            // once share the store's group commits; compare-and-swap keeps it safe (a lost race
+            // means a newer event is on its way).
             let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
-            match state.store.update(&k.kv.key, bytes, k.kv.mod_revision).await {
-                // The write comes back as a watch event and is served from there.
-                Ok(_) => return,
-                Err(versa_storage::Error::Conflict { .. } | versa_storage::Error::NotFound { .. }) => return,
-                Err(e) => {
-                    tracing::warn!(definition = name, error = %e, "cannot write definition status");
-                    return;
+            let (state, key, revision, name) = (state.clone(), k.kv.key.clone(), k.kv.mod_revision, name.to_owned());
+            tokio::spawn(async move {
+                match state.store.update(&key, bytes, revision).await {
+                    Ok(_) | Err(versa_storage::Error::Conflict { .. } | versa_storage::Error::NotFound { .. }) => {}
+                    Err(e) => tracing::warn!(definition = name, error = %e, "cannot write definition status"),
                 }
-            }
+            });
+            return;
         }
     }
     serve(state, k);
@@ -206,7 +217,7 @@ fn serve(state: &State, k: &Known) {
     state.registry.upsert(name, Arc::new(Resource::build(k.def.clone())));
     count_served(state);
     if let Ok(mut openapi) = state.openapi.lock() {
-        openapi.upsert(&k.def);
+        openapi.upsert(k.def.clone());
     }
 }
 
@@ -322,7 +333,7 @@ async fn cleanup(state: &Arc<State>, name: &str) {
             }
         };
         if remaining == 0 {
-            let mut doc = k.doc.clone();
+            let mut doc = k.doc();
             set_condition(
                 &mut doc,
                 "Terminating",
@@ -349,11 +360,11 @@ async fn cleanup(state: &Arc<State>, name: &str) {
                 Err(e) => tracing::warn!(definition = name, error = %e, "removing the cleanup finalizer"),
             }
         } else if !k.def.condition_is_true("Terminating")
-            || k.doc.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
+            || k.doc().pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
                 cs.iter().any(|c| c["type"] == "Terminating" && c["reason"] == "InstanceDeletionPending")
             })
         {
-            let mut doc = k.doc.clone();
+            let mut doc = k.doc();
             set_condition(
                 &mut doc,
                 "Terminating",

@@ -191,15 +191,16 @@ fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Respo
     }
     let snapshot = state.registry.snapshot();
     if aggregated {
+        // Built once per snapshot; each answer shares the bytes.
         let doc = snapshot.discovery.aggregated.get_or_init(|| {
-            Arc::new(serde_json::to_vec(&discovery::aggregated(&snapshot.definitions())).unwrap_or_default())
+            Bytes::from(serde_json::to_vec(&discovery::aggregated(&snapshot.definitions())).unwrap_or_default())
         });
-        bytes_response(StatusCode::OK, AGGREGATED_CONTENT_TYPE, doc.as_ref().clone())
+        bytes_response(StatusCode::OK, AGGREGATED_CONTENT_TYPE, doc.clone())
     } else {
         let doc = snapshot.discovery.group_list.get_or_init(|| {
-            Arc::new(serde_json::to_vec(&discovery::group_list(&snapshot.definitions())).unwrap_or_default())
+            Bytes::from(serde_json::to_vec(&discovery::group_list(&snapshot.definitions())).unwrap_or_default())
         });
-        bytes_response(StatusCode::OK, "application/json", doc.as_ref().clone())
+        bytes_response(StatusCode::OK, "application/json", doc.clone())
     }
 }
 
@@ -225,13 +226,13 @@ fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> {
         Ok(o) => o.v2(),
         Err(_) => return Status::internal("OpenAPI cache unavailable").into_response(),
     };
-    bytes_response(StatusCode::OK, "application/json", doc.as_ref().clone())
+    bytes_response(StatusCode::OK, "application/json", doc)
 }
 
 /// One group-version's OpenAPI v3 document, as kube-openapi serves it: `ETag` is the hash; a
 /// request naming the current hash may be cached for good, one naming an old hash is
 /// redirected to the current URL.
-fn openapi_v3(bytes: Arc<Vec<u8>>, hash: &str, path: &str, query: Option<&str>) -> Response<Body> {
+fn openapi_v3(bytes: Bytes, hash: &str, path: &str, query: Option<&str>) -> Response<Body> {
     let asked = crate::meta::Query::parse(query).get("hash").map(str::to_owned);
     if let Some(asked) = &asked
         && asked != hash
@@ -243,7 +244,7 @@ fn openapi_v3(bytes: Arc<Vec<u8>>, hash: &str, path: &str, query: Option<&str>) 
         }
         return response;
     }
-    let mut response = bytes_response(StatusCode::OK, "application/json", bytes.as_ref().clone());
+    let mut response = bytes_response(StatusCode::OK, "application/json", bytes);
     if let Ok(etag) = header::HeaderValue::from_str(&format!("\"{hash}\"")) {
         response.headers_mut().insert(header::ETAG, etag);
     }
@@ -252,8 +253,8 @@ fn openapi_v3(bytes: Arc<Vec<u8>>, hash: &str, path: &str, query: Option<&str>) 
     response
 }
 
-fn bytes_response(code: StatusCode, content_type: &'static str, bytes: Vec<u8>) -> Response<Body> {
-    let mut response = Response::new(full(Bytes::from(bytes)));
+fn bytes_response(code: StatusCode, content_type: &'static str, bytes: impl Into<Bytes>) -> Response<Body> {
+    let mut response = Response::new(full(bytes));
     *response.status_mut() = code;
     response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static(content_type));
     response

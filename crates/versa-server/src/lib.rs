@@ -105,8 +105,10 @@ impl ServerConfig {
             metrics: metrics::Metrics::new(),
             shutdown: tokio_util::sync::CancellationToken::new(),
         });
-        if let Ok(mut openapi) = state.openapi.lock() {
-            openapi.upsert(&registry::Resource::definitions().definition);
+        // The definitions API is published like any served resource.
+        let snapshot = state.registry.snapshot();
+        if let (Ok(mut openapi), Some(own)) = (state.openapi.lock(), snapshot.resources().next()) {
+            openapi.upsert(own.definition.clone());
         }
         Ok(Prepared { listener, tls, kubeconfig: pki.kubeconfig, state })
     }

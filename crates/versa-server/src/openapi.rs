@@ -33,6 +33,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use bytes::Bytes;
+
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion;
 use serde_json::{Map, Value, json};
 use versa_apiextensions::ResourceDefinition;
@@ -59,35 +61,36 @@ const OBJECT_METADATA_DESCRIPTION: &str = "Standard object's metadata. More info
 const LIST_METADATA_DESCRIPTION: &str = "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
 
 /// The OpenAPI documents of all served definitions, rebuilt per definition.
+///
+/// The v2 document spans every definition: each keeps its serialized v2 part, and the document
+/// is assembled from the parts (and memoized) on first use after a change. A v3 document spans
+/// one group-version — a handful of definitions — so it is built from those definitions when
+/// asked for and not kept; only its hash is remembered (for the index). That keeps the cost
+/// of a loaded definition to its v2 part.
 #[derive(Debug, Default)]
 pub struct OpenApiCache {
     parts: BTreeMap<String, Arc<DefinitionPart>>,
-    v2: Mutex<Option<Arc<Vec<u8>>>>,
-    v3: Mutex<BTreeMap<(String, String), V3Doc>>,
+    v2: Mutex<Option<Bytes>>,
+    v3_hashes: Mutex<BTreeMap<(String, String), String>>,
 }
 
-/// One serialized v3 group-version document and its hash.
-#[derive(Debug, Clone)]
-struct V3Doc {
-    bytes: Arc<Vec<u8>>,
-    hash: String,
-}
-
-/// Everything one definition contributes, per served version.
+/// Everything one definition contributes: its v2 part per served version, and the definition
+/// itself (shared with the registry) for building v3 documents.
 #[derive(Debug)]
 struct DefinitionPart {
     group: String,
+    definition: Arc<ResourceDefinition>,
     versions: Vec<VersionPart>,
 }
 
+/// One served version's v2 paths and definitions, kept serialized: the JSON text is an order of
+/// magnitude smaller than the `Value` trees, and assembling a document only copies it.
 #[derive(Debug)]
 struct VersionPart {
     version: String,
     uses_scale: bool,
-    v2_paths: BTreeMap<String, Value>,
-    v2_definitions: BTreeMap<String, Value>,
-    v3_paths: BTreeMap<String, Value>,
-    v3_schemas: BTreeMap<String, Value>,
+    paths: BTreeMap<String, Box<str>>,
+    definitions: BTreeMap<String, Box<str>>,
 }
 
 impl OpenApiCache {
@@ -99,9 +102,9 @@ impl OpenApiCache {
     /// Adds or replaces the part of `def` (keyed by its name). Only this definition is rebuilt;
     /// the assembled documents are invalidated. The caller passes only established definitions
     /// and calls [`OpenApiCache::remove`] when one stops being served.
-    pub fn upsert(&mut self, def: &ResourceDefinition) {
+    pub fn upsert(&mut self, def: Arc<ResourceDefinition>) {
         let part = Arc::new(DefinitionPart::build(def));
-        let old = self.parts.insert(def.name().to_string(), Arc::clone(&part));
+        let old = self.parts.insert(part.definition.name().to_string(), Arc::clone(&part));
         self.invalidate(old.as_deref(), Some(&part));
     }
 
@@ -113,13 +116,13 @@ impl OpenApiCache {
     }
 
     /// `/openapi/v2` as JSON bytes, memoized until the next change.
-    pub fn v2(&self) -> Arc<Vec<u8>> {
+    pub fn v2(&self) -> Bytes {
         let mut memo = self.v2.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(bytes) = memo.as_ref() {
-            return Arc::clone(bytes);
+            return bytes.clone();
         }
-        let bytes = Arc::new(self.assemble_v2());
-        *memo = Some(Arc::clone(&bytes));
+        let bytes = Bytes::from(self.assemble_v2());
+        *memo = Some(bytes.clone());
         bytes
     }
 
@@ -128,9 +131,9 @@ impl OpenApiCache {
     pub fn v3_index(&self) -> Value {
         let mut paths = Map::new();
         for (group, version) in self.group_versions() {
-            if let Some(doc) = self.v3_doc(&group, &version) {
+            if let Some(hash) = self.v3_hash(&group, &version) {
                 let key = format!("apis/{group}/{version}");
-                let url = format!("/openapi/v3/{key}?hash={}", doc.hash);
+                let url = format!("/openapi/v3/{key}?hash={hash}");
                 paths.insert(key, json!({"serverRelativeURL": url}));
             }
         }
@@ -138,19 +141,33 @@ impl OpenApiCache {
     }
 
     /// `/openapi/v3/apis/<group>/<version>` as JSON bytes, or `None` when nothing is served there.
-    pub fn v3_group_version(&self, group: &str, version: &str) -> Option<Arc<Vec<u8>>> {
-        self.v3_doc(group, version).map(|d| d.bytes)
+    pub fn v3_group_version(&self, group: &str, version: &str) -> Option<Bytes> {
+        self.assemble_v3(group, version).map(Bytes::from)
     }
 
     /// Like [`OpenApiCache::v3_group_version`], with the document's hash (for `?hash=` checks
     /// and the `ETag`).
-    pub fn v3_group_version_with_hash(&self, group: &str, version: &str) -> Option<(Arc<Vec<u8>>, String)> {
-        self.v3_doc(group, version).map(|d| (d.bytes, d.hash))
+    pub fn v3_group_version_with_hash(&self, group: &str, version: &str) -> Option<(Bytes, String)> {
+        let bytes = self.v3_group_version(group, version)?;
+        let key = (group.to_string(), version.to_string());
+        let mut hashes = self.v3_hashes.lock().unwrap_or_else(|e| e.into_inner());
+        let hash = hashes.entry(key).or_insert_with(|| etag(&bytes)).clone();
+        Some((bytes, hash))
+    }
+
+    /// The hash of a group-version's document: remembered, or computed (and remembered) by
+    /// building the document once.
+    fn v3_hash(&self, group: &str, version: &str) -> Option<String> {
+        let key = (group.to_string(), version.to_string());
+        if let Some(hash) = self.v3_hashes.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Some(hash.clone());
+        }
+        self.v3_group_version_with_hash(group, version).map(|(_, hash)| hash)
     }
 
     fn invalidate(&self, old: Option<&DefinitionPart>, new: Option<&DefinitionPart>) {
         *self.v2.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        let mut v3 = self.v3.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v3 = self.v3_hashes.lock().unwrap_or_else(|e| e.into_inner());
         for part in old.into_iter().chain(new) {
             for v in &part.versions {
                 v3.remove(&(part.group.clone(), v.version.clone()));
@@ -162,30 +179,18 @@ impl OpenApiCache {
         self.parts.values().flat_map(|p| p.versions.iter().map(|v| (p.group.clone(), v.version.clone()))).collect()
     }
 
-    fn v3_doc(&self, group: &str, version: &str) -> Option<V3Doc> {
-        let key = (group.to_string(), version.to_string());
-        let mut memo = self.v3.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(doc) = memo.get(&key) {
-            return Some(doc.clone());
-        }
-        let bytes = self.assemble_v3(group, version)?;
-        let doc = V3Doc { hash: etag(&bytes), bytes: Arc::new(bytes) };
-        memo.insert(key, doc.clone());
-        Some(doc)
-    }
-
     fn assemble_v2(&self) -> Vec<u8> {
         let versions: Vec<&VersionPart> = self.parts.values().flat_map(|p| p.versions.iter()).collect();
         let uses_scale = versions.iter().any(|v| v.uses_scale);
         let meta = meta_definitions(Flavor::V2);
-        let mut definitions: BTreeMap<&str, &Value> = BTreeMap::new();
+        let mut definitions: BTreeMap<&str, &str> = BTreeMap::new();
         for (k, v) in meta.iter().filter(|(k, _)| uses_scale || !k.starts_with("io.k8s.api.autoscaling.")) {
             definitions.insert(k, v);
         }
-        let mut paths: BTreeMap<&str, &Value> = BTreeMap::new();
+        let mut paths: BTreeMap<&str, &str> = BTreeMap::new();
         for v in &versions {
-            definitions.extend(v.v2_definitions.iter().map(|(k, v)| (k.as_str(), v)));
-            paths.extend(v.v2_paths.iter().map(|(k, v)| (k.as_str(), v)));
+            definitions.extend(v.definitions.iter().map(|(k, v)| (k.as_str(), &**v)));
+            paths.extend(v.paths.iter().map(|(k, v)| (k.as_str(), &**v)));
         }
         let mut out = Vec::new();
         out.extend_from_slice(b"{\"swagger\":\"2.0\",\"info\":");
@@ -194,31 +199,39 @@ impl OpenApiCache {
         write_map(&mut out, &paths);
         out.extend_from_slice(b",\"definitions\":");
         write_map(&mut out, &definitions);
+        out.extend_from_slice(b",\"parameters\":");
+        let parameters: BTreeMap<&str, &str> = shared_v2_parameters().iter().map(|(k, v)| (k.as_str(), &**v)).collect();
+        write_map(&mut out, &parameters);
         out.push(b'}');
         out
     }
 
     fn assemble_v3(&self, group: &str, version: &str) -> Option<Vec<u8>> {
-        let versions: Vec<&VersionPart> = self
-            .parts
-            .values()
-            .filter(|p| p.group == group)
-            .flat_map(|p| p.versions.iter().filter(|v| v.version == version))
-            .collect();
-        if versions.is_empty() {
+        let mut schemas_owned: BTreeMap<String, Box<str>> = BTreeMap::new();
+        let mut paths_owned: BTreeMap<String, Box<str>> = BTreeMap::new();
+        let mut uses_scale = false;
+        let mut any = false;
+        for part in self.parts.values().filter(|p| p.group == group) {
+            let def = &part.definition;
+            let names = Names::of(def);
+            for v in def.spec.versions.iter().filter(|v| v.served && v.name == version) {
+                any = true;
+                let built = FlavorPart::build(&names, v, Flavor::V3);
+                uses_scale |= built.uses_scale;
+                schemas_owned.extend(built.definitions);
+                paths_owned.extend(built.paths);
+            }
+        }
+        if !any {
             return None;
         }
-        let uses_scale = versions.iter().any(|v| v.uses_scale);
         let meta = meta_definitions(Flavor::V3);
-        let mut schemas: BTreeMap<&str, &Value> = BTreeMap::new();
+        let mut schemas: BTreeMap<&str, &str> = BTreeMap::new();
         for (k, v) in meta.iter().filter(|(k, _)| uses_scale || !k.starts_with("io.k8s.api.autoscaling.")) {
             schemas.insert(k, v);
         }
-        let mut paths: BTreeMap<&str, &Value> = BTreeMap::new();
-        for v in &versions {
-            schemas.extend(v.v3_schemas.iter().map(|(k, v)| (k.as_str(), v)));
-            paths.extend(v.v3_paths.iter().map(|(k, v)| (k.as_str(), v)));
-        }
+        schemas.extend(schemas_owned.iter().map(|(k, v)| (k.as_str(), &**v)));
+        let paths: BTreeMap<&str, &str> = paths_owned.iter().map(|(k, v)| (k.as_str(), &**v)).collect();
         let mut out = Vec::new();
         out.extend_from_slice(b"{\"openapi\":\"3.0.0\",\"info\":");
         write_json(&mut out, &json!({"title": TITLE, "version": TITLE_VERSION}));
@@ -248,7 +261,8 @@ fn write_json(out: &mut Vec<u8>, v: &Value) {
     let _ = serde_json::to_writer(&mut *out, v);
 }
 
-fn write_map(out: &mut Vec<u8>, entries: &BTreeMap<&str, &Value>) {
+/// Writes an object whose values are already serialized JSON.
+fn write_map(out: &mut Vec<u8>, entries: &BTreeMap<&str, &str>) {
     out.push(b'{');
     for (i, (k, v)) in entries.iter().enumerate() {
         if i > 0 {
@@ -256,9 +270,14 @@ fn write_map(out: &mut Vec<u8>, entries: &BTreeMap<&str, &Value>) {
         }
         let _ = serde_json::to_writer(&mut *out, k);
         out.push(b':');
-        write_json(out, v);
+        out.extend_from_slice(v.as_bytes());
     }
     out.push(b'}');
+}
+
+/// A value as JSON text.
+fn serialized(v: &Value) -> Box<str> {
+    serde_json::to_string(v).unwrap_or_default().into_boxed_str()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -299,10 +318,10 @@ struct Names<'d> {
     preserve_unknown_fields: bool,
 }
 
-impl DefinitionPart {
-    fn build(def: &ResourceDefinition) -> DefinitionPart {
+impl<'d> Names<'d> {
+    fn of(def: &'d ResourceDefinition) -> Names<'d> {
         let spec = &def.spec;
-        let names = Names {
+        Names {
             group: &spec.group,
             kind: &spec.names.kind,
             list_kind: spec
@@ -314,14 +333,41 @@ impl DefinitionPart {
             plural: &spec.names.plural,
             namespaced: spec.scope == "Namespaced",
             preserve_unknown_fields: spec.preserve_unknown_fields.unwrap_or(false),
-        };
-        let versions = spec.versions.iter().filter(|v| v.served).map(|v| VersionPart::build(&names, v)).collect();
-        DefinitionPart { group: spec.group.clone(), versions }
+        }
     }
 }
 
-impl VersionPart {
-    fn build(names: &Names<'_>, v: &CustomResourceDefinitionVersion) -> VersionPart {
+impl DefinitionPart {
+    fn build(def: Arc<ResourceDefinition>) -> DefinitionPart {
+        let names = Names::of(&def);
+        let versions = def
+            .spec
+            .versions
+            .iter()
+            .filter(|v| v.served)
+            .map(|v| {
+                let built = FlavorPart::build(&names, v, Flavor::V2);
+                VersionPart {
+                    version: v.name.clone(),
+                    uses_scale: built.uses_scale,
+                    paths: built.paths,
+                    definitions: built.definitions,
+                }
+            })
+            .collect();
+        DefinitionPart { group: def.spec.group.clone(), versions, definition: def }
+    }
+}
+
+/// One served version's paths and definitions (v2) or schemas (v3), serialized.
+struct FlavorPart {
+    uses_scale: bool,
+    paths: BTreeMap<String, Box<str>>,
+    definitions: BTreeMap<String, Box<str>>,
+}
+
+impl FlavorPart {
+    fn build(names: &Names<'_>, v: &CustomResourceDefinitionVersion, flavor: Flavor) -> FlavorPart {
         let schema = published_schema(v);
         let selectable: Vec<Value> = v
             .selectable_fields
@@ -334,36 +380,22 @@ impl VersionPart {
         let routes = routes(names, &v.name, has_status, uses_scale);
         let kind_name = definition_name(names.group, &v.name, names.kind);
         let list_name = definition_name(names.group, &v.name, &names.list_kind);
-        let mut part = VersionPart {
-            version: v.name.clone(),
-            uses_scale,
-            v2_paths: BTreeMap::new(),
-            v2_definitions: BTreeMap::new(),
-            v3_paths: BTreeMap::new(),
-            v3_schemas: BTreeMap::new(),
-        };
-        for flavor in [Flavor::V2, Flavor::V3] {
-            let mut kind_schema = kind_schema(schema.as_ref(), flavor, names.preserve_unknown_fields);
-            if let Value::Object(m) = &mut kind_schema {
-                m.insert("x-kubernetes-group-version-kind".into(), json!([gvk(names.group, &v.name, names.kind)]));
-                if !selectable.is_empty() {
-                    m.insert("x-kubernetes-selectable-fields".into(), Value::Array(selectable.clone()));
-                }
+        let mut kind_schema = kind_schema(schema.as_ref(), flavor, names.preserve_unknown_fields);
+        if let Value::Object(m) = &mut kind_schema {
+            m.insert("x-kubernetes-group-version-kind".into(), json!([gvk(names.group, &v.name, names.kind)]));
+            if !selectable.is_empty() {
+                m.insert("x-kubernetes-selectable-fields".into(), Value::Array(selectable));
             }
-            if flavor == Flavor::V2 {
-                prune_defaults(&mut kind_schema);
-            }
-            let list_schema = list_schema(names, &v.name, &kind_name, flavor);
-            let paths = render_paths(names, &v.name, &routes, flavor);
-            let (defs, out_paths) = match flavor {
-                Flavor::V2 => (&mut part.v2_definitions, &mut part.v2_paths),
-                Flavor::V3 => (&mut part.v3_schemas, &mut part.v3_paths),
-            };
-            defs.insert(kind_name.clone(), kind_schema);
-            defs.insert(list_name.clone(), list_schema);
-            out_paths.extend(paths);
         }
-        part
+        if flavor == Flavor::V2 {
+            prune_defaults(&mut kind_schema);
+        }
+        let list_schema = list_schema(names, &v.name, &kind_name, flavor);
+        let paths = render_paths(names, &v.name, &routes, flavor);
+        let mut definitions = BTreeMap::new();
+        definitions.insert(kind_name, serialized(&kind_schema));
+        definitions.insert(list_name, serialized(&list_schema));
+        FlavorPart { uses_scale, paths: paths.into_iter().map(|(k, v)| (k, serialized(&v))).collect(), definitions }
     }
 }
 
@@ -1001,6 +1033,55 @@ fn parameter(flavor: Flavor, name: &str, location: &str, type_: &str, descriptio
     Value::Object(p)
 }
 
+/// A parameter every resource shares. In v2 it is a `$ref` into the document's top-level
+/// `parameters` (named `<name>-<hash>`, as kube-openapi deduplicates them), which keeps the
+/// document — one path item per route of every definition — a fraction of its inline size;
+/// v3 documents are per group-version and keep them inline.
+fn shared_parameter(
+    flavor: Flavor,
+    name: &str,
+    location: &str,
+    type_: &str,
+    description: &str,
+    required: bool,
+) -> Value {
+    let p = parameter(flavor, name, location, type_, description, required);
+    match flavor {
+        Flavor::V2 => json!({"$ref": format!("#/parameters/{}", shared_parameter_key(name, &p))}),
+        Flavor::V3 => p,
+    }
+}
+
+fn shared_parameter_key(name: &str, p: &Value) -> String {
+    use base64::Engine as _;
+    let digest = ring::digest::digest(&ring::digest::SHA256, serialized(p).as_bytes());
+    let short = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest.as_ref()[..6]);
+    format!("{name}-{short}")
+}
+
+/// The v2 document's top-level `parameters`: every shared parameter, serialized.
+fn shared_v2_parameters() -> &'static BTreeMap<String, Box<str>> {
+    static PARAMS: OnceLock<BTreeMap<String, Box<str>>> = OnceLock::new();
+    PARAMS.get_or_init(|| {
+        let mut all = vec![
+            parameter(Flavor::V2, "namespace", "path", "string", NAMESPACE_DESCRIPTION, true),
+            parameter(Flavor::V2, "pretty", "query", "string", PRETTY_DESCRIPTION, false),
+        ];
+        for options in [Options::Get, Options::List, Options::Create, Options::Update, Options::Patch, Options::Delete]
+        {
+            for (name, type_, desc) in query_parameters(options) {
+                all.push(parameter(Flavor::V2, name, "query", type_, desc, false));
+            }
+        }
+        all.into_iter()
+            .map(|p| {
+                let name = p.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                (shared_parameter_key(&name, &p), serialized(&p))
+            })
+            .collect()
+    })
+}
+
 fn schema_ref(names: &Names<'_>, version: &str, schema: Schema, flavor: Flavor) -> Value {
     let name = match schema {
         Schema::Kind => definition_name(names.group, version, names.kind),
@@ -1026,9 +1107,9 @@ fn render_paths(names: &Names<'_>, version: &str, routes: &[Route], flavor: Flav
                 common.push(parameter(flavor, "name", "path", "string", &desc, true));
             }
             if route.path.contains("{namespace}") {
-                common.push(parameter(flavor, "namespace", "path", "string", NAMESPACE_DESCRIPTION, true));
+                common.push(shared_parameter(flavor, "namespace", "path", "string", NAMESPACE_DESCRIPTION, true));
             }
-            common.push(parameter(flavor, "pretty", "query", "string", PRETTY_DESCRIPTION, false));
+            common.push(shared_parameter(flavor, "pretty", "query", "string", PRETTY_DESCRIPTION, false));
             item.insert("parameters".into(), Value::Array(common));
         }
         item.insert(route.method.into(), operation(names, version, route, &tag, flavor));
@@ -1039,7 +1120,7 @@ fn render_paths(names: &Names<'_>, version: &str, routes: &[Route], flavor: Flav
 fn operation(names: &Names<'_>, version: &str, route: &Route, tag: &str, flavor: Flavor) -> Value {
     let mut params: Vec<(String, Value)> = query_parameters(route.options)
         .iter()
-        .map(|(name, type_, desc)| (name.to_string(), parameter(flavor, name, "query", type_, desc, false)))
+        .map(|(name, type_, desc)| (name.to_string(), shared_parameter(flavor, name, "query", type_, desc, false)))
         .collect();
     let mut op = Map::new();
     op.insert("description".into(), json!(route.description));
@@ -1110,13 +1191,17 @@ fn operation(names: &Names<'_>, version: &str, route: &Route, tag: &str, flavor:
 // ---------------------------------------------------------------------------------------------
 
 /// The meta (and autoscaling) definitions the routes and kinds refer to, per flavor.
-fn meta_definitions(flavor: Flavor) -> &'static BTreeMap<String, Value> {
-    static V2: OnceLock<BTreeMap<String, Value>> = OnceLock::new();
-    static V3: OnceLock<BTreeMap<String, Value>> = OnceLock::new();
+fn meta_definitions(flavor: Flavor) -> &'static BTreeMap<String, Box<str>> {
+    static V2: OnceLock<BTreeMap<String, Box<str>>> = OnceLock::new();
+    static V3: OnceLock<BTreeMap<String, Box<str>>> = OnceLock::new();
     match flavor {
-        Flavor::V2 => V2.get_or_init(|| build_meta_definitions(Flavor::V2)),
-        Flavor::V3 => V3.get_or_init(|| build_meta_definitions(Flavor::V3)),
+        Flavor::V2 => V2.get_or_init(|| serialize_all(build_meta_definitions(Flavor::V2))),
+        Flavor::V3 => V3.get_or_init(|| serialize_all(build_meta_definitions(Flavor::V3))),
     }
+}
+
+fn serialize_all(defs: BTreeMap<String, Value>) -> BTreeMap<String, Box<str>> {
+    defs.into_iter().map(|(k, v)| (k, serialized(&v))).collect()
 }
 
 fn build_meta_definitions(flavor: Flavor) -> BTreeMap<String, Value> {
@@ -1391,7 +1476,7 @@ mod tests {
     #[test]
     fn crontab_v3_document() {
         let mut cache = OpenApiCache::new();
-        cache.upsert(&crontab());
+        cache.upsert(Arc::new(crontab()));
         let doc = parse(&cache.v3_group_version("stable.example.com", "v1").unwrap());
         assert_eq!(doc["openapi"], "3.0.0");
         let schemas = &doc["components"]["schemas"];
@@ -1506,7 +1591,7 @@ mod tests {
     #[test]
     fn crontab_v2_document() {
         let mut cache = OpenApiCache::new();
-        cache.upsert(&crontab());
+        cache.upsert(Arc::new(crontab()));
         let doc = parse(&cache.v2());
         assert_eq!(doc["swagger"], "2.0");
         let kind = &doc["definitions"]["com.example.stable.v1.CronTab"];
@@ -1521,15 +1606,29 @@ mod tests {
         assert_eq!(op["operationId"], "createStableExampleComV1NamespacedCronTab");
         assert_eq!(op["description"], "create a CronTab");
         assert_eq!(op["consumes"], json!(["application/json", "application/yaml"]));
-        let params: Vec<&str> =
-            op["parameters"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+        // Shared parameters are references into the top-level `parameters`.
+        let resolve = |p: &Value| match p["$ref"].as_str() {
+            Some(r) => doc["parameters"][r.trim_start_matches("#/parameters/")].clone(),
+            None => p.clone(),
+        };
+        let params: Vec<String> = op["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| resolve(p)["name"].as_str().unwrap().to_owned())
+            .collect();
         assert_eq!(params, ["body", "dryRun", "fieldManager", "fieldValidation"]);
+        assert!(op["parameters"][1]["$ref"].as_str().unwrap().starts_with("#/parameters/dryRun-"));
         assert_eq!(op["parameters"][0]["schema"]["$ref"], "#/definitions/com.example.stable.v1.CronTab");
         assert_eq!(op["responses"]["201"]["description"], "Created");
         let text = serde_json::to_string(&doc).unwrap();
         for piece in text.split("\"$ref\":\"#/definitions/").skip(1) {
             let name = piece.split('"').next().unwrap();
             assert!(doc["definitions"].get(name).is_some(), "dangling ref {name}");
+        }
+        for piece in text.split("\"$ref\":\"#/parameters/").skip(1) {
+            let name = piece.split('"').next().unwrap();
+            assert!(doc["parameters"].get(name).is_some(), "dangling parameter ref {name}");
         }
     }
 
@@ -1586,7 +1685,7 @@ mod tests {
         ];
         for (schema, want) in cases {
             let mut cache = OpenApiCache::new();
-            cache.upsert(&widget(schema.clone()));
+            cache.upsert(Arc::new(widget(schema.clone())));
             let doc = parse(&cache.v2());
             let mut got = strip_meta_descriptions(doc["definitions"]["com.example.v1.Widget"].clone());
             if let Some(f) = got.pointer_mut("/properties/f/properties").and_then(Value::as_object_mut) {
@@ -1601,11 +1700,11 @@ mod tests {
     #[test]
     fn v3_keeps_junctors_and_unfolds_int_or_string() {
         let mut cache = OpenApiCache::new();
-        cache.upsert(&widget(json!({"type": "object", "properties": {
+        cache.upsert(Arc::new(widget(json!({"type": "object", "properties": {
             "a": {"x-kubernetes-int-or-string": true},
             "b": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]},
             "c": {"type": "string", "nullable": true, "oneOf": [{"pattern": "a"}], "externalDocs": {"url": "x"}},
-        }})));
+        }}))));
         let doc = parse(&cache.v3_group_version("example.com", "v1").unwrap());
         let props = &doc["components"]["schemas"]["com.example.v1.Widget"]["properties"];
         assert_eq!(
@@ -1619,16 +1718,16 @@ mod tests {
     #[test]
     fn incremental_updates() {
         let mut cache = OpenApiCache::new();
-        cache.upsert(&crontab());
+        cache.upsert(Arc::new(crontab()));
         let first = Arc::clone(cache.part("crontabs.stable.example.com").unwrap());
         let v2_before = cache.v2();
         let v3_before = cache.v3_group_version("stable.example.com", "v1").unwrap();
-        assert!(Arc::ptr_eq(&v2_before, &cache.v2()), "memoized");
+        assert_eq!(v2_before.as_ptr(), cache.v2().as_ptr(), "memoized");
 
-        cache.upsert(&widget(json!({"type": "object"})));
+        cache.upsert(Arc::new(widget(json!({"type": "object"}))));
         assert!(Arc::ptr_eq(&first, cache.part("crontabs.stable.example.com").unwrap()), "untouched part");
         let v3_after = cache.v3_group_version("stable.example.com", "v1").unwrap();
-        assert!(Arc::ptr_eq(&v3_before, &v3_after), "other group-versions keep their memo");
+        assert_eq!(v3_before, v3_after, "other group-versions are unchanged");
         let v2_after = parse(&cache.v2());
         assert!(v2_after["definitions"].get("com.example.v1.Widget").is_some());
         assert!(v2_after["definitions"].get("com.example.stable.v1.CronTab").is_some());

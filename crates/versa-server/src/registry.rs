@@ -223,8 +223,8 @@ pub struct Snapshot {
 /// Discovery documents of one snapshot.
 #[derive(Debug, Default)]
 pub struct DiscoveryCache {
-    pub group_list: OnceLock<Arc<Vec<u8>>>,
-    pub aggregated: OnceLock<Arc<Vec<u8>>>,
+    pub group_list: OnceLock<bytes::Bytes>,
+    pub aggregated: OnceLock<bytes::Bytes>,
 }
 
 impl Snapshot {

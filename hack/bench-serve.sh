@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Serving benchmarks: versa-server in-process over HTTPS on loopback — GET, CREATE and LIST of
+# 1,000 objects, each next to a bare hyper+rustls server measured in the same run — and the cost
+# of 1,000 definitions (RSS per definition, time for a new one to be Established and
+# discoverable). Not a test: numbers vary with the machine and its load; ratios less so.
+#
+# Arguments pick scenarios: definitions, get, create, list (default: all). Environment:
+#   VERSA_BENCH_SECONDS      measured seconds per server and throughput scenario (default 5)
+#   VERSA_BENCH_WARMUP       warm-up seconds before each (default 1)
+#   VERSA_BENCH_ROUNDS       rounds alternating versa and the bare server (default 5)
+#   VERSA_BENCH_CONNECTIONS  client connections for GET and CREATE (default 16)
+#   VERSA_BENCH_DEFINITIONS  definitions loaded in the definitions scenario (default 1000)
+# e.g. `VERSA_BENCH_SECONDS=1 hack/bench-serve.sh get list` for a quick look.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/versa-target}"
+cargo bench --locked -p versa-server --bench serve -- "$@"
