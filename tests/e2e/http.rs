@@ -1361,6 +1361,41 @@ async fn watch_streams() {
     checks.finish();
 }
 
+/// A definition change applies to what is read at once: a default added to the schema shows in
+/// GET and LIST of objects stored before it (defaults apply on read; nothing rendered with the
+/// old schema is served again).
+#[tokio::test]
+async fn definition_changes_apply_to_reads() {
+    let s = server().await;
+    let c = &s.client;
+    define(c, &crontab_definition()).await;
+    let ns = "/apis/stable.example.com/v1/namespaces/d/crontabs";
+    create(c, ns, &crontab("before", json!({"replicas": 1}))).await;
+    // Read once so that the rendered object is cached.
+    assert_eq!(c.get(&format!("{ns}/before")).await.json()["spec"].get("image"), None);
+    assert_eq!(names(&c.get(ns).await.json()), ["before"]);
+    let patch = json!({"spec": {"versions": [
+        crontab_definition()["spec"]["versions"][0].clone(),
+        crontab_definition()["spec"]["versions"][1].clone(),
+    ]}});
+    let mut patch = patch;
+    patch["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["image"]["default"] =
+        json!("nginx");
+    let r = c.merge_patch(&format!("{RD}/crontabs.stable.example.com"), &patch).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let got = poll("the default on GET", || {
+        let c = c.clone();
+        async move {
+            let obj = c.get(&format!("{ns}/before")).await.json();
+            (obj["spec"]["image"] == "nginx").then_some(obj)
+        }
+    })
+    .await;
+    assert_eq!(got["spec"]["replicas"], 1);
+    let list = c.get(ns).await.json();
+    assert_eq!(list["items"][0]["spec"]["image"], "nginx", "{list}");
+}
+
 /// Past the kept history: a watch gets an ERROR event with a 410 Expired Status, an exact list
 /// a 410 — and clients re-list. The history is shrunk to a few events for this.
 #[tokio::test]

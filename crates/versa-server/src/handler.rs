@@ -33,6 +33,8 @@ pub struct State {
     pub registry: Registry,
     pub openapi: Mutex<OpenApiCache>,
     pub metrics: Metrics,
+    /// Rendered objects (the LIST and GET fast path).
+    pub render: crate::rest::render::RenderCache,
     /// Cancelled when the server shuts down: watches and the controller end.
     pub shutdown: CancellationToken,
 }

@@ -103,6 +103,7 @@ impl ServerConfig {
             registry: registry::Registry::new(),
             openapi: std::sync::Mutex::new(openapi::OpenApiCache::new()),
             metrics: metrics::Metrics::new(),
+            render: Default::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),
         });
         // The definitions API is published like any served resource.

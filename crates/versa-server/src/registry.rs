@@ -35,6 +35,9 @@ pub enum Flavor {
 /// One served resource, compiled.
 #[derive(Debug)]
 pub struct Resource {
+    /// Unique per build: what a cache keyed on the compiled state uses (a rebuilt resource
+    /// gets a new id, so nothing rendered with the old schemas is served again).
+    pub id: u64,
     pub flavor: Flavor,
     /// The definition this was built from (for custom resources), with its status.
     pub definition: Arc<ResourceDefinition>,
@@ -121,6 +124,7 @@ impl Resource {
             .collect();
         let terminating = def.condition_is_true("Terminating") || def.metadata.deletion_timestamp.is_some();
         Resource {
+            id: next_id(),
             flavor: Flavor::Custom,
             group: spec.group.clone(),
             plural: names.plural.clone(),
@@ -140,6 +144,7 @@ impl Resource {
     /// The definitions API as a resource.
     pub fn definitions() -> Resource {
         Resource {
+            id: next_id(),
             flavor: Flavor::Definitions,
             definition: Arc::new(definitions_definition()),
             group: GROUP.to_owned(),
@@ -179,6 +184,11 @@ impl Resource {
     pub fn api_version(&self, version: &str) -> String {
         format!("{}/{version}", self.group)
     }
+}
+
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// A ResourceDefinition describing the definitions API itself, for discovery and OpenAPI: its

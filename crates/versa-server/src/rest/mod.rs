@@ -10,6 +10,7 @@
 
 mod objects;
 mod read;
+pub(crate) mod render;
 mod scale;
 mod watch;
 mod write;
@@ -112,6 +113,23 @@ impl Ctx {
         let mut response = Response::new(full(bytes));
         *response.status_mut() = code;
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        add_warnings(response.headers_mut(), self.ver().warning.iter().chain(self.warnings.iter()));
+        response
+    }
+}
+
+impl Ctx {
+    /// Whether the answer is plain JSON objects (no Table, no metadata-only, no YAML): then
+    /// rendered objects can be sent as they are.
+    pub fn wants_plain_json(&self) -> bool {
+        shape(&self.headers) == Shape::Object && codec::response_encoding(&self.headers) == codec::Encoding::Json
+    }
+
+    /// A JSON answer already serialised.
+    pub fn respond_json_bytes(&self, code: StatusCode, bytes: impl Into<Bytes>) -> Response<Body> {
+        let mut response = Response::new(full(bytes));
+        *response.status_mut() = code;
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         add_warnings(response.headers_mut(), self.ver().warning.iter().chain(self.warnings.iter()));
         response
     }

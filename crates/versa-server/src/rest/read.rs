@@ -22,6 +22,10 @@ use crate::table::IncludeObject;
 pub async fn get(ctx: &Ctx) -> Answer {
     let kv = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(super::write::storage_error(ctx))?;
     let kv = kv.ok_or_else(|| ctx.not_found())?;
+    if ctx.wants_plain_json() {
+        let bytes = ctx.state.render.render(&ctx.res, &kv, &ctx.version)?;
+        return Ok(ctx.respond_json_bytes(StatusCode::OK, bytes));
+    }
     let obj = from_storage(&ctx.res, &kv, &ctx.version)?;
     Ok(match shape(&ctx.headers) {
         Shape::Object => ctx.respond(StatusCode::OK, &obj),
@@ -57,6 +61,11 @@ impl Filter {
     }
 
     /// Whether a request-form object passes both selectors.
+    /// No selector at all.
+    pub fn is_everything(&self) -> bool {
+        self.labels.is_empty() && self.fields.is_empty()
+    }
+
     pub fn matches(&self, obj: &Value) -> bool {
         let empty = Map::new();
         let labels = obj.pointer("/metadata/labels").and_then(Value::as_object).unwrap_or(&empty);
@@ -164,25 +173,31 @@ pub struct Page {
 }
 
 /// Reads the collection as the list options ask.
-pub async fn read_page(ctx: &Ctx, filter: &Filter) -> Result<Page, Status> {
+/// `limit` and the revision to list at (0: the latest), from the list options.
+async fn list_params(ctx: &Ctx) -> Result<(usize, i64), Status> {
     let limit = match ctx.query.get("limit").unwrap_or("") {
         "" => 0,
         l => l.parse::<i64>().map_err(|_| Status::bad_request(format!("invalid limit {l:?}")))?.max(0) as usize,
     };
-    let at = read_at(ctx)?;
-    let prefix = ctx.collection_prefix();
-    let store = &ctx.state.store;
-    let mut revision = match at {
+    let revision = match read_at(ctx)? {
         ReadAt::Exact(r) => r,
         ReadAt::Latest => 0,
         ReadAt::NotOlderThan(want) => {
-            let current = store.current_revision().await.map_err(super::write::storage_error(ctx))?;
+            let current = ctx.state.store.current_revision().await.map_err(super::write::storage_error(ctx))?;
             if want > current {
                 return Err(Status::timeout(format!("Too large resource version: {want}, current: {current}")));
             }
             0
         }
     };
+    Ok((limit, revision))
+}
+
+/// Reads the collection as the list options ask.
+pub async fn read_page(ctx: &Ctx, filter: &Filter) -> Result<Page, Status> {
+    let (limit, mut revision) = list_params(ctx).await?;
+    let prefix = ctx.collection_prefix();
+    let store = &ctx.state.store;
     let mut token = ctx.query.get("continue").filter(|c| !c.is_empty()).map(str::to_owned);
     let mut items = Vec::new();
     loop {
@@ -238,6 +253,9 @@ fn list_error(ctx: &Ctx, e: versa_storage::Error) -> Status {
 /// `GET .../<plural>` (without `watch`).
 pub async fn list(ctx: &Ctx) -> Answer {
     let filter = Filter::from_query(ctx)?;
+    if filter.is_everything() && ctx.wants_plain_json() {
+        return list_rendered(ctx).await;
+    }
     let page = read_page(ctx, &filter).await?;
     let rv = page.revision.to_string();
     Ok(match shape(&ctx.headers) {
@@ -263,6 +281,43 @@ pub async fn list(ctx: &Ctx) -> Answer {
             ctx.respond(StatusCode::OK, &table)
         }
     })
+}
+
+/// The common LIST (no selector, plain JSON): one store page, each object rendered once and
+/// cached (`render.rs`), the list written around them.
+async fn list_rendered(ctx: &Ctx) -> Answer {
+    let (limit, revision) = list_params(ctx).await?;
+    let token = ctx.query.get("continue").filter(|c| !c.is_empty()).map(str::to_owned);
+    let options = ListOptions { limit, continue_token: token, revision };
+    let page = ctx.state.store.list(&ctx.collection_prefix(), options).await.map_err(|e| list_error(ctx, e))?;
+    let mut items = Vec::with_capacity(page.items.len());
+    let mut size = 0;
+    for kv in &page.items {
+        let bytes = ctx.state.render.render(&ctx.res, kv, &ctx.version)?;
+        size += bytes.len() + 1;
+        items.push(bytes);
+    }
+    let mut meta = json!({"resourceVersion": page.revision.to_string()});
+    if let Some(c) = &page.continue_token {
+        meta["continue"] = json!(c);
+    }
+    // Keys in serde_json's order (sorted), as the Value path writes them.
+    let mut out = Vec::with_capacity(size + 256);
+    out.extend_from_slice(b"{\"apiVersion\":");
+    let _ = serde_json::to_writer(&mut out, &ctx.api_version());
+    out.extend_from_slice(b",\"items\":[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(item);
+    }
+    out.extend_from_slice(b"],\"kind\":");
+    let _ = serde_json::to_writer(&mut out, &ctx.res.list_kind);
+    out.extend_from_slice(b",\"metadata\":");
+    let _ = serde_json::to_writer(&mut out, &meta);
+    out.push(b'}');
+    Ok(ctx.respond_json_bytes(StatusCode::OK, out))
 }
 
 /// The `<Kind>List` document.
