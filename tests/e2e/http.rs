@@ -1361,6 +1361,31 @@ async fn watch_streams() {
     checks.finish();
 }
 
+/// `/metrics` counts requests with kube's labels and shows the served resources and storage.
+#[tokio::test]
+async fn metrics_exposition() {
+    let s = server().await;
+    let c = &s.client;
+    define(c, &crontab_definition()).await;
+    let ns = "/apis/stable.example.com/v1/namespaces/m/crontabs";
+    create(c, ns, &crontab("m1", json!({}))).await;
+    assert_eq!(c.get(ns).await.status, 200);
+    let r = c.get("/metrics").await;
+    assert_eq!(r.status, 200);
+    let text = r.text();
+    for want in [
+        r#"apiserver_request_total{verb="LIST",group="stable.example.com",version="v1",resource="crontabs",subresource="",scope="namespace",code="200"} 1"#,
+        r#"apiserver_request_total{verb="POST",group="stable.example.com",version="v1",resource="crontabs",subresource="",scope="namespace",code="201"} 1"#,
+        "apiserver_request_duration_seconds_bucket{",
+        "versa_served_resources 2",
+        "versa_storage_up 1",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    let unauthenticated = Client::anonymous(&s.versa.data_dir, &s.versa.address);
+    assert_eq!(unauthenticated.get("/metrics").await.status, 401, "metrics need credentials");
+}
+
 /// A definition change applies to what is read at once: a default added to the schema shows in
 /// GET and LIST of objects stored before it (defaults apply on read; nothing rendered with the
 /// old schema is served again).

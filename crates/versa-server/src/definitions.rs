@@ -30,19 +30,46 @@ pub fn decode(obj: &Value) -> Result<ResourceDefinition, ErrorList> {
     Ok(def)
 }
 
-/// Writes a definition back into `obj` (its typed form: unknown fields are gone).
-fn encode(def: &ResourceDefinition, obj: &mut Value) {
+/// Writes a definition back into `obj` (its typed form: unknown fields are gone) and returns the
+/// paths of the fields that were dropped, for `fieldValidation` (kube's strict decoding of
+/// CustomResourceDefinitions reports them the same way: `unknown field "spec.versions[0].servd"`).
+fn encode(def: &ResourceDefinition, obj: &mut Value) -> Vec<String> {
     let mut doc = def.to_document();
     // Keep metadata exactly as the pipeline set it (the typed ObjectMeta would drop nothing
     // important, but the pipeline's server-owned fields are authoritative).
     if let (Some(meta), Some(d)) = (obj.get("metadata").cloned(), doc.as_object_mut()) {
         d.insert("metadata".into(), meta);
     }
+    let mut unknown = Vec::new();
+    dropped_fields(obj, &doc, "", &mut unknown);
     *obj = doc;
+    unknown
 }
 
-/// Create: default, validate, reset status.
-pub fn admit_create(obj: &mut Value) -> Result<(), ErrorList> {
+/// Keys of `input` (with a value other than null) that `output` lacks, as dotted paths.
+fn dropped_fields(input: &Value, output: &Value, path: &str, out: &mut Vec<String>) {
+    match (input, output) {
+        (Value::Object(i), Value::Object(o)) => {
+            for (k, v) in i {
+                let here = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                match o.get(k) {
+                    Some(ov) => dropped_fields(v, ov, &here, out),
+                    None if !v.is_null() && !matches!(k.as_str(), "apiVersion" | "kind" | "status") => out.push(here),
+                    None => {}
+                }
+            }
+        }
+        (Value::Array(i), Value::Array(o)) if i.len() == o.len() => {
+            for (n, (iv, ov)) in i.iter().zip(o).enumerate() {
+                dropped_fields(iv, ov, &format!("{path}[{n}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Create: default, validate, reset status. Returns the unknown (dropped) field paths.
+pub fn admit_create(obj: &mut Value) -> Result<Vec<String>, ErrorList> {
     let mut def = decode(obj)?;
     let stored: Vec<String> = def.storage_version().map(|v| vec![v.to_owned()]).unwrap_or_default();
     def.status = Some(serde_json::from_value(json!({"storedVersions": stored})).unwrap_or_default());
@@ -50,14 +77,13 @@ pub fn admit_create(obj: &mut Value) -> Result<(), ErrorList> {
     if !errs.is_empty() {
         return Err(errs);
     }
-    encode(&def, obj);
-    Ok(())
+    Ok(encode(&def, obj))
 }
 
 /// Update of the main resource or of `/status`: `new` already has the right `status` (the
 /// REST layer copied it); defaults, validates against `old`, appends the storage version to
 /// `storedVersions`.
-pub fn admit_update(new: &mut Value, old: &Value, status_only: bool) -> Result<(), ErrorList> {
+pub fn admit_update(new: &mut Value, old: &Value, status_only: bool) -> Result<Vec<String>, ErrorList> {
     let mut def = decode(new)?;
     let old_def = decode(old)?;
     if !status_only
@@ -72,8 +98,7 @@ pub fn admit_update(new: &mut Value, old: &Value, status_only: bool) -> Result<(
     if !errs.is_empty() {
         return Err(errs);
     }
-    encode(&def, new);
-    Ok(())
+    Ok(encode(&def, new))
 }
 
 /// Sets (or replaces) condition `type_` in a definition document's status.
@@ -121,4 +146,44 @@ pub fn mark_deleted(obj: &mut Value, now: &str) {
         "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
         now,
     );
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn crontab(extra_version_field: Option<(&str, Value)>) -> Value {
+        let mut version = json!({
+            "name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
+                    "replicas": {"type": "integer", "minimum": 1, "maximum": 10, "default": 1},
+                    "cronSpec": {"type": "string", "pattern": "^a", "nullable": false},
+                }},
+            }}},
+            "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+            "additionalPrinterColumns": [{"name": "Spec", "type": "string", "jsonPath": ".spec.cronSpec", "priority": 0}],
+        });
+        if let Some((k, v)) = extra_version_field {
+            version[k] = v;
+        }
+        json!({
+            "apiVersion": "versa.dev/v1", "kind": "ResourceDefinition",
+            "metadata": {"name": "crontabs.stable.example.com", "labels": {"a": "b"}},
+            "spec": {"group": "stable.example.com", "scope": "Namespaced",
+                     "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "shortNames": ["ct"], "categories": ["all"]},
+                     "versions": [version]},
+        })
+    }
+
+    #[test]
+    fn unknown_fields_are_reported_and_nothing_else() {
+        let mut doc = crontab(None);
+        assert_eq!(admit_create(&mut doc).unwrap(), Vec::<String>::new());
+        assert_eq!(doc["status"]["storedVersions"], json!(["v1"]));
+        let mut typo = crontab(Some(("servd", json!(true))));
+        assert_eq!(admit_create(&mut typo).unwrap(), ["spec.versions[0].servd"]);
+        assert!(typo["spec"]["versions"][0].get("servd").is_none(), "dropped");
+    }
 }

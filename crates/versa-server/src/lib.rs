@@ -58,6 +58,25 @@ pub fn json_response(code: http::StatusCode, value: &serde_json::Value) -> http:
     response
 }
 
+/// Keeps the storage gauges current until shutdown.
+async fn probe_storage(state: Arc<handler::State>) {
+    loop {
+        match state.store.current_revision().await {
+            Ok(revision) => {
+                state.metrics.storage_up.set(1);
+                state.metrics.storage_revision.set(revision);
+            }
+            Err(_) => {
+                state.metrics.storage_up.set(0);
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(std::time::Duration::from_secs(10)) => {}
+            () = state.shutdown.cancelled() => return,
+        }
+    }
+}
+
 /// What the operator chose.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -130,6 +149,7 @@ impl Prepared {
     /// (up to a grace period) and returns.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send) -> anyhow::Result<()> {
         let controller = tokio::spawn(controller::run(self.state.clone()));
+        tokio::spawn(probe_storage(self.state.clone()));
         let result = server::serve(self.listener, self.tls, self.state.clone(), shutdown).await;
         self.state.shutdown.cancel();
         let _ = controller.await;

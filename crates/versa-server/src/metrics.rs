@@ -8,7 +8,9 @@
 //!   kube's buckets;
 //! - `apiserver_registered_watchers{group,version,kind}` — open watches;
 //! - `versa_served_resources` — resources served (definitions established, plus the
-//!   definitions API itself).
+//!   definitions API itself);
+//! - `versa_storage_up` (1 when the store answered its last probe) and
+//!   `versa_storage_revision` (the store's current revision), probed every 10 seconds.
 
 use std::sync::atomic::AtomicI64;
 
@@ -36,6 +38,8 @@ pub struct Metrics {
     durations: Family<Labels, Histogram, fn() -> Histogram>,
     watchers: Family<Labels, Gauge<i64, AtomicI64>>,
     pub served_resources: Gauge<i64, AtomicI64>,
+    pub storage_up: Gauge<i64, AtomicI64>,
+    pub storage_revision: Gauge<i64, AtomicI64>,
 }
 
 impl Default for Metrics {
@@ -71,7 +75,11 @@ impl Metrics {
             watchers.clone(),
         );
         registry.register("versa_served_resources", "Number of resources served.", served_resources.clone());
-        Metrics { registry, requests, durations, watchers, served_resources }
+        let storage_up = Gauge::<i64, AtomicI64>::default();
+        let storage_revision = Gauge::<i64, AtomicI64>::default();
+        registry.register("versa_storage_up", "1 when the store answered the last probe, else 0.", storage_up.clone());
+        registry.register("versa_storage_revision", "The store's current revision.", storage_revision.clone());
+        Metrics { registry, requests, durations, watchers, served_resources, storage_up, storage_revision }
     }
 
     /// Records a finished request.

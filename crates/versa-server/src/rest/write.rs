@@ -157,14 +157,14 @@ fn admit(ctx: &Ctx, obj: &mut Value, old: Option<&Value>, part: Part) -> Result<
                 None => definitions::admit_create(obj),
                 Some(old) => definitions::admit_update(obj, old, part == Part::Status),
             };
-            result.map_err(|errs| invalid(&errs))?;
+            let unknown = result.map_err(|errs| invalid(&errs))?;
             if let Some(old) = old {
                 let errs = pipeline::validate_update(obj, old);
                 if !errs.is_empty() {
                     return Err(invalid(&errs));
                 }
             }
-            Ok(Vec::new())
+            Ok(unknown)
         }
         Flavor::Custom => {
             let kind =
@@ -217,12 +217,12 @@ fn finalizer_rules(new: &Value, old: &Value) -> ErrorList {
 /// The unknown fields a Strict request must fail on even when validation fails too (kube's
 /// strict decoder runs before validation).
 fn unknown_fields_of(ctx: &Ctx, obj: &Value) -> Vec<String> {
+    let mut copy = obj.clone();
     match ctx.ver().schema.as_ref() {
         Some(schema) if ctx.res.flavor == Flavor::Custom => {
-            let mut copy = obj.clone();
             pipeline::normalise(&mut copy, schema, versa_schema::objectmeta::Malformed::Drop).unwrap_or_default()
         }
-        _ => Vec::new(),
+        _ => definitions::admit_create(&mut copy).unwrap_or_default(),
     }
 }
 
