@@ -265,6 +265,15 @@ fn everyday_kubectl() {
         ok(versa.kubectl(&["get", "rd", "crontabs.stable.example.com", "-o", "jsonpath={.metadata.generation}"]));
     assert_eq!(generation, "2");
 
+    // kubectl validates strictly by default: a typo in a definition is refused, naming it.
+    let typo = manifest(
+        &versa,
+        "typo.yaml",
+        &DEFINITION.replace("      served: true", "      servd: true\n      served: true"),
+    );
+    let err = fails(versa.kubectl(&["apply", "-f", &typo]));
+    assert!(err.contains(r#"strict decoding error: unknown field "spec.versions[0].servd""#), "{err}");
+
     // api-resources lists the definitions API and the new resource.
     let resources = eventually(&versa, &["api-resources"], |s| s.contains("crontabs"));
     assert!(resources.contains("resourcedefinitions") && resources.contains("rd"), "{resources}");

@@ -51,10 +51,15 @@ fn dropped_fields(input: &Value, output: &Value, path: &str, out: &mut Vec<Strin
     match (input, output) {
         (Value::Object(i), Value::Object(o)) => {
             for (k, v) in i {
+                // `status` belongs to the server (it is reset or carried over, never decoded
+                // from the request); type meta is checked elsewhere.
+                if path.is_empty() && matches!(k.as_str(), "apiVersion" | "kind" | "status") {
+                    continue;
+                }
                 let here = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
                 match o.get(k) {
                     Some(ov) => dropped_fields(v, ov, &here, out),
-                    None if !v.is_null() && !matches!(k.as_str(), "apiVersion" | "kind" | "status") => out.push(here),
+                    None if !v.is_null() => out.push(here),
                     None => {}
                 }
             }
@@ -184,6 +189,11 @@ mod tests {
         assert_eq!(doc["status"]["storedVersions"], json!(["v1"]));
         let mut typo = crontab(Some(("servd", json!(true))));
         assert_eq!(admit_create(&mut typo).unwrap(), ["spec.versions[0].servd"]);
+        // Status is the server's: whatever a client sends there is not an unknown field.
+        let mut with_status = crontab(None);
+        with_status["status"] =
+            json!({"conditions": [{"type": "Established", "status": "True"}], "acceptedNames": {"plural": "x"}});
+        assert_eq!(admit_create(&mut with_status).unwrap(), Vec::<String>::new());
         assert!(typo["spec"]["versions"][0].get("servd").is_none(), "dropped");
     }
 }
