@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use versa_apiextensions::ResourceDefinition;
 use versa_storage::{KeyValue, ListOptions, WatchEvent};
 
-use crate::definitions::{CLEANUP_FINALIZER, set_condition};
+use crate::definitions::{CLEANUP_FINALIZER, remove_condition, set_condition};
 use crate::handler::State;
 use crate::meta;
 use crate::registry::Resource;
@@ -299,6 +299,21 @@ pub fn compute_status<'a>(
         None => set_condition(doc, "NamesAccepted", "True", "NoConflicts", "no conflicts found", &now),
         Some((reason, message)) => set_condition(doc, "NamesAccepted", "False", reason, message, &now),
     }
+    // `NonStructuralSchema`: only definitions kept from before (validation refuses new
+    // non-structural schemas) can have one; the condition lists every violation.
+    let violations = structural_violations(def);
+    match violations.len() {
+        0 => remove_condition(doc, "NonStructuralSchema"),
+        1 => set_condition(doc, "NonStructuralSchema", "True", "Violations", &violations[0], &now),
+        _ => set_condition(
+            doc,
+            "NonStructuralSchema",
+            "True",
+            "Violations",
+            &format!("[{}]", violations.join(", ")),
+            &now,
+        ),
+    }
     if !def.is_established() {
         if conflict.is_none() {
             set_condition(
@@ -313,6 +328,24 @@ pub fn compute_status<'a>(
             set_condition(doc, "Established", "False", "NotAccepted", "not all names are accepted", &now);
         }
     }
+}
+
+/// Every way the versions' schemas are not structural, as kube words them.
+fn structural_violations(def: &ResourceDefinition) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, v) in def.spec.versions.iter().enumerate() {
+        let Some(schema) = v.schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref()) else { continue };
+        let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
+        match versa_schema::Structural::lower(schema) {
+            Err(e) => out.push(format!("{path}: {e}")),
+            Ok(lowered) => {
+                let errs =
+                    versa_schema::structural_check::validate_structural(&lowered, &versa_schema::Path::new(&path));
+                out.extend(errs.deduplicated().into_iter().map(ToString::to_string));
+            }
+        }
+    }
+    out
 }
 
 /// Deletes a terminating definition's objects, then removes its finalizer.
@@ -408,4 +441,73 @@ async fn delete_objects(state: &State, prefix: &str) -> versa_storage::Result<us
         }
     }
     Ok(count)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn definition(plural: &str, kind: &str, schema: Value, accepted: bool) -> (Value, ResourceDefinition) {
+        let mut doc = json!({
+            "apiVersion": "versa.dev/v1", "kind": "ResourceDefinition",
+            "metadata": {"name": format!("{plural}.example.com")},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": plural, "singular": plural.trim_end_matches('s'), "kind": kind, "listKind": format!("{kind}List")},
+                     "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}]},
+        });
+        if accepted {
+            doc["status"] = json!({"acceptedNames": doc["spec"]["names"].clone(),
+                                   "conditions": [{"type": "Established", "status": "True"}]});
+        }
+        let def = ResourceDefinition::from_document(&doc).unwrap();
+        (doc, def)
+    }
+
+    fn condition(doc: &Value, type_: &str) -> Option<(String, String, String)> {
+        let c = doc["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_)?;
+        Some((c["status"].as_str()?.into(), c["reason"].as_str()?.into(), c["message"].as_str()?.into()))
+    }
+
+    #[test]
+    fn names_conditions_and_structure() {
+        let object = json!({"type": "object"});
+        let (_, holder) = definition("widgets", "Widget", object.clone(), true);
+
+        // Fresh names: accepted and established.
+        let (mut doc, def) = definition("gadgets", "Gadget", object.clone(), false);
+        compute_status(&mut doc, &def, [&holder].into_iter());
+        assert_eq!(condition(&doc, "NamesAccepted").unwrap().1, "NoConflicts");
+        assert_eq!(condition(&doc, "Established").unwrap().1, "InitialNamesAccepted");
+        assert_eq!(doc["status"]["acceptedNames"]["kind"], "Gadget");
+        assert_eq!(condition(&doc, "NonStructuralSchema"), None);
+
+        // A kind (and list kind) another definition of the group holds: refused, not
+        // established; as in kube, the last conflict checked names the reason.
+        let (mut doc, def) = definition("others", "Widget", object.clone(), false);
+        compute_status(&mut doc, &def, [&holder].into_iter());
+        assert_eq!(
+            condition(&doc, "NamesAccepted").unwrap(),
+            ("False".into(), "ListKindConflict".into(), "\"WidgetList\" is already in use".into())
+        );
+        assert_eq!(condition(&doc, "Established").unwrap().1, "NotAccepted");
+        assert_eq!(doc["status"]["acceptedNames"].get("kind"), Some(&json!("")), "the kind is not adopted");
+
+        // A plural held as another's singular.
+        let (mut doc, _) = definition("widget", "Thing", object, false);
+        doc["spec"]["names"]["singular"] = json!("thing");
+        let def = ResourceDefinition::from_document(&doc).unwrap();
+        compute_status(&mut doc, &def, [&holder].into_iter());
+        assert_eq!(condition(&doc, "NamesAccepted").unwrap().1, "PluralConflict");
+
+        // A schema kept from before that is not structural.
+        let (mut doc, def) = definition("legacies", "Legacy", json!({"type": "object", "properties": {"a": {}}}), true);
+        compute_status(&mut doc, &def, std::iter::empty());
+        let (status, reason, message) = condition(&doc, "NonStructuralSchema").unwrap();
+        assert_eq!((status.as_str(), reason.as_str()), ("True", "Violations"));
+        assert!(
+            message.contains("spec.versions[0].schema.openAPIV3Schema.properties[a].type: Required value"),
+            "{message}"
+        );
+    }
 }

@@ -130,6 +130,13 @@ pub fn set_condition(obj: &mut Value, type_: &str, status: &str, reason: &str, m
     }
 }
 
+/// Removes condition `type_` from a definition document's status.
+pub fn remove_condition(obj: &mut Value, type_: &str) {
+    if let Some(Value::Array(conds)) = obj.pointer_mut("/status/conditions") {
+        conds.retain(|c| c.get("type").and_then(Value::as_str) != Some(type_));
+    }
+}
+
 /// Marks a definition for deletion: `deletionTimestamp`, the cleanup finalizer and
 /// `Terminating=True InstanceDeletionPending`.
 pub fn mark_deleted(obj: &mut Value, now: &str) {
