@@ -465,6 +465,8 @@ impl Versa {
             store,
             key_prefix: "/registry".into(),
             auth: Auth::standalone(),
+            conversion: Default::default(),
+            migration: Default::default(),
         };
         let prepared = rt.block_on(config.complete()).unwrap();
         let addr = prepared.local_addr().unwrap();

@@ -28,6 +28,7 @@ use versa_storage::{KeyValue, ListOptions, WatchEvent};
 use crate::definitions::{CLEANUP_FINALIZER, remove_condition, set_condition};
 use crate::handler::State;
 use crate::meta;
+use crate::migration;
 use crate::registry::Resource;
 
 /// One known definition: its stored form (the bytes; the JSON tree is rebuilt when a status
@@ -47,7 +48,7 @@ impl Known {
 
 /// Runs until shutdown: list, watch, reconcile; relist after a broken watch.
 pub async fn run(state: Arc<State>) {
-    let cleanups = Arc::new(Mutex::new(HashSet::new()));
+    let cleanups = Running::default();
     loop {
         let outcome = tokio::select! {
             r = sync(&state, &cleanups) => r,
@@ -67,7 +68,7 @@ fn definitions_prefix(state: &State) -> String {
     state.keys.resource(versa_apiextensions::types::GROUP, "resourcedefinitions")
 }
 
-async fn sync(state: &Arc<State>, cleanups: &Arc<Mutex<HashSet<String>>>) -> anyhow::Result<()> {
+async fn sync(state: &Arc<State>, cleanups: &Running) -> anyhow::Result<()> {
     let prefix = definitions_prefix(state);
     let mut known: BTreeMap<String, Known> = BTreeMap::new();
     let mut token = None;
@@ -153,12 +154,7 @@ fn unserve(state: &State, name: &str) {
 }
 
 /// Brings one definition's status and serving state up to date.
-async fn reconcile(
-    state: &Arc<State>,
-    known: &BTreeMap<String, Known>,
-    name: &str,
-    cleanups: &Arc<Mutex<HashSet<String>>>,
-) {
+async fn reconcile(state: &Arc<State>, known: &BTreeMap<String, Known>, name: &str, running: &Running) {
     let Some(k) = known.get(name) else { return };
     let deleting = k.def.metadata.deletion_timestamp.is_some();
     if !deleting {
@@ -184,16 +180,40 @@ async fn reconcile(
     }
     serve(state, k);
     if deleting {
-        let fresh = cleanups.lock().map(|mut set| set.insert(name.to_owned())).unwrap_or(false);
-        if fresh {
-            let (state, name, cleanups) = (state.clone(), name.to_owned(), cleanups.clone());
-            tokio::spawn(async move {
-                cleanup(&state, &name).await;
-                if let Ok(mut set) = cleanups.lock() {
-                    set.remove(&name);
-                }
-            });
+        let state = state.clone();
+        running.spawn(&running.cleanups, name, move |name| async move { cleanup(&state, &name).await });
+    } else if migration::wanted(&k.def, &state.migration) {
+        let state = state.clone();
+        running.spawn(&running.migrations, name, move |name| migration::run(state, name));
+    }
+}
+
+/// The per-definition tasks running (at most one of each kind per definition).
+#[derive(Debug, Default, Clone)]
+struct Running {
+    cleanups: Arc<Mutex<HashSet<String>>>,
+    migrations: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Running {
+    /// Starts `task(name)` unless one is running for `name` in `set`.
+    fn spawn<F, Fut>(&self, set: &Arc<Mutex<HashSet<String>>>, name: &str, task: F)
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let fresh = set.lock().map(|mut s| s.insert(name.to_owned())).unwrap_or(false);
+        if !fresh {
+            return;
         }
+        let (set, done) = (set.clone(), name.to_owned());
+        let fut = task(name.to_owned());
+        tokio::spawn(async move {
+            fut.await;
+            if let Ok(mut s) = set.lock() {
+                s.remove(&done);
+            }
+        });
     }
 }
 
@@ -214,7 +234,7 @@ fn serve(state: &State, k: &Known) {
             return;
         }
     }
-    state.registry.upsert(name, Arc::new(Resource::build(k.def.clone())));
+    state.registry.upsert(name, Arc::new(Resource::build(k.def.clone(), &state.conversion)));
     count_served(state);
     if let Ok(mut openapi) = state.openapi.lock() {
         openapi.upsert(k.def.clone());

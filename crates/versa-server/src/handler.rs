@@ -33,6 +33,10 @@ pub struct State {
     pub registry: Registry,
     pub openapi: Mutex<OpenApiCache>,
     pub metrics: Metrics,
+    /// How converters are built (webhook timeout).
+    pub conversion: versa_conversion::Options,
+    /// How storage migrations run.
+    pub migration: crate::migration::MigrationOptions,
     /// Rendered objects (the LIST and GET fast path).
     pub render: crate::rest::render::RenderCache,
     /// Cancelled when the server shuts down: watches and the controller end.

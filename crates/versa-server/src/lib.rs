@@ -17,6 +17,7 @@ mod handler;
 pub mod jsonpath;
 pub mod meta;
 pub mod metrics;
+pub mod migration;
 pub mod openapi;
 pub mod patch;
 pub mod pki;
@@ -90,6 +91,10 @@ pub struct ServerConfig {
     /// share one etcd.
     pub key_prefix: String,
     pub auth: Auth,
+    /// How conversion webhooks are called.
+    pub conversion: versa_conversion::Options,
+    /// How storage migrations run.
+    pub migration: migration::MigrationOptions,
 }
 
 /// A server ready to run: PKI loaded, TLS built, listener bound.
@@ -122,6 +127,8 @@ impl ServerConfig {
             registry: registry::Registry::new(),
             openapi: std::sync::Mutex::new(openapi::OpenApiCache::new()),
             metrics: metrics::Metrics::new(),
+            conversion: self.conversion,
+            migration: self.migration,
             render: Default::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),
         });

@@ -9,6 +9,8 @@
 //! - `apiserver_registered_watchers{group,version,kind}` — open watches;
 //! - `versa_served_resources` — resources served (definitions established, plus the
 //!   definitions API itself);
+//! - `versa_conversion_duration_seconds{definition,strategy,outcome}` and
+//!   `versa_conversion_failures_total{definition,strategy}` — every conversion call;
 //! - `versa_storage_up` (1 when the store answered its last probe) and
 //!   `versa_storage_revision` (the store's current revision), probed every 10 seconds.
 
@@ -40,6 +42,8 @@ pub struct Metrics {
     pub served_resources: Gauge<i64, AtomicI64>,
     pub storage_up: Gauge<i64, AtomicI64>,
     pub storage_revision: Gauge<i64, AtomicI64>,
+    conversions: Family<Labels, Histogram, fn() -> Histogram>,
+    conversion_failures: Family<Labels, Counter>,
 }
 
 impl Default for Metrics {
@@ -79,7 +83,29 @@ impl Metrics {
         let storage_revision = Gauge::<i64, AtomicI64>::default();
         registry.register("versa_storage_up", "1 when the store answered the last probe, else 0.", storage_up.clone());
         registry.register("versa_storage_revision", "The store's current revision.", storage_revision.clone());
-        Metrics { registry, requests, durations, watchers, served_resources, storage_up, storage_revision }
+        let conversions = Family::<Labels, Histogram, fn() -> Histogram>::new_with_constructor(new_histogram);
+        let conversion_failures = Family::<Labels, Counter>::default();
+        registry.register(
+            "versa_conversion_duration_seconds",
+            "Latency of object conversions between versions, by definition, strategy and outcome.",
+            conversions.clone(),
+        );
+        registry.register(
+            "versa_conversion_failures",
+            "Failed object conversions, by definition and strategy.",
+            conversion_failures.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            durations,
+            watchers,
+            served_resources,
+            storage_up,
+            storage_revision,
+            conversions,
+            conversion_failures,
+        }
     }
 
     /// Records a finished request.
@@ -91,6 +117,17 @@ impl Metrics {
         }
         labels.push(("code", code.to_string()));
         self.requests.get_or_create(&labels).inc();
+    }
+
+    /// Records one conversion call.
+    pub fn conversion(&self, definition: &str, strategy: &str, ok: bool, seconds: f64) {
+        let base = vec![("definition", definition.to_owned()), ("strategy", strategy.to_owned())];
+        let mut labels = base.clone();
+        labels.push(("outcome", if ok { "success" } else { "failure" }.to_owned()));
+        self.conversions.get_or_create(&labels).observe(seconds);
+        if !ok {
+            self.conversion_failures.get_or_create(&base).inc();
+        }
     }
 
     /// A watch opened (`+1`) or closed (`-1`).

@@ -17,8 +17,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceDefinitionNames, CustomResourceSubresourceScale,
 };
 use serde_json::Value;
-use versa_apiextensions::ResourceDefinition;
 use versa_apiextensions::types::{API_VERSION, GROUP, KIND, VERSION};
+use versa_apiextensions::{ResourceDefinition, compare_kube_aware_versions};
+use versa_conversion::{Converter, Options as ConversionOptions};
 use versa_schema::Structural;
 
 use crate::table::TableConvertor;
@@ -56,6 +57,9 @@ pub struct Resource {
     pub versions: Vec<Version>,
     /// The definition is being deleted: creates are refused.
     pub terminating: bool,
+    /// Converts objects between the versions, or why it could not be built (every conversion
+    /// then fails with that message).
+    pub converter: Result<Arc<Converter>, String>,
 }
 
 /// One version of a resource, compiled.
@@ -64,8 +68,8 @@ pub struct Version {
     pub name: String,
     pub served: bool,
     /// The lowered schema (`None` for the definitions resource, which is validated by
-    /// `versa-apiextensions`).
-    pub schema: Option<Structural>,
+    /// `versa-apiextensions`); shared with the converter, which prunes with it.
+    pub schema: Option<Arc<Structural>>,
     pub table: TableConvertor,
     pub status: bool,
     pub scale: Option<CustomResourceSubresourceScale>,
@@ -78,7 +82,7 @@ pub struct Version {
 impl Resource {
     /// Compiles a definition. Names come from `status.acceptedNames` (what the naming
     /// controller granted), falling back to the spec's.
-    pub fn build(def: Arc<ResourceDefinition>) -> Resource {
+    pub fn build(def: Arc<ResourceDefinition>, conversion: &ConversionOptions) -> Resource {
         let spec = &def.spec;
         let names: &CustomResourceDefinitionNames = def
             .status
@@ -95,13 +99,12 @@ impl Resource {
                     .schema
                     .as_ref()
                     .and_then(|s| s.open_api_v3_schema.as_ref())
-                    .and_then(|s| Structural::lower(s).ok());
+                    .and_then(|s| Structural::lower(s).ok())
+                    .map(Arc::new);
                 let columns: &[CustomResourceColumnDefinition] =
                     v.additional_printer_columns.as_deref().unwrap_or_default();
                 let warning = v.deprecated.unwrap_or(false).then(|| {
-                    v.deprecation_warning
-                        .clone()
-                        .unwrap_or_else(|| format!("{}/{} {} is deprecated", spec.group, v.name, kind))
+                    v.deprecation_warning.clone().unwrap_or_else(|| default_deprecation_warning(&def, &v.name))
                 });
                 Version {
                     name: v.name.clone(),
@@ -121,8 +124,13 @@ impl Resource {
                     warning,
                 }
             })
-            .collect();
+            .collect::<Vec<Version>>();
         let terminating = def.condition_is_true("Terminating") || def.metadata.deletion_timestamp.is_some();
+        let schemas: HashMap<String, Arc<Structural>> =
+            versions.iter().filter_map(|v| v.schema.clone().map(|s| (v.name.clone(), s))).collect();
+        let converter = Converter::new(&def, schemas, conversion)
+            .map(Arc::new)
+            .map_err(|e| format!("conversion for {}, Kind={} is not available: {e}", spec.group, names.kind));
         Resource {
             id: next_id(),
             flavor: Flavor::Custom,
@@ -137,6 +145,7 @@ impl Resource {
             storage_version: def.storage_version().unwrap_or_default().to_owned(),
             versions,
             terminating,
+            converter,
             definition: def,
         }
     }
@@ -167,6 +176,7 @@ impl Resource {
                 warning: None,
             }],
             terminating: false,
+            converter: Err("the definitions API has one version".into()),
         }
     }
 
@@ -184,6 +194,25 @@ impl Resource {
     pub fn api_version(&self, version: &str) -> String {
         format!("{}/{version}", self.group)
     }
+}
+
+/// kube's default deprecation warning: `<group>/<version> <Kind> is deprecated`, plus `; use
+/// <group>/<newer> <Kind>` naming the highest-priority served, non-deprecated version that has
+/// a higher priority than the deprecated one.
+fn default_deprecation_warning(def: &ResourceDefinition, deprecated: &str) -> String {
+    let spec = &def.spec;
+    let kind = &spec.names.kind;
+    let mut message = format!("{}/{deprecated} {kind} is deprecated", spec.group);
+    let newer = spec
+        .versions
+        .iter()
+        .filter(|v| v.served && !v.deprecated.unwrap_or(false))
+        .filter(|v| compare_kube_aware_versions(deprecated, &v.name) == std::cmp::Ordering::Less)
+        .max_by(|a, b| compare_kube_aware_versions(&a.name, &b.name));
+    if let Some(v) = newer {
+        message.push_str(&format!("; use {}/{} {kind}", spec.group, v.name));
+    }
+    message
 }
 
 fn next_id() -> u64 {

@@ -157,6 +157,13 @@ impl Status {
         Status { code: StatusCode::GATEWAY_TIMEOUT, reason: "Timeout", message: message.into(), details: None }
     }
 
+    /// 500 for an error kube-apiserver passes through as it is (`ErrorToAPIStatus` of a plain
+    /// error: no reason, the error's text as the message) — conversion failures among them:
+    /// kubectl prints `Error from server: conversion webhook for ... failed: ...`.
+    pub fn unknown(message: impl Into<String>) -> Self {
+        Status { code: StatusCode::INTERNAL_SERVER_ERROR, reason: "", message: message.into(), details: None }
+    }
+
     /// 500 for a failure inside the server.
     pub fn internal(message: impl Into<String>) -> Self {
         Status {
@@ -175,9 +182,11 @@ impl Status {
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code.as_u16(),
         });
+        if !self.reason.is_empty() {
+            status["reason"] = json!(self.reason);
+        }
         if let (Some(details), Some(obj)) = (&self.details, status.as_object_mut()) {
             obj.insert("details".into(), details.clone());
         }

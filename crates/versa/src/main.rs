@@ -24,7 +24,9 @@ macro_rules! warn {
 }
 
 mod documents;
+mod kubeconfig;
 mod lint;
+mod migrate;
 mod serve;
 mod validate;
 
@@ -54,6 +56,12 @@ enum Command {
     /// Exit status: 0 when every object is valid, 1 when any is invalid, 2 on usage or I/O
     /// errors.
     Validate(validate::Args),
+    /// Storage migration of a running server: `status` shows each definition's stored versions
+    /// and progress; `run` asks the server to migrate now (needed with --auto-migrate=false).
+    ///
+    /// Exit status: 0 on success, 1 when `run --wait` times out, 2 on usage, connection or server
+    /// errors.
+    Migrate(migrate::Args),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +86,7 @@ fn main() -> ExitCode {
         }
         Command::Lint(args) => lint::run(&args),
         Command::Validate(args) => validate::run(&args),
+        Command::Migrate(args) => return migrate::run(&args),
     };
     match outcome {
         Ok(Outcome::AllValid) => ExitCode::SUCCESS,

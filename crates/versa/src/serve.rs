@@ -44,6 +44,16 @@ pub struct Args {
     /// Embedded storage: how long (seconds) past events are kept for watches to resume from.
     #[arg(long, default_value_t = 300)]
     history_seconds: u64,
+    /// Seconds a conversion webhook may take to answer (kube-apiserver's default is 30).
+    #[arg(long, default_value_t = 30)]
+    conversion_webhook_timeout: u64,
+    /// Migrate objects to a new storage version automatically (false: only definitions
+    /// annotated `versa.dev/migrate`, which `versa migrate run` sets).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    auto_migrate: bool,
+    /// Objects a storage migration rewrites per second at most.
+    #[arg(long, default_value_t = 200)]
+    migration_rate: u32,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -116,6 +126,13 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         store,
         key_prefix: args.storage_prefix.clone(),
         auth: Auth::standalone(),
+        conversion: versa_conversion::Options {
+            webhook_timeout: std::time::Duration::from_secs(args.conversion_webhook_timeout),
+        },
+        migration: versa_server::migration::MigrationOptions {
+            automatic: args.auto_migrate,
+            rate: args.migration_rate,
+        },
     };
     let server = config.complete().await?;
     let addr = server.local_addr()?;

@@ -3,30 +3,34 @@
 //! stored). The request form is at the request version, with `resourceVersion` set.
 //!
 //! Reading: parse → (custom resources) coerce metadata, prune and default with the schema of
-//! the stored version → convert to the request version → set `resourceVersion`. Writing:
-//! convert to the storage version → drop `resourceVersion` → serialise. Conversion with the
-//! `None` strategy changes `apiVersion` and prunes with the target version's schema, exactly
-//! as kube-apiserver does (a field renamed between versions is dropped; see docs).
+//! the version it is stored at → convert to the request version (the resource's converter: one
+//! call for a whole batch, so a LIST page makes at most one webhook call) → set
+//! `resourceVersion`. Writing: convert to the storage version → drop `resourceVersion` →
+//! serialise. Conversion happens here and nowhere else (DESIGN.md: only at the storage
+//! boundary). A conversion failure is a 500 with the converter's message, and nothing is
+//! written.
+
+use std::time::Instant;
 
 use bytes::Bytes;
 use serde_json::Value;
 use versa_schema::pipeline;
-use versa_schema::prune::prune_unknown;
 use versa_storage::KeyValue;
 
+use super::Ctx;
 use crate::registry::{Flavor, Resource};
 use crate::status::Status;
 
-/// The request form of a stored object at `version`.
-pub fn from_storage(res: &Resource, kv: &KeyValue, version: &str) -> Result<Value, Status> {
+/// Parses a stored object and applies the read-side schema steps at the version it is stored
+/// at (custom resources); `resourceVersion` set. Not yet converted.
+fn decode_stored(res: &Resource, kv: &KeyValue) -> Result<Value, Status> {
     let mut obj: Value = serde_json::from_slice(&kv.value)
         .map_err(|e| Status::internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
     if res.flavor == Flavor::Custom {
         let stored_at = stored_version(res, &obj).to_owned();
-        if let Some(schema) = res.version(&stored_at).and_then(|v| v.schema.as_ref()) {
+        if let Some(schema) = res.version(&stored_at).and_then(|v| v.schema.as_deref()) {
             pipeline::on_read(&mut obj, schema);
         }
-        convert(res, &mut obj, &stored_at, version)?;
     }
     set_resource_version(&mut obj, kv.mod_revision);
     Ok(obj)
@@ -41,32 +45,53 @@ fn stored_version<'a>(res: &Resource, obj: &'a Value) -> &'a str {
     }
 }
 
-/// Converts `obj` (at `from`) to `to`.
-pub fn convert(res: &Resource, obj: &mut Value, from: &str, to: &str) -> Result<(), Status> {
-    if from == to {
-        return Ok(());
+/// Converts a batch of objects to `version` with the resource's converter, recording the
+/// conversion metrics. Definitions (one version) are returned as they are.
+pub async fn convert(ctx: &Ctx, objects: Vec<Value>, version: &str) -> Result<Vec<Value>, Status> {
+    let res = &ctx.res;
+    if res.flavor != Flavor::Custom || objects.iter().all(|o| stored_version(res, o) == version) {
+        return Ok(objects);
     }
-    let strategy = res.definition.spec.conversion.as_ref().map(|c| c.strategy.as_str()).unwrap_or("None");
-    if strategy != "None" {
-        return Err(Status::internal(format!(
-            "conversion webhook for {}/{}, Kind={} failed: the {strategy} conversion strategy is not available in this version of versa",
-            res.group, to, res.kind
-        )));
-    }
-    if let Some(o) = obj.as_object_mut() {
-        o.insert("apiVersion".to_owned(), Value::String(res.api_version(to)));
-    }
-    if let Some(schema) = res.version(to).and_then(|v| v.schema.as_ref()) {
-        prune_unknown(obj, schema, true);
-    }
-    Ok(())
+    let converter = match &res.converter {
+        Ok(c) => c,
+        Err(message) => return Err(Status::unknown(message.clone())),
+    };
+    let started = Instant::now();
+    let result = converter.convert(objects, version).await;
+    let metrics = &ctx.state.metrics;
+    metrics.conversion(res.definition.name(), converter.strategy(), result.is_ok(), started.elapsed().as_secs_f64());
+    result.map_err(|e| Status::unknown(e.message))
 }
 
-/// The storage form of a request-form object at `version`.
-pub fn to_storage(res: &Resource, obj: &Value, version: &str) -> Result<Bytes, Status> {
+/// The request form of a stored object.
+pub async fn from_storage(ctx: &Ctx, kv: &KeyValue) -> Result<Value, Status> {
+    let mut all = from_storage_batch(ctx, std::slice::from_ref(kv)).await?;
+    all.pop().ok_or_else(|| Status::internal("the converter returned no object"))
+}
+
+/// The request forms of stored objects, converted in one batch.
+pub async fn from_storage_batch(ctx: &Ctx, kvs: &[KeyValue]) -> Result<Vec<Value>, Status> {
+    let decoded = kvs.iter().map(|kv| decode_stored(&ctx.res, kv)).collect::<Result<Vec<_>, _>>()?;
+    let mut converted = convert(ctx, decoded, &ctx.version).await?;
+    // The converter keeps metadata, but resourceVersion is ours to say.
+    for (obj, kv) in converted.iter_mut().zip(kvs) {
+        set_resource_version(obj, kv.mod_revision);
+    }
+    Ok(converted)
+}
+
+/// Whether a write at the request version is stored at another version (then the answer is
+/// the stored object converted back, as kube answers).
+pub fn stored_elsewhere(ctx: &Ctx) -> bool {
+    ctx.res.flavor == Flavor::Custom && ctx.res.storage_version != ctx.version
+}
+
+/// The storage form of a request-form object.
+pub async fn to_storage(ctx: &Ctx, obj: &Value) -> Result<Bytes, Status> {
     let mut stored = obj.clone();
-    if res.flavor == Flavor::Custom {
-        convert(res, &mut stored, version, &res.storage_version)?;
+    if ctx.res.flavor == Flavor::Custom {
+        let storage = ctx.res.storage_version.clone();
+        stored = convert(ctx, vec![stored], &storage).await?.pop().unwrap_or(Value::Null);
     }
     if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("resourceVersion");

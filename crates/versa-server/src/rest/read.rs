@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use versa_schema::{Error as FieldError, ErrorList, Path};
 use versa_storage::{ContinueToken, ListOptions};
 
-use super::objects::from_storage;
+use super::objects::{from_storage, from_storage_batch};
 use super::{Answer, Ctx, Shape, shape};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
@@ -23,10 +23,10 @@ pub async fn get(ctx: &Ctx) -> Answer {
     let kv = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(super::write::storage_error(ctx))?;
     let kv = kv.ok_or_else(|| ctx.not_found())?;
     if ctx.wants_plain_json() {
-        let bytes = ctx.state.render.render(&ctx.res, &kv, &ctx.version)?;
+        let bytes = ctx.state.render.render(ctx, &kv).await?;
         return Ok(ctx.respond_json_bytes(StatusCode::OK, bytes));
     }
-    let obj = from_storage(&ctx.res, &kv, &ctx.version)?;
+    let obj = from_storage(ctx, &kv).await?;
     Ok(match shape(&ctx.headers) {
         Shape::Object => ctx.respond(StatusCode::OK, &obj),
         Shape::Metadata => ctx.respond(StatusCode::OK, &partial_metadata(&obj)),
@@ -205,8 +205,9 @@ pub async fn read_page(ctx: &Ctx, filter: &Filter) -> Result<Page, Status> {
         let page = store.list(&prefix, options).await.map_err(|e| list_error(ctx, e))?;
         revision = page.revision;
         let mut last_key = None;
-        for kv in &page.items {
-            let obj = from_storage(&ctx.res, kv, &ctx.version)?;
+        // One conversion for the whole store page (selectors apply to converted objects).
+        let objects = from_storage_batch(ctx, &page.items).await?;
+        for (kv, obj) in page.items.iter().zip(objects) {
             last_key = Some(kv.key.clone());
             if filter.matches(&obj) {
                 items.push(obj);
@@ -290,13 +291,8 @@ async fn list_rendered(ctx: &Ctx) -> Answer {
     let token = ctx.query.get("continue").filter(|c| !c.is_empty()).map(str::to_owned);
     let options = ListOptions { limit, continue_token: token, revision };
     let page = ctx.state.store.list(&ctx.collection_prefix(), options).await.map_err(|e| list_error(ctx, e))?;
-    let mut items = Vec::with_capacity(page.items.len());
-    let mut size = 0;
-    for kv in &page.items {
-        let bytes = ctx.state.render.render(&ctx.res, kv, &ctx.version)?;
-        size += bytes.len() + 1;
-        items.push(bytes);
-    }
+    let items = ctx.state.render.render_all(ctx, &page.items).await?;
+    let size: usize = items.iter().map(|b| b.len() + 1).sum();
     let mut meta = json!({"resourceVersion": page.revision.to_string()});
     if let Some(c) = &page.continue_token {
         meta["continue"] = json!(c);

@@ -13,8 +13,8 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use versa_storage::KeyValue;
 
-use super::objects::from_storage;
-use crate::registry::Resource;
+use super::Ctx;
+use super::objects::from_storage_batch;
 use crate::status::Status;
 
 /// Bytes of rendered objects kept at most.
@@ -33,27 +33,50 @@ struct Inner {
 }
 
 impl RenderCache {
-    /// The JSON of `kv` as [`from_storage`] makes it at `version`, from the cache or rendered
-    /// now (and cached).
-    pub fn render(&self, res: &Resource, kv: &KeyValue, version: &str) -> Result<Bytes, Status> {
-        let key = (res.id, version.to_owned(), kv.key.clone());
-        if let Some((rev, bytes)) = self.lock().entries.get(&key)
-            && *rev == kv.mod_revision
-        {
-            return Ok(bytes.clone());
+    /// The JSON of `kv` as the request form at the request version, from the cache or
+    /// rendered now (and cached).
+    pub async fn render(&self, ctx: &Ctx, kv: &KeyValue) -> Result<Bytes, Status> {
+        let mut all = self.render_all(ctx, std::slice::from_ref(kv)).await?;
+        all.pop().ok_or_else(|| Status::internal("nothing rendered"))
+    }
+
+    /// [`RenderCache::render`] for a page: the objects not cached are converted in one batch.
+    pub async fn render_all(&self, ctx: &Ctx, kvs: &[KeyValue]) -> Result<Vec<Bytes>, Status> {
+        let key = |kv: &KeyValue| (ctx.res.id, ctx.version.clone(), kv.key.clone());
+        let mut out: Vec<Option<Bytes>> = {
+            let inner = self.lock();
+            kvs.iter()
+                .map(|kv| match inner.entries.get(&key(kv)) {
+                    Some((rev, bytes)) if *rev == kv.mod_revision => Some(bytes.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let missing: Vec<KeyValue> =
+            kvs.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(kv, _)| kv.clone()).collect();
+        if !missing.is_empty() {
+            let objects = from_storage_batch(ctx, &missing).await?;
+            let mut rendered = Vec::with_capacity(missing.len());
+            for obj in &objects {
+                rendered.push(Bytes::from(serde_json::to_vec(obj).map_err(|e| Status::internal(e.to_string()))?));
+            }
+            let mut inner = self.lock();
+            for (kv, bytes) in missing.iter().zip(&rendered) {
+                if inner.bytes + bytes.len() > CACHE_BYTES {
+                    inner.entries.clear();
+                    inner.bytes = 0;
+                }
+                inner.bytes += bytes.len();
+                if let Some((_, old)) = inner.entries.insert(key(kv), (kv.mod_revision, bytes.clone())) {
+                    inner.bytes -= old.len();
+                }
+            }
+            let mut fresh = rendered.into_iter();
+            for slot in out.iter_mut().filter(|s| s.is_none()) {
+                *slot = fresh.next();
+            }
         }
-        let obj = from_storage(res, kv, version)?;
-        let bytes = Bytes::from(serde_json::to_vec(&obj).map_err(|e| Status::internal(e.to_string()))?);
-        let mut inner = self.lock();
-        if inner.bytes + bytes.len() > CACHE_BYTES {
-            inner.entries.clear();
-            inner.bytes = 0;
-        }
-        inner.bytes += bytes.len();
-        if let Some((_, old)) = inner.entries.insert(key, (kv.mod_revision, bytes.clone())) {
-            inner.bytes -= old.len();
-        }
-        Ok(bytes)
+        Ok(out.into_iter().flatten().collect())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {

@@ -73,7 +73,7 @@ fn scale_spec(ctx: &Ctx) -> Result<CustomResourceSubresourceScale, Status> {
 pub async fn get(ctx: &Ctx) -> Answer {
     let spec = scale_spec(ctx)?;
     let kv = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(super::write::storage_error(ctx))?;
-    let obj = from_storage(&ctx.res, &kv.ok_or_else(|| ctx.not_found())?, &ctx.version)?;
+    let obj = from_storage(ctx, &kv.ok_or_else(|| ctx.not_found())?).await?;
     Ok(ctx.respond(StatusCode::OK, &to_scale(ctx, &obj, &spec)?))
 }
 
@@ -109,7 +109,7 @@ async fn write_scale(ctx: &mut Ctx, make: impl Fn(&Value) -> Result<Value, Statu
     for _ in 0..16 {
         let current = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(super::write::storage_error(ctx))?;
         let current = current.ok_or_else(|| ctx.not_found())?;
-        let obj = from_storage(&ctx.res, &current, &ctx.version)?;
+        let obj = from_storage(ctx, &current).await?;
         let scale = make(&to_scale(ctx, &obj, &spec).unwrap_or_else(|_| json!({"spec": {}})))?;
         let replicas = match scale.pointer("/spec/replicas") {
             Some(Value::Number(n)) if n.as_i64().is_some() => n.clone(),

@@ -227,7 +227,6 @@ fn bookmark_object(ctx: &Ctx, revision: i64) -> Value {
 
 /// Turns one store event into zero or one watch events.
 async fn forward(tx: &mpsc::Sender<Bytes>, stream: &mut Stream, ctx: &Ctx, event: WatchEvent) -> bool {
-    let present = |kv: &versa_storage::KeyValue| from_storage(&ctx.res, kv, &ctx.version).ok();
     let (kind, obj) = match event {
         WatchEvent::Progress { revision } => {
             if stream.bookmarks {
@@ -235,19 +234,30 @@ async fn forward(tx: &mpsc::Sender<Bytes>, stream: &mut Stream, ctx: &Ctx, event
             }
             return true;
         }
-        WatchEvent::Added(kv) => match present(&kv) {
-            Some(obj) if stream.wants(&obj) => ("ADDED", obj),
-            _ => return true,
+        WatchEvent::Added(kv) => match present(ctx, &kv).await {
+            Ok(obj) if stream.wants(&obj) => ("ADDED", obj),
+            Ok(_) => return true,
+            Err(status) => return fail(tx, &status).await,
         },
         WatchEvent::Modified { kv, prev } => {
-            let Some(obj) = present(&kv) else { return true };
-            let was = prev.as_ref().and_then(present).is_some_and(|p| stream.wants(&p));
+            let obj = match present(ctx, &kv).await {
+                Ok(obj) => obj,
+                Err(status) => return fail(tx, &status).await,
+            };
+            let old = match &prev {
+                Some(p) => match present(ctx, p).await {
+                    Ok(old) => Some(old),
+                    Err(status) => return fail(tx, &status).await,
+                },
+                None => None,
+            };
+            let was = old.as_ref().is_some_and(|p| stream.wants(p));
             match (was, stream.wants(&obj)) {
                 (true, true) => ("MODIFIED", obj),
                 (false, true) => ("ADDED", obj),
                 // It left the selection: kube sends the last object the client saw, at the
                 // revision of the change.
-                (true, false) => match prev.as_ref().and_then(present) {
+                (true, false) => match old {
                     Some(mut old) => {
                         set_resource_version(&mut old, kv.mod_revision);
                         ("DELETED", old)
@@ -257,15 +267,29 @@ async fn forward(tx: &mpsc::Sender<Bytes>, stream: &mut Stream, ctx: &Ctx, event
                 (false, false) => return true,
             }
         }
-        WatchEvent::Deleted { revision, prev } => match present(&prev) {
-            Some(mut obj) if stream.wants(&obj) => {
+        WatchEvent::Deleted { revision, prev } => match present(ctx, &prev).await {
+            Ok(mut obj) if stream.wants(&obj) => {
                 set_resource_version(&mut obj, revision);
                 ("DELETED", obj)
             }
-            _ => return true,
+            Ok(_) => return true,
+            Err(status) => return fail(tx, &status).await,
         },
     };
     send(tx, stream, ctx, kind, &obj).await
+}
+
+/// An event's object in the request form.
+async fn present(ctx: &Ctx, kv: &versa_storage::KeyValue) -> Result<Value, Status> {
+    from_storage(ctx, kv).await
+}
+
+/// An event that cannot be delivered (say, its conversion webhook is down) ends the watch with
+/// an ERROR event carrying the Status: the client re-lists and re-watches from what it has, so
+/// no event is silently skipped.
+async fn fail(tx: &mpsc::Sender<Bytes>, status: &Status) -> bool {
+    let _ = send_error(tx, status).await;
+    false
 }
 
 impl Stream {

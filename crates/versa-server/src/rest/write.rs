@@ -20,7 +20,7 @@ use versa_schema::pipeline::{self, ResourceKind};
 use versa_schema::{BadValue, Error as FieldError, ErrorList, ErrorType, Path};
 use versa_storage::KeyValue;
 
-use super::objects::{from_storage, name_of, set_resource_version, to_storage};
+use super::objects::{from_storage, name_of, set_resource_version, stored_elsewhere, to_storage};
 use super::read::{Filter, list_object, read_page};
 use super::{Answer, Ctx, Part};
 use crate::codec::{self, Decoded};
@@ -169,7 +169,7 @@ fn admit(ctx: &Ctx, obj: &mut Value, old: Option<&Value>, part: Part) -> Result<
         Flavor::Custom => {
             let kind =
                 ResourceKind { group: &res.group, version: &ctx.version, kind: &res.kind, namespaced: res.namespaced };
-            let Some(schema) = ctx.ver().schema.as_ref() else {
+            let Some(schema) = ctx.ver().schema.as_deref() else {
                 return Err(Status::internal(format!("no schema for version {}", ctx.version)));
             };
             let mut errs = ErrorList::new();
@@ -218,7 +218,7 @@ fn finalizer_rules(new: &Value, old: &Value) -> ErrorList {
 /// strict decoder runs before validation).
 fn unknown_fields_of(ctx: &Ctx, obj: &Value) -> Vec<String> {
     let mut copy = obj.clone();
-    match ctx.ver().schema.as_ref() {
+    match ctx.ver().schema.as_deref() {
         Some(schema) if ctx.res.flavor == Flavor::Custom => {
             pipeline::normalise(&mut copy, schema, versa_schema::objectmeta::Malformed::Drop).unwrap_or_default()
         }
@@ -266,6 +266,13 @@ fn warn_finalizer_names(ctx: &mut Ctx, obj: &Value, old: Option<&Value>) {
             ));
         }
     }
+}
+
+/// The answer to a write stored at the request version: the object as admitted, with its new
+/// resourceVersion (what reading it back would give, without reading it back).
+fn stored_form(mut obj: Value, kv: &KeyValue) -> Value {
+    set_resource_version(&mut obj, kv.mod_revision);
+    obj
 }
 
 /// Server-owned fields on create, and the subresource rules.
@@ -317,10 +324,10 @@ pub async fn create(ctx: &mut Ctx, body: &[u8]) -> Answer {
         }
         return Ok(ctx.respond(StatusCode::CREATED, &obj));
     }
-    let bytes = to_storage(&ctx.res, &obj, &ctx.version)?;
+    let bytes = to_storage(ctx, &obj).await?;
     let kv = ctx.state.store.create(&ctx.key(&ctx.name), bytes).await.map_err(storage_error(ctx))?;
-    set_resource_version(&mut obj, kv.mod_revision);
-    Ok(ctx.respond(StatusCode::CREATED, &obj))
+    let answer = if stored_elsewhere(ctx) { from_storage(ctx, &kv).await? } else { stored_form(obj, &kv) };
+    Ok(ctx.respond(StatusCode::CREATED, &answer))
 }
 
 /// `PUT .../<name>` and `PUT .../<name>/status`.
@@ -363,7 +370,7 @@ pub(super) async fn apply_update(
     part: Part,
     duplicates: &[String],
 ) -> Result<(StatusCode, Value), Status> {
-    let old = from_storage(&ctx.res, current, &ctx.version)?;
+    let old = from_storage(ctx, current).await?;
     prepare_update(ctx, &mut new, &old, part);
     admit_reporting(ctx, &mut new, Some(&old), part, duplicates)?;
     set_generation(ctx, &mut new, &old, part);
@@ -380,7 +387,7 @@ pub(super) async fn apply_update(
         }
         return Ok((StatusCode::OK, new));
     }
-    let bytes = to_storage(&ctx.res, &new, &ctx.version)?;
+    let bytes = to_storage(ctx, &new).await?;
     if bytes == current.value {
         // Nothing changed: no write, the resourceVersion stays (as kube's GuaranteedUpdate).
         return Ok((StatusCode::OK, old));
@@ -390,8 +397,8 @@ pub(super) async fn apply_update(
     }
     let kv =
         ctx.state.store.update(&ctx.key(&ctx.name), bytes, current.mod_revision).await.map_err(storage_error(ctx))?;
-    set_resource_version(&mut new, kv.mod_revision);
-    Ok((StatusCode::OK, new))
+    let answer = if stored_elsewhere(ctx) { from_storage(ctx, &kv).await? } else { stored_form(new, &kv) };
+    Ok((StatusCode::OK, answer))
 }
 
 /// Update rules: `/status` takes only `status` (and managedFields) from the request; the main
@@ -475,7 +482,7 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
         attempt += 1;
         let current = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(storage_error(ctx))?;
         let current = current.ok_or_else(|| ctx.not_found())?;
-        let old = from_storage(&ctx.res, &current, &ctx.version)?;
+        let old = from_storage(ctx, &current).await?;
         let patched = patch::apply(patch_type, &old, body).map_err(|e| patch_status(ctx, &e))?;
         if !patched.is_object() {
             return Err(Status::bad_request("the patched object is not a JSON object"));
@@ -570,7 +577,7 @@ async fn delete_one(ctx: &Ctx, name: &str, opts: &DeleteOptions) -> Result<(Stat
     loop {
         let current = ctx.state.store.get(&key).await.map_err(storage_error(ctx))?;
         let current = current.ok_or_else(|| Status::not_found(group, plural, name))?;
-        let mut obj = from_storage(&ctx.res, &current, &ctx.version)?;
+        let mut obj = from_storage(ctx, &current).await?;
         let uid = obj.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("").to_owned();
         // kube's rest.BeforeDelete: the conflict names the kind, not the resource.
         let kind = &ctx.res.kind;
@@ -607,7 +614,7 @@ async fn delete_one(ctx: &Ctx, name: &str, opts: &DeleteOptions) -> Result<(Stat
             if opts.dry_run {
                 return Ok((StatusCode::OK, obj));
             }
-            let bytes = to_storage(&ctx.res, &obj, &ctx.version)?;
+            let bytes = to_storage(ctx, &obj).await?;
             ctx.state.store.update(&key, bytes, current.mod_revision).await.map(|kv| {
                 set_resource_version(&mut obj, kv.mod_revision);
                 (StatusCode::OK, obj)

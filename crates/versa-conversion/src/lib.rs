@@ -1,0 +1,271 @@
+//! versa-conversion: the conversion broker. It converts objects between the versions of one
+//! definition, as kube-apiserver converts custom resources (k8s.io/apiextensions-apiserver
+//! `pkg/apiserver/conversion`).
+//!
+//! A [`Converter`] is built once per definition change ([`Converter::new`]) and shared behind an
+//! `Arc`. [`Converter::convert`] takes a batch — a list page, a watch burst, one object — and
+//! returns it at the target version in the same order:
+//!
+//! 1. the target and every object's `apiVersion` must be versions of the definition;
+//! 2. objects already at the target are returned as they are;
+//! 3. the others are converted by the definition's strategy — `None` sets `apiVersion`;
+//!    `Webhook` sends them in **one** `ConversionReview` (objects made of only `apiVersion` and
+//!    `kind` are converted locally, as kube does) and checks the answer exactly as kube does;
+//! 4. each converted object is pruned with the target version's schema and its metadata coerced
+//!    (kube's `schemaCoercingConverter`). With `None` this is where a field renamed between
+//!    versions silently disappears.
+//!
+//! Errors are [`ConversionError`]s whose message is kube's text; kube-apiserver answers them
+//! with status 500. Module map: `gv` (Go's spelling of group-versions), `review` (the review
+//! and the checks on the answer), `converted` (the checks on each converted object, the
+//! metadata rule), `client` (the HTTPS call), `webhook` (the strategy).
+
+mod client;
+mod converted;
+mod gv;
+mod review;
+mod webhook;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use versa_apiextensions::ResourceDefinition;
+use versa_schema::Structural;
+use versa_schema::field::go_quote;
+use versa_schema::objectmeta::Malformed;
+
+use crate::gv::{GroupVersion, str_field};
+use crate::webhook::WebhookConverter;
+
+pub use crate::client::MIN_RESPONSE_LIMIT;
+
+/// The `Established` condition reason kube sets when the webhook `caBundle` is invalid.
+pub const INVALID_CA_BUNDLE_REASON: &str = "InvalidCABundle";
+/// The `Established` condition message that goes with [`INVALID_CA_BUNDLE_REASON`].
+pub const INVALID_CA_BUNDLE_MESSAGE: &str = "The conversion webhook CABundle is invalid";
+
+/// Options for building converters.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The limit on one webhook call, connection and answer included; zero means none. Kube's
+    /// is 30 s and cannot be changed.
+    pub webhook_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { webhook_timeout: Duration::from_secs(30) }
+    }
+}
+
+/// Converts objects between the versions of one definition. Built once per definition change;
+/// cheap to share (`Send + Sync`, used behind `Arc`); a webhook's connections are pooled in it.
+#[derive(Debug)]
+pub struct Converter {
+    group: String,
+    /// Every version of the definition, served or not.
+    versions: Vec<String>,
+    schemas: HashMap<String, Arc<Structural>>,
+    /// `spec.preserveUnknownFields` is false: converted objects are pruned.
+    prune: bool,
+    strategy: Strategy,
+}
+
+#[derive(Debug)]
+enum Strategy {
+    None,
+    Webhook(Box<WebhookConverter>),
+}
+
+/// A conversion that failed. `Display` is the whole message the API answers with: kube's text,
+/// e.g. `conversion webhook for stable.example.com/v1, Kind=CronTab failed: Post "https://...": ...`
+/// — naming, as kube does, the group, version and kind of the object being converted (the
+/// version it is at), not the target.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct ConversionError {
+    pub message: String,
+}
+
+impl ConversionError {
+    fn new(message: impl Into<String>) -> Self {
+        ConversionError { message: message.into() }
+    }
+}
+
+/// Why a converter cannot be built. kube-apiserver cannot serve a definition's resources then;
+/// an invalid `caBundle` also keeps the definition from being `Established`
+/// ([`INVALID_CA_BUNDLE_REASON`]).
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// `spec.conversion.strategy` is neither `None` nor `Webhook`.
+    #[error("unknown conversion strategy {} for CRD {definition}", go_quote(.strategy))]
+    UnknownStrategy { strategy: String, definition: String },
+    /// No entry of `conversionReviewVersions` is `v1` or `v1beta1`. (kube builds the converter
+    /// and fails every conversion with this message.)
+    #[error("no supported conversion review versions")]
+    NoSupportedReviewVersion { versions: Vec<String> },
+    /// The `caBundle` holds no usable certificate.
+    #[error("unable to load root certificates: {reason}")]
+    InvalidCaBundle { reason: String },
+    /// `clientConfig.url` does not parse.
+    #[error("failed calling webhook {}: Unparsable URL: {reason}", go_quote(.webhook_name))]
+    InvalidUrl { webhook_name: String, reason: String },
+    /// Neither `clientConfig.url` nor `clientConfig.service` is set.
+    #[error("failed calling webhook {}: webhook configuration must have either service or URL", go_quote(.webhook_name))]
+    NoEndpoint { webhook_name: String },
+    /// The TLS client cannot be set up.
+    #[error("cannot set up TLS for the conversion webhook: {0}")]
+    Tls(#[source] rustls::Error),
+}
+
+impl BuildError {
+    /// Whether this is an invalid `caBundle`, which kube reports on the definition as
+    /// `Established=False`, reason [`INVALID_CA_BUNDLE_REASON`], message
+    /// [`INVALID_CA_BUNDLE_MESSAGE`].
+    pub fn is_invalid_ca_bundle(&self) -> bool {
+        matches!(self, BuildError::InvalidCaBundle { .. })
+    }
+}
+
+impl Converter {
+    /// Builds the converter of `def`. `schemas`: the lowered structural schema of each version
+    /// that has one; converted objects are pruned with the target version's (kube's
+    /// `schemaCoercingConverter`).
+    pub fn new(
+        def: &ResourceDefinition,
+        schemas: HashMap<String, Arc<Structural>>,
+        options: &Options,
+    ) -> Result<Converter, BuildError> {
+        let spec = &def.spec;
+        let strategy = match spec.conversion.as_ref().map_or("None", |c| c.strategy.as_str()) {
+            "None" => Strategy::None,
+            "Webhook" => Strategy::Webhook(Box::new(WebhookConverter::new(def, options)?)),
+            other => {
+                return Err(BuildError::UnknownStrategy {
+                    strategy: other.to_owned(),
+                    definition: def.name().to_owned(),
+                });
+            }
+        };
+        Ok(Converter {
+            group: spec.group.clone(),
+            versions: spec.versions.iter().map(|v| v.name.clone()).collect(),
+            schemas,
+            prune: !spec.preserve_unknown_fields.unwrap_or(false),
+            strategy,
+        })
+    }
+
+    /// `"None"` or `"Webhook"`.
+    pub fn strategy(&self) -> &'static str {
+        match self.strategy {
+            Strategy::None => "None",
+            Strategy::Webhook(_) => "Webhook",
+        }
+    }
+
+    /// Converts `objects` (each at the version its `apiVersion` names) to `to_version`, keeping
+    /// their order. With a webhook, one call for the whole batch: only the objects not already at
+    /// `to_version` are sent, and not those made of only `apiVersion` and `kind` (kube's
+    /// `isEmptyUnstructuredObject`). Objects already at the target are returned as they are.
+    pub async fn convert(&self, mut objects: Vec<Value>, to_version: &str) -> Result<Vec<Value>, ConversionError> {
+        let target = GroupVersion { group: &self.group, version: to_version };
+        if !self.has_version(to_version) {
+            return Err(ConversionError::new(format!("request to convert CR to an invalid group/version: {target}")));
+        }
+        for (i, obj) in objects.iter().enumerate() {
+            let gv = GroupVersion::parse(str_field(obj, "apiVersion"));
+            if gv.group != self.group || !self.has_version(gv.version) {
+                return Err(ConversionError::new(if objects.len() == 1 {
+                    format!("request to convert CR from an invalid group/version: {gv}")
+                } else {
+                    format!("request to convert CR list failed, list index {i} has invalid group/version: {gv}")
+                }));
+            }
+        }
+        let desired = target.to_string();
+        let pending: Vec<usize> =
+            (0..objects.len()).filter(|&i| str_field(&objects[i], "apiVersion") != desired).collect();
+        match &self.strategy {
+            Strategy::None => {
+                for i in pending {
+                    self.set_version_and_coerce(&mut objects[i], &desired, to_version);
+                }
+            }
+            Strategy::Webhook(webhook) => {
+                let (empty, send): (Vec<usize>, Vec<usize>) =
+                    pending.into_iter().partition(|&i| is_empty_object(&objects[i]));
+                for i in empty {
+                    self.set_version_and_coerce(&mut objects[i], &desired, to_version);
+                }
+                if !send.is_empty() {
+                    let originals: Vec<&Value> = send.iter().map(|&i| &objects[i]).collect();
+                    let converted = webhook.convert(&originals, target).await.map_err(ConversionError::new)?;
+                    for (i, mut obj) in send.into_iter().zip(converted) {
+                        self.coerce(&mut obj, to_version);
+                        objects[i] = obj;
+                    }
+                }
+            }
+        }
+        Ok(objects)
+    }
+
+    fn has_version(&self, version: &str) -> bool {
+        self.versions.iter().any(|v| v == version)
+    }
+
+    /// The `None` conversion of one object (kube's `nopConverter`), then the coercion.
+    fn set_version_and_coerce(&self, obj: &mut Value, desired: &str, to_version: &str) {
+        if let Some(map) = obj.as_object_mut() {
+            map.insert("apiVersion".to_owned(), Value::String(desired.to_owned()));
+        }
+        self.coerce(obj, to_version);
+    }
+
+    /// What kube's `schemaCoercingConverter` does to a converted object: prune it with the
+    /// target version's schema (unless unknown fields are preserved) and coerce its metadata
+    /// and that of embedded resources, dropping malformed fields.
+    fn coerce(&self, obj: &mut Value, to_version: &str) {
+        let Some(schema) = self.schemas.get(to_version) else { return };
+        if self.prune {
+            versa_schema::prune::prune(obj, schema, false);
+        }
+        // With `Drop`, coercion removes what is malformed instead of failing.
+        let _unknown = versa_schema::objectmeta::coerce(obj, schema, Malformed::Drop);
+    }
+}
+
+/// An object with nothing but `apiVersion` and `kind` (kube's `isEmptyUnstructuredObject`).
+fn is_empty_object(obj: &Value) -> bool {
+    obj.as_object().is_some_and(|m| m.len() == 2 && m.contains_key("apiVersion") && m.contains_key("kind"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn converter_is_shareable() {
+        assert_send_sync::<Converter>();
+        assert_send_sync::<ConversionError>();
+    }
+
+    #[test]
+    fn default_timeout_is_kubes() {
+        assert_eq!(Options::default().webhook_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn empty_objects() {
+        use serde_json::json;
+        assert!(is_empty_object(&json!({"apiVersion": "g/v1", "kind": "K"})));
+        assert!(!is_empty_object(&json!({"apiVersion": "g/v1", "kind": "K", "metadata": {}})));
+        assert!(!is_empty_object(&json!({"apiVersion": "g/v1", "spec": {}})));
+    }
+}

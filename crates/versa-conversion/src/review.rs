@@ -1,0 +1,353 @@
+//! The `ConversionReview` exchange: the request versa sends and the checks on the answer.
+//!
+//! kube-apiserver sends the review in the first of the definition's `conversionReviewVersions`
+//! it speaks (`v1`, `v1beta1`) and decodes the answer into a review of that same version
+//! (`webhook_converter.go`: `createConversionReviewObjects`, `getConvertedObjectsFromResponse`).
+//! For `v1` the answer must be an `apiextensions.k8s.io/v1` `ConversionReview` carrying the
+//! request's uid; `v1beta1` answers were never checked for either, and still are not. Then
+//! `response.result.status` must be `Success`; otherwise the webhook's `result.message` is the
+//! error. Every message here is kube's; where kube's text comes from Go's JSON decoder, the
+//! decoder's wording is kept with our parser's detail.
+//!
+//! Everything here is pure: bytes and values in, values or messages out.
+
+use serde_json::{Map, Value, json};
+use versa_schema::field::go_quote;
+
+use crate::gv::{GroupVersion, gvk_string, json_kind};
+
+/// The group of `ConversionReview`.
+pub(crate) const REVIEW_GROUP: &str = "apiextensions.k8s.io";
+/// The kind of the review.
+pub(crate) const REVIEW_KIND: &str = "ConversionReview";
+
+/// A `ConversionReview` version versa speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReviewVersion {
+    V1,
+    V1beta1,
+}
+
+impl ReviewVersion {
+    /// The first entry of `conversionReviewVersions` that versa speaks, as kube picks it.
+    pub(crate) fn first_supported(versions: &[String]) -> Option<ReviewVersion> {
+        versions.iter().find_map(|v| match v.as_str() {
+            "v1" => Some(ReviewVersion::V1),
+            "v1beta1" => Some(ReviewVersion::V1beta1),
+            _ => None,
+        })
+    }
+
+    /// `v1` or `v1beta1`.
+    pub(crate) fn version(self) -> &'static str {
+        match self {
+            ReviewVersion::V1 => "v1",
+            ReviewVersion::V1beta1 => "v1beta1",
+        }
+    }
+
+    /// `apiextensions.k8s.io/<version>`.
+    pub(crate) fn api_version(self) -> &'static str {
+        match self {
+            ReviewVersion::V1 => "apiextensions.k8s.io/v1",
+            ReviewVersion::V1beta1 => "apiextensions.k8s.io/v1beta1",
+        }
+    }
+}
+
+/// The body of the request: a review asking for `objects` at `desired_api_version`.
+pub(crate) fn request_body(
+    version: ReviewVersion,
+    uid: &str,
+    desired_api_version: &str,
+    objects: &[&Value],
+) -> Vec<u8> {
+    let review = json!({
+        "apiVersion": version.api_version(),
+        "kind": REVIEW_KIND,
+        "request": {
+            "uid": uid,
+            "desiredAPIVersion": desired_api_version,
+            "objects": objects,
+        },
+    });
+    review.to_string().into_bytes()
+}
+
+/// Decodes and checks a webhook's answer (a 2xx body, not empty) to the review `uid` sent in
+/// `version`, and returns the converted objects as the webhook gave them. The error is the reason
+/// kube prints after `conversion webhook for <gvk> failed: `.
+pub(crate) fn converted_objects(version: ReviewVersion, uid: &str, body: &[u8]) -> Result<Vec<Value>, String> {
+    let review = decode(version, body)?;
+    match version {
+        ReviewVersion::V1 => {
+            // Checked on the review as the webhook wrote it: a missing apiVersion is an error.
+            let got = (GroupVersion::parse(&review.api_version), review.kind.as_str());
+            if got != (GroupVersion { group: REVIEW_GROUP, version: "v1" }, REVIEW_KIND) {
+                return Err(format!(
+                    "expected webhook response of {}, got {}",
+                    gvk_string(version.api_version(), REVIEW_KIND),
+                    gvk_string(&review.api_version, &review.kind)
+                ));
+            }
+        }
+        ReviewVersion::V1beta1 => {
+            // kube never checked v1beta1 answers. Its decoder fills a missing apiVersion or kind
+            // from the review it expects and cannot turn another kind or version into it; the
+            // same rule is applied here, with the v1 wording.
+            let gv = GroupVersion::parse(&review.api_version);
+            let gv = if gv.version.is_empty() { GroupVersion { group: REVIEW_GROUP, version: "v1beta1" } } else { gv };
+            let kind = if review.kind.is_empty() { REVIEW_KIND } else { review.kind.as_str() };
+            if (gv, kind) != (GroupVersion { group: REVIEW_GROUP, version: "v1beta1" }, REVIEW_KIND) {
+                return Err(format!(
+                    "expected webhook response of {}, got {}",
+                    gvk_string(version.api_version(), REVIEW_KIND),
+                    gvk_string(&review.api_version, &review.kind)
+                ));
+            }
+        }
+    }
+    let Some(response) = review.response else {
+        return Err("no response provided".into());
+    };
+    if version == ReviewVersion::V1 && response.uid != uid {
+        return Err(format!("expected response.uid={}, got {}", go_quote(uid), go_quote(&response.uid)));
+    }
+    if response.status != "Success" {
+        if !response.message.is_empty() {
+            return Err(response.message);
+        }
+        return Err(format!("response.result.status was '{}', not 'Success'", response.status));
+    }
+    Ok(response.converted_objects)
+}
+
+/// The fields of a review kube's typed decoding keeps.
+struct Review {
+    api_version: String,
+    kind: String,
+    response: Option<Response>,
+}
+
+struct Response {
+    uid: String,
+    status: String,
+    message: String,
+    converted_objects: Vec<Value>,
+}
+
+/// Decodes the review with the strictness of kube's typed decoding: `null` leaves a field at its
+/// zero value, a value of another JSON type is an error naming the Go field.
+fn decode(version: ReviewVersion, body: &[u8]) -> Result<Review, String> {
+    let doc: Value =
+        serde_json::from_slice(body).map_err(|e| format!("couldn't get version/kind; json parse error: {e}"))?;
+    let Value::Object(doc) = doc else {
+        return Err(format!(
+            "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
+            json_kind(&doc)
+        ));
+    };
+    let mut type_meta = [String::new(), String::new()];
+    for (slot, key) in type_meta.iter_mut().zip(["apiVersion", "kind"]) {
+        match doc.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) => *slot = s.clone(),
+            Some(other) => {
+                return Err(format!(
+                    "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{key} of type string",
+                    json_kind(other)
+                ));
+            }
+        }
+    }
+    let [api_version, kind] = type_meta;
+    // A failure Status instead of a review: its message is the error (client-go's `Into`).
+    if kind == "Status" && (api_version.is_empty() || api_version == "v1") {
+        let status = doc.get("status").and_then(Value::as_str).unwrap_or("");
+        if status != "Success" {
+            return Err(doc.get("message").and_then(Value::as_str).unwrap_or("").to_owned());
+        }
+    }
+    let pkg = version.version();
+    let response = match doc.get("response") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(r)) => Some(decode_response(r)?),
+        Some(other) => {
+            return Err(unmarshal_error(other, "ConversionReview", "response", &format!("{pkg}.ConversionResponse")));
+        }
+    };
+    Ok(Review { api_version, kind, response })
+}
+
+fn decode_response(r: &Map<String, Value>) -> Result<Response, String> {
+    let uid = string_field(r.get("uid"), "ConversionResponse", "response.uid", "types.UID")?;
+    let (status, message) = match r.get("result") {
+        None | Some(Value::Null) => (String::new(), String::new()),
+        Some(Value::Object(result)) => (
+            string_field(result.get("status"), "Status", "response.result.status", "string")?,
+            string_field(result.get("message"), "Status", "response.result.message", "string")?,
+        ),
+        Some(other) => return Err(unmarshal_error(other, "ConversionResponse", "response.result", "v1.Status")),
+    };
+    let converted_objects = match r.get("convertedObjects") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items.clone(),
+        Some(other) => {
+            return Err(unmarshal_error(
+                other,
+                "ConversionResponse",
+                "response.convertedObjects",
+                "[]runtime.RawExtension",
+            ));
+        }
+    };
+    Ok(Response { uid, status, message, converted_objects })
+}
+
+fn string_field(v: Option<&Value>, owner: &str, field: &str, go_type: &str) -> Result<String, String> {
+    match v {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(unmarshal_error(other, owner, field, go_type)),
+    }
+}
+
+/// `encoding/json`'s `UnmarshalTypeError` text for a struct field.
+fn unmarshal_error(v: &Value, owner: &str, field: &str, go_type: &str) -> String {
+    format!("json: cannot unmarshal {} into Go struct field {owner}.{field} of type {go_type}", json_kind(v))
+}
+
+/// A random (version 4) UUID, as kube's `uuid.NewUUID` gives every review.
+pub(crate) fn new_uid(rng: &dyn ring::rand::SecureRandom) -> Result<String, ring::error::Unspecified> {
+    let mut b = [0u8; 16];
+    rng.fill(&mut b)?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    Ok(format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UID: &str = "705ab4f5-6393-11e8-b7cc-42010a800002";
+
+    /// One answer and what kube makes of it.
+    fn check(version: ReviewVersion, body: &str, want: Result<Value, &str>) {
+        let got = converted_objects(version, UID, body.as_bytes()).map(Value::Array);
+        assert_eq!(got, want.map_err(str::to_owned), "body: {body}");
+    }
+
+    #[test]
+    fn v1_answers() {
+        use ReviewVersion::V1;
+        let ok = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"705ab4f5-6393-11e8-b7cc-42010a800002","result":{"status":"Success"},"convertedObjects":[{"kind":"CronTab"}]}}"#;
+        check(V1, ok, Ok(json!([{"kind": "CronTab"}])));
+        let cases: &[(&str, &str)] = &[
+            (
+                r#"{"kind":"ConversionReview","response":{"uid":"705ab4f5-6393-11e8-b7cc-42010a800002","result":{"status":"Success"}}}"#,
+                "expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got /, Kind=ConversionReview",
+            ),
+            (
+                r#"{"apiVersion":"apiextensions.k8s.io/v1beta1","kind":"ConversionReview","response":{"uid":"x"}}"#,
+                "expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got apiextensions.k8s.io/v1beta1, Kind=ConversionReview",
+            ),
+            (r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview"}"#, "no response provided"),
+            (
+                r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"result":{"status":"Success"}}}"#,
+                r#"expected response.uid="705ab4f5-6393-11e8-b7cc-42010a800002", got """#,
+            ),
+            (
+                r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"705ab4f5-6393-11e8-b7cc-42010a800002","result":{"status":"Failed","message":"hostPort could not be parsed into a separate host and port"}}}"#,
+                "hostPort could not be parsed into a separate host and port",
+            ),
+            (
+                r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"705ab4f5-6393-11e8-b7cc-42010a800002","result":{"status":"Failed"}}}"#,
+                "response.result.status was 'Failed', not 'Success'",
+            ),
+            (
+                r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"705ab4f5-6393-11e8-b7cc-42010a800002"}}"#,
+                "response.result.status was '', not 'Success'",
+            ),
+            (
+                r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":7}}"#,
+                "json: cannot unmarshal number into Go struct field ConversionResponse.response.uid of type types.UID",
+            ),
+            (
+                r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":[]}"#,
+                "json: cannot unmarshal array into Go struct field ConversionReview.response of type v1.ConversionResponse",
+            ),
+            (
+                r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"705ab4f5-6393-11e8-b7cc-42010a800002","result":{"status":"Success"},"convertedObjects":{}}}"#,
+                "json: cannot unmarshal object into Go struct field ConversionResponse.response.convertedObjects of type []runtime.RawExtension",
+            ),
+            (
+                r#"{"apiVersion":1,"kind":"ConversionReview"}"#,
+                "couldn't get version/kind; json parse error: json: cannot unmarshal number into Go struct field .apiVersion of type string",
+            ),
+            (
+                "[1]",
+                r#"couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }"#,
+            ),
+            ("{not json", "couldn't get version/kind; json parse error: key must be a string at line 1 column 2"),
+            (r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"denied"}"#, "denied"),
+        ];
+        for (body, want) in cases {
+            check(V1, body, Err(want));
+        }
+    }
+
+    #[test]
+    fn v1beta1_answers_are_not_checked_for_uid_or_type() {
+        use ReviewVersion::V1beta1;
+        let no_uid = r#"{"response":{"result":{"status":"Success"},"convertedObjects":[]}}"#;
+        check(V1beta1, no_uid, Ok(json!([])));
+        let typed = r#"{"apiVersion":"apiextensions.k8s.io/v1beta1","kind":"ConversionReview","response":{"uid":"other","result":{"status":"Success"}}}"#;
+        check(V1beta1, typed, Ok(json!([])));
+        check(
+            V1beta1,
+            r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{}}"#,
+            Err(
+                "expected webhook response of apiextensions.k8s.io/v1beta1, Kind=ConversionReview, got apiextensions.k8s.io/v1, Kind=ConversionReview",
+            ),
+        );
+        check(V1beta1, r#"{"apiVersion":"apiextensions.k8s.io/v1beta1"}"#, Err("no response provided"));
+    }
+
+    #[test]
+    fn first_supported_review_version() {
+        let list = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(ReviewVersion::first_supported(&list(&["v2", "v1beta1", "v1"])), Some(ReviewVersion::V1beta1));
+        assert_eq!(ReviewVersion::first_supported(&list(&["v1", "v1beta1"])), Some(ReviewVersion::V1));
+        assert_eq!(ReviewVersion::first_supported(&list(&["v2"])), None);
+    }
+
+    #[test]
+    fn request_shape() {
+        let obj = json!({"apiVersion": "example.com/v1beta1", "kind": "CronTab", "metadata": {"name": "a"}});
+        let body = request_body(ReviewVersion::V1beta1, UID, "example.com/v1", &[&obj]);
+        let got: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            got,
+            json!({
+                "apiVersion": "apiextensions.k8s.io/v1beta1",
+                "kind": "ConversionReview",
+                "request": {"uid": UID, "desiredAPIVersion": "example.com/v1", "objects": [obj]},
+            })
+        );
+    }
+
+    #[test]
+    fn uids_are_version_4() {
+        let rng = ring::rand::SystemRandom::new();
+        let a = new_uid(&rng).unwrap();
+        let b = new_uid(&rng).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        let groups: Vec<&str> = a.split('-').collect();
+        assert_eq!(groups.iter().map(|g| g.len()).collect::<Vec<_>>(), [8, 4, 4, 4, 12]);
+        assert!(groups[2].starts_with('4'), "{a}");
+        assert!(matches!(groups[3].as_bytes()[0], b'8' | b'9' | b'a' | b'b'), "{a}");
+    }
+}
