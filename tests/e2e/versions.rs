@@ -1039,6 +1039,11 @@ async fn webhook_failures_change_nothing() {
         webhook.set_mode(case.mode.clone());
         if slug == "down" {
             webhook.down();
+            // Nothing at the storage version needs the webhook.
+            checks.code("down: LIST at v1alpha1", &c.get(&pizzas("v1alpha1")).await, 200);
+            let r = c.post(&pizzas("v1alpha1"), &pizza_alpha("while-down", &["tomato"])).await;
+            checks.code("down: create at v1alpha1", &r, 201);
+            checks.code("down: delete at v1alpha1", &c.delete(&pizza_path("v1alpha1", "while-down")).await, 200);
         }
 
         // GET at v1beta1. A read converts the stored object: kube's message names the version
@@ -1560,8 +1565,54 @@ async fn stored_versions_cannot_be_removed() {
         &json!([422, stored_version_message(&name, 0, "v1alpha1")]),
     );
 
-    // Once the webhook is back, versa migrates, trims storedVersions, and v1alpha1 can go.
+    // Meanwhile, what needs no conversion still works: objects are read at the version they are
+    // stored at, and a new object written at the new storage version is stored as it is.
+    let r = c.get(&pizza_path("v1alpha1", "p0")).await;
+    checks.code("webhook down: GET at v1alpha1 of an object stored there", &r, 200);
+    let created = try_poll(Duration::from_secs(30), || async {
+        let r = c.post(&pizzas("v1beta1"), &pizza_beta("p-new", &[("basil", 2)])).await;
+        (r.status == 201).then_some(r)
+    })
+    .await;
+    checks.check(
+        "webhook down: create at v1beta1 (the storage version now)",
+        created.is_some(),
+        c.post(&pizzas("v1beta1"), &pizza_beta("p-new", &[("basil", 2)])).await.text(),
+    );
+    let r = c.get(&pizza_path("v1beta1", "p-new")).await;
+    checks.code("webhook down: GET at v1beta1 of the object stored there", &r, 200);
+    let r = c.get(&pizzas("v1beta1")).await;
+    checks.conversion_failure(
+        "webhook down: LIST at v1beta1 (p0..p2 are still at v1alpha1)",
+        &r,
+        "",
+        &[&format!("conversion webhook for {PIZZA}/v1alpha1, Kind=Pizza failed: ")],
+    );
+
+    // Once the webhook is back, versa migrates, trims storedVersions, and v1alpha1 can go. A
+    // list at v1alpha1 meanwhile sends only what is not already at v1alpha1 (kube's
+    // getObjectsToConvert), whatever the migration has done so far.
     webhook.up();
+    webhook.reset();
+    let r = c.get(&pizzas("v1alpha1")).await;
+    checks.code("LIST at v1alpha1 once the webhook is back", &r, 200);
+    let sent: Vec<Value> = webhook
+        .requests()
+        .iter()
+        .filter(|r| r["request"]["desiredAPIVersion"] == format!("{PIZZA}/v1alpha1"))
+        .flat_map(|r| r["request"]["objects"].as_array().cloned().unwrap_or_default())
+        .map(|o| json!([o["apiVersion"], o["metadata"]["name"]]))
+        .collect();
+    checks.check(
+        "LIST at v1alpha1: only objects not at v1alpha1 are sent, p-new among them",
+        sent.iter().all(|o| o[0] == format!("{PIZZA}/v1beta1")) && sent.iter().any(|o| o[1] == "p-new"),
+        json!(sent),
+    );
+    checks.eq(
+        "LIST at v1alpha1: p-new",
+        &pick(&by_name(&r.json()), "p-new")["spec"],
+        &json!({"toppings": ["basil", "basil"]}),
+    );
     let trimmed = wait_stored_versions(c, &name, &json!(["v1beta1"]), MIGRATION_WAIT).await;
     checks.check(
         "storedVersions trimmed to [v1beta1] once the webhook is back",
@@ -1586,8 +1637,9 @@ async fn stored_versions_cannot_be_removed() {
             "every object at v1beta1",
             &json!(items.iter().map(|(n, o)| json!([n, o["spec"]])).collect::<Vec<_>>()),
             &json!(
-                (0..3)
-                    .map(|i| json!([format!("p{i}"), {"toppings": beta_toppings(&[("tomato", 2)])}]))
+                [json!(["p-new", {"toppings": beta_toppings(&[("basil", 2)])}])]
+                    .into_iter()
+                    .chain((0..3).map(|i| json!([format!("p{i}"), {"toppings": beta_toppings(&[("tomato", 2)])}])))
                     .collect::<Vec<_>>()
             ),
         );

@@ -10,8 +10,12 @@
 //! reads `Post "<url>": <cause>` (Go's `url.Error`), a status outside 200–206 becomes client-go's
 //! generic server-response message (or the message of a `Status` the webhook answered with), and
 //! an empty body is `0-length response with status code: ...`. Causes are spelled as Go spells
-//! the common ones (`context deadline exceeded`, `connect: connection refused`,
-//! `x509: certificate signed by unknown authority`); others keep the Rust library's text.
+//! the common ones (`context deadline exceeded`, `dial tcp <addr>: connect: connection refused`,
+//! `EOF`, `tls: failed to verify certificate: x509: certificate signed by unknown authority`);
+//! others keep the Rust library's text (Go's dialer names the resolved IP; we name the host).
+//!
+//! Unlike kube-apiserver, which pins webhook clients to HTTP/1.1 (kubernetes#75791: one HTTP/2
+//! connection sticks to one backend of a Service), the client offers HTTP/2 first.
 //!
 //! Bounded input: the answer may not exceed [`MIN_RESPONSE_LIMIT`] or four times the request,
 //! whichever is larger; the whole call, body included, is bounded by the webhook timeout.
@@ -261,9 +265,20 @@ fn known_cause(e: &(dyn StdError + 'static), authority: &str) -> Option<String> 
     if let Some(tls) = e.downcast_ref::<rustls::Error>() {
         return Some(describe_tls(tls));
     }
+    // The webhook hung up without answering: Go's HTTP client reports the end of the stream.
+    if let Some(h) = e.downcast_ref::<hyper::Error>()
+        && h.is_incomplete_message()
+    {
+        return Some("EOF".to_owned());
+    }
     let io = e.downcast_ref::<std::io::Error>()?;
-    if io.kind() == std::io::ErrorKind::ConnectionRefused {
-        return Some(format!("dial tcp {authority}: connect: connection refused"));
+    match io.kind() {
+        std::io::ErrorKind::ConnectionRefused => {
+            return Some(format!("dial tcp {authority}: connect: connection refused"));
+        }
+        // Go's TLS does not insist on close_notify: a connection cut short is the end of it.
+        std::io::ErrorKind::UnexpectedEof => return Some("EOF".to_owned()),
+        _ => {}
     }
     let inner: &(dyn StdError + 'static) = io.get_ref()?;
     known_cause(inner, authority)

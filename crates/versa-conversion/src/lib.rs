@@ -176,14 +176,12 @@ impl Converter {
         if !self.has_version(to_version) {
             return Err(ConversionError::new(format!("request to convert CR to an invalid group/version: {target}")));
         }
-        for (i, obj) in objects.iter().enumerate() {
+        // kube-apiserver converts stored and request objects one at a time, so its users see the
+        // single-object message (not `request to convert CR list failed, list index ...`).
+        for obj in &objects {
             let gv = GroupVersion::parse(str_field(obj, "apiVersion"));
             if gv.group != self.group || !self.has_version(gv.version) {
-                return Err(ConversionError::new(if objects.len() == 1 {
-                    format!("request to convert CR from an invalid group/version: {gv}")
-                } else {
-                    format!("request to convert CR list failed, list index {i} has invalid group/version: {gv}")
-                }));
+                return Err(ConversionError::new(format!("request to convert CR from an invalid group/version: {gv}")));
             }
         }
         let desired = target.to_string();

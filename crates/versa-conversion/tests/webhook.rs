@@ -72,6 +72,10 @@ async fn webhook_cases() {
         let behaviour = case["webhook"].as_str().unwrap();
         let (webhook, authority) = if case["server"] == "down" {
             (None, closed_port().await)
+        } else if case["server"] == "hangs-up" {
+            let w = Webhook::start_hanging_up(&ca).await;
+            let authority = w.authority.clone();
+            (Some(w), authority)
         } else {
             let w = Webhook::start(&ca).await;
             let authority = w.authority.clone();

@@ -334,6 +334,18 @@ pub fn compute_status<'a>(
             &now,
         ),
     }
+    // A conversion webhook whose caBundle does not parse: the resource cannot be served.
+    if invalid_ca_bundle(def) {
+        set_condition(
+            doc,
+            "Established",
+            "False",
+            versa_conversion::INVALID_CA_BUNDLE_REASON,
+            versa_conversion::INVALID_CA_BUNDLE_MESSAGE,
+            &now,
+        );
+        return;
+    }
     if !def.is_established() {
         if conflict.is_none() {
             set_condition(
@@ -348,6 +360,15 @@ pub fn compute_status<'a>(
             set_condition(doc, "Established", "False", "NotAccepted", "not all names are accepted", &now);
         }
     }
+}
+
+/// Whether the definition converts with a webhook whose `caBundle` is unusable.
+fn invalid_ca_bundle(def: &ResourceDefinition) -> bool {
+    let webhook = def.spec.conversion.as_ref().is_some_and(|c| c.strategy == "Webhook");
+    webhook
+        && versa_conversion::Converter::new(def, Default::default(), &Default::default())
+            .err()
+            .is_some_and(|e| e.is_invalid_ca_bundle())
 }
 
 /// Every way the versions' schemas are not structural, as kube words them.
@@ -519,6 +540,18 @@ mod tests {
         let def = ResourceDefinition::from_document(&doc).unwrap();
         compute_status(&mut doc, &def, [&holder].into_iter());
         assert_eq!(condition(&doc, "NamesAccepted").unwrap().1, "PluralConflict");
+
+        // A conversion webhook with a caBundle that is not PEM: not established.
+        let (mut doc, _) = definition("hooks", "Hook", json!({"type": "object"}), false);
+        doc["spec"]["versions"][0]["name"] = json!("v1");
+        doc["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+            "clientConfig": {"url": "https://127.0.0.1:9/convert", "caBundle": "bm90IGEgY2VydGlmaWNhdGU="}}});
+        let def = ResourceDefinition::from_document(&doc).unwrap();
+        compute_status(&mut doc, &def, std::iter::empty());
+        assert_eq!(
+            condition(&doc, "Established").unwrap(),
+            ("False".into(), "InvalidCABundle".into(), "The conversion webhook CABundle is invalid".into())
+        );
 
         // A schema kept from before that is not structural.
         let (mut doc, def) = definition("legacies", "Legacy", json!({"type": "object", "properties": {"a": {}}}), true);

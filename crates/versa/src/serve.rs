@@ -135,32 +135,35 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         },
     };
     let server = config.complete().await?;
+    let shutdown = shutdown_signal()?;
     let addr = server.local_addr()?;
     tracing::info!(%addr, storage = ?args.storage, "versa is serving");
     say!("versa is serving on https://{addr}");
     say!("use it with: kubectl --kubeconfig {}", server.kubeconfig().display());
-    server.run(shutdown_signal()).await?;
+    server.run(shutdown).await?;
     tracing::info!("versa stopped");
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on SIGTERM or SIGINT. The handlers are installed when this is called (not when the
+/// future is first polled), so a signal sent right after "versa is serving" is never missed.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
             }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
+        })
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }

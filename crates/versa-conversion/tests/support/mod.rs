@@ -64,20 +64,7 @@ pub struct Webhook {
 impl Webhook {
     /// Starts a webhook serving with a certificate of `ca`.
     pub async fn start(ca: &Ca) -> Webhook {
-        let key = KeyPair::generate().unwrap();
-        let params = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
-        let cert = params.signed_by(&key, &ca.issuer).unwrap();
-        let chain = vec![CertificateDer::from(cert.der().to_vec())];
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(chain, key)
-            .unwrap();
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let acceptor = acceptor(ca, &[b"h2", b"http/1.1"]);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let authority = listener.local_addr().unwrap().to_string();
         let log: Arc<Mutex<Vec<Recorded>>> = Arc::default();
@@ -100,9 +87,58 @@ impl Webhook {
         Webhook { base: format!("https://{authority}"), authority, log, connections }
     }
 
+    /// Starts a server that completes the TLS handshake (HTTP/1.1 only) and hangs up without
+    /// answering.
+    pub async fn start_hanging_up(ca: &Ca) -> Webhook {
+        let acceptor = acceptor(ca, &[b"http/1.1"]);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let authority = listener.local_addr().unwrap().to_string();
+        let connections: Arc<AtomicUsize> = Arc::default();
+        let counted = connections.clone();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, counted) = (acceptor.clone(), counted.clone());
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    // Read the start of the request, then close (with TLS close_notify).
+                    let mut buf = [0u8; 64];
+                    let mut read = tokio::io::ReadBuf::new(&mut buf);
+                    let _ = std::future::poll_fn(|cx| {
+                        tokio::io::AsyncRead::poll_read(std::pin::Pin::new(&mut tls), cx, &mut read)
+                    })
+                    .await;
+                    let _ = std::future::poll_fn(|cx| {
+                        tokio::io::AsyncWrite::poll_shutdown(std::pin::Pin::new(&mut tls), cx)
+                    })
+                    .await;
+                });
+            }
+        });
+        Webhook { base: format!("https://{authority}"), authority, log: Arc::default(), connections }
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.log.lock().unwrap().clone()
     }
+}
+
+/// A TLS acceptor with a serving certificate of `ca` for `127.0.0.1` and `localhost`.
+fn acceptor(ca: &Ca, alpn: &[&[u8]]) -> tokio_rustls::TlsAcceptor {
+    let key = KeyPair::generate().unwrap();
+    let params = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
+    let cert = params.signed_by(&key, &ca.issuer).unwrap();
+    let chain = vec![CertificateDer::from(cert.der().to_vec())];
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
 }
 
 /// An address nothing listens on.
