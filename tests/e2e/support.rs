@@ -79,14 +79,19 @@ impl Drop for Versa {
     }
 }
 
-/// Runs the real kubectl with `kubeconfig`.
+/// Runs the real kubectl with `kubeconfig`. Its discovery cache lives beside the kubeconfig:
+/// kubectl keys the cache by host and port, and later test servers reuse ports.
 pub fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
-    Command::new(std::env::var("VERSA_KUBECTL").unwrap_or_else(|_| "kubectl".into()))
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .output()
-        .expect("kubectl is not on PATH (set VERSA_KUBECTL)")
+    kubectl_command(kubeconfig).args(args).output().expect("kubectl is not on PATH (set VERSA_KUBECTL)")
+}
+
+/// A kubectl command with `kubeconfig` and its own discovery cache, to add arguments to (for
+/// runs that need an environment or a pipe).
+pub fn kubectl_command(kubeconfig: &Path) -> Command {
+    let cache = kubeconfig.parent().unwrap_or(Path::new(".")).join("kubectl-cache");
+    let mut command = Command::new(std::env::var("VERSA_KUBECTL").unwrap_or_else(|_| "kubectl".into()));
+    command.arg("--kubeconfig").arg(kubeconfig).arg("--cache-dir").arg(cache);
+    command
 }
 
 /// stdout of a successful run, or a panic showing stderr.

@@ -8,9 +8,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{BufRead as _, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use versa_e2e::{Versa, fails, kubectl, ok};
+use versa_e2e::{Versa, fails, kubectl, kubectl_command, ok};
 
 /// The tutorial's definition with the validation, defaulting, printer-column, subresource and
 /// category sections folded in (each section of the tutorial re-applies the definition with
@@ -321,9 +321,7 @@ fn everyday_kubectl() {
     let editor = dir.path().join("editor.sh");
     std::fs::write(&editor, "#!/bin/sh\nsed -i 's/image: img-2/image: edited/' \"$1\"\n").unwrap();
     std::process::Command::new("chmod").arg("+x").arg(&editor).status().unwrap();
-    let edited = Command::new(std::env::var("VERSA_KUBECTL").unwrap_or_else(|_| "kubectl".into()))
-        .arg("--kubeconfig")
-        .arg(versa.kubeconfig())
+    let edited = kubectl_command(&versa.kubeconfig())
         .args(["edit", "ct", "ct-02"])
         .env("KUBE_EDITOR", &editor)
         .output()
@@ -342,9 +340,7 @@ fn everyday_kubectl() {
     );
 
     // get --watch sees a change made while it runs.
-    let mut watch = Command::new(std::env::var("VERSA_KUBECTL").unwrap_or_else(|_| "kubectl".into()))
-        .arg("--kubeconfig")
-        .arg(versa.kubeconfig())
+    let mut watch = kubectl_command(&versa.kubeconfig())
         .args(["get", "ct", "ct-04", "--watch", "-o", "jsonpath={.spec.image}{\"\\n\"}"])
         .stdout(Stdio::piped())
         .spawn()

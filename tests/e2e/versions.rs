@@ -300,12 +300,21 @@ fn conversions_of(reviews: &[Value], name: &str, rv: Option<&str>) -> usize {
         .count()
 }
 
+/// Runs kubectl with the admin kubeconfig and a discovery cache of this server's own (kubectl
+/// caches discovery per host and port, and ports are reused by later servers).
+fn kubectl(versa: &Versa, args: &[&str]) -> std::process::Output {
+    let cache = versa.data_dir.join("kubectl-cache");
+    let mut all = vec!["--cache-dir", cache.to_str().unwrap()];
+    all.extend_from_slice(args);
+    versa.kubectl(&all)
+}
+
 /// Runs kubectl until it succeeds and `check` accepts its stdout (kubectl caches discovery; a
 /// few retries absorb a definition that was served a moment ago). Returns stdout and stderr.
 fn kubectl_until(versa: &Versa, args: &[&str], check: impl Fn(&str) -> bool) -> (String, String) {
     let mut last = (String::new(), String::new());
     for _ in 0..100 {
-        let out = versa.kubectl(args);
+        let out = kubectl(versa, args);
         last = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
         if out.status.success() && check(&last.0) {
             return last;
@@ -369,7 +378,10 @@ fn pizza_definition(conversion: Value, storage: &str) -> Value {
 }
 
 fn pizza_alpha(name: &str, toppings: &[&str]) -> Value {
-    json!({"apiVersion": format!("{PIZZA}/v1alpha1"), "kind": "Pizza", "metadata": {"name": name}, "spec": {"toppings": toppings}})
+    json!({
+        "apiVersion": format!("{PIZZA}/v1alpha1"), "kind": "Pizza", "metadata": {"name": name},
+        "spec": {"toppings": toppings},
+    })
 }
 
 fn pizza_beta(name: &str, toppings: &[(&str, i64)]) -> Value {
@@ -563,7 +575,7 @@ async fn pizza_through_the_webhook() {
         &json!([preferred["apiVersion"], preferred["spec"]]),
         &json!([format!("{PIZZA}/v1beta1"), {"toppings": beta_toppings(&[("mozzarella", 1), ("tomato", 3)])}]),
     );
-    let table = ok(s.versa.kubectl(&["get", "pizza"]));
+    let table = ok(kubectl(&s.versa, &["get", "pizza"]));
     let rows: Vec<&str> = table.lines().map(|l| l.split_whitespace().next().unwrap_or("")).collect();
     checks.eq("kubectl get pizza", &json!(rows), &json!(["NAME", "margherita", "marinara", "quattro-formaggi"]));
     let (out, _) =
@@ -764,7 +776,12 @@ async fn storage_version_change_step_by_step() {
     let c = &s.client;
     let name = "widgets.series.example.com";
     let at = |v: &str| format!("/apis/series.example.com/{v}/namespaces/default/widgets");
-    let widget = |v: &str, name: &str, size: &str| json!({"apiVersion": format!("series.example.com/{v}"), "kind": "Widget", "metadata": {"name": name}, "spec": {"size": size}});
+    let widget = |v: &str, name: &str, size: &str| {
+        json!({
+            "apiVersion": format!("series.example.com/{v}"), "kind": "Widget", "metadata": {"name": name},
+            "spec": {"size": size},
+        })
+    };
     let mut checks = Checks::default();
 
     // 1. The storage version is v1beta1. You create an object. It is stored at version v1beta1.
@@ -1282,7 +1299,12 @@ async fn none_strategy_drops_a_renamed_field() {
     define(c, &renamed_field_definition()).await;
     let mut checks = Checks::default();
     let at = |v: &str| format!("/apis/none.example.com/{v}/namespaces/default/crontabs");
-    let crontab = |v: &str, name: &str, spec: Value| json!({"apiVersion": format!("none.example.com/{v}"), "kind": "CronTab", "metadata": {"name": name}, "spec": spec});
+    let crontab = |v: &str, name: &str, spec: Value| {
+        json!({
+            "apiVersion": format!("none.example.com/{v}"), "kind": "CronTab", "metadata": {"name": name},
+            "spec": spec,
+        })
+    };
 
     create(c, &at("v1"), &crontab("v1", "trap", json!({"cronSpec": "* * * * */5", "image": "cron:1"}))).await;
     let v2 = c.get(&format!("{}/trap", at("v2"))).await.json();
@@ -1404,13 +1426,11 @@ async fn deprecated_versions_warn() {
         ("newest.yaml", DEPRECATED_NEWEST, "gadgets.example.com"),
     ] {
         let path = manifest(&s.versa, file, text);
-        ok(s.versa.kubectl(&["apply", "-f", &path]));
-        ok(s.versa.kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            &format!("resourcedefinitions/{name}"),
-        ]));
+        ok(kubectl(&s.versa, &["apply", "-f", &path]));
+        ok(kubectl(
+            &s.versa,
+            &["wait", "--for=condition=Established", "--timeout=60s", &format!("resourcedefinitions/{name}")],
+        ));
     }
     let default_warning = "example.com/v1beta1 CronTab is deprecated; use example.com/v1 CronTab";
     let custom_warning = "example.com/v1alpha1 CronTab is deprecated; see http://example.com/v1alpha1-v1 for instructions to migrate to example.com/v1 CronTab";
@@ -1421,7 +1441,7 @@ async fn deprecated_versions_warn() {
         "crontab.yaml",
         "apiVersion: example.com/v1beta1\nkind: CronTab\nmetadata:\n  name: my-cron\nspec:\n  cronSpec: \"* * * * */5\"\n",
     );
-    let out = s.versa.kubectl(&["apply", "-f", &crontab]);
+    let out = kubectl(&s.versa, &["apply", "-f", &crontab]);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     checks.check("kubectl apply at v1beta1 succeeds", out.status.success(), &stderr);
     checks.check("kubectl apply at v1beta1 warns", stderr.contains(&format!("Warning: {default_warning}\n")), &stderr);
@@ -1523,7 +1543,7 @@ async fn stored_versions_cannot_be_removed() {
     }
     manifest_def.as_object_mut().unwrap().remove("status");
     let path = manifest(&s.versa, "only-beta.json", &manifest_def.to_string());
-    let out = s.versa.kubectl(&["apply", "-f", &path]);
+    let out = kubectl(&s.versa, &["apply", "-f", &path]);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     checks.check(
         "kubectl apply removing v1alpha1 is refused",

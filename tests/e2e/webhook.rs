@@ -479,7 +479,10 @@ mod tests {
     const G: &str = "restaurant.programming-kubernetes.info";
 
     fn pizza(version: &str, toppings: Value) -> Value {
-        json!({"apiVersion": format!("{G}/{version}"), "kind": "Pizza", "metadata": {"name": "m"}, "spec": {"toppings": toppings}})
+        json!({
+            "apiVersion": format!("{G}/{version}"), "kind": "Pizza", "metadata": {"name": "m"},
+            "spec": {"toppings": toppings},
+        })
     }
 
     #[test]
@@ -503,11 +506,17 @@ mod tests {
 
     #[test]
     fn crontab_host_port_as_in_the_tutorial() {
-        let beta = json!({"apiVersion": "example.com/v1beta1", "kind": "CronTab", "metadata": {"name": "c"}, "hostPort": "localhost:1234"});
+        let beta = json!({
+            "apiVersion": "example.com/v1beta1", "kind": "CronTab", "metadata": {"name": "c"},
+            "hostPort": "localhost:1234",
+        });
         let v1 = convert(&beta, "example.com/v1").unwrap();
         assert_eq!(
             v1,
-            json!({"apiVersion": "example.com/v1", "kind": "CronTab", "metadata": {"name": "c"}, "host": "localhost", "port": "1234"})
+            json!({
+                "apiVersion": "example.com/v1", "kind": "CronTab", "metadata": {"name": "c"},
+                "host": "localhost", "port": "1234",
+            })
         );
         assert_eq!(convert(&v1, "example.com/v1beta1").unwrap(), beta);
         let bad = json!({"apiVersion": "example.com/v1beta1", "kind": "CronTab", "hostPort": "localhost"});
@@ -519,7 +528,11 @@ mod tests {
         for version in ["v1", "v1beta1"] {
             let review = json!({
                 "apiVersion": format!("apiextensions.k8s.io/{version}"), "kind": "ConversionReview",
-                "request": {"uid": "u-1", "desiredAPIVersion": format!("{G}/v1beta1"), "objects": [pizza("v1alpha1", json!(["a"]))]},
+                "request": {
+                    "uid": "u-1",
+                    "desiredAPIVersion": format!("{G}/v1beta1"),
+                    "objects": [pizza("v1alpha1", json!(["a"]))],
+                },
             });
             let answer = respond(&review, &Mode::Convert);
             assert_eq!(answer["apiVersion"], json!(format!("apiextensions.k8s.io/{version}")));

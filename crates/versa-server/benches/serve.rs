@@ -21,10 +21,23 @@
 //!   is Established — polled in a tight loop, 10 times (target < 100 ms). Discovery and OpenAPI
 //!   documents over all definitions are timed too (first request builds them, later ones hit
 //!   the cache).
+//! - **Conversion**, on a fresh server: two definitions of the same kind and schema, each with
+//!   versions `v1` (storage) and `v2`, one with the `None` strategy and one with a `Webhook`
+//!   served by the bench itself (HTTPS with its own rcgen CA as `caBundle`, HTTP/2 or HTTP/1.1
+//!   by ALPN, on its own runtime; it answers a `ConversionReview` by setting each object's
+//!   `apiVersion`). 1,000 objects of each, written at `v1`, are listed at `v1` and at `v2`,
+//!   `CONVERSION_REQUESTS` (50) sequential requests per measure on one connection, split into
+//!   `VERSA_BENCH_ROUNDS` alternating rounds. With a label selector matching every object,
+//!   which converts the whole page on every request (an unfiltered LIST renders each object
+//!   once and then serves it from the render cache; it is measured too, for reference). The
+//!   webhook's own time is the same 1,000-object review POSTed straight to it from the bench,
+//!   over HTTP/2 as versa calls it, in the same rounds. Targets, on the p50s: `None` adds ≤ 10 %
+//!   to the LIST at the storage version; `Webhook` adds the webhook's own time plus ≤ 5 ms.
 //!
 //! The server runs on its own multi-thread runtime (worker stacks sized as the binary sizes
 //! them), the load client on another; both share the machine's cores, as wrk on the same host
-//! would. Arguments pick scenarios (`definitions`, `get`, `create`, `list`; default all).
+//! would. Arguments pick scenarios (`definitions`, `get`, `create`, `list`, `conversion`; default
+//! all).
 //! Nothing here asserts on time: missed targets are printed, not failed.
 //!
 //! Run: `cargo bench -p versa-server --bench serve` (or `hack/bench-serve.sh`).
@@ -34,9 +47,10 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt as _, Full};
@@ -45,8 +59,9 @@ use hyper::client::conn::http1::SendRequest;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use rustls::pki_types::pem::PemObject as _;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
@@ -93,8 +108,8 @@ impl Settings {
         let scenarios: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
         for s in &scenarios {
             assert!(
-                matches!(s.as_str(), "definitions" | "get" | "create" | "list"),
-                "unknown scenario {s:?}: pick from definitions, get, create, list"
+                matches!(s.as_str(), "definitions" | "get" | "create" | "list" | "conversion"),
+                "unknown scenario {s:?}: pick from definitions, get, create, list, conversion"
             );
         }
         Settings {
@@ -136,6 +151,9 @@ fn main() {
     }
     if settings.wants("get") || settings.wants("create") || settings.wants("list") {
         serving(&settings, &server_rt, &client_rt);
+    }
+    if settings.wants("conversion") {
+        conversion(&settings, &server_rt, &client_rt);
     }
 }
 
@@ -230,7 +248,7 @@ fn serving(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
 
         if settings.wants("list") {
             let started = Instant::now();
-            fill_list(&versa_client, conns).await;
+            fill(&versa_client, conns, LIST_PATH, LIST_OBJECTS, Arc::new(|i| crontab(&format!("l-{i:04}")))).await;
             println!("(created the {LIST_OBJECTS} listed objects in {:.2} s)", started.elapsed().as_secs_f64());
             let (status, body) = conn.send(Method::GET, LIST_PATH, None).await;
             assert_eq!(status, StatusCode::OK);
@@ -283,15 +301,15 @@ fn serving(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
     println!("(ratio: versa relative to the bare server, 1.0 = as fast)");
 }
 
-/// Creates the listed objects over `conns` connections.
-async fn fill_list(client: &Client, conns: usize) {
+/// Creates `n` objects, the `i`th `object(i)`, by POSTs to `path` over `conns` connections.
+async fn fill(client: &Client, conns: usize, path: &str, n: usize, object: Arc<dyn Fn(usize) -> Bytes + Send + Sync>) {
     let mut tasks = Vec::new();
     for c in 0..conns {
-        let client = client.clone();
+        let (client, path, object) = (client.clone(), path.to_owned(), object.clone());
         tasks.push(tokio::spawn(async move {
             let mut conn = client.connect().await;
-            for i in (c..LIST_OBJECTS).step_by(conns) {
-                let (status, body) = conn.send(Method::POST, LIST_PATH, Some(crontab(&format!("l-{i:04}")))).await;
+            for i in (c..n).step_by(conns) {
+                let (status, body) = conn.send(Method::POST, &path, Some(object(i))).await;
                 assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
             }
         }));
@@ -299,6 +317,324 @@ async fn fill_list(client: &Client, conns: usize) {
     for t in tasks {
         t.await.unwrap();
     }
+}
+
+// ---- conversion: LIST at a non-storage version ----
+
+/// The conversion scenario's definitions: the strategy, and the group that definition serves
+/// (`widgets.<group>`, versions `v1` and `v2`).
+const CONVERSIONS: [(&str, &str); 2] = [("None", "none.bench.example.com"), ("Webhook", "webhook.bench.example.com")];
+/// Where the converted objects live.
+const CONVERTED_NAMESPACE: &str = "converted";
+/// Objects per definition.
+const CONVERTED_OBJECTS: usize = 1000;
+/// Sequential requests per measure (split into the rounds), after [`CONVERSION_WARMUP`] each.
+const CONVERSION_REQUESTS: usize = 50;
+const CONVERSION_WARMUP: usize = 3;
+/// Matches every converted object: a LIST with it converts each page on every request.
+const EVERY_OBJECT: &str = "labelSelector=bench%3Dyes";
+/// Where the bench client POSTs reviews to the webhook (versa calls `/convert`).
+const DIRECT_PATH: &str = "/direct";
+
+/// The figures of one strategy: the LIST at each version, with and without the selector.
+struct Converted {
+    strategy: &'static str,
+    /// At v1, at v2: with the selector, then without.
+    selected: [Load; 2],
+    cached: [Load; 2],
+    /// The same review POSTed straight to the webhook (Webhook only).
+    direct: Option<Load>,
+}
+
+fn conversion(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
+    // The webhook stands for another process: its own threads.
+    let webhook_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("webhook")
+        .build()
+        .unwrap();
+    let webhook = webhook_rt.block_on(Webhook::start());
+    let versa = Versa::start(server_rt);
+    let client = Client::new(versa.dir.path(), versa.addr);
+    let rounds = settings.timing.rounds as usize;
+    println!();
+    println!(
+        "## conversion: LIST of {CONVERTED_OBJECTS} stored at v1, read at v1 and v2; {CONVERSION_REQUESTS} sequential requests per measure on one connection, in {rounds} alternating rounds"
+    );
+    let mut results = Vec::new();
+    client_rt.block_on(async {
+        let mut conn = client.connect().await;
+        wait_ready(&mut conn).await;
+        let mut hook = HookConn::connect(&webhook).await;
+        for (strategy, group) in CONVERSIONS {
+            let spec = match strategy {
+                "None" => json!({"strategy": "None"}),
+                _ => json!({"strategy": "Webhook", "webhook": {
+                    "conversionReviewVersions": ["v1"],
+                    "clientConfig": {
+                        "url": format!("https://{}/convert", webhook.addr),
+                        "caBundle": base64::engine::general_purpose::STANDARD.encode(&webhook.ca_pem),
+                    },
+                }}),
+            };
+            define(&mut conn, &widget_definition(group, spec), group, "v2", "widgets").await;
+            let collection = |version: &str| format!("/apis/{group}/{version}/namespaces/{CONVERTED_NAMESPACE}/widgets");
+            let started = Instant::now();
+            let object = move |i: usize| widget(group, &format!("w-{i:04}"));
+            fill(&client, settings.connections, &collection("v1"), CONVERTED_OBJECTS, Arc::new(object)).await;
+            let filled = started.elapsed();
+
+            let paths = [
+                format!("{}?{EVERY_OBJECT}", collection("v1")),
+                format!("{}?{EVERY_OBJECT}", collection("v2")),
+                collection("v1"),
+                collection("v2"),
+            ];
+            let mut sizes = Vec::new();
+            let mut at_v1 = Vec::new();
+            for (path, version) in paths.iter().zip(["v1", "v2", "v1", "v2"]) {
+                let (status, body) = conn.send(Method::GET, path, None).await;
+                assert_eq!(status, StatusCode::OK, "GET {path}: {}", String::from_utf8_lossy(&body));
+                let list: Value = serde_json::from_slice(&body).unwrap();
+                let items = list["items"].as_array().unwrap();
+                assert_eq!(items.len(), CONVERTED_OBJECTS, "GET {path}");
+                assert!(items.iter().all(|o| o["apiVersion"] == format!("{group}/{version}")), "GET {path}");
+                sizes.push(body.len() / 1024);
+                if at_v1.is_empty() {
+                    at_v1.clone_from(items);
+                }
+            }
+            let mut probes: Vec<Probe> = paths.into_iter().map(Probe::Get).collect();
+            let direct = strategy == "Webhook";
+            if direct {
+                // What versa sends: the objects in their request form at v1, in one review.
+                let review = json!({
+                    "apiVersion": "apiextensions.k8s.io/v1",
+                    "kind": "ConversionReview",
+                    "request": {"uid": "bench", "desiredAPIVersion": format!("{group}/v2"), "objects": at_v1},
+                });
+                let body = json_bytes(&review);
+                println!(
+                    "(the review of {CONVERTED_OBJECTS} objects is {} KiB; the webhook answers over {:?})",
+                    body.len() / 1024,
+                    hook.version
+                );
+                probes.push(Probe::Review(body));
+            }
+            println!(
+                "({strategy}: created {CONVERTED_OBJECTS} objects in {:.2} s; the LIST answers {} KiB at v1, {} KiB at v2)",
+                filled.as_secs_f64(),
+                sizes[0],
+                sizes[1]
+            );
+
+            for probe in &probes {
+                probe.run(&mut conn, &mut hook, CONVERSION_WARMUP).await;
+            }
+            let definition = format!("widgets.{group}");
+            let (sum_before, count_before) = converter_time(&mut conn, &definition).await;
+            webhook.handled.lock().unwrap().clear();
+            let mut loads = alternate(&mut conn, &mut hook, &probes, rounds).await.into_iter();
+            let (sum, count) = converter_time(&mut conn, &definition).await;
+            let (sum, count) = (sum - sum_before, count - count_before);
+            let handled = std::mem::take(&mut *webhook.handled.lock().unwrap());
+            let (mut by_versa, mut by_bench): (Vec<_>, Vec<_>) = handled.into_iter().partition(|(d, _)| !d);
+            by_versa.sort();
+            by_bench.sort();
+            let handler_p50 = |calls: &[(bool, Duration)]| {
+                ms(percentile(&calls.iter().map(|(_, t)| *t).collect::<Vec<_>>(), 0.5))
+            };
+            if count > 0.0 {
+                println!(
+                    "({strategy}: versa's converter ran {count} times in the measured LISTs, {:.2} ms each on average (versa_conversion_duration_seconds))",
+                    sum / count * 1e3
+                );
+            }
+            if direct {
+                println!(
+                    "(Webhook: versa called the webhook {} times; building the answer took p50 {:.2} ms of those calls, {:.2} ms of the bench's direct calls)",
+                    by_versa.len(),
+                    handler_p50(&by_versa),
+                    handler_p50(&by_bench)
+                );
+            }
+            let mut next = || loads.next().unwrap();
+            results.push(Converted {
+                strategy,
+                selected: [next(), next()],
+                cached: [next(), next()],
+                direct: direct.then(next),
+            });
+        }
+    });
+    versa.stop(server_rt);
+    drop(webhook_rt);
+
+    let mut rows: Vec<[String; 6]> = Vec::new();
+    for r in &results {
+        let s = r.strategy;
+        for (p, label) in [(0.5, "p50"), (0.99, "p99")] {
+            let [v1, v2] = [ms(r.selected[0].p(p)), ms(r.selected[1].p(p))];
+            let (overhead, target) = match &r.direct {
+                None => {
+                    let rel = (v2 - v1) / v1;
+                    let target = if p == 0.5 { format!("≤ 10 %: {}", met(rel <= 0.10)) } else { String::new() };
+                    (format!("{:+.1} %", rel * 1e2), target)
+                }
+                Some(direct) => {
+                    let own = ms(direct.p(p));
+                    let beyond = v2 - v1 - own;
+                    let target = if p == 0.5 { format!("≤ 5 ms: {}", met(beyond <= 5.0)) } else { String::new() };
+                    (format!("{beyond:+.2} ms beyond the webhook's {own:.2} ms"), target)
+                }
+            };
+            rows.push([
+                format!("{s}, label selector (converts every time), {label}"),
+                format!("{v1:.2} ms"),
+                format!("{v2:.2} ms"),
+                format!("{:+.2} ms", v2 - v1),
+                overhead,
+                target,
+            ]);
+        }
+        for (p, label) in [(0.5, "p50"), (0.99, "p99")] {
+            let [v1, v2] = [ms(r.cached[0].p(p)), ms(r.cached[1].p(p))];
+            rows.push([
+                format!("{s}, no selector (render cache), {label}"),
+                format!("{v1:.2} ms"),
+                format!("{v2:.2} ms"),
+                format!("{:+.2} ms", v2 - v1),
+                format!("{:+.1} %", (v2 - v1) / v1 * 1e2),
+                String::new(),
+            ]);
+        }
+        if let Some(direct) = &r.direct {
+            for (p, label) in [(0.5, "p50"), (0.99, "p99")] {
+                rows.push([
+                    format!("the webhook's own time: the same review POSTed to it directly, {label}"),
+                    "—".into(),
+                    format!("{:.2} ms", ms(direct.p(p))),
+                    "—".into(),
+                    String::new(),
+                    String::new(),
+                ]);
+            }
+        }
+    }
+    println!();
+    println!("| LIST of {CONVERTED_OBJECTS} | at v1 (storage) | at v2 | v2 − v1 | overhead | target |");
+    println!("|---|---:|---:|---:|---:|---|");
+    for [name, v1, v2, diff, overhead, target] in &rows {
+        println!("| {name} | {v1} | {v2} | {diff} | {overhead} | {target} |");
+    }
+    println!(
+        "(overhead: None relative to the LIST at v1; Webhook beyond the webhook's own time at the same percentile)"
+    );
+}
+
+/// One thing a conversion round measures.
+enum Probe {
+    /// A GET of this path from versa.
+    Get(String),
+    /// This review POSTed straight to the webhook.
+    Review(Bytes),
+}
+
+impl Probe {
+    /// `n` requests one after the other.
+    async fn run(&self, conn: &mut Conn, hook: &mut HookConn, n: usize) -> Load {
+        match self {
+            Probe::Get(path) => sequential(conn, path, None, n).await,
+            Probe::Review(body) => {
+                let mut latencies = Vec::new();
+                let started = Instant::now();
+                for _ in 0..n {
+                    let t = Instant::now();
+                    hook.review(body.clone()).await;
+                    latencies.push(t.elapsed());
+                }
+                latencies.sort();
+                Load { requests: n, run: started.elapsed(), latencies }
+            }
+        }
+    }
+}
+
+/// [`CONVERSION_REQUESTS`] of each probe, in `rounds` rounds that run every probe in turn; the
+/// figures of each, merged.
+async fn alternate(conn: &mut Conn, hook: &mut HookConn, probes: &[Probe], rounds: usize) -> Vec<Load> {
+    let per_round = CONVERSION_REQUESTS.div_ceil(rounds);
+    let mut results: Vec<Vec<Load>> = probes.iter().map(|_| Vec::new()).collect();
+    for _ in 0..rounds {
+        for (probe, loads) in probes.iter().zip(&mut results) {
+            loads.push(probe.run(conn, hook, per_round).await);
+        }
+    }
+    results
+        .into_iter()
+        .map(|loads| {
+            let mut latencies: Vec<Duration> = loads.iter().flat_map(|l| l.latencies.iter().copied()).collect();
+            latencies.sort();
+            Load { requests: latencies.len(), run: loads.iter().map(|l| l.run).sum(), latencies }
+        })
+        .collect()
+}
+
+/// Sum (seconds) and count of `versa_conversion_duration_seconds` for one definition, every
+/// outcome.
+async fn converter_time(conn: &mut Conn, definition: &str) -> (f64, f64) {
+    let (status, body) = conn.send(Method::GET, "/metrics", None).await;
+    assert_eq!(status, StatusCode::OK, "GET /metrics: {}", String::from_utf8_lossy(&body));
+    let needle = format!("definition=\"{definition}\"");
+    let (mut sum, mut count) = (0.0, 0.0);
+    for line in String::from_utf8_lossy(&body).lines().filter(|l| l.contains(&needle)) {
+        let Some((name, value)) = line.rsplit_once(' ') else { continue };
+        let value: f64 = value.parse().unwrap_or(0.0);
+        if name.starts_with("versa_conversion_duration_seconds_sum{") {
+            sum += value;
+        } else if name.starts_with("versa_conversion_duration_seconds_count{") {
+            count += value;
+        }
+    }
+    (sum, count)
+}
+
+/// A definition of `Widget` in `group`: versions v1 (storage) and v2 with the same schema,
+/// converted as `conversion` says.
+fn widget_definition(group: &str, conversion: Value) -> Value {
+    let version = |name: &str, storage: bool| {
+        json!({
+            "name": name, "served": true, "storage": storage,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {
+                    "cronSpec": {"type": "string"},
+                    "image": {"type": "string"},
+                    "replicas": {"type": "integer", "minimum": 0, "maximum": 10},
+                }},
+                "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+            }}},
+        })
+    };
+    json!({
+        "apiVersion": "versa.dev/v1",
+        "kind": "ResourceDefinition",
+        "metadata": {"name": format!("widgets.{group}")},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [version("v1", true), version("v2", false)],
+            "conversion": conversion,
+        },
+    })
+}
+
+/// A v1 Widget of `group` named `name` (the size of a CronTab), labelled for [`EVERY_OBJECT`].
+fn widget(group: &str, name: &str) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"apiVersion":"{group}/v1","kind":"Widget","metadata":{{"name":"{name}","labels":{{"app":"bench","bench":"yes"}}}},"spec":{{"cronSpec":"*/5 * * * *","image":"registry.example.com/bench/cron:1.2.3","replicas":3}}}}"#
+    ))
 }
 
 // ---- definitions: memory and time to be served ----
@@ -526,6 +862,91 @@ async fn start_bare(data_dir: &Path, list_body: Arc<OnceLock<Bytes>>) -> SocketA
     addr
 }
 
+/// The conversion scenario's webhook: HTTPS with a serving certificate for `127.0.0.1` from its
+/// own CA, HTTP/2 and HTTP/1.1 by ALPN, answering any `ConversionReview` v1 with the objects at
+/// the desired version. Runs on the runtime that starts it.
+struct Webhook {
+    addr: SocketAddr,
+    /// The CA, PEM (the definition's `caBundle`).
+    ca_pem: String,
+    /// Time spent building each answer (from the parsed body to the serialised answer), and
+    /// whether the call was the bench's own ([`DIRECT_PATH`]) rather than versa's.
+    handled: Arc<Mutex<Vec<(bool, Duration)>>>,
+}
+
+impl Webhook {
+    async fn start() -> Webhook {
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name.push(DnType::CommonName, "bench webhook CA");
+        let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
+        let issuer = Issuer::new(ca, ca_key);
+        let key = KeyPair::generate().unwrap();
+        let serving = CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap().signed_by(&key, &issuer).unwrap();
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![serving.der().clone()], key)
+            .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let tls = TlsAcceptor::from(Arc::new(config));
+
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let handled: Arc<Mutex<Vec<(bool, Duration)>>> = Arc::default();
+        let log = handled.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else { continue };
+                let _ = tcp.set_nodelay(true);
+                let (tls, log) = (tls.clone(), log.clone());
+                tokio::spawn(async move {
+                    let Ok(stream) = tls.accept(tcp).await else { return };
+                    let service = service_fn(move |req: Request<Incoming>| {
+                        let log = log.clone();
+                        async move {
+                            let direct = req.uri().path() == DIRECT_PATH;
+                            let body = req.into_body().collect().await.unwrap().to_bytes();
+                            let started = Instant::now();
+                            let answer = convert_review(&body);
+                            log.lock().unwrap().push((direct, started.elapsed()));
+                            let mut response = Response::new(Full::new(answer));
+                            response
+                                .headers_mut()
+                                .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+                            Ok::<_, Infallible>(response)
+                        }
+                    });
+                    let builder = auto::Builder::new(TokioExecutor::new());
+                    let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+                });
+            }
+        });
+        Webhook { addr, ca_pem, handled }
+    }
+}
+
+/// The trivial conversion: the review's objects, each with `apiVersion` set to the desired one.
+fn convert_review(body: &[u8]) -> Bytes {
+    let mut review: Value = serde_json::from_slice(body).unwrap();
+    let request = &mut review["request"];
+    let desired = request["desiredAPIVersion"].take();
+    let mut objects = request["objects"].take();
+    for obj in objects.as_array_mut().into_iter().flatten() {
+        obj["apiVersion"] = desired.clone();
+    }
+    let answer = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "response": {"uid": request["uid"].take(), "result": {"status": "Success"}, "convertedObjects": objects},
+    });
+    json_bytes(&answer)
+}
+
 /// What versa's (private) `tls.rs` builds, from the files it wrote into the data directory.
 fn bare_tls(data_dir: &Path) -> Arc<rustls::ServerConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -622,6 +1043,74 @@ impl Conn {
         let response = self.sender.send_request(request).await.unwrap();
         let (parts, body) = response.into_parts();
         (parts.status, body.collect().await.unwrap().to_bytes())
+    }
+}
+
+/// A connection from the bench straight to the conversion webhook, trusting its CA and
+/// offering HTTP/2 and HTTP/1.1, as versa's webhook client does.
+struct HookConn {
+    sender: HookSender,
+    uri: http::Uri,
+    /// What ALPN settled on.
+    version: http::Version,
+}
+
+enum HookSender {
+    H1(SendRequest<Full<Bytes>>),
+    H2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
+}
+
+impl HookConn {
+    async fn connect(webhook: &Webhook) -> HookConn {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in CertificateDer::pem_slice_iter(webhook.ca_pem.as_bytes()) {
+            roots.add(ca.unwrap()).unwrap();
+        }
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let tcp = TcpStream::connect(webhook.addr).await.unwrap();
+        tcp.set_nodelay(true).unwrap();
+        let name = ServerName::IpAddress(webhook.addr.ip().into());
+        let tls = TlsConnector::from(Arc::new(config)).connect(name, tcp).await.unwrap();
+        let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+        let io = TokioIo::new(tls);
+        let (sender, version) = if h2 {
+            let (sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io).await.unwrap();
+            tokio::spawn(conn);
+            (HookSender::H2(sender), http::Version::HTTP_2)
+        } else {
+            let (sender, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
+            tokio::spawn(conn);
+            (HookSender::H1(sender), http::Version::HTTP_11)
+        };
+        let uri = format!("https://{}{DIRECT_PATH}", webhook.addr).parse().unwrap();
+        HookConn { sender, uri, version }
+    }
+
+    /// POSTs a review and reads the whole answer (which is not parsed: that is versa's part).
+    async fn review(&mut self, body: Bytes) {
+        let request = Request::post(self.uri.clone())
+            .version(self.version)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Full::new(body))
+            .unwrap();
+        let response = match &mut self.sender {
+            HookSender::H1(sender) => {
+                sender.ready().await.unwrap();
+                sender.send_request(request).await.unwrap()
+            }
+            HookSender::H2(sender) => {
+                sender.ready().await.unwrap();
+                sender.send_request(request).await.unwrap()
+            }
+        };
+        assert_eq!(response.status(), StatusCode::OK);
+        let _ = response.into_body().collect().await.unwrap();
     }
 }
 

@@ -91,7 +91,10 @@ pub async fn to_storage(ctx: &Ctx, obj: &Value) -> Result<Bytes, Status> {
     let mut stored = obj.clone();
     if ctx.res.flavor == Flavor::Custom {
         let storage = ctx.res.storage_version.clone();
-        stored = convert(ctx, vec![stored], &storage).await?.pop().unwrap_or(Value::Null);
+        // On writes kube reports a failed conversion as an internal error (the storage
+        // encoder's), unlike reads, which pass the converter's message through.
+        let converted = convert(ctx, vec![stored], &storage).await.map_err(|s| Status::internal(s.message))?;
+        stored = converted.into_iter().next().unwrap_or(Value::Null);
     }
     if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("resourceVersion");
