@@ -11,6 +11,8 @@
 //!   definitions API itself);
 //! - `versa_conversion_duration_seconds{definition,strategy,outcome}` and
 //!   `versa_conversion_failures_total{definition,strategy}` — every conversion call;
+//! - `versa_storage_migration_objects_total{definition}` (objects rewritten at a new storage
+//!   version) and `versa_storage_migration_failures_total{definition}` (paused passes);
 //! - `versa_storage_up` (1 when the store answered its last probe) and
 //!   `versa_storage_revision` (the store's current revision), probed every 10 seconds.
 
@@ -44,6 +46,8 @@ pub struct Metrics {
     pub storage_revision: Gauge<i64, AtomicI64>,
     conversions: Family<Labels, Histogram, fn() -> Histogram>,
     conversion_failures: Family<Labels, Counter>,
+    migrated: Family<Labels, Counter>,
+    migration_failures: Family<Labels, Counter>,
 }
 
 impl Default for Metrics {
@@ -95,7 +99,21 @@ impl Metrics {
             "Failed object conversions, by definition and strategy.",
             conversion_failures.clone(),
         );
+        let migrated = Family::<Labels, Counter>::default();
+        let migration_failures = Family::<Labels, Counter>::default();
+        registry.register(
+            "versa_storage_migration_objects",
+            "Objects rewritten at a new storage version by automatic migration.",
+            migrated.clone(),
+        );
+        registry.register(
+            "versa_storage_migration_failures",
+            "Storage migration passes paused by an error.",
+            migration_failures.clone(),
+        );
         Metrics {
+            migrated,
+            migration_failures,
             registry,
             requests,
             durations,
@@ -127,6 +145,16 @@ impl Metrics {
         self.conversions.get_or_create(&labels).observe(seconds);
         if !ok {
             self.conversion_failures.get_or_create(&base).inc();
+        }
+    }
+
+    /// One object migrated (`ok`) or one migration pass paused (`!ok`).
+    pub fn migration(&self, definition: &str, ok: bool) {
+        let labels = vec![("definition", definition.to_owned())];
+        if ok {
+            self.migrated.get_or_create(&labels).inc();
+        } else {
+            self.migration_failures.get_or_create(&labels).inc();
         }
     }
 

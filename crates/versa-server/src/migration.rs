@@ -69,6 +69,7 @@ pub async fn run(state: Arc<State>, name: String) {
             Ok(Outcome::Restart) => continue,
             Err(message) => {
                 tracing::warn!(definition = %name, error = %message, "storage migration paused");
+                state.metrics.migration(&name, false);
                 let _ = update_status(&state, &name, |doc| {
                     set_condition(
                         doc,
@@ -131,6 +132,7 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome, String> {
             seen += 1;
             if rewrite(state, &res, kv, &storage).await? {
                 migrated += 1;
+                state.metrics.migration(name, true);
                 if migrated.is_multiple_of(100) {
                     let message = format!("migrated {migrated} objects to {storage} ({seen} examined)");
                     let _ = update_status(state, name, |doc| {
