@@ -25,16 +25,18 @@
 //! - `lexer` (private) and [`parser`]: source → [`ast::Expr`], macros expanded.
 //! - [`types`]: the CEL type model and the OpenAPI → CEL mapping, with property-name escaping.
 //! - [`check`]: the type checker (cel-go's unification-based algorithm and standard overloads).
+//! - [`cost`]: the static cost estimate (cel-go's estimator, Kubernetes' sizes and limits).
 //! - [`error`]: errors and their cel-go display.
 //!
-//! Not here yet: the static cost estimator (Kubernetes' numbers, using the size facts
-//! [`DeclType`] already records), evaluation with cost metering, the Kubernetes libraries
+//! Not here yet: the cost of the Kubernetes library functions (they count as O(1) in
+//! [`cost`]), evaluation with cost metering, the Kubernetes libraries
 //! (strings, lists, sets, regex, urls, ip/cidr, quantity, semver, format), the literal
 //! validators (duration, timestamp, regex), `cel.bind`, two-variable comprehensions, `optMap`/
 //! `optFlatMap`, and backtick-quoted field names.
 
 pub mod ast;
 pub mod check;
+pub mod cost;
 pub mod error;
 mod lexer;
 pub mod parser;
@@ -44,6 +46,9 @@ use std::fmt;
 
 pub use ast::{Expr, ExprId, ExprKind, Literal, Location, SourceInfo};
 pub use check::{Checked, Variable};
+pub use cost::{
+    CostEstimate, STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT, estimate_cost, max_cardinality,
+};
 pub use error::{CompileError, CompileErrors, display_errors};
 pub use parser::{ParsedExpr, parse};
 pub use types::{DeclKind, DeclType, ListType, ObjectType, Type, escape_property_name, unescape_property_name};

@@ -3,10 +3,12 @@
 //! In order: the root restrictions that come with the status subresource, `nullable` at the root,
 //! then — on the schema lowered once into [`Structural`] — the structural-schema rules and the
 //! defaults, and finally the keyword rules on the schema as written ([`keywords`], including the
-//! static checks of `x-kubernetes-validations` in [`rules`]). A schema that cannot be lowered at
+//! static checks of `x-kubernetes-validations` in [`rules`]), then the compilation of those rules
+//! ([`cel`], on a structural schema with valid defaults only). A schema that cannot be lowered at
 //! all is reported only when nothing else was found, because the keyword rules already explain
 //! the same constructs with better paths.
 
+mod cel;
 mod keywords;
 mod predicates;
 mod rules;
@@ -68,6 +70,8 @@ pub(super) fn validate_version_schema(
     }
 
     let mut lowering_errs = ErrorList::new();
+    // CEL rules are compiled only on a structural schema with valid defaults.
+    let mut cel_schema = None;
     if opts.require_structural_schema {
         match lowered {
             Some(Err(e)) => lowering_errs.push(Error::invalid(root.clone(), "", e.0.clone())),
@@ -76,13 +80,18 @@ pub(super) fn validate_version_schema(
                 if !structural.is_empty() {
                     errs.extend(structural);
                 } else {
-                    errs.extend(versa_schema::defaults::validate_defaults(ss, &root, opts.require_pruned_defaults));
+                    let defaults = versa_schema::defaults::validate_defaults(ss, &root, opts.require_pruned_defaults);
+                    cel_schema = defaults.is_empty().then_some(ss);
+                    errs.extend(defaults);
                 }
             }
             None => {}
         }
     }
-    errs.extend(keywords::validate_schema_keywords(props, &root, opts));
+    let keyword_errs = keywords::validate_schema_keywords(props, &root, opts);
+    let cel_errs = cel_schema.map(|ss| cel::validate_schema_rules(ss, &root, &keyword_errs)).unwrap_or_default();
+    errs.extend(keyword_errs);
+    errs.extend(cel_errs);
     if errs.is_empty() {
         errs.extend(lowering_errs);
     }

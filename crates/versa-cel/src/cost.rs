@@ -1,0 +1,305 @@
+//! The static cost estimate of a compiled expression: cel-go's `checker/cost.go` estimator with
+//! Kubernetes' size estimator (apiextensions `schema/cel/compilation.go`, `sizeEstimator`), so
+//! that a definition is accepted or refused with Kubernetes' numbers.
+//!
+//! The estimate is a range of abstract cost units. Identifiers and field selections cost 1,
+//! literals 0, list/map/struct literals 10/30/40 plus their parts, and most functions 1 plus
+//! their arguments. What makes rules expensive is traversal: string functions cost 0.1 per byte
+//! of the worst-case string (`contains` the product of both sizes, `matches` the string size
+//! times a quarter of the pattern size), `in` on a list its size, and a comprehension (`all`,
+//! `exists`, `filter`, `map`, ...) runs its loop condition and step once per element of the
+//! worst-case range. Worst-case sizes come from the [`DeclType`] of `self`: `maxItems`,
+//! `maxProperties`, `maxLength` (×4 bytes), or, when absent, what fits in a 3 MiB request.
+//!
+//! The functions of the Kubernetes libraries (lists, regex `find`, urls, quantity, ...) are not
+//! estimated here yet: like every function without a rule they count as O(1).
+
+use crate::ast::{ACCUMULATOR_VAR, ExprKind, Literal, op};
+use crate::types::{DeclKind, DeclType, MAX_REQUEST_SIZE_BYTES, Type};
+use crate::{CompiledExpression, Expr};
+
+/// Per-expression limit on the estimated cost of a definition's rule (`StaticEstimatedCostLimit`).
+pub const STATIC_ESTIMATED_COST_LIMIT: u64 = 10_000_000;
+/// Limit on the estimated cost of all rules of one schema (`StaticEstimatedCRDCostLimit`).
+pub const STATIC_ESTIMATED_CRD_COST_LIMIT: u64 = 100_000_000;
+
+const STRING_TRAVERSAL_COST_FACTOR: f64 = 0.1;
+const REGEX_STRING_LENGTH_COST_FACTOR: f64 = 0.25;
+const LIST_CREATE_BASE_COST: u64 = 10;
+const MAP_CREATE_BASE_COST: u64 = 30;
+const STRUCT_CREATE_BASE_COST: u64 = 40;
+
+/// A range of cost units (cel-go `CostEstimate`); arithmetic saturates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CostEstimate {
+    pub min: u64,
+    pub max: u64,
+}
+
+impl CostEstimate {
+    const fn fixed(c: u64) -> CostEstimate {
+        CostEstimate { min: c, max: c }
+    }
+
+    fn add(self, o: CostEstimate) -> CostEstimate {
+        CostEstimate { min: self.min.saturating_add(o.min), max: self.max.saturating_add(o.max) }
+    }
+
+    fn multiply(self, o: CostEstimate) -> CostEstimate {
+        CostEstimate { min: self.min.saturating_mul(o.min), max: self.max.saturating_mul(o.max) }
+    }
+
+    /// cel-go `MultiplyByCostFactor`: scaled and rounded up.
+    fn scale(self, factor: f64) -> CostEstimate {
+        let f = |v: u64| {
+            let x = (v as f64 * factor).ceil();
+            if x >= u64::MAX as f64 { u64::MAX } else { x as u64 }
+        };
+        CostEstimate { min: f(self.min), max: f(self.max) }
+    }
+
+    fn union(self, o: CostEstimate) -> CostEstimate {
+        CostEstimate { min: self.min.min(o.min), max: self.max.max(o.max) }
+    }
+}
+
+/// How many times data of a type whose smallest JSON form is `min_serialized_size` bytes can
+/// occur in one request (apiextensions `maxCardinality`): one comma per element assumed.
+pub fn max_cardinality(min_serialized_size: i64) -> u64 {
+    let size = min_serialized_size.max(0).saturating_add(1);
+    (MAX_REQUEST_SIZE_BYTES / size) as u64
+}
+
+/// The estimated cost of one run of `compiled`, whose `self` (and `oldSelf`) is `self_type`.
+pub fn estimate_cost(compiled: &CompiledExpression, self_type: &DeclType) -> CostEstimate {
+    let mut c = Coster { compiled, root: self_type, iter_ranges: Vec::new(), paths: Vec::new(), sizes: Vec::new() };
+    c.cost(&compiled.ast.expr)
+}
+
+/// A path from `self` through fields, `@items`, `@keys` and `@values`, for size lookups.
+type FieldPath = Vec<String>;
+
+struct Coster<'a> {
+    compiled: &'a CompiledExpression,
+    root: &'a DeclType,
+    /// Comprehension variables in scope, innermost last, with the id of their range.
+    iter_ranges: Vec<(String, &'a Expr)>,
+    paths: Vec<(u32, FieldPath)>,
+    /// Sizes computed for comprehension and concatenation results.
+    sizes: Vec<(u32, CostEstimate)>,
+}
+
+impl<'a> Coster<'a> {
+    fn ty(&self, e: &Expr) -> Type {
+        self.compiled.checked.types.get(e.id as usize).cloned().unwrap_or(Type::Dyn)
+    }
+
+    fn path(&self, e: &Expr) -> Option<&FieldPath> {
+        self.paths.iter().rev().find(|(id, _)| *id == e.id).map(|(_, p)| p)
+    }
+
+    fn cost(&mut self, e: &'a Expr) -> CostEstimate {
+        match &e.kind {
+            ExprKind::Literal(_) => CostEstimate::default(),
+            ExprKind::Ident(name) => {
+                let path = match self.iter_ranges.iter().rev().find(|(v, _)| v == name) {
+                    Some((_, range)) => {
+                        let suffix = match self.ty(range) {
+                            Type::List(_) => Some("@items"),
+                            Type::Map(..) => Some("@keys"),
+                            _ => None,
+                        };
+                        match (self.path(range).cloned(), suffix) {
+                            (Some(mut p), Some(s)) => {
+                                p.push(s.to_owned());
+                                Some(p)
+                            }
+                            _ => None,
+                        }
+                    }
+                    // Accumulators have no path: their size is not the schema's.
+                    None if name == ACCUMULATOR_VAR || name == "__result__" => None,
+                    None => Some(vec![name.clone()]),
+                };
+                if let Some(p) = path {
+                    self.paths.push((e.id, p));
+                }
+                CostEstimate::fixed(1)
+            }
+            ExprKind::Select { operand, field, test_only } => {
+                if *test_only {
+                    return CostEstimate::fixed(1).add(self.cost(operand));
+                }
+                let mut sum = self.cost(operand);
+                if matches!(self.ty(operand), Type::Map(..) | Type::Object(_) | Type::Param(_)) {
+                    sum = sum.add(CostEstimate::fixed(1));
+                }
+                if let Some(mut p) = self.path(operand).cloned() {
+                    p.push(field.clone());
+                    self.paths.push((e.id, p));
+                }
+                sum
+            }
+            ExprKind::Call { function, target, args } => self.call(e, function, target.as_deref(), args),
+            ExprKind::List { elements, .. } => {
+                elements.iter().fold(CostEstimate::fixed(LIST_CREATE_BASE_COST), |s, el| s.add(self.cost(el)))
+            }
+            ExprKind::Map { entries } => entries.iter().fold(CostEstimate::fixed(MAP_CREATE_BASE_COST), |s, en| {
+                let k = self.cost(&en.key);
+                s.add(k).add(self.cost(&en.value))
+            }),
+            ExprKind::Struct { fields, .. } => {
+                fields.iter().fold(CostEstimate::fixed(STRUCT_CREATE_BASE_COST), |s, f| s.add(self.cost(&f.value)))
+            }
+            ExprKind::Comprehension(c) => {
+                let mut sum = self.cost(&c.iter_range).add(self.cost(&c.accu_init));
+                self.iter_ranges.push((c.iter_var.clone(), &c.iter_range));
+                let loop_cost = self.cost(&c.loop_condition);
+                let step_cost = self.cost(&c.loop_step);
+                self.iter_ranges.pop();
+                sum = sum.add(self.cost(&c.result));
+                let range = self.size(&c.iter_range);
+                // A comprehension building a list or map (`map`, `filter`) has as many entries as
+                // its range; one folding into a value (`all`, `exists`) has that value's size.
+                let result_size = match c.accu_init.kind {
+                    ExprKind::List { .. } | ExprKind::Map { .. } => Some(range),
+                    ExprKind::Literal(_) => Some(self.size(&c.accu_init)),
+                    _ => None,
+                };
+                if let Some(size) = result_size {
+                    self.sizes.push((e.id, size));
+                }
+                sum.add(range.multiply(step_cost.add(loop_cost)))
+            }
+        }
+    }
+
+    fn call(&mut self, e: &'a Expr, function: &str, target: Option<&'a Expr>, args: &'a [Expr]) -> CostEstimate {
+        // `dyn(x)` only switches type checking off: x plus one, with x's size.
+        if function == "dyn"
+            && target.is_none()
+            && let [arg] = args
+        {
+            let cost = self.cost(arg);
+            let size = self.size(arg);
+            self.sizes.push((e.id, size));
+            if let Some(p) = self.path(arg).cloned() {
+                self.paths.push((e.id, p));
+            }
+            return CostEstimate::fixed(1).add(cost);
+        }
+        let arg_costs: Vec<CostEstimate> = args.iter().map(|a| self.cost(a)).collect();
+        let arg_sum = arg_costs.iter().fold(CostEstimate::default(), |s, c| s.add(*c));
+        let mut sum = CostEstimate::default();
+        if let Some(t) = target {
+            sum = sum.add(self.cost(t));
+        }
+        let is_string_like = |t: &Type| matches!(t, Type::String | Type::Bytes);
+        let fn_cost = match (function, target, args) {
+            (op::LOGICAL_AND | op::LOGICAL_OR, None, [_, _]) => {
+                let (l, r) = (arg_costs[0], arg_costs[1]);
+                CostEstimate { min: l.min, max: l.add(r).max }
+            }
+            (op::CONDITIONAL, None, [_, _, _]) => {
+                let (c, t, f) = (arg_costs[0], arg_costs[1], arg_costs[2]);
+                c.add(t.union(f))
+            }
+            ("startsWith" | "endsWith", Some(_), [prefix]) => {
+                self.size(prefix).scale(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum)
+            }
+            ("matches", Some(t), [pattern]) => {
+                let s = self.size(t).add(CostEstimate::fixed(1)).scale(STRING_TRAVERSAL_COST_FACTOR);
+                let r = self.size(pattern).scale(REGEX_STRING_LENGTH_COST_FACTOR);
+                s.multiply(r).add(arg_sum)
+            }
+            ("contains", Some(t), [sub]) if is_string_like(&self.ty(t)) => {
+                let s = self.size(t).scale(STRING_TRAVERSAL_COST_FACTOR);
+                let sub = self.size(sub).scale(STRING_TRAVERSAL_COST_FACTOR);
+                s.multiply(sub).add(arg_sum)
+            }
+            (op::IN, None, [_, list]) if matches!(self.ty(list), Type::List(_)) => self.size(list).add(arg_sum),
+            (op::ADD, None, [l, r]) if matches!(self.ty(l), Type::String | Type::Bytes | Type::List(_)) => {
+                let (ls, rs) = (self.size(l), self.size(r));
+                let size = ls.add(rs);
+                self.sizes.push((e.id, size));
+                if matches!(self.ty(l), Type::List(_)) {
+                    CostEstimate::fixed(1).add(arg_sum)
+                } else {
+                    size.scale(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum)
+                }
+            }
+            (
+                op::EQUALS | op::NOT_EQUALS | op::LESS | op::LESS_EQUALS | op::GREATER | op::GREATER_EQUALS,
+                None,
+                [l, r],
+            ) if function == op::EQUALS
+                || function == op::NOT_EQUALS
+                || (is_string_like(&self.ty(l)) && is_string_like(&self.ty(r))) =>
+            {
+                let smallest_max = self.size(l).max.min(self.size(r).max);
+                let min = u64::from(smallest_max > 0);
+                CostEstimate { min, max: smallest_max }.scale(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum)
+            }
+            _ => CostEstimate::fixed(1).add(arg_sum),
+        };
+        if function == op::INDEX
+            && let [container, _] = args
+            && let Some(mut p) = self.path(container).cloned()
+        {
+            match self.ty(container) {
+                Type::List(_) => p.push("@items".into()),
+                Type::Map(..) => p.push("@values".into()),
+                _ => {}
+            }
+            self.paths.push((e.id, p));
+        }
+        sum.add(fn_cost)
+    }
+
+    /// cel-go `sizeEstimate`: a literal's or computed size, else the schema's worst case, else 1
+    /// for scalars and unbounded for the rest.
+    fn size(&self, e: &Expr) -> CostEstimate {
+        if let Some((_, s)) = self.sizes.iter().rev().find(|(id, _)| *id == e.id) {
+            return *s;
+        }
+        let literal = match &e.kind {
+            ExprKind::Literal(Literal::String(s)) => Some(s.chars().count() as u64),
+            ExprKind::Literal(Literal::Bytes(b)) => Some(b.len() as u64),
+            ExprKind::Literal(_) => Some(1),
+            ExprKind::List { elements, .. } => Some(elements.len() as u64),
+            ExprKind::Map { entries } => Some(entries.len() as u64),
+            _ => None,
+        };
+        if let Some(n) = literal {
+            return CostEstimate::fixed(n);
+        }
+        if let Some(p) = self.path(e)
+            && let Some(max) = self.schema_size(p)
+        {
+            return CostEstimate { min: 0, max };
+        }
+        match self.ty(e) {
+            Type::Bool | Type::Double | Type::Duration | Type::Int | Type::Timestamp | Type::Uint => {
+                CostEstimate::fixed(1)
+            }
+            _ => CostEstimate { min: 0, max: u64::MAX },
+        }
+    }
+
+    /// Kubernetes' `sizeEstimator.EstimateSize`: follows the path below the root (whatever
+    /// variable it starts from, as upstream) to the declared type's maximum element count.
+    fn schema_size(&self, path: &FieldPath) -> Option<u64> {
+        let mut node = self.root;
+        for step in path.iter().skip(1) {
+            node = match (&node.kind, step.as_str()) {
+                (DeclKind::List { elem, .. }, "@items") => elem,
+                (DeclKind::Map { value }, "@values") => value,
+                // Keys are Kubernetes' plain `StringType`, which declares no size.
+                (DeclKind::Map { .. }, "@keys") => return Some(0),
+                (DeclKind::Object(o), field) => &o.fields.get(field)?.ty,
+                _ => return None,
+            };
+        }
+        Some(node.max_elements.unwrap_or(0).max(0) as u64)
+    }
+}
