@@ -4,7 +4,7 @@
 # of 1,000 definitions (RSS per definition, time for a new one to be Established and
 # discoverable). Not a test: numbers vary with the machine and its load; ratios less so.
 #
-# Arguments pick scenarios: definitions, get, create, list (default: all). Environment:
+# Arguments pick scenarios: definitions, get, create, list, conversion (default: all). Environment:
 #   VERSA_BENCH_SECONDS      measured seconds per server and throughput scenario (default 5)
 #   VERSA_BENCH_WARMUP       warm-up seconds before each (default 1)
 #   VERSA_BENCH_ROUNDS       rounds alternating versa and the bare server (default 5)

@@ -109,13 +109,24 @@ impl WebhookClient {
         let ca_bundle =
             config.ca_bundle.as_ref().map(|b| b.0.as_slice()).filter(|b| !b.iter().all(u8::is_ascii_whitespace));
         let tls = tls_config(ca_bundle)?;
+        // TCP_NODELAY, as Go's dialer sets it: without it a review upload can stall on Nagle's
+        // algorithm against delayed ACKs (~40 ms).
+        let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
+        http.set_nodelay(true);
+        http.enforce_http(false);
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_only()
             .enable_http1()
             .enable_http2()
-            .build();
-        let client = Client::builder(TokioExecutor::new()).pool_timer(TokioTimer::new()).build(connector);
+            .wrap_connector(http);
+        // Reviews and answers are large (hundreds of KiB per page): HTTP/2 windows sized for
+        // them, so an answer streams without waiting for window updates.
+        let client = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .http2_initial_stream_window_size(8 * 1024 * 1024)
+            .http2_initial_connection_window_size(16 * 1024 * 1024)
+            .build(connector);
         Ok(WebhookClient { client, uri, url, authority, timeout })
     }
 

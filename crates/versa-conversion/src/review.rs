@@ -11,7 +11,7 @@
 //!
 //! Everything here is pure: bytes and values in, values or messages out.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use versa_schema::field::go_quote;
 
 use crate::gv::{GroupVersion, gvk_string, json_kind};
@@ -62,16 +62,27 @@ pub(crate) fn request_body(
     desired_api_version: &str,
     objects: &[&Value],
 ) -> Vec<u8> {
-    let review = json!({
-        "apiVersion": version.api_version(),
-        "kind": REVIEW_KIND,
-        "request": {
-            "uid": uid,
-            "desiredAPIVersion": desired_api_version,
-            "objects": objects,
-        },
-    });
-    review.to_string().into_bytes()
+    // Serialised from borrowed parts: the objects are written once, never copied into a tree.
+    #[derive(serde::Serialize)]
+    struct Request<'a> {
+        uid: &'a str,
+        #[serde(rename = "desiredAPIVersion")]
+        desired_api_version: &'a str,
+        objects: &'a [&'a Value],
+    }
+    #[derive(serde::Serialize)]
+    struct Review<'a> {
+        #[serde(rename = "apiVersion")]
+        api_version: &'a str,
+        kind: &'a str,
+        request: Request<'a>,
+    }
+    let review = Review {
+        api_version: version.api_version(),
+        kind: REVIEW_KIND,
+        request: Request { uid, desired_api_version, objects },
+    };
+    serde_json::to_vec(&review).unwrap_or_default()
 }
 
 /// Decodes and checks a webhook's answer (a 2xx body, not empty) to the review `uid` sent in
@@ -141,7 +152,7 @@ struct Response {
 fn decode(version: ReviewVersion, body: &[u8]) -> Result<Review, String> {
     let doc: Value =
         serde_json::from_slice(body).map_err(|e| format!("couldn't get version/kind; json parse error: {e}"))?;
-    let Value::Object(doc) = doc else {
+    let Value::Object(mut doc) = doc else {
         return Err(format!(
             "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
             json_kind(&doc)
@@ -169,17 +180,17 @@ fn decode(version: ReviewVersion, body: &[u8]) -> Result<Review, String> {
         }
     }
     let pkg = version.version();
-    let response = match doc.get("response") {
+    let response = match doc.remove("response") {
         None | Some(Value::Null) => None,
         Some(Value::Object(r)) => Some(decode_response(r)?),
         Some(other) => {
-            return Err(unmarshal_error(other, "ConversionReview", "response", &format!("{pkg}.ConversionResponse")));
+            return Err(unmarshal_error(&other, "ConversionReview", "response", &format!("{pkg}.ConversionResponse")));
         }
     };
     Ok(Review { api_version, kind, response })
 }
 
-fn decode_response(r: &Map<String, Value>) -> Result<Response, String> {
+fn decode_response(mut r: Map<String, Value>) -> Result<Response, String> {
     let uid = string_field(r.get("uid"), "ConversionResponse", "response.uid", "types.UID")?;
     let (status, message) = match r.get("result") {
         None | Some(Value::Null) => (String::new(), String::new()),
@@ -189,12 +200,13 @@ fn decode_response(r: &Map<String, Value>) -> Result<Response, String> {
         ),
         Some(other) => return Err(unmarshal_error(other, "ConversionResponse", "response.result", "v1.Status")),
     };
-    let converted_objects = match r.get("convertedObjects") {
+    // Taken out of the parsed answer, not copied.
+    let converted_objects = match r.remove("convertedObjects") {
         None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items.clone(),
+        Some(Value::Array(items)) => items,
         Some(other) => {
             return Err(unmarshal_error(
-                other,
+                &other,
                 "ConversionResponse",
                 "response.convertedObjects",
                 "[]runtime.RawExtension",
@@ -230,6 +242,7 @@ pub(crate) fn new_uid(rng: &dyn ring::rand::SecureRandom) -> Result<String, ring
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     const UID: &str = "705ab4f5-6393-11e8-b7cc-42010a800002";
 

@@ -33,12 +33,15 @@
 //!   webhook's own time is the same 1,000-object review POSTed straight to it from the bench,
 //!   over HTTP/2 as versa calls it, in the same rounds. Targets, on the p50s: `None` adds ≤ 10 %
 //!   to the LIST at the storage version; `Webhook` adds the webhook's own time plus ≤ 5 ms.
+//!   Also printed: versa's own timing of its converter (`versa_conversion_duration_seconds`),
+//!   and where a webhook LIST's time goes — before the review reaches the webhook, its upload,
+//!   the webhook's work, and the rest — from the instants the webhook records.
 //!
 //! The server runs on its own multi-thread runtime (worker stacks sized as the binary sizes
-//! them), the load client on another; both share the machine's cores, as wrk on the same host
-//! would. Arguments pick scenarios (`definitions`, `get`, `create`, `list`, `conversion`; default
-//! all).
-//! Nothing here asserts on time: missed targets are printed, not failed.
+//! them), the load client on another (the conversion webhook on a third); all share the
+//! machine's cores, as wrk on the same host would. Arguments pick scenarios (`definitions`,
+//! `get`, `create`, `list`, `conversion`; default all). Nothing here asserts on time: missed
+//! targets are printed, not failed.
 //!
 //! Run: `cargo bench -p versa-server --bench serve` (or `hack/bench-serve.sh`).
 
@@ -405,6 +408,12 @@ fn conversion(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
                     at_v1.clone_from(items);
                 }
             }
+            println!(
+                "({strategy}: created {CONVERTED_OBJECTS} objects in {:.2} s; the LIST answers {} KiB at v1, {} KiB at v2)",
+                filled.as_secs_f64(),
+                sizes[0],
+                sizes[1]
+            );
             let mut probes: Vec<Probe> = paths.into_iter().map(Probe::Get).collect();
             let direct = strategy == "Webhook";
             if direct {
@@ -422,29 +431,19 @@ fn conversion(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
                 );
                 probes.push(Probe::Review(body));
             }
-            println!(
-                "({strategy}: created {CONVERTED_OBJECTS} objects in {:.2} s; the LIST answers {} KiB at v1, {} KiB at v2)",
-                filled.as_secs_f64(),
-                sizes[0],
-                sizes[1]
-            );
 
             for probe in &probes {
                 probe.run(&mut conn, &mut hook, CONVERSION_WARMUP).await;
             }
             let definition = format!("widgets.{group}");
             let (sum_before, count_before) = converter_time(&mut conn, &definition).await;
-            webhook.handled.lock().unwrap().clear();
+            webhook.calls.lock().unwrap().clear();
             let mut loads = alternate(&mut conn, &mut hook, &probes, rounds).await.into_iter();
             let (sum, count) = converter_time(&mut conn, &definition).await;
             let (sum, count) = (sum - sum_before, count - count_before);
-            let handled = std::mem::take(&mut *webhook.handled.lock().unwrap());
-            let (mut by_versa, mut by_bench): (Vec<_>, Vec<_>) = handled.into_iter().partition(|(d, _)| !d);
-            by_versa.sort();
-            by_bench.sort();
-            let handler_p50 = |calls: &[(bool, Duration)]| {
-                ms(percentile(&calls.iter().map(|(_, t)| *t).collect::<Vec<_>>(), 0.5))
-            };
+            let calls = std::mem::take(&mut *webhook.calls.lock().unwrap());
+            let (by_versa, by_bench): (Vec<Call>, Vec<Call>) = calls.into_iter().partition(|c| !c.direct);
+            let building = |calls: &[Call]| ms(median(calls.iter().map(Call::building)));
             if count > 0.0 {
                 println!(
                     "({strategy}: versa's converter ran {count} times in the measured LISTs, {:.2} ms each on average (versa_conversion_duration_seconds))",
@@ -455,9 +454,11 @@ fn conversion(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
                 println!(
                     "(Webhook: versa called the webhook {} times; building the answer took p50 {:.2} ms of those calls, {:.2} ms of the bench's direct calls)",
                     by_versa.len(),
-                    handler_p50(&by_versa),
-                    handler_p50(&by_bench)
+                    building(&by_versa),
+                    building(&by_bench)
                 );
+                let Probe::Get(path) = &probes[1] else { unreachable!() };
+                timeline(&mut conn, path, &webhook).await;
             }
             let mut next = || loads.next().unwrap();
             results.push(Converted {
@@ -579,6 +580,32 @@ async fn alternate(conn: &mut Conn, hook: &mut HookConn, probes: &[Probe], round
             Load { requests: latencies.len(), run: loads.iter().map(|l| l.run).sum(), latencies }
         })
         .collect()
+}
+
+/// Where the time of a LIST that calls the webhook goes: [`CONVERSION_REQUESTS`] sequential
+/// LISTs of `path`, each cut at the instants the webhook saw (one clock, one process).
+async fn timeline(conn: &mut Conn, path: &str, webhook: &Webhook) {
+    let mut spans: [Vec<Duration>; 4] = Default::default();
+    for _ in 0..CONVERSION_REQUESTS {
+        webhook.calls.lock().unwrap().clear();
+        let sent = Instant::now();
+        let (status, body) = conn.send(Method::GET, path, None).await;
+        let done = Instant::now();
+        assert_eq!(status, StatusCode::OK, "GET {path}: {}", String::from_utf8_lossy(&body));
+        let calls = std::mem::take(&mut *webhook.calls.lock().unwrap());
+        let [call] = calls.as_slice() else { panic!("GET {path} called the webhook {} times", calls.len()) };
+        let cuts = [sent, call.arrived, call.received, call.answered, done];
+        for (span, pair) in spans.iter_mut().zip(cuts.windows(2)) {
+            span.push(pair[1] - pair[0]);
+        }
+    }
+    let [before, upload, building, after] = spans.map(|mut s| {
+        s.sort();
+        format!("{:.2} ms (p99 {:.2})", ms(percentile(&s, 0.5)), ms(percentile(&s, 0.99)))
+    });
+    println!(
+        "(Webhook, where a LIST at v2 goes: {before} until the review reached the webhook, {upload} to upload it, {building} for the webhook to build the answer, {after} from there to the end of the LIST)"
+    );
 }
 
 /// Sum (seconds) and count of `versa_conversion_duration_seconds` for one definition, every
@@ -869,9 +896,27 @@ struct Webhook {
     addr: SocketAddr,
     /// The CA, PEM (the definition's `caBundle`).
     ca_pem: String,
-    /// Time spent building each answer (from the parsed body to the serialised answer), and
-    /// whether the call was the bench's own ([`DIRECT_PATH`]) rather than versa's.
-    handled: Arc<Mutex<Vec<(bool, Duration)>>>,
+    /// Every call answered.
+    calls: Arc<Mutex<Vec<Call>>>,
+}
+
+/// One call to the webhook, as the webhook saw it.
+#[derive(Debug, Clone, Copy)]
+struct Call {
+    /// From the bench ([`DIRECT_PATH`]), not from versa.
+    direct: bool,
+    /// The request's head was read.
+    arrived: Instant,
+    /// Its body was read.
+    received: Instant,
+    /// The answer was built (parsed, converted, serialised), about to be sent.
+    answered: Instant,
+}
+
+impl Call {
+    fn building(&self) -> Duration {
+        self.answered - self.received
+    }
 }
 
 impl Webhook {
@@ -897,8 +942,8 @@ impl Webhook {
 
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let handled: Arc<Mutex<Vec<(bool, Duration)>>> = Arc::default();
-        let log = handled.clone();
+        let calls: Arc<Mutex<Vec<Call>>> = Arc::default();
+        let log = calls.clone();
         tokio::spawn(async move {
             loop {
                 let Ok((tcp, _)) = listener.accept().await else { continue };
@@ -909,11 +954,11 @@ impl Webhook {
                     let service = service_fn(move |req: Request<Incoming>| {
                         let log = log.clone();
                         async move {
-                            let direct = req.uri().path() == DIRECT_PATH;
+                            let (direct, arrived) = (req.uri().path() == DIRECT_PATH, Instant::now());
                             let body = req.into_body().collect().await.unwrap().to_bytes();
-                            let started = Instant::now();
+                            let received = Instant::now();
                             let answer = convert_review(&body);
-                            log.lock().unwrap().push((direct, started.elapsed()));
+                            log.lock().unwrap().push(Call { direct, arrived, received, answered: Instant::now() });
                             let mut response = Response::new(Full::new(answer));
                             response
                                 .headers_mut()
@@ -926,7 +971,7 @@ impl Webhook {
                 });
             }
         });
-        Webhook { addr, ca_pem, handled }
+        Webhook { addr, ca_pem, calls }
     }
 }
 
@@ -1313,6 +1358,12 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
         return Duration::ZERO;
     }
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn median(durations: impl IntoIterator<Item = Duration>) -> Duration {
+    let mut sorted: Vec<Duration> = durations.into_iter().collect();
+    sorted.sort();
+    percentile(&sorted, 0.5)
 }
 
 fn ms(d: Duration) -> f64 {

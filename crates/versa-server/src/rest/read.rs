@@ -322,7 +322,12 @@ pub fn list_object(ctx: &Ctx, page: Page) -> Value {
     if let Some(c) = page.continue_token {
         meta["continue"] = json!(c);
     }
-    json!({"apiVersion": ctx.api_version(), "kind": ctx.res.list_kind, "metadata": meta, "items": page.items})
+    // The items move into the list (json! would copy every object).
+    let mut list = json!({"apiVersion": ctx.api_version(), "kind": ctx.res.list_kind, "metadata": meta});
+    if let Some(o) = list.as_object_mut() {
+        o.insert("items".into(), Value::Array(page.items));
+    }
+    list
 }
 
 /// `meta.k8s.io/v1` PartialObjectMetadata of an object.
