@@ -28,25 +28,28 @@ pub(crate) fn check(
 ) -> Result<Vec<Value>, String> {
     let mut out = Vec::with_capacity(converted.len());
     for (original, converted) in originals.iter().zip(converted) {
-        let gvk = gvk_string(str_field(original, "apiVersion"), str_field(original, "kind"));
+        // Named only when something is wrong (it is a string per object otherwise).
+        let gvk = || gvk_string(str_field(original, "apiVersion"), str_field(original, "kind"));
         // kube returns the decoding error as it is, without naming the object.
         let mut converted = decode(converted)?;
         let got = GroupVersion::parse(str_field(&converted, "apiVersion"));
         if got != desired {
             return Err(format!(
-                "conversion webhook for {gvk} returned invalid object at index 0: invalid groupVersion (expected {desired}, received {got})"
+                "conversion webhook for {} returned invalid object at index 0: invalid groupVersion (expected {desired}, received {got})",
+                gvk()
             ));
         }
         let (want_kind, got_kind) = (str_field(original, "kind"), str_field(&converted, "kind"));
         if want_kind != got_kind {
             return Err(format!(
-                "conversion webhook for {gvk} returned invalid object at index 0: invalid kind (expected {want_kind}, received {got_kind})"
+                "conversion webhook for {} returned invalid object at index 0: invalid kind (expected {want_kind}, received {got_kind})",
+                gvk()
             ));
         }
         validate(original, &converted)
-            .map_err(|e| format!("conversion webhook for {gvk} returned invalid object: {e}"))?;
+            .map_err(|e| format!("conversion webhook for {} returned invalid object: {e}", gvk()))?;
         restore_object_meta(original, &mut converted)
-            .map_err(|e| format!("conversion webhook for {gvk} returned invalid metadata: {e}"))?;
+            .map_err(|e| format!("conversion webhook for {} returned invalid metadata: {e}", gvk()))?;
         out.push(converted);
     }
     Ok(out)
@@ -91,10 +94,14 @@ fn validate(original: &Value, converted: &Value) -> Result<(), String> {
 fn restore_object_meta(original: &Value, converted: &mut Value) -> Result<(), String> {
     const EMPTY: Value = Value::Null;
     let original_meta = original.get("metadata");
-    let converted_meta = match (original_meta, converted.get("metadata")) {
+    // The converted metadata is taken out (not copied): it is replaced below in every case.
+    let mut converted_meta = match (original_meta, converted.get("metadata")) {
         (None, None) => return Ok(()),
         (Some(_), None) => return Err("missing metadata in converted object".into()),
-        (_, Some(Value::Object(m))) => m.clone(),
+        (_, Some(Value::Object(_))) => match converted.as_object_mut().and_then(|o| o.remove("metadata")) {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        },
         (_, Some(other)) => return Err(format!("invalid metadata of type {} in converted object", go_type(other))),
     };
     let mut result = match original_meta {
@@ -103,21 +110,21 @@ fn restore_object_meta(original: &Value, converted: &mut Value) -> Result<(), St
         Some(other) => return Err(format!("invalid metadata of type {} in input object", go_type(other))),
     };
     for field in ["labels", "annotations"] {
-        let converted_field = match converted_meta.get(field) {
+        let converted_field = match converted_meta.remove(field) {
             None | Some(Value::Null) => {
                 result.remove(field);
                 continue;
             }
             Some(Value::Object(m)) => m,
             Some(other) => {
-                return Err(format!("invalid metadata.{field} of type {} in converted object", go_type(other)));
+                return Err(format!("invalid metadata.{field} of type {} in converted object", go_type(&other)));
             }
         };
         // An original field that is not a map counts as empty, as it does in kube.
         let original_field = result.get(field).and_then(Value::as_object);
         let original_len = original_field.map_or(0, Map::len);
         let mut changed = original_len != converted_field.len();
-        for (k, v) in converted_field {
+        for (k, v) in &converted_field {
             if !v.is_string() {
                 return Err(format!(
                     "metadata.{field}[{k}] must be a string, but is {} in converted object",
@@ -140,7 +147,7 @@ fn restore_object_meta(original: &Value, converted: &mut Value) -> Result<(), St
                 return Err(errs.aggregate());
             }
         }
-        result.insert(field.to_owned(), Value::Object(converted_field.clone()));
+        result.insert(field.to_owned(), Value::Object(converted_field));
     }
     if let Some(obj) = converted.as_object_mut() {
         obj.insert("metadata".to_owned(), Value::Object(result));
