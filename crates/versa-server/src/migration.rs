@@ -194,7 +194,10 @@ async fn rewrite(state: &State, res: &Resource, kv: &KeyValue, storage: &str) ->
     let name = res.definition.name();
     state.metrics.conversion(name, converter.strategy(), converted.is_ok(), started.elapsed().as_secs_f64());
     let mut converted = converted.map_err(|e| e.message)?;
-    let mut obj = converted.pop().unwrap_or(Value::Null);
+    let mut obj = converted.pop().ok_or_else(|| format!("{}: the converter returned no object", kv.key))?;
+    if !obj.is_object() {
+        return Err(format!("{}: the converter returned a non-object", kv.key));
+    }
     if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("resourceVersion");
     }

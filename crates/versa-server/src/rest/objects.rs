@@ -94,7 +94,10 @@ pub async fn to_storage(ctx: &Ctx, obj: &Value) -> Result<Bytes, Status> {
         // On writes kube reports a failed conversion as an internal error (the storage
         // encoder's), unlike reads, which pass the converter's message through.
         let converted = convert(ctx, vec![stored], &storage).await.map_err(|s| Status::internal(s.message))?;
-        stored = converted.into_iter().next().unwrap_or(Value::Null);
+        stored = converted
+            .into_iter()
+            .next()
+            .ok_or_else(|| Status::internal("the converter returned no object; nothing was written"))?;
     }
     if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("resourceVersion");
