@@ -27,9 +27,14 @@
 //! - [`check`]: the type checker (cel-go's unification-based algorithm and standard overloads).
 //! - [`cost`]: the static cost estimate (cel-go's estimator, Kubernetes' sizes and limits).
 //! - [`error`]: errors and their cel-go display.
+//! - [`value`]: runtime values, with `self`/`oldSelf` as lazy views of the JSON through their
+//!   [`DeclType`] (set/map list equality and `+`); [`time`]: timestamps and durations.
+//! - [`mod@eval`]: the evaluator ([`eval()`] with an [`Activation`] and a [`CostTracker`] carrying
+//!   Kubernetes' per-call limit and per-object budget); `stdlib` (private): the standard
+//!   functions at runtime, each charged its cel-go runtime cost.
 //!
 //! Not here yet: the cost of the Kubernetes library functions (they count as O(1) in
-//! [`cost`]), evaluation with cost metering, the Kubernetes libraries
+//! [`cost`]), IANA time-zone names in the timestamp accessors, the Kubernetes libraries
 //! (strings, lists, sets, regex, urls, ip/cidr, quantity, semver, format), the literal
 //! validators (duration, timestamp, regex), `cel.bind`, two-variable comprehensions, `optMap`/
 //! `optFlatMap`, and backtick-quoted field names.
@@ -38,9 +43,13 @@ pub mod ast;
 pub mod check;
 pub mod cost;
 pub mod error;
+pub mod eval;
 mod lexer;
 pub mod parser;
+mod stdlib;
+pub mod time;
 pub mod types;
+pub mod value;
 
 use std::fmt;
 
@@ -50,8 +59,10 @@ pub use cost::{
     CostEstimate, STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT, estimate_cost, max_cardinality,
 };
 pub use error::{CompileError, CompileErrors, display_errors};
+pub use eval::{Activation, CostTracker, EvalError, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, eval};
 pub use parser::{ParsedExpr, parse};
 pub use types::{DeclKind, DeclType, ListType, ObjectType, Type, escape_property_name, unescape_property_name};
+pub use value::Value;
 
 /// The variable a rule's value is bound to.
 pub const SELF_VAR: &str = "self";
