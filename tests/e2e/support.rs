@@ -105,3 +105,20 @@ pub fn fails(output: Output) -> String {
     assert!(!output.status.success(), "expected failure, got: {}", String::from_utf8_lossy(&output.stdout));
     String::from_utf8(output.stderr).unwrap()
 }
+
+/// JSON equality with numbers compared by value (`1` equals `1.0`), for comparing what the
+/// server answers with what a test expects.
+pub fn json_eq(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(x), Some(y)) => x == y,
+            _ => x.as_f64() == y.as_f64(),
+        },
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_eq(x, y)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use client::{Client, Response, Watch};
 use serde_json::{Value, json};
-use versa_e2e::{Versa, ok};
+use versa_e2e::{Versa, json_eq, ok};
 use webhook::{Mode, Webhook};
 
 /// The definitions collection.
@@ -158,21 +158,6 @@ impl Checks {
         if !self.failures.is_empty() {
             panic!("{} mismatch(es):\n  - {}", self.failures.len(), self.failures.join("\n  - "));
         }
-    }
-}
-
-/// JSON equality with numbers compared by value (`1` equals `1.0`).
-fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
-            (Some(x), Some(y)) => x == y,
-            _ => x.as_f64() == y.as_f64(),
-        },
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_eq(x, y)),
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
-        }
-        _ => a == b,
     }
 }
 

@@ -68,16 +68,7 @@ pub(crate) fn go_type(v: &Value) -> &'static str {
 }
 
 /// The word `encoding/json` uses for a JSON value in `cannot unmarshal <kind> into ...`.
-pub(crate) fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
+pub(crate) use versa_schema::objectmeta::json_kind;
 
 #[cfg(test)]
 mod tests {
