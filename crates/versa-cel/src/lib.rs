@@ -32,6 +32,8 @@
 //! - [`mod@eval`]: the evaluator ([`eval()`] with an [`Activation`] and a [`CostTracker`] carrying
 //!   Kubernetes' per-call limit and per-object budget); `stdlib` (private): the standard
 //!   functions at runtime, each charged its cel-go runtime cost.
+//! - [`validator`]: a version's rules compiled once ([`SchemaRules`]) and run on every create
+//!   and update, with kube's correlation of `oldSelf`, cost budget, messages and ratcheting.
 //!
 //! Not here yet: the cost of the Kubernetes library functions (they count as O(1) in
 //! [`cost`]), IANA time-zone names in the timestamp accessors, the Kubernetes libraries
@@ -49,6 +51,7 @@ pub mod parser;
 mod stdlib;
 pub mod time;
 pub mod types;
+pub mod validator;
 pub mod value;
 
 use std::fmt;
@@ -62,6 +65,7 @@ pub use error::{CompileError, CompileErrors, display_errors};
 pub use eval::{Activation, CostTracker, EvalError, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, eval};
 pub use parser::{ParsedExpr, parse};
 pub use types::{DeclKind, DeclType, ListType, ObjectType, Type, escape_property_name, unescape_property_name};
+pub use validator::{Outcome, SchemaRules};
 pub use value::Value;
 
 /// The variable a rule's value is bound to.

@@ -163,6 +163,13 @@ async fn reconcile(state: &Arc<State>, known: &BTreeMap<String, Known>, name: &s
         let mut doc = current.clone();
         compute_status(&mut doc, &k.def, others.map(|o| o.def.as_ref()));
         if doc != current {
+            // Serve before saying so: a client that sees `Established` must find the resource
+            // (kube sets Established in a separate step for the same reason).
+            if let Ok(next) = ResourceDefinition::from_document(&doc)
+                && next.is_established()
+            {
+                serve(state, &Known { kv: k.kv.clone(), def: Arc::new(next) });
+            }
             // The write comes back as a watch event and is served from there. It runs on its
             // own so that the next event is handled meanwhile and many definitions loaded at
             // once share the store's group commits; compare-and-swap keeps it safe (a lost race

@@ -19,6 +19,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use serde_json::Value;
 use versa_apiextensions::types::{API_VERSION, GROUP, KIND, VERSION};
 use versa_apiextensions::{ResourceDefinition, compare_kube_aware_versions};
+use versa_cel::SchemaRules;
 use versa_conversion::{Converter, Options as ConversionOptions};
 use versa_schema::Structural;
 
@@ -70,6 +71,8 @@ pub struct Version {
     /// The lowered schema (`None` for the definitions resource, which is validated by
     /// `versa-apiextensions`); shared with the converter, which prunes with it.
     pub schema: Option<Arc<Structural>>,
+    /// The schema's `x-kubernetes-validations`, compiled once (empty without a schema).
+    pub rules: SchemaRules,
     pub table: TableConvertor,
     pub status: bool,
     pub scale: Option<CustomResourceSubresourceScale>,
@@ -106,10 +109,12 @@ impl Resource {
                 let warning = v.deprecated.unwrap_or(false).then(|| {
                     v.deprecation_warning.clone().unwrap_or_else(|| default_deprecation_warning(&def, &v.name))
                 });
+                let rules = schema.as_deref().map(SchemaRules::compile).unwrap_or_default();
                 Version {
                     name: v.name.clone(),
                     served: v.served,
                     schema,
+                    rules,
                     // A column whose path does not parse is dropped with the ones after it, as
                     // kube serves it (definition validation refuses such paths anyway).
                     table: TableConvertor::lenient(columns).0,
@@ -169,6 +174,7 @@ impl Resource {
                 name: VERSION.to_owned(),
                 served: true,
                 schema: None,
+                rules: SchemaRules::default(),
                 table: TableConvertor::default_columns(),
                 status: true,
                 scale: None,

@@ -145,9 +145,16 @@ fn check_namespace(ctx: &Ctx, obj: &mut Value) -> Result<(), Status> {
     Ok(())
 }
 
-/// Default → prune → validate at the request version (custom resources), or definition
-/// validation. Returns the pruned field paths.
-fn admit(ctx: &Ctx, obj: &mut Value, old: Option<&Value>, part: Part) -> Result<Vec<String>, Status> {
+/// Default → prune → validate → `x-kubernetes-validations` at the request version (custom
+/// resources), or definition validation. Returns the pruned field paths; ratcheted rule
+/// failures go to `warnings`.
+fn admit(
+    ctx: &Ctx,
+    obj: &mut Value,
+    old: Option<&Value>,
+    part: Part,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<String>, Status> {
     let res = &ctx.res;
     let name = name_of(obj).to_owned();
     let invalid = |errs: &ErrorList| Status::invalid(&res.group, &res.kind, &name, errs);
@@ -173,8 +180,12 @@ fn admit(ctx: &Ctx, obj: &mut Value, old: Option<&Value>, part: Part) -> Result<
                 return Err(Status::internal(format!("no schema for version {}", ctx.version)));
             };
             let mut errs = ErrorList::new();
+            let mut schema_valid = false;
             let unknown = match pipeline::admit(obj, schema, &kind) {
-                Ok(admitted) => admitted.unknown_fields,
+                Ok(admitted) => {
+                    schema_valid = true;
+                    admitted.unknown_fields
+                }
                 Err(e) => {
                     errs = e;
                     Vec::new()
@@ -183,6 +194,14 @@ fn admit(ctx: &Ctx, obj: &mut Value, old: Option<&Value>, part: Part) -> Result<
             if let Some(old) = old {
                 errs.extend(pipeline::validate_update(obj, old));
                 errs.extend(finalizer_rules(obj, old));
+            }
+            // x-kubernetes-validations run only on an object the schema accepted (kube skips
+            // them after blocking errors).
+            let rules = &ctx.ver().rules;
+            if schema_valid && !rules.is_empty() {
+                let outcome = rules.check(obj, old);
+                errs.extend(outcome.errors);
+                warnings.extend(outcome.warnings);
             }
             if let Some(scale) = &ctx.ver().scale {
                 errs.extend(super::scale::validate_replica_paths(obj, scale));
@@ -240,7 +259,10 @@ fn admit_reporting(
         let unknown = unknown_fields_of(ctx, obj);
         report_fields(ctx, mode, duplicates, &unknown)?;
     }
-    let unknown = admit(ctx, obj, old, part)?;
+    let mut warnings = Vec::new();
+    let result = admit(ctx, obj, old, part, &mut warnings);
+    ctx.warnings.extend(warnings);
+    let unknown = result?;
     if mode == FieldValidation::Warn {
         report_fields(ctx, mode, duplicates, &unknown)?;
     }

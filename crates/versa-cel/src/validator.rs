@@ -1,0 +1,553 @@
+//! Running a version's `x-kubernetes-validations` on every create and update, as
+//! kube-apiserver's `schema/cel.Validator.Validate` does.
+//!
+//! [`SchemaRules::compile`] compiles every rule (and `messageExpression`) of a lowered structural
+//! schema once, when the definition is loaded; rules that do not compile were reported when the
+//! definition was written and are skipped here. Subtrees without rules are not kept, so a walk
+//! only visits nodes that lead to a rule.
+//!
+//! [`SchemaRules::check`] walks the object and the schema together:
+//!
+//! - `self` is bound at the rule's node; rules on list items and map values run once per
+//!   element; `null` values are not validated (a rule on the parent must check presence).
+//! - `oldSelf` is the old value at the correlated path: object properties and map values by key
+//!   (map types granular and atomic), items of `x-kubernetes-list-type: map` lists by their keys;
+//!   nothing below set and atomic lists. A transition rule (one using `oldSelf`) is skipped when
+//!   there is no old value, unless it has `optionalOldSelf` (then `oldSelf` is
+//!   `optional.none()`).
+//! - One [`CostTracker`] per object, with [`RUNTIME_CEL_COST_BUDGET`]: running out of it, or a
+//!   rule over the per-call limit, stops the walk with kube's error.
+//! - A failed rule reports `<path>[.<fieldPath>]: Invalid value: [<scalar>: ]<message>` — the
+//!   value is omitted for objects and arrays; the message is the `messageExpression` result
+//!   (trimmed; falling back when it fails, is empty, has line breaks or exceeds 5 KiB), else
+//!   `message`, else `failed rule: <rule>`; `reason` picks the error type.
+//! - Ratcheting (kube's `CRDValidationRatcheting`, GA): on updates, a failure of a rule that does
+//!   not use `oldSelf` at a node whose value is unchanged (or, below an uncorrelatable list, whose
+//!   nearest correlated ancestor is unchanged) is a warning, not an error.
+//!
+//! Not here: rules inside `allOf` branches (kube also runs those), and the metrics.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value as Json;
+use versa_schema::Structural;
+use versa_schema::field::{BadValue, Error, ErrorList, ErrorType, Path, go_quote};
+use versa_schema::structural::Type as SchemaType;
+
+use crate::eval::{Activation, CostTracker, EvalError, RUNTIME_CEL_COST_BUDGET, eval};
+use crate::types::DeclType;
+use crate::value::Value;
+use crate::{CompileOptions, CompiledExpression, compile_message_expression, compile_rule};
+
+/// The longest `messageExpression` result used (`celconfig.MaxEvaluatedMessageExpressionSizeBytes`).
+pub const MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES: usize = 5 * 1024;
+
+/// The compiled rules of one version's schema.
+#[derive(Clone, Debug, Default)]
+pub struct SchemaRules {
+    /// `None` when the schema has no rules anywhere.
+    root: Option<Node>,
+}
+
+/// What a validation of one object found.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    pub errors: ErrorList,
+    /// Ratcheted failures (kube sends them as `Warning` headers).
+    pub warnings: Vec<String>,
+}
+
+/// A schema node that has rules at or below it.
+#[derive(Clone, Debug)]
+struct Node {
+    /// The schema's `type` as written (kube's `sts.Type`, the value of budget errors).
+    type_name: String,
+    /// The CEL type of `self`; present when the node has rules.
+    decl: Option<DeclType>,
+    rules: Vec<Rule>,
+    properties: BTreeMap<String, Node>,
+    additional: Option<Box<Node>>,
+    items: Option<Box<Node>>,
+    /// Map values can be correlated with the old ones (map type granular or atomic).
+    map_correlatable: bool,
+    /// List-map keys when the node is an `x-kubernetes-list-type: map` list.
+    list_map_keys: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug)]
+struct Rule {
+    source: String,
+    message: String,
+    reason: Option<ErrorType>,
+    /// `fieldPath`, normalized to a relative field path (`a.b[key]`).
+    field_path: Option<String>,
+    optional_old_self: bool,
+    compiled: CompiledExpression,
+    message_expression: Option<(String, CompiledExpression)>,
+}
+
+impl Rule {
+    /// kube's `ruleErrorString`: the message if any, else the rule.
+    fn error_string(&self) -> &str {
+        if self.message.is_empty() { self.source.trim() } else { self.message.trim() }
+    }
+
+    /// kube's `ruleMessageOrDefault`.
+    fn message_or_default(&self) -> String {
+        if self.message.is_empty() {
+            format!("failed rule: {}", self.error_string())
+        } else {
+            self.message.trim().to_owned()
+        }
+    }
+}
+
+impl SchemaRules {
+    /// Compiles every rule of `root` (the lowered schema of one version).
+    pub fn compile(root: &Structural) -> SchemaRules {
+        SchemaRules { root: Node::build(root, true) }
+    }
+
+    /// Whether there is any rule to run.
+    pub fn is_empty(&self) -> bool {
+        self.root.is_none()
+    }
+
+    /// Runs the rules on `new` (with `old` on updates) and returns the errors.
+    pub fn validate(&self, new: &Json, old: Option<&Json>) -> ErrorList {
+        self.check(new, old).errors
+    }
+
+    /// Runs the rules on `new` (with `old` on updates): errors, and ratcheted failures.
+    pub fn check(&self, new: &Json, old: Option<&Json>) -> Outcome {
+        let mut walk = Walk { tracker: CostTracker::new(RUNTIME_CEL_COST_BUDGET), out: Outcome::default() };
+        if let Some(root) = &self.root {
+            let ratchet = old.is_some_and(|o| o == new);
+            // A stop only ends the walk early; what it found is in `walk.out`.
+            let _stopped = walk.node(root, &Path::none(), new, old, ratchet);
+        }
+        walk.out
+    }
+}
+
+impl Node {
+    fn build(s: &Structural, is_root: bool) -> Option<Node> {
+        let properties: BTreeMap<String, Node> =
+            s.properties.iter().filter_map(|(k, p)| Node::build(p, false).map(|n| (k.clone(), n))).collect();
+        let additional =
+            s.additional_properties.as_ref().and_then(|ap| ap.schema()).and_then(|ap| Node::build(ap, false));
+        let items = s.items.as_deref().and_then(|i| Node::build(i, false));
+        let mut decl = None;
+        let mut rules = Vec::new();
+        if !s.validations.is_empty() {
+            decl = DeclType::from_structural(s, is_root || s.embedded_resource);
+            if let Some(d) = &decl {
+                rules = s
+                    .validations
+                    .iter()
+                    .filter_map(|r| {
+                        let spec = RuleSpec {
+                            rule: &r.rule,
+                            message: r.message.as_deref(),
+                            message_expression: r.message_expression.as_deref(),
+                            reason: r.reason.as_deref(),
+                            field_path: r.field_path.as_deref(),
+                            optional_old_self: r.optional_old_self == Some(true),
+                        };
+                        compile_one(spec, d, s)
+                    })
+                    .collect();
+            }
+        }
+        if rules.is_empty() && properties.is_empty() && additional.is_none() && items.is_none() {
+            return None;
+        }
+        Some(Node {
+            type_name: s.type_name.clone(),
+            decl,
+            rules,
+            properties,
+            additional: additional.map(Box::new),
+            items: items.map(Box::new),
+            map_correlatable: matches!(s.map_type.as_deref(), None | Some("granular" | "atomic")),
+            list_map_keys: (s.type_ == SchemaType::Array && s.list_type.as_deref() == Some("map"))
+                .then(|| s.list_map_keys.clone()),
+        })
+    }
+}
+
+/// A rule's fields, as `x-kubernetes-validations` has them.
+struct RuleSpec<'a> {
+    rule: &'a str,
+    message: Option<&'a str>,
+    message_expression: Option<&'a str>,
+    reason: Option<&'a str>,
+    field_path: Option<&'a str>,
+    optional_old_self: bool,
+}
+
+/// Compiles one rule; `None` when it does not compile (already reported for the definition).
+fn compile_one(r: RuleSpec<'_>, decl: &DeclType, s: &Structural) -> Option<Rule> {
+    let opts = CompileOptions { optional_old_self: r.optional_old_self, ..CompileOptions::default() };
+    let compiled = compile_rule(r.rule, decl, &opts).ok()?;
+    let message_expression = r
+        .message_expression
+        .filter(|e| !e.trim().is_empty())
+        .and_then(|e| compile_message_expression(e, decl, &opts).ok().map(|c| (e.to_owned(), c)));
+    Some(Rule {
+        source: r.rule.to_owned(),
+        message: r.message.unwrap_or_default().to_owned(),
+        reason: r.reason.and_then(ErrorType::from_reason),
+        field_path: r.field_path.filter(|p| !p.is_empty()).and_then(|p| normalize_field_path(p, s)),
+        optional_old_self: r.optional_old_self,
+        compiled,
+        message_expression,
+    })
+}
+
+struct Walk {
+    tracker: CostTracker,
+    out: Outcome,
+}
+
+/// The walk stops (budget spent, or a rule over the per-call limit).
+struct Stop;
+
+impl Walk {
+    /// `ratchet`: errors of non-transition rules here are ratcheted (the nearest correlated value
+    /// at or above this node equals its old value).
+    fn node(&mut self, n: &Node, path: &Path, new: &Json, old: Option<&Json>, ratchet: bool) -> Result<(), Stop> {
+        if new.is_null() {
+            return Ok(());
+        }
+        if let Some(decl) = &n.decl
+            && !n.rules.is_empty()
+        {
+            self.rules(n, decl, path, new, old, ratchet)?;
+        }
+        match new {
+            Json::Array(items) => {
+                let Some(item_node) = &n.items else { return Ok(()) };
+                let olds = old.and_then(Json::as_array);
+                for (i, item) in items.iter().enumerate() {
+                    let old_item = match (&n.list_map_keys, olds) {
+                        (Some(keys), Some(olds)) => olds.iter().find(|o| same_keys(keys, item, o)),
+                        _ => None,
+                    };
+                    let r = old_item.map_or(ratchet, |o| o == item);
+                    self.node(item_node, &path.index(i), item, old_item, r)?;
+                }
+            }
+            Json::Object(map) => {
+                let olds = old.and_then(Json::as_object).filter(|_| n.map_correlatable);
+                if let Some(value_node) = &n.additional {
+                    for (k, v) in map {
+                        let old_v = olds.and_then(|o| o.get(k));
+                        let r = old_v.map_or(ratchet, |o| o == v);
+                        self.node(value_node, &path.key(k), v, old_v, r)?;
+                    }
+                }
+                for (k, prop) in &n.properties {
+                    let Some(v) = map.get(k) else { continue };
+                    let old_v = olds.and_then(|o| o.get(k));
+                    let r = old_v.map_or(ratchet, |o| o == v);
+                    self.node(prop, &path.child(k), v, old_v, r)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn rules(
+        &mut self,
+        n: &Node,
+        decl: &DeclType,
+        path: &Path,
+        new: &Json,
+        old: Option<&Json>,
+        ratchet: bool,
+    ) -> Result<(), Stop> {
+        let type_value = || BadValue::from(n.type_name.as_str());
+        if self.tracker.remaining_budget() == 0 {
+            self.out.errors.push(Error::invalid(path.clone(), type_value(), budget_message()));
+            return Err(Stop);
+        }
+        for rule in &n.rules {
+            if rule.compiled.uses_old_self && old.is_none() && !rule.optional_old_self {
+                continue;
+            }
+            let result = Activation::for_rule(new, old, decl, rule.optional_old_self)
+                .and_then(|act| eval(&rule.compiled, &act, &mut self.tracker).map(|v| (v, act)));
+            let activation = match result {
+                Ok((Value::Bool(true), _)) => continue,
+                Ok((_, act)) => act,
+                Err(EvalError::BudgetExceeded) => {
+                    self.out.errors.push(Error::invalid(path.clone(), type_value(), budget_message()));
+                    return Err(Stop);
+                }
+                Err(e @ EvalError::CostLimitExceeded) => {
+                    self.out.errors.push(Error::invalid(
+                        path.clone(),
+                        type_value(),
+                        format!(
+                            "'{e}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                            rule.error_string()
+                        ),
+                    ));
+                    return Err(Stop);
+                }
+                Err(e @ EvalError::NoSuchOverload { .. }) => {
+                    self.out.errors.push(Error::invalid(
+                        path.clone(),
+                        type_value(),
+                        format!(
+                            "'{e}': call arguments did not match a supported operator, function or macro signature \
+                             for rule: {}",
+                            rule.error_string()
+                        ),
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    self.out.errors.push(Error::invalid(
+                        path.clone(),
+                        type_value(),
+                        format!("{e} evaluating rule: {}", rule.error_string()),
+                    ));
+                    continue;
+                }
+            };
+            let at = match &rule.field_path {
+                Some(fp) => path.child(fp),
+                None => path.clone(),
+            };
+            let ratcheted = ratchet && !rule.compiled.uses_old_self;
+            let mut detail = None;
+            if let Some((src, expr)) = &rule.message_expression {
+                match eval(expr, &activation, &mut self.tracker) {
+                    Ok(Value::String(s)) => {
+                        let s = s.trim();
+                        if !s.is_empty() && s.len() <= MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES && !s.contains('\n')
+                        {
+                            detail = Some(s.to_owned());
+                        }
+                    }
+                    Err(EvalError::BudgetExceeded) => {
+                        self.report(
+                            Error::invalid(
+                                at,
+                                type_value(),
+                                "messageExpression evaluation failed due to running out of cost budget, no further \
+                                 validation rules will be run",
+                            ),
+                            ratcheted,
+                        );
+                        return Err(Stop);
+                    }
+                    Err(EvalError::CostLimitExceeded) => {
+                        self.report(
+                            Error::invalid(
+                                at,
+                                type_value(),
+                                format!(
+                                    "no further validation rules will be run due to call cost exceeds limit for \
+                                     messageExpression: {}",
+                                    go_quote(src)
+                                ),
+                            ),
+                            ratcheted,
+                        );
+                        return Err(Stop);
+                    }
+                    // Other failures fall back to the message (kube logs them).
+                    _ => {}
+                }
+            }
+            let detail = detail.unwrap_or_else(|| rule.message_or_default());
+            let value =
+                if matches!(n.type_name.as_str(), "object" | "array") { BadValue::Omit } else { BadValue::from(new) };
+            let err = match rule.reason {
+                Some(ErrorType::Forbidden) => Error::forbidden(at, detail),
+                Some(ErrorType::Required) => Error::required(at, detail),
+                Some(ErrorType::Duplicate) => Error::duplicate(at, value),
+                _ => Error::invalid(at, value, detail),
+            };
+            self.report(err, ratcheted);
+        }
+        Ok(())
+    }
+
+    fn report(&mut self, err: Error, ratcheted: bool) {
+        if ratcheted {
+            self.out.warnings.push(err.to_string());
+        } else {
+            self.out.errors.push(err);
+        }
+    }
+}
+
+fn budget_message() -> &'static str {
+    "validation failed due to running out of cost budget, no further validation rules will be run"
+}
+
+/// Whether two list-map items have the same key values (absent keys compare equal to absent).
+fn same_keys(keys: &[String], a: &Json, b: &Json) -> bool {
+    keys.iter().all(|k| a.get(k) == b.get(k))
+}
+
+/// kube's `ValidFieldPath`: `.a.b['c.d']` resolved against the schema, as a relative field path
+/// (`a.b[c.d]` when `b` is a map). `None` when it does not resolve.
+fn normalize_field_path(json_path: &str, schema: &Structural) -> Option<String> {
+    let mut path = Path::none();
+    let mut s = schema;
+    let mut rest = json_path;
+    while !rest.is_empty() {
+        let (name, after) = if let Some(r) = rest.strip_prefix("['") {
+            let end = find_quote_end(r)?;
+            let name = unescape_single_quote(&r[..end])?;
+            (name, r[end + 1..].strip_prefix(']')?)
+        } else if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            if end == 0 {
+                return None;
+            }
+            (r[..end].to_owned(), &r[end..])
+        } else {
+            return None;
+        };
+        if !s.properties.is_empty() {
+            path = path.child(&name);
+            s = s.properties.get(&name)?;
+        } else if let Some(ap) = s.additional_properties.as_ref().and_then(|ap| ap.schema()) {
+            path = path.key(&name);
+            s = ap;
+        } else {
+            return None;
+        }
+        rest = after;
+    }
+    (!path.is_none()).then(|| path.as_str().to_owned())
+}
+
+/// The index of the quote closing a single-quoted string (one not preceded by a backslash).
+fn find_quote_end(s: &str) -> Option<usize> {
+    let bytes = s.as_bytes();
+    (0..bytes.len()).find(|&i| bytes[i] == b'\'' && (i == 0 || bytes[i - 1] != b'\\'))
+}
+
+fn unescape_single_quote(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        out.push(match chars.next()? {
+            'a' => '\u{7}',
+            'b' => '\u{8}',
+            'f' => '\u{c}',
+            'n' => '\n',
+            'r' => '\r',
+            't' => '\t',
+            'v' => '\u{b}',
+            '\'' => '\'',
+            '\\' => '\\',
+            _ => return None,
+        });
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn rules(schema: Json) -> SchemaRules {
+        let props = serde_json::from_value(schema).unwrap();
+        SchemaRules::compile(&Structural::lower(&props).unwrap())
+    }
+
+    fn texts(errs: &ErrorList) -> Vec<String> {
+        errs.iter().map(ToString::to_string).collect()
+    }
+
+    fn replicas() -> SchemaRules {
+        rules(json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.minReplicas <= self.replicas", "message": "replicas should be greater than or equal to minReplicas."},
+                {"rule": "self.replicas <= self.maxReplicas"},
+            ],
+            "properties": {"minReplicas": {"type": "integer"}, "replicas": {"type": "integer"},
+                           "maxReplicas": {"type": "integer"}}}}}))
+    }
+
+    #[test]
+    fn object_rules_omit_the_value() {
+        let r = replicas();
+        let bad = json!({"spec": {"minReplicas": 0, "replicas": 20, "maxReplicas": 10}});
+        assert_eq!(
+            texts(&r.validate(&bad, None)),
+            ["spec: Invalid value: failed rule: self.replicas <= self.maxReplicas"]
+        );
+        let good = json!({"spec": {"minReplicas": 0, "replicas": 5, "maxReplicas": 10}});
+        assert!(r.validate(&good, None).is_empty());
+        assert!(rules(json!({"type": "object"})).is_empty());
+    }
+
+    #[test]
+    fn transition_rules_need_an_old_value() {
+        let r = rules(json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "image": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "immutable"}]},
+            "items": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                      "items": {"type": "object", "properties": {"name": {"type": "string"}, "v": {"type": "integer",
+                        "x-kubernetes-validations": [{"rule": "self >= oldSelf"}]}}}}}}}}));
+        let old = json!({"spec": {"image": "a", "items": [{"name": "x", "v": 2}]}});
+        assert!(r.validate(&old, None).is_empty());
+        let new = json!({"spec": {"image": "b", "items": [{"name": "y", "v": 0}, {"name": "x", "v": 1}]}});
+        assert_eq!(
+            texts(&r.validate(&new, Some(&old))),
+            [
+                r#"spec.image: Invalid value: "b": immutable"#,
+                "spec.items[1].v: Invalid value: 1: failed rule: self >= oldSelf",
+            ]
+        );
+    }
+
+    #[test]
+    fn message_expression_reason_and_field_path() {
+        let r = rules(json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.x <= 3", "messageExpression": "'x is ' + string(self.x)", "fieldPath": ".x"},
+                {"rule": "self.x <= 3", "messageExpression": "''", "message": "fallback"},
+                {"rule": "has(self.y)", "reason": "FieldValueRequired", "fieldPath": ".y"},
+            ],
+            "properties": {"x": {"type": "integer"}, "y": {"type": "string"}}}}}));
+        assert_eq!(
+            texts(&r.validate(&json!({"spec": {"x": 4}}), None)),
+            [
+                "spec.x: Invalid value: x is 4",
+                "spec: Invalid value: fallback",
+                "spec.y: Required value: failed rule: has(self.y)",
+            ]
+        );
+    }
+
+    #[test]
+    fn unchanged_values_ratchet() {
+        let r = rules(json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"x": {"type": "integer",
+                "x-kubernetes-validations": [{"rule": "self <= 3"}]}}},
+            "status": {"type": "object", "properties": {"n": {"type": "integer"}}}}}));
+        let old = json!({"spec": {"x": 4}, "status": {"n": 1}});
+        let new = json!({"spec": {"x": 4}, "status": {"n": 2}});
+        let out = r.check(&new, Some(&old));
+        assert!(out.errors.is_empty());
+        assert_eq!(out.warnings, ["spec.x: Invalid value: 4: failed rule: self <= 3"]);
+    }
+}
