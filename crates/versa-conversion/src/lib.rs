@@ -230,7 +230,9 @@ impl Converter {
     fn coerce(&self, obj: &mut Value, to_version: &str) {
         let Some(schema) = self.schemas.get(to_version) else { return };
         if self.prune {
-            versa_schema::prune::prune(obj, schema, false);
+            // Pruning and metadata coercion in one walk.
+            versa_schema::pipeline::prune_and_coerce(obj, schema);
+            return;
         }
         // With `Drop`, coercion removes what is malformed instead of failing.
         let _unknown = versa_schema::objectmeta::coerce(obj, schema, Malformed::Drop);

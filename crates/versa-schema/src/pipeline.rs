@@ -79,6 +79,15 @@ pub fn normalise(obj: &mut Value, schema: &Structural, malformed: Malformed) -> 
     }
 }
 
+/// What kube's schema-coercing converter does to a converted object: prune unknown fields (and
+/// non-nullable nulls, as `prune` does) and coerce object metadata, dropping malformed fields,
+/// without defaulting — in one walk (`tests/single_walk.rs` checks it equals the two steps).
+pub fn prune_and_coerce(obj: &mut Value, schema: &Structural) {
+    let steps =
+        Steps { track: false, drop_nulls: true, defaults: false, coerce: Some(Malformed::Drop), validate: false };
+    let _ = walk::walk(obj, schema, true, steps);
+}
+
 /// The schema-side processing of an object read from storage, before conversion: metadata
 /// coercion that drops malformed fields, pruning, defaulting. Never fails.
 pub fn on_read(obj: &mut Value, schema: &Structural) {

@@ -154,6 +154,16 @@ fn check(schema_json: &Value, object: &Value, kind: &ResourceKind<'_>, what: &st
     if !same {
         failures.push(format!("admit, {what}\n  object {object}\n  got  {got:?} {walked}\n  want {want:?} {separate}"));
     }
+    // The conversion path: prune and coerce (dropping malformed metadata), no defaults.
+    {
+        let (mut walked, mut separate) = (object.clone(), object.clone());
+        pipeline::prune_and_coerce(&mut walked, &schema);
+        versa_schema::prune::prune(&mut separate, &schema, false);
+        let _ = versa_schema::objectmeta::coerce(&mut separate, &schema, Malformed::Drop);
+        if walked != separate {
+            failures.push(format!("prune_and_coerce, {what}\n  object {object}\n  got  {walked}\n  want {separate}"));
+        }
+    }
     for malformed in [Malformed::Reject, Malformed::Drop] {
         let (mut walked, mut separate) = (object.clone(), object.clone());
         let got = pipeline::normalise(&mut walked, &schema, malformed);
