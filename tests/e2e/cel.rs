@@ -119,6 +119,12 @@ fn validation_rules() {
     // messageExpression, with the scalar value printed.
     let err = create_fails(&versa, &object(0, 1, 2, "  limit: 101\n"));
     assert!(err.contains("spec.limit: Invalid value: 101: limit 101 exceeds 100"), "{err}");
+    // A blocking schema error (a value of the wrong type) stops the rules, and says so.
+    let wrong = object(0, 1, 2, "  image: 5\n").replace("replicas: 1\n", "replicas: \"one\"\n");
+    let err = create_fails(&versa, &wrong);
+    assert!(err.contains("some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"), "{err}");
+    assert!(!err.contains("failed rule"), "{err}");
+
     // reason picks the error type.
     let err = create_fails(&versa, &object(0, 1, 2, "  owner: \"\"\n"));
     assert!(err.contains("spec.owner: Required value: owner must not be empty"), "{err}");

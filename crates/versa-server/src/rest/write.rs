@@ -195,13 +195,22 @@ fn admit(
                 errs.extend(pipeline::validate_update(obj, old));
                 errs.extend(finalizer_rules(obj, old));
             }
-            // x-kubernetes-validations run only on an object the schema accepted (kube skips
-            // them after blocking errors).
+            // x-kubernetes-validations run unless the schema found a blocking error (a value of
+            // the wrong type, a missing required field, an unsupported enum value, too long, too
+            // many); then kube says so instead of running them.
             let rules = &ctx.ver().rules;
-            if schema_valid && !rules.is_empty() {
-                let outcome = rules.check(obj, old);
-                errs.extend(outcome.errors);
-                warnings.extend(outcome.warnings);
+            if !rules.is_empty() {
+                if schema_valid || !has_blocking_error(&errs) {
+                    let outcome = rules.check(obj, old);
+                    errs.extend(outcome.errors);
+                    warnings.extend(outcome.warnings);
+                } else {
+                    errs.push(FieldError::invalid(
+                        Path::none(),
+                        Value::Null,
+                        "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+                    ));
+                }
             }
             if let Some(scale) = &ctx.ver().scale {
                 errs.extend(super::scale::validate_replica_paths(obj, scale));
@@ -209,6 +218,20 @@ fn admit(
             if errs.is_empty() { Ok(unknown) } else { Err(invalid(&errs)) }
         }
     }
+}
+
+/// Errors after which kube does not evaluate CEL rules (`hasBlockingErr`).
+fn has_blocking_error(errs: &ErrorList) -> bool {
+    errs.iter().any(|e| {
+        matches!(
+            e.type_,
+            ErrorType::NotSupported
+                | ErrorType::Required
+                | ErrorType::TooLong
+                | ErrorType::TooMany
+                | ErrorType::TypeInvalid
+        )
+    })
 }
 
 /// While an object is being deleted no finalizer may be added.
