@@ -323,42 +323,9 @@ fn key_display(k: &Value<'_>) -> String {
     }
 }
 
-/// Go's `strconv.FormatFloat(d, 'g', -1, 64)`, which cel-go's `string(double)` uses.
-pub fn format_double(d: f64) -> String {
-    if d.is_nan() {
-        return "NaN".into();
-    }
-    if d.is_infinite() {
-        return if d > 0.0 { "+Inf".into() } else { "-Inf".into() };
-    }
-    if d == 0.0 {
-        return if d.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    // Shortest round-trip digits and decimal exponent, from Rust's `{:e}`.
-    let e = format!("{d:e}");
-    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    if !(-4..6).contains(&exp) {
-        let rest = &digits[1..];
-        let dot = if rest.is_empty() { String::new() } else { format!(".{rest}") };
-        let esign = if exp < 0 { '-' } else { '+' };
-        return format!("{sign}{}{dot}e{esign}{:02}", &digits[..1], exp.abs());
-    }
-    let n = digits.len() as i32;
-    let body = if exp < 0 {
-        format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
-    } else if exp + 1 >= n {
-        format!("{digits}{}", "0".repeat((exp + 1 - n) as usize))
-    } else {
-        format!("{}.{}", &digits[..(exp + 1) as usize], &digits[(exp + 1) as usize..])
-    };
-    format!("{sign}{body}")
-}
+/// Go's `strconv.FormatFloat(d, 'g', -1, 64)`, which cel-go's `string(double)` uses — the
+/// same as Go's `%v`, which versa-schema already prints for field errors.
+pub use versa_schema::field::go_float as format_double;
 
 fn convert<'a>(to: &str, v: &Value<'a>) -> Res<'a> {
     let fail = || conversion_error(v, to);

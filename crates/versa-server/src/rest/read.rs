@@ -16,7 +16,7 @@ use super::objects::{from_storage, from_storage_batch};
 use super::{Answer, Ctx, Shape, shape};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
-use crate::table::IncludeObject;
+use crate::table::{IncludeObject, partial_object_metadata};
 
 /// `GET .../<plural>/<name>` (and `.../<name>/status`).
 pub async fn get(ctx: &Ctx) -> Answer {
@@ -29,7 +29,7 @@ pub async fn get(ctx: &Ctx) -> Answer {
     let obj = from_storage(ctx, &kv).await?;
     Ok(match shape(&ctx.headers) {
         Shape::Object => ctx.respond(StatusCode::OK, &obj),
-        Shape::Metadata => ctx.respond(StatusCode::OK, &partial_metadata(&obj)),
+        Shape::Metadata => ctx.respond(StatusCode::OK, &partial_object_metadata(&obj)),
         Shape::Table => {
             let table = ctx.ver().table.table(&[&obj], None, include_object(ctx)?, std::time::SystemTime::now());
             ctx.respond(StatusCode::OK, &table)
@@ -266,7 +266,7 @@ pub async fn list(ctx: &Ctx) -> Answer {
             if let Some(c) = &page.continue_token {
                 meta["continue"] = json!(c);
             }
-            let items: Vec<Value> = page.items.iter().map(partial_metadata).collect();
+            let items: Vec<Value> = page.items.iter().map(partial_object_metadata).collect();
             let doc = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": items});
             ctx.respond(StatusCode::OK, &doc)
         }
@@ -328,9 +328,4 @@ pub fn list_object(ctx: &Ctx, page: Page) -> Value {
         o.insert("items".into(), Value::Array(page.items));
     }
     list
-}
-
-/// `meta.k8s.io/v1` PartialObjectMetadata of an object.
-pub fn partial_metadata(obj: &Value) -> Value {
-    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata").cloned().unwrap_or(json!({}))})
 }

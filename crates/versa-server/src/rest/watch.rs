@@ -30,7 +30,7 @@ use versa_schema::{Error as FieldError, ErrorList, Path};
 use versa_storage::WatchEvent;
 
 use super::objects::{from_storage, set_resource_version};
-use super::read::{Filter, parse_rv, partial_metadata, read_page};
+use super::read::{Filter, parse_rv, read_page};
 use super::{Answer, Ctx, Shape, add_warnings, shape};
 use crate::status::Status;
 use crate::table::IncludeObject;
@@ -303,7 +303,7 @@ impl Stream {
 async fn send(tx: &mpsc::Sender<Bytes>, stream: &mut Stream, ctx: &Ctx, kind: &str, obj: &Value) -> bool {
     let object = match stream.shape {
         Shape::Object => obj.clone(),
-        Shape::Metadata => partial_metadata(obj),
+        Shape::Metadata => crate::table::partial_object_metadata(obj),
         Shape::Table => {
             let include = match ctx.query.get("includeObject") {
                 Some("None") => IncludeObject::None,
