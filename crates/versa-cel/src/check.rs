@@ -84,7 +84,7 @@ fn type_ident(name: &str) -> Option<Type> {
         "optional_type" => Type::optional(Type::Dyn),
         "google.protobuf.Timestamp" => Type::Timestamp,
         "google.protobuf.Duration" => Type::Duration,
-        _ => return None,
+        other => Type::Opaque(crate::ext::type_named(other)?),
     };
     Some(Type::type_of(t))
 }
@@ -575,6 +575,7 @@ pub(crate) fn is_assignable(m: &mut HashMap<String, Type>, t1: &Type, t2: &Type)
         (Type::List(a), Type::List(b)) | (Type::Optional(a), Type::Optional(b)) => is_assignable(m, a, b),
         (Type::Map(ak, av), Type::Map(bk, bv)) => is_assignable(m, ak, bk) && is_assignable(m, av, bv),
         (Type::Object(a), Type::Object(b)) => a.name == b.name,
+        (Type::Opaque(a), Type::Opaque(b)) => a == b,
         _ => {
             matches!(
                 t1,
@@ -592,7 +593,12 @@ pub(crate) fn is_assignable(m: &mut HashMap<String, Type>, t1: &Type, t2: &Type)
 }
 
 fn is_legacy_nullable(t: &Type) -> bool {
-    matches!(t, Type::Optional(_) | Type::Object(_) | Type::Timestamp | Type::Duration)
+    match t {
+        Type::Optional(_) | Type::Object(_) | Type::Timestamp | Type::Duration => true,
+        // The Kubernetes object types (URL, Quantity, ...) are message-like; IP and CIDR are not.
+        Type::Opaque(name) => name.starts_with("kubernetes."),
+        _ => false,
+    }
 }
 
 /// One overload of a function.
@@ -731,6 +737,7 @@ fn build_overloads() -> HashMap<&'static str, Vec<Overload>> {
     add("hasValue", true, vec![Type::optional(a())], Bool);
     add("or", true, vec![Type::optional(a()), Type::optional(a())], Type::optional(a()));
     add("orValue", true, vec![Type::optional(a()), a()], a());
+    crate::ext::declare(&mut add);
     t
 }
 

@@ -11,8 +11,9 @@
 //! worst-case range. Worst-case sizes come from the [`DeclType`] of `self`: `maxItems`,
 //! `maxProperties`, `maxLength` (×4 bytes), or, when absent, what fits in a 3 MiB request.
 //!
-//! The functions of the Kubernetes libraries (lists, regex `find`, urls, quantity, ...) are not
-//! estimated here yet: like every function without a rule they count as O(1).
+//! The functions of the Kubernetes libraries ([`crate::ext`]) are estimated as Kubernetes'
+//! `library.CostEstimator.EstimateCallCost` estimates them, and cel-go's list and set
+//! extensions with their own estimators (which cel-go consults first); see `library_cost`.
 
 use crate::ast::{ACCUMULATOR_VAR, ExprKind, Literal, op};
 use crate::types::{DeclKind, DeclType, MAX_REQUEST_SIZE_BYTES, Type};
@@ -175,6 +176,16 @@ impl<'a> Coster<'a> {
     }
 
     fn call(&mut self, e: &'a Expr, function: &str, target: Option<&'a Expr>, args: &'a [Expr]) -> CostEstimate {
+        // `sets.contains(...)`, `format.named(...)`: namespaced global functions, resolved as the
+        // checker resolves them (no receiver to cost).
+        if let Some(t) = target
+            && let Some(q) = qualified_name(t)
+        {
+            let name = format!("{q}.{function}");
+            if crate::check::overloads().contains_key(name.as_str()) {
+                return self.call(e, &name, None, args);
+            }
+        }
         // `dyn(x)` only switches type checking off: x plus one, with x's size.
         if function == "dyn"
             && target.is_none()
@@ -193,6 +204,12 @@ impl<'a> Coster<'a> {
         let mut sum = CostEstimate::default();
         if let Some(t) = target {
             sum = sum.add(self.cost(t));
+        }
+        if let Some((cost, size)) = self.library_cost(function, target, args) {
+            if let Some(size) = size {
+                self.sizes.push((e.id, size));
+            }
+            return sum.add(cost).add(arg_sum);
         }
         let is_string_like = |t: &Type| matches!(t, Type::String | Type::Bytes);
         let fn_cost = match (function, target, args) {
@@ -256,6 +273,163 @@ impl<'a> Coster<'a> {
         sum.add(fn_cost)
     }
 
+    /// The size of the elements of list `e` (Kubernetes' `listElementNode`): the schema's
+    /// `@items` size when the list has a path, else unknown.
+    fn element_size(&self, e: &Expr) -> CostEstimate {
+        if let Some(p) = self.path(e) {
+            let mut p = p.clone();
+            p.push("@items".into());
+            if let Some(max) = self.schema_size(&p) {
+                return CostEstimate { min: 0, max };
+            }
+        }
+        CostEstimate { min: 0, max: u64::MAX }
+    }
+
+    /// Kubernetes' `EstimateCallCost` for its libraries, and cel-go's estimators for the
+    /// strings, lists and sets extensions: the call's own cost (arguments excluded) and, when
+    /// known, the size of its result.
+    fn library_cost(
+        &mut self,
+        function: &str,
+        target: Option<&'a Expr>,
+        args: &'a [Expr],
+    ) -> Option<(CostEstimate, Option<CostEstimate>)> {
+        const STF: f64 = STRING_TRAVERSAL_COST_FACTOR;
+        let fixed = CostEstimate::fixed;
+        let allocating = |factor: f64, size: CostEstimate| {
+            (size.scale(factor).add(fixed(1)).add(fixed(LIST_CREATE_BASE_COST)), Some(size))
+        };
+        let literal_int = |e: &Expr, default: u64| match &e.kind {
+            ExprKind::Literal(Literal::Int(i)) => (*i).max(0) as u64,
+            _ => default,
+        };
+        let target_ty = target.map(|t| self.ty(t));
+        Some(match (function, target, args) {
+            // cel-go's lists extension.
+            ("slice", Some(t), [start, end]) if matches!(target_ty, Some(Type::List(_))) => {
+                let sz = self.size(t);
+                let n = literal_int(end, sz.max).wrapping_sub(literal_int(start, 0));
+                allocating(1.0, fixed(n))
+            }
+            ("flatten", Some(t), rest) if rest.len() <= 1 && matches!(target_ty, Some(Type::List(_))) => {
+                let depth = rest.first().map_or(1, |d| literal_int(d, u64::MAX));
+                allocating(depth as f64, self.size(t))
+            }
+            ("lists.range", None, [n]) => allocating(1.0, fixed(literal_int(n, u64::MAX))),
+            ("reverse", Some(t), []) if matches!(target_ty, Some(Type::List(_))) => allocating(1.0, self.size(t)),
+            ("distinct", Some(t), []) => {
+                let sz = self.size(t);
+                allocating(2.0, sz.multiply(sz))
+            }
+            ("sort", Some(t), []) | ("@sortByAssociatedKeys", Some(_), [t]) => {
+                let sz = self.size(t);
+                let factor = match self.ty(t) {
+                    Type::List(el) if matches!(*el, Type::String | Type::Bytes) => 2.0 + STF,
+                    _ => 2.0,
+                };
+                allocating(factor, sz.multiply(sz))
+            }
+            // cel-go's sets extension.
+            ("sets.contains" | "sets.intersects" | "sets.equivalent", None, [a, b]) => {
+                let factor = if function == "sets.equivalent" { 2.0 } else { 1.0 };
+                (self.size(a).multiply(self.size(b)).scale(factor).add(fixed(1)), None)
+            }
+            // cel-go's strings extension.
+            ("format", Some(t), [_]) => (self.size(t).scale(STF), None),
+            ("strings.quote", None, [s]) => {
+                let sz = self.size(s);
+                (sz.scale(STF), Some(CostEstimate { min: sz.min, max: sz.max.saturating_mul(4) }))
+            }
+            // Kubernetes' library.CostEstimator.
+            ("isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf", Some(t), _) => match target_ty {
+                Some(Type::List(el)) => {
+                    let mut el_cost = fixed(1);
+                    if matches!(*el, Type::String | Type::Bytes) {
+                        el_cost = el_cost.add(self.element_size(t).scale(STF));
+                    }
+                    (self.size(t).multiply(el_cost), None)
+                }
+                _ => (self.size(t).scale(STF), None),
+            },
+            ("url", None, [s]) => {
+                let sz = self.size(s);
+                (sz.scale(STF), Some(sz))
+            }
+            ("lowerAscii" | "upperAscii" | "substring" | "trim", Some(t), _) => {
+                let sz = self.size(t);
+                (sz.scale(STF), Some(sz))
+            }
+            ("replace", Some(t), [from, to, ..]) => {
+                let (sz, from_sz, to_sz) = (self.size(t), self.size(from), self.size(to));
+                let (mut count, mut retained) = (CostEstimate::default(), CostEstimate::default());
+                if from_sz.min == 0 {
+                    count.max = if sz.max < u64::MAX { sz.max + 1 } else { sz.max };
+                    retained.max = sz.max;
+                } else if to_sz.max <= from_sz.min {
+                    retained.max = sz.max;
+                } else {
+                    count.max = (sz.max as f64 / from_sz.min as f64).ceil() as u64;
+                }
+                if from_sz.max == 0 {
+                    count.min = if sz.min < u64::MAX { sz.min + 1 } else { sz.min };
+                    retained.min = sz.min;
+                } else if from_sz.max <= to_sz.min {
+                    retained.min = sz.min;
+                } else {
+                    count.min = (sz.min as f64 / from_sz.max as f64).ceil() as u64;
+                }
+                (sz.scale(2.0 * STF), Some(count.multiply(to_sz).add(retained)))
+            }
+            ("split", Some(t), rest) => {
+                let sz = self.size(t);
+                let max = match rest.get(1).map(|e| &e.kind) {
+                    Some(ExprKind::Literal(Literal::Int(i))) => *i as u64,
+                    _ => sz.max,
+                };
+                (sz.scale(2.0 * STF), Some(CostEstimate { min: 0, max }))
+            }
+            ("join", Some(t), rest) => {
+                let list = self.size(t);
+                let mut sz = match target_ty {
+                    Some(Type::List(_)) => list.multiply(self.element_size(t)),
+                    _ => CostEstimate::default(),
+                };
+                if let Some(sep) = rest.first() {
+                    let seps = CostEstimate { min: list.min.saturating_sub(1), max: list.max.saturating_sub(1) };
+                    sz = sz.add(self.size(sep).multiply(seps));
+                }
+                (sz.scale(STF), Some(sz))
+            }
+            ("find" | "findAll", Some(t), [pattern, ..]) => {
+                let sz = self.size(t);
+                let str_cost = sz.add(fixed(1)).scale(STF);
+                let re_cost = self.size(pattern).scale(REGEX_STRING_LENGTH_COST_FACTOR);
+                (str_cost.multiply(re_cost), Some(CostEstimate { min: 0, max: sz.max }))
+            }
+            ("ip", Some(_), []) => (fixed(1), None),
+            ("containsIP" | "containsCIDR", Some(_), [other]) => {
+                let sz = CostEstimate { min: 4, max: 16 };
+                let mut cost = sz.add(sz).scale(STF);
+                if function == "containsCIDR" {
+                    cost = cost.add(sz.scale(STF)).add(fixed(1));
+                }
+                if matches!(self.ty(other), Type::String) {
+                    cost = cost.add(self.size(other).scale(STF));
+                }
+                (cost, None)
+            }
+            ("validate", Some(_), [s]) => (
+                self.size(s)
+                    .scale(STF)
+                    .scale(crate::ext::format::MAX_NAME_FORMAT_REGEX_SIZE * REGEX_STRING_LENGTH_COST_FACTOR),
+                None,
+            ),
+            (op::EQUALS, None, [l, _]) if matches!(self.ty(l), Type::Opaque(_)) => (fixed(1), None),
+            _ => return None,
+        })
+    }
+
     /// cel-go `sizeEstimate`: a literal's or computed size, else the schema's worst case, else 1
     /// for scalars and unbounded for the rest.
     fn size(&self, e: &Expr) -> CostEstimate {
@@ -301,5 +475,16 @@ impl<'a> Coster<'a> {
             };
         }
         Some(node.max_elements.unwrap_or(0).max(0) as u64)
+    }
+}
+
+/// `a.b.c` as a dotted name, when the expression is only identifiers and selections.
+fn qualified_name(e: &Expr) -> Option<String> {
+    match &e.kind {
+        ExprKind::Ident(n) => Some(n.trim_start_matches('.').to_owned()),
+        ExprKind::Select { operand, field, test_only: false } => {
+            qualified_name(operand).map(|q| format!("{q}.{field}"))
+        }
+        _ => None,
     }
 }

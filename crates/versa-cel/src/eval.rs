@@ -26,8 +26,8 @@ use std::sync::Arc;
 use regex::Regex;
 use serde_json::Value as Json;
 
-use crate::ast::{ACCUMULATOR_VAR, Comprehension, Expr, ExprKind, Literal, MapEntry, op};
-use crate::types::DeclType;
+use crate::ast::{ACCUMULATOR_VAR, Comprehension, Expr, ExprId, ExprKind, Literal, MapEntry, op};
+use crate::types::{DeclType, Type};
 use crate::value::{Map, Str, Value, equals};
 use crate::{CompiledExpression, OLD_SELF_VAR, SELF_VAR};
 
@@ -168,7 +168,7 @@ pub fn eval<'a>(
     activation: &Activation<'a>,
     tracker: &mut CostTracker,
 ) -> Result<Value<'a>, EvalError> {
-    eval_expr(&compiled.ast.expr, activation, tracker)
+    run(&compiled.ast.expr, Some(&compiled.checked.types), activation, tracker)
 }
 
 /// Evaluates a parsed expression (checked or not: dispatch is on runtime values).
@@ -177,8 +177,18 @@ pub fn eval_expr<'a>(
     activation: &Activation<'a>,
     tracker: &mut CostTracker,
 ) -> Result<Value<'a>, EvalError> {
+    run(expr, None, activation, tracker)
+}
+
+fn run<'a>(
+    expr: &Expr,
+    types: Option<&[Type]>,
+    activation: &Activation<'a>,
+    tracker: &mut CostTracker,
+) -> Result<Value<'a>, EvalError> {
     tracker.call_cost = 0;
-    let mut interp = Interp { act: activation, scopes: Vec::new(), tracker, regexes: HashMap::new() };
+    let mut interp =
+        Interp { act: activation, scopes: Vec::new(), tracker, regexes: HashMap::new(), types, call_id: 0 };
     let result = interp.eval(expr);
     let cost = interp.tracker.call_cost;
     interp.tracker.remaining_budget = interp.tracker.remaining_budget.saturating_sub(cost);
@@ -191,8 +201,12 @@ pub(crate) struct Interp<'a, 'e> {
     act: &'e Activation<'a>,
     scopes: Vec<(&'e str, Res<'a>)>,
     tracker: &'e mut CostTracker,
-    /// Compiled `matches` patterns of this evaluation.
+    /// Compiled `matches`, `find` and `findAll` patterns of this evaluation.
     pub(crate) regexes: HashMap<String, Regex>,
+    /// The checker's types by node id, when the expression was checked.
+    types: Option<&'e [Type]>,
+    /// The node id of the call being dispatched.
+    call_id: ExprId,
 }
 
 /// Names usable as type values.
@@ -212,7 +226,7 @@ fn type_name(name: &str) -> Option<&'static str> {
         "optional_type" => "optional_type",
         "google.protobuf.Timestamp" => "google.protobuf.Timestamp",
         "google.protobuf.Duration" => "google.protobuf.Duration",
-        _ => return None,
+        other => crate::ext::type_named(other)?,
     })
 }
 
@@ -244,7 +258,7 @@ impl<'a, 'e> Interp<'a, 'e> {
                 self.lookup(name.trim_start_matches('.'))
             }
             ExprKind::Select { operand, field, test_only } => self.eval_select(e, operand, field, *test_only),
-            ExprKind::Call { function, target, args } => self.eval_call(function, target.as_deref(), args),
+            ExprKind::Call { function, target, args } => self.eval_call(e.id, function, target.as_deref(), args),
             ExprKind::List { elements, optional_indices } => {
                 let mut out = Vec::with_capacity(elements.len());
                 for (i, el) in elements.iter().enumerate() {
@@ -406,7 +420,13 @@ impl<'a, 'e> Interp<'a, 'e> {
         }
     }
 
-    fn eval_call(&mut self, function: &str, target: Option<&'e Expr>, args: &'e [Expr]) -> Res<'a> {
+    /// The checked type of the call being dispatched (`list(int).sum()` of an empty list is
+    /// `0`, of a `list(double)` `0.0`), when the expression was checked.
+    pub(crate) fn call_result_type(&self) -> Option<&'e Type> {
+        self.types.and_then(|t| t.get(self.call_id as usize))
+    }
+
+    fn eval_call(&mut self, id: ExprId, function: &str, target: Option<&'e Expr>, args: &'e [Expr]) -> Res<'a> {
         match (function, target, args) {
             (op::LOGICAL_AND | op::LOGICAL_OR, None, [l, r]) => {
                 return self.eval_logic(function == op::LOGICAL_AND, l, r);
@@ -469,6 +489,7 @@ impl<'a, 'e> Interp<'a, 'e> {
             values.push(self.eval(a)?);
         }
         let name = qualified.as_deref().unwrap_or(function);
+        self.call_id = id;
         crate::stdlib::call(self, name, member, values)
     }
 

@@ -35,17 +35,20 @@
 //! - [`validator`]: a version's rules compiled once ([`SchemaRules`]) and run on every create
 //!   and update, with kube's correlation of `oldSelf`, cost budget, messages and ratcheting.
 //!
-//! Not here yet: the cost of the Kubernetes library functions (they count as O(1) in
-//! [`cost`]), IANA time-zone names in the timestamp accessors, the Kubernetes libraries
-//! (strings, lists, sets, regex, urls, ip/cidr, quantity, semver, format), the literal
-//! validators (duration, timestamp, regex), `cel.bind`, two-variable comprehensions, `optMap`/
-//! `optFlatMap`, and backtick-quoted field names.
+//! - [`ext`]: the Kubernetes libraries and the cel-go extensions Kubernetes enables (strings,
+//!   lists, sets, regex, URLs, IP/CIDR, quantity, semver, named formats), with their checker
+//!   declarations, runtime semantics and costs.
+//!
+//! Not here yet: IANA time-zone names in the timestamp accessors, the literal validators
+//! (duration, timestamp, regex), two-variable comprehensions, `optMap`/`optFlatMap`, and
+//! backtick-quoted field names.
 
 pub mod ast;
 pub mod check;
 pub mod cost;
 pub mod error;
 pub mod eval;
+pub mod ext;
 mod lexer;
 pub mod parser;
 mod stdlib;
@@ -116,6 +119,10 @@ pub enum RuleError {
     /// The rule checks but is not a `bool`.
     #[error("cel expression must evaluate to a bool")]
     NotBool,
+    /// A literal `find`/`findAll` pattern does not compile (Kubernetes compiles them when it
+    /// instantiates the program).
+    #[error("program instantiation failed: {0}")]
+    Program(String),
 }
 
 /// Why a `messageExpression` does not compile, with Kubernetes' detail text.
@@ -125,6 +132,8 @@ pub enum MessageExpressionError {
     Compile(CompileErrors),
     #[error("messageExpression must evaluate to a string")]
     NotString,
+    #[error("program instantiation failed: {0}")]
+    Program(String),
 }
 
 /// Parses and checks `source` with `self` (and `oldSelf`) of type `self_type`.
@@ -165,6 +174,9 @@ pub fn compile_rule(rule: &str, self_type: &DeclType, opts: &CompileOptions) -> 
     if compiled.result_type != Type::Bool {
         return Err(RuleError::NotBool);
     }
+    if let Some(e) = ext::regex::literal_pattern_error(&compiled.ast.expr) {
+        return Err(RuleError::Program(e));
+    }
     Ok(compiled)
 }
 
@@ -177,6 +189,9 @@ pub fn compile_message_expression(
     let compiled = compile_expression(expr, self_type, opts).map_err(MessageExpressionError::Compile)?;
     if compiled.result_type != Type::String {
         return Err(MessageExpressionError::NotString);
+    }
+    if let Some(e) = ext::regex::literal_pattern_error(&compiled.ast.expr) {
+        return Err(MessageExpressionError::Program(e));
     }
     Ok(compiled)
 }

@@ -589,6 +589,68 @@ impl Parser<'_> {
         target: Expr,
         mut args: Vec<Expr>,
     ) -> PResult<Expr> {
+        // cel-go extension macros: cel.bind (bindings), sortBy (lists), optMap/optFlatMap
+        // (optionals).
+        match (function.as_str(), args.len(), &target.kind) {
+            ("bind", 3, ExprKind::Ident(ns)) if ns == "cel" => {
+                let result = args.remove(2);
+                let init = args.remove(1);
+                let ExprKind::Ident(var) = &args[0].kind else {
+                    self.errors.push(self.error_at(open, "cel.bind() variable names must be simple identifiers"));
+                    return self.node(open, ExprKind::Literal(Literal::Null), &[]);
+                };
+                let var = var.clone();
+                return self.bind(open, &var, init, result);
+            }
+            ("sortBy", 2, kind) => {
+                if !matches!(
+                    kind,
+                    ExprKind::List { .. }
+                        | ExprKind::Select { .. }
+                        | ExprKind::Ident(_)
+                        | ExprKind::Comprehension(_)
+                        | ExprKind::Call { .. }
+                ) {
+                    self.errors.push(self.error_at(
+                        open,
+                        "sortBy can only be applied to a list, identifier, comprehension, call or select expression",
+                    ));
+                    return self.node(open, ExprKind::Literal(Literal::Null), &[]);
+                }
+                let var = match &args[0].kind {
+                    ExprKind::Ident(name) if !name.starts_with('.') => name.clone(),
+                    _ => {
+                        self.errors.push(self.error_at(open, "argument must be a simple name"));
+                        return self.node(open, ExprKind::Literal(Literal::Null), &[]);
+                    }
+                };
+                args.remove(0);
+                let input = "@__sortBy_input__";
+                let range = self.ident(open, input)?;
+                let keys = self.expand(open, MacroKind::Map, var, range, args)?;
+                let list = self.ident(open, input)?;
+                let sorted = self.call(open, "@sortByAssociatedKeys", Some(list), vec![keys])?;
+                return self.bind(open, input, target, sorted);
+            }
+            ("optMap" | "optFlatMap", 2, _) => {
+                let ExprKind::Ident(var) = &args[0].kind else {
+                    self.errors
+                        .push(self.error_at(open, format!("{function}() variable name must be a simple identifier")));
+                    return self.node(open, ExprKind::Literal(Literal::Null), &[]);
+                };
+                let var = var.clone();
+                let mapped = args.remove(1);
+                let has = self.call(open, "hasValue", Some(target.clone()), vec![])?;
+                let value = self.call(open, "value", Some(target), vec![])?;
+                let mut then = self.bind(open, &var, value, mapped)?;
+                if function == "optMap" {
+                    then = self.call(open, "optional.of", None, vec![then])?;
+                }
+                let none = self.call(open, "optional.none", None, vec![])?;
+                return self.call(open, op::CONDITIONAL, None, vec![has, then, none]);
+            }
+            _ => {}
+        }
         let kind = match (function.as_str(), args.len()) {
             ("all", 2) => Some(MacroKind::All),
             ("exists", 2) => Some(MacroKind::Exists),
@@ -613,6 +675,25 @@ impl Parser<'_> {
         }
         args.remove(0);
         self.expand(open, kind, var, target, args)
+    }
+
+    /// cel-go's local binding: a comprehension over an empty list whose accumulator is the
+    /// bound variable and whose result is `result`.
+    fn bind(&mut self, at: usize, var: &str, init: Expr, result: Expr) -> PResult<Expr> {
+        let range = self.node(at, ExprKind::List { elements: vec![], optional_indices: vec![] }, &[])?;
+        let cond = self.lit(at, Literal::Bool(false))?;
+        let step = self.ident(at, var)?;
+        let children = [range.id, init.id, cond.id, step.id, result.id];
+        let comp = Comprehension {
+            iter_var: "#unused".to_owned(),
+            iter_range: range,
+            accu_var: var.to_owned(),
+            accu_init: init,
+            loop_condition: cond,
+            loop_step: step,
+            result,
+        };
+        self.node(at, ExprKind::Comprehension(Box::new(comp)), &children)
     }
 
     fn ident(&mut self, at: usize, name: &str) -> PResult<Expr> {

@@ -33,6 +33,8 @@ fn call_cost(function: &str, args: &[Value<'_>]) -> u64 {
         "bytes" if is_text(0) => scaled(size(0), STRING_TRAVERSAL_COST_FACTOR),
         "string" if matches!(args.first(), Some(Value::Bytes(_))) => scaled(size(0), STRING_TRAVERSAL_COST_FACTOR),
         "@in" if matches!(args.get(1), Some(Value::List(_))) => size(1),
+        // Kubernetes charges equality of its library types 1 (`_!=_` keeps cel-go's rule).
+        "_==_" if matches!(args.first(), Some(Value::Opaque(_))) => 1,
         "_==_" | "_!=_" => scaled(size(0).min(size(1)), STRING_TRAVERSAL_COST_FACTOR),
         "_<_" | "_<=_" | "_>_" | "_>=_" if is_text(0) && is_text(1) => {
             scaled(size(0).min(size(1)), STRING_TRAVERSAL_COST_FACTOR)
@@ -61,6 +63,10 @@ fn conversion_error(from: &Value<'_>, to: &str) -> EvalError {
 
 /// Calls `function` (a member call when `member`: `args[0]` is the receiver).
 pub(crate) fn call<'a>(interp: &mut Interp<'a, '_>, function: &str, member: bool, args: Vec<Value<'a>>) -> Res<'a> {
+    // The Kubernetes libraries charge their own costs (some depend on the result).
+    if let Some(result) = crate::ext::call(interp, function, member, &args) {
+        return result;
+    }
     interp.charge(call_cost(function, &args))?;
     let nso = || no_overload(function);
     match (function, args.as_slice()) {

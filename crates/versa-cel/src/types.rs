@@ -49,6 +49,10 @@ pub enum Type {
     TypeOf(Box<Type>),
     /// A type parameter of an overload or a type variable of the checker.
     Param(String),
+    /// A type of the Kubernetes libraries, by its CEL name: `net.IP`, `net.CIDR` (opaque types)
+    /// and `kubernetes.URL`, `kubernetes.Quantity`, `kubernetes.Semver`,
+    /// `kubernetes.NamedFormat` (object types without fields).
+    Opaque(&'static str),
 }
 
 impl Type {
@@ -90,6 +94,7 @@ impl Type {
             | (Type::TypeOf(a), Type::TypeOf(b)) => a.is_exact(b),
             (Type::Map(ak, av), Type::Map(bk, bv)) => ak.is_exact(bk) && av.is_exact(bv),
             (Type::Param(a), Type::Param(b)) => a == b,
+            (Type::Opaque(a), Type::Opaque(b)) => a == b,
             _ => std::mem::discriminant(self) == std::mem::discriminant(other),
         }
     }
@@ -115,6 +120,7 @@ impl fmt::Display for Type {
             Type::Optional(t) => write!(f, "optional_type({t})"),
             Type::TypeOf(t) => write!(f, "type({t})"),
             Type::Param(p) => f.write_str(p),
+            Type::Opaque(name) => f.write_str(name),
         }
     }
 }

@@ -26,6 +26,7 @@ use base64::Engine;
 use serde_json::Value as Json;
 
 use crate::eval::EvalError;
+use crate::ext::Opaque;
 use crate::time::{self, Timestamp};
 use crate::types::{DeclKind, DeclType, ListType, ObjectType, Type};
 
@@ -77,6 +78,8 @@ pub enum Value<'a> {
     Optional(Option<Arc<Value<'a>>>),
     /// A type value (`int`, `type(x)`), by its CEL name.
     Type(Str<'a>),
+    /// A value of a Kubernetes library type (IP, CIDR, URL, quantity, semver, named format).
+    Opaque(Arc<Opaque>),
 }
 
 /// A list: a JSON array seen through its element type, or owned values.
@@ -150,6 +153,7 @@ impl<'a> Value<'a> {
             Value::Object(o) => return Str::Borrowed(o.ty.name.as_str()),
             Value::Optional(_) => "optional_type",
             Value::Type(_) => "type",
+            Value::Opaque(o) => o.type_name(),
         })
     }
 
@@ -161,6 +165,7 @@ impl<'a> Value<'a> {
             Value::Bytes(b) => b.len() as u64,
             Value::List(l) => l.len() as u64,
             Value::Map(m) => m.len() as u64,
+            Value::Opaque(o) => o.size(),
             _ => 1,
         }
     }
@@ -181,7 +186,7 @@ impl<'a> Value<'a> {
             Value::Map(m) => m.is_empty(),
             Value::Object(o) => o.ty.fields.values().all(|f| o.json.get(&f.property).is_none_or(Json::is_null)),
             Value::Optional(o) => o.is_none(),
-            Value::Type(_) => false,
+            Value::Type(_) | Value::Opaque(_) => false,
         }
     }
 }
@@ -428,6 +433,7 @@ fn equals_at(a: &Value<'_>, b: &Value<'_>, depth: u32) -> Result<bool, EvalError
         (Value::Timestamp(x), Value::Timestamp(y)) => x == y,
         (Value::Duration(x), Value::Duration(y)) => x == y,
         (Value::Type(x), Value::Type(y)) => **x == **y,
+        (Value::Opaque(x), Value::Opaque(y)) => x == y,
         (Value::Int(_) | Value::Uint(_) | Value::Double(_), _) => compare_numbers(a, b) == Some(Ordering::Equal),
         (Value::List(x), Value::List(y)) => list_equals(x, y, depth)?,
         (Value::Map(x), Value::Map(y)) => {
@@ -599,6 +605,7 @@ impl fmt::Display for Value<'_> {
             Value::Optional(None) => f.write_str("optional.none()"),
             Value::Optional(Some(v)) => write!(f, "optional.of({v})"),
             Value::Type(t) => f.write_str(t),
+            Value::Opaque(o) => write!(f, "{o}"),
         }
     }
 }

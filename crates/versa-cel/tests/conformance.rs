@@ -17,7 +17,9 @@ use versa_cel::{Activation, CostTracker, Type, parse};
 
 const DIR: &str = "/work/shared/conformance/cel-spec";
 
-/// (file, minimum passes) — the floor guards against regressions.
+/// (file, minimum passes) — the floor guards against regressions. network_ext's three
+/// failures are Kubernetes' deliberate differences from cel-go's network extension
+/// (IPv4-mapped IPv6 addresses are refused; `isIP(cidr)` is expected to fail to check there).
 const FILES: &[(&str, usize)] = &[
     ("basic", 43),
     ("comparisons", 334),
@@ -30,9 +32,12 @@ const FILES: &[(&str, usize)] = &[
     ("macros", 44),
     ("string", 51),
     ("timestamps", 72),
-    ("optionals", 52),
+    ("optionals", 59),
     ("plumbing", 5),
     ("parse", 191),
+    ("string_ext", 213),
+    ("bindings_ext", 6),
+    ("network_ext", 66),
 ];
 
 fn needs_messages(t: &Json) -> bool {

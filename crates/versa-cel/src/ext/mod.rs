@@ -1,0 +1,177 @@
+//! The Kubernetes CEL libraries (k8s.io/apiserver/pkg/cel/library) and the cel-go extensions
+//! Kubernetes enables, one module per library: [`strings`], [`lists`] (with the sets
+//! extension), [`regex`], [`quantity`], [`net`] (IP and CIDR), [`url`], [`semver`] and
+//! [`format`] (named formats).
+//!
+//! Each module declares its overloads to the checker (`declare`, so a wrong-typed call gets
+//! cel-go's `found no matching overload` at definition time), evaluates them (`call`, which
+//! returns `None` for a function that is not its own, so the standard library keeps its
+//! names) and charges each call its Kubernetes runtime cost (`CallCost`) before doing the work.
+//! Their static costs (`EstimateCallCost`) are in [`crate::cost`], next to cel-go's.
+//!
+//! The library types are [`Opaque`] values: `net.IP` and `net.CIDR` (opaque types),
+//! `kubernetes.URL`, `kubernetes.Quantity`, `kubernetes.Semver` and `kubernetes.NamedFormat`
+//! (object types without fields). They compare equal as Kubernetes compares them (quantities
+//! by value, semvers ignoring build metadata) and charge 1 for `==`.
+
+pub mod format;
+pub mod lists;
+pub mod net;
+pub mod quantity;
+pub mod regex;
+pub mod semver;
+pub mod strings;
+pub mod url;
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::eval::{EvalError, Interp};
+use crate::types::Type;
+use crate::value::{Str, Value};
+
+pub(crate) type Res<'a> = Result<Value<'a>, EvalError>;
+
+/// `net.IP`.
+pub const IP_TYPE: &str = "net.IP";
+/// `net.CIDR`.
+pub const CIDR_TYPE: &str = "net.CIDR";
+/// `kubernetes.URL`.
+pub const URL_TYPE: &str = "kubernetes.URL";
+/// `kubernetes.Quantity`.
+pub const QUANTITY_TYPE: &str = "kubernetes.Quantity";
+/// `kubernetes.Semver`.
+pub const SEMVER_TYPE: &str = "kubernetes.Semver";
+/// `kubernetes.NamedFormat`.
+pub const FORMAT_TYPE: &str = "kubernetes.NamedFormat";
+
+/// A library type by its CEL name (for `type(x) == net.IP`).
+pub(crate) fn type_named(name: &str) -> Option<&'static str> {
+    [IP_TYPE, CIDR_TYPE, URL_TYPE, QUANTITY_TYPE, SEMVER_TYPE, FORMAT_TYPE].into_iter().find(|t| *t == name)
+}
+
+/// A value of a library type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Opaque {
+    Ip(net::Ip),
+    Cidr(net::Cidr),
+    Url(url::Url),
+    Quantity(quantity::Quantity),
+    Semver(semver::Semver),
+    Format(&'static format::NamedFormat),
+}
+
+impl Opaque {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Opaque::Ip(_) => IP_TYPE,
+            Opaque::Cidr(_) => CIDR_TYPE,
+            Opaque::Url(_) => URL_TYPE,
+            Opaque::Quantity(_) => QUANTITY_TYPE,
+            Opaque::Semver(_) => SEMVER_TYPE,
+            Opaque::Format(_) => FORMAT_TYPE,
+        }
+    }
+
+    /// cel-go's `Sizer` size: IPs and CIDRs are their address length in bytes, the others
+    /// have no size (1).
+    pub fn size(&self) -> u64 {
+        match self {
+            Opaque::Ip(ip) => ip.byte_len(),
+            Opaque::Cidr(c) => c.addr.byte_len(),
+            _ => 1,
+        }
+    }
+}
+
+impl fmt::Display for Opaque {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Opaque::Ip(ip) => write!(f, "ip({:?})", ip.to_string()),
+            Opaque::Cidr(c) => write!(f, "cidr({:?})", c.to_string()),
+            Opaque::Url(u) => write!(f, "url({:?})", u.source),
+            Opaque::Quantity(q) => write!(f, "quantity({:?})", q.to_string()),
+            Opaque::Semver(s) => write!(f, "semver({:?})", s.to_string()),
+            Opaque::Format(n) => write!(f, "format.{}()", n.key),
+        }
+    }
+}
+
+pub(crate) fn opaque<'a>(o: Opaque) -> Value<'a> {
+    Value::Opaque(Arc::new(o))
+}
+
+/// Declares every library overload to the checker.
+pub(crate) fn declare(add: &mut dyn FnMut(&'static str, bool, Vec<Type>, Type)) {
+    strings::declare(add);
+    lists::declare(add);
+    regex::declare(add);
+    quantity::declare(add);
+    net::declare(add);
+    url::declare(add);
+    semver::declare(add);
+    format::declare(add);
+}
+
+/// Evaluates a library function, or `None` when `function` is not one of them (or not for
+/// these arguments).
+pub(crate) fn call<'a>(
+    interp: &mut Interp<'a, '_>,
+    function: &str,
+    member: bool,
+    args: &[Value<'a>],
+) -> Option<Res<'a>> {
+    if let Some(r) = strings::call(interp, function, member, args) {
+        return Some(r);
+    }
+    if let Some(r) = lists::call(interp, function, member, args) {
+        return Some(r);
+    }
+    if let Some(r) = regex::call(interp, function, member, args) {
+        return Some(r);
+    }
+    if let Some(r) = quantity::call(interp, function, member, args) {
+        return Some(r);
+    }
+    if let Some(r) = net::call(interp, function, member, args) {
+        return Some(r);
+    }
+    if let Some(r) = url::call(interp, function, member, args) {
+        return Some(r);
+    }
+    if let Some(r) = semver::call(interp, function, member, args) {
+        return Some(r);
+    }
+    format::call(interp, function, member, args)
+}
+
+/// `ceil(x)` as a cost, saturating.
+pub(crate) fn ceil_cost(x: f64) -> u64 {
+    let c = x.ceil();
+    if c >= u64::MAX as f64 { u64::MAX } else { c as u64 }
+}
+
+/// The text of a string value.
+pub(crate) fn text<'v>(v: &'v Value<'_>) -> Option<&'v str> {
+    match v {
+        Value::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// The string size cel-go uses for costs: code points.
+pub(crate) fn str_size(v: &Value<'_>) -> u64 {
+    v.cost_size()
+}
+
+pub(crate) fn list_of_strings<'a>(items: Vec<String>) -> Value<'a> {
+    Value::list(items.into_iter().map(|s| Value::String(Str::Owned(s.into()))).collect())
+}
+
+/// The library value in `v`, if any.
+pub(crate) fn as_opaque<'v>(v: &'v Value<'_>) -> Option<&'v Opaque> {
+    match v {
+        Value::Opaque(o) => Some(o),
+        _ => None,
+    }
+}
