@@ -16,8 +16,11 @@ if [ ! -d ../shared/conformance ]; then
   exit 2
 fi
 
-# protoc (for etcd-client) and etcd (for the etcd backend's tests), from Debian if missing.
+# protoc (for etcd-client) and etcd (for the etcd backend's tests), from Debian if missing;
+# helm (for the chart's tests), pinned, into a cache directory.
 bash hack/install-deps.sh
+VERSA_HELM_BIN="$(bash hack/install-deps.sh --helm-path)"
+export VERSA_HELM_BIN
 
 # Doc-tests are left out (the crates keep examples in tests/); a summary line closes the run.
 log="$(mktemp)"

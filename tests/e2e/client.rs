@@ -102,6 +102,29 @@ impl Client {
         Client { tls: TlsConnector::from(Arc::new(tls_config(data_dir, false))), address: address.to_owned() }
     }
 
+    /// A client trusting `ca_pem` and presenting `identity` (certificate PEM, key PEM), if any
+    /// (cluster mode: the front proxy, or a client-CA user).
+    pub fn from_pem(ca_pem: &str, identity: Option<(&str, &str)>, address: &str) -> Client {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+            roots.add(ca.unwrap()).unwrap();
+        }
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots);
+        let mut config = match identity {
+            Some((cert, key)) => {
+                let chain = CertificateDer::pem_slice_iter(cert.as_bytes()).map(Result::unwrap).collect();
+                builder.with_client_auth_cert(chain, PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap()).unwrap()
+            }
+            None => builder.with_no_client_auth(),
+        };
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Client { tls: TlsConnector::from(Arc::new(config)), address: address.to_owned() }
+    }
+
     /// Sends a request and returns the response head with the body still streaming.
     async fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Bytes) -> http::Response<Incoming> {
         let tcp = TcpStream::connect(&self.address).await.unwrap_or_else(|e| panic!("connect {}: {e}", self.address));

@@ -828,6 +828,7 @@ impl Versa {
             store,
             key_prefix: "/registry".into(),
             auth: Auth::standalone(),
+            cluster: None,
             conversion: Default::default(),
             migration: Default::default(),
         };

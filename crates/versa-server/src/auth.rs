@@ -2,14 +2,16 @@
 //! answered: [`Authenticator`] turns a request's credentials into a [`UserInfo`], and
 //! [`Authorizer`] decides on (user, verb, group, resource, subresource, namespace, name) or a
 //! non-resource path. Standalone mode uses client certificates issued by versa's CA and lets
-//! only `system:masters` in; the delegated implementations (front-proxy headers, TokenReview,
-//! SubjectAccessReview) slot in later without touching handlers.
+//! only `system:masters` in; cluster mode uses the delegated implementations in `delegated.rs`
+//! (front-proxy headers, client CA, TokenReview, SubjectAccessReview).
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::request_info::RequestInfo;
+pub use crate::tls::Trusted;
 
 /// A boxed future (the traits are object-safe).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -20,26 +22,45 @@ pub struct UserInfo {
     pub name: String,
     pub uid: String,
     pub groups: Vec<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
 }
 
-/// The verified client certificate of a connection: its subject's common name and
-/// organizations (Kubernetes reads user and groups from these).
+/// The client certificate of a connection: its subject's common name and organizations
+/// (Kubernetes reads user and groups from these), and which CAs it chains to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientCert {
     pub common_name: String,
     pub organizations: Vec<String>,
+    pub trusted: Trusted,
 }
 
 impl ClientCert {
-    /// Reads the subject of a DER certificate (already verified by the TLS layer).
-    pub fn from_der(der: &[u8]) -> Option<ClientCert> {
+    /// Reads the subject of a DER certificate; `trusted` is what the TLS layer found.
+    pub fn from_der(der: &[u8], trusted: Trusted) -> Option<ClientCert> {
         let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
         let subject = cert.subject();
-        let common_name = subject.iter_common_name().next()?.as_str().ok()?.to_string();
+        let common_name = subject.iter_common_name().next().and_then(|c| c.as_str().ok()).unwrap_or("").to_string();
         let organizations = subject.iter_organization().filter_map(|o| o.as_str().ok().map(str::to_string)).collect();
-        Some(ClientCert { common_name, organizations })
+        Some(ClientCert { common_name, organizations, trusted })
+    }
+
+    /// The user a certificate from the client CA names: CN, with the O entries as groups.
+    pub fn user(&self) -> UserInfo {
+        let mut groups = self.organizations.clone();
+        add_authenticated(&mut groups);
+        UserInfo { name: self.common_name.clone(), groups, ..Default::default() }
     }
 }
+
+/// Adds `system:authenticated` to an authenticated user's groups, as kube does.
+pub fn add_authenticated(groups: &mut Vec<String>) {
+    if !groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
+        groups.push(AUTHENTICATED_GROUP.to_string());
+    }
+}
+
+/// The group every authenticated user is in.
+pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
 
 /// What a request presents.
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +85,8 @@ pub enum Decision {
     Allow,
     /// Denied, with an optional reason appended to the 403 message.
     Deny(String),
+    /// The authorizer could not decide (its backend failed): 500.
+    Error(String),
 }
 
 /// Decides whether a user may make a request.
@@ -71,18 +94,14 @@ pub trait Authorizer: Send + Sync + std::fmt::Debug {
     fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> BoxFuture<'a, Decision>;
 }
 
-/// Standalone authentication: the client certificate's CN is the user, its O entries the groups
-/// (the TLS layer has already verified it against versa's CA).
+/// Standalone authentication: a client certificate issued by versa's CA; its CN is the user,
+/// its O entries the groups.
 #[derive(Debug, Default)]
 pub struct ClientCertAuthenticator;
 
 impl Authenticator for ClientCertAuthenticator {
     fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> BoxFuture<'a, Result<Option<UserInfo>, AuthError>> {
-        let user = credentials.client_cert.map(|cert| {
-            let mut groups = cert.organizations.clone();
-            groups.push("system:authenticated".to_string());
-            UserInfo { name: cert.common_name.clone(), uid: String::new(), groups }
-        });
+        let user = credentials.client_cert.filter(|c| c.trusted.client_ca).map(ClientCert::user);
         Box::pin(async move { Ok(user) })
     }
 }

@@ -48,6 +48,32 @@ const KUBE_MAJOR: &str = "1";
 const KUBE_MINOR: &str = "36";
 
 pub async fn handle(state: Arc<State>, client_cert: Option<Arc<ClientCert>>, req: Request<Incoming>) -> Response<Body> {
+    let audit_id = audit_id(req.headers());
+    let mut response = route(state, client_cert, req).await;
+    if let Ok(value) = header::HeaderValue::from_str(&audit_id) {
+        response.headers_mut().insert(AUDIT_ID, value);
+    }
+    response
+}
+
+/// The header that ties a request to kube-apiserver's audit log: echoed when the aggregator
+/// sent one, made up otherwise (as kube-apiserver does).
+const AUDIT_ID: &str = "audit-id";
+
+fn audit_id(headers: &http::HeaderMap) -> String {
+    if let Some(id) = headers.get(AUDIT_ID).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty() && v.len() <= 128) {
+        return id.to_owned();
+    }
+    let mut bytes = [0u8; 16];
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes);
+    // A version-4 UUID.
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+}
+
+async fn route(state: Arc<State>, client_cert: Option<Arc<ClientCert>>, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path().to_string();
     if let Some(response) = health(&state, req.method(), &path).await {
         return response;
@@ -79,7 +105,11 @@ async fn authenticated(
             return Status::unauthorized().into_response();
         }
     };
-    if let Decision::Deny(reason) = state.auth.authorizer.authorize(&user, info).await {
+    let decision = state.auth.authorizer.authorize(&user, info).await;
+    if let Decision::Error(message) = decision {
+        return Status::internal(message).into_response();
+    }
+    if let Decision::Deny(reason) = decision {
         let details = info.is_resource_request.then(|| {
             let mut d = json!({"kind": info.resource});
             if !info.name.is_empty() {

@@ -5,16 +5,24 @@
 //! loads or creates the PKI in the data directory, builds TLS and binds the listener;
 //! [`Prepared::run`] serves until the shutdown future resolves, then drains connections.
 //!
+//! Two modes: **standalone** (versa's own CA in the data directory, an admin kubeconfig, only
+//! `system:masters` allowed) and **cluster** (`cluster.rs`: behind kube-apiserver, with
+//! delegated authentication and authorization and APIService registration).
+//!
 //! Every request: TLS (client certificate optional at the handshake) → authenticate → authorize
 //! → route (see `handler.rs`). Errors are `metav1.Status` objects (`status.rs`).
 
+pub mod apiservice;
 pub mod auth;
+pub mod cluster;
 pub mod codec;
 mod controller;
 mod definitions;
+pub mod delegated;
 pub mod discovery;
 mod handler;
 pub mod jsonpath;
+pub mod kube;
 pub mod meta;
 pub mod metrics;
 pub mod migration;
@@ -28,7 +36,7 @@ pub mod selector;
 mod server;
 pub mod status;
 pub mod table;
-mod tls;
+pub mod tls;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -90,7 +98,10 @@ pub struct ServerConfig {
     /// Prefix of every storage key (`/registry` by default), so that several installations can
     /// share one etcd.
     pub key_prefix: String,
+    /// Standalone authentication and authorization (cluster mode builds its own).
     pub auth: Auth,
+    /// Cluster mode: behind kube-apiserver.
+    pub cluster: Option<cluster::ClusterConfig>,
     /// How conversion webhooks are called.
     pub conversion: versa_conversion::Options,
     /// How storage migrations run.
@@ -102,7 +113,10 @@ pub struct ServerConfig {
 pub struct Prepared {
     listener: tokio::net::TcpListener,
     tls: Arc<rustls::ServerConfig>,
-    kubeconfig: PathBuf,
+    trust: Arc<tls::ClientTrust>,
+    /// Standalone mode's admin kubeconfig.
+    kubeconfig: Option<PathBuf>,
+    cluster: Option<(Arc<cluster::Cluster>, cluster::Tasks)>,
     state: Arc<handler::State>,
 }
 
@@ -118,12 +132,24 @@ impl ServerConfig {
         hosts.dedup();
         let url_host = if host.contains(':') { format!("[{host}]") } else { host };
         let server_url = format!("https://{url_host}:{}", local.port());
-        let pki = pki::load_or_create(&self.data_dir, &hosts, &server_url)?;
-        let tls = tls::server_config(&pki.ca_cert_pem, &pki.serving_cert_pem, &pki.serving_key_pem)?;
+        let (tls, trust, auth, kubeconfig, cluster) = match self.cluster {
+            None => {
+                let pki = pki::load_or_create(&self.data_dir, &hosts, &server_url)?;
+                let serving = tls::certified_key(pki.serving_cert_pem.as_bytes(), pki.serving_key_pem.as_bytes())?;
+                let trust = tls::ClientTrust::new();
+                trust.set(Some(&pki.ca_cert_pem), None)?;
+                (tls::server_config(tls::ServingCert::new(serving))?, trust, self.auth, Some(pki.kubeconfig), None)
+            }
+            Some(config) => {
+                let prepared = cluster::prepare(config, &hosts).await?;
+                let tls = tls::server_config(prepared.serving)?;
+                (tls, prepared.trust, prepared.auth, None, Some((prepared.cluster, prepared.tasks)))
+            }
+        };
         let state = Arc::new(handler::State {
             store: self.store,
             keys: versa_storage::Keys::new(&self.key_prefix),
-            auth: self.auth,
+            auth,
             registry: registry::Registry::new(),
             openapi: std::sync::Mutex::new(openapi::OpenApiCache::new()),
             metrics: metrics::Metrics::new(),
@@ -137,7 +163,7 @@ impl ServerConfig {
         if let (Ok(mut openapi), Some(own)) = (state.openapi.lock(), snapshot.resources().next()) {
             openapi.upsert(own.definition.clone());
         }
-        Ok(Prepared { listener, tls, kubeconfig: pki.kubeconfig, state })
+        Ok(Prepared { listener, tls, trust, kubeconfig, cluster, state })
     }
 }
 
@@ -147,9 +173,9 @@ impl Prepared {
         self.listener.local_addr()
     }
 
-    /// The admin kubeconfig written into the data directory.
-    pub fn kubeconfig(&self) -> &Path {
-        &self.kubeconfig
+    /// The admin kubeconfig written into the data directory (standalone mode).
+    pub fn kubeconfig(&self) -> Option<&Path> {
+        self.kubeconfig.as_deref()
     }
 
     /// Serves until `shutdown` resolves; then stops accepting, lets requests in flight finish
@@ -157,7 +183,11 @@ impl Prepared {
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send) -> anyhow::Result<()> {
         let controller = tokio::spawn(controller::run(self.state.clone()));
         tokio::spawn(probe_storage(self.state.clone()));
-        let result = server::serve(self.listener, self.tls, self.state.clone(), shutdown).await;
+        if let Some((cluster, tasks)) = self.cluster {
+            tasks.spawn(self.state.shutdown.clone());
+            tokio::spawn(apiservice::run(self.state.clone(), cluster));
+        }
+        let result = server::serve(self.listener, self.tls, self.trust, self.state.clone(), shutdown).await;
         self.state.shutdown.cancel();
         let _ = controller.await;
         result

@@ -221,7 +221,7 @@ async fn update_status(state: &State, name: &str, change: impl Fn(&mut Value)) -
 
 /// Like [`update_status`], but `change` may decline (returns false) after seeing the
 /// definition as it is now.
-async fn update_status_if(
+pub(crate) async fn update_status_if(
     state: &State,
     name: &str,
     change: impl Fn(&ResourceDefinition, &mut Value) -> bool,

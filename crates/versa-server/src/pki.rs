@@ -95,16 +95,7 @@ pub fn load_or_create(dir: &Path, hosts: &[String], server_url: &str) -> Result<
         create_ca_and_admin(dir)?;
     }
     let ca_cert_pem = read(&ca_cert_path)?;
-    let ca_key = KeyPair::from_pem(&read(&ca_key_path)?).map_err(cert_err("CA key"))?;
-    let issuer = Issuer::from_ca_cert_pem(&ca_cert_pem, ca_key).map_err(cert_err("CA certificate"))?;
-
-    let key = KeyPair::generate().map_err(cert_err("serving key"))?;
-    let mut params = CertificateParams::new(hosts.to_vec()).map_err(cert_err("serving certificate names"))?;
-    params.distinguished_name = name("versa", &[]);
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let serving = params.signed_by(&key, &issuer).map_err(cert_err("serving certificate"))?;
-    let (serving_cert_pem, serving_key_pem) = (serving.pem(), key.serialize_pem());
+    let (serving_cert_pem, serving_key_pem) = issue_serving(&ca_cert_pem, &read(&ca_key_path)?, hosts)?;
     write(&dir.join(SERVING_CERT), &serving_cert_pem, false)?;
     write(&dir.join(SERVING_KEY), &serving_key_pem, true)?;
 
@@ -116,14 +107,7 @@ pub fn load_or_create(dir: &Path, hosts: &[String], server_url: &str) -> Result<
 }
 
 fn create_ca_and_admin(dir: &Path) -> Result<(), PkiError> {
-    let ca_key = KeyPair::generate().map_err(cert_err("CA key"))?;
-    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(cert_err("CA certificate"))?;
-    ca.distinguished_name = name("versa-ca", &[]);
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
-    ca.not_after = rcgen::date_time_ymd(2125, 1, 1);
-    let ca_cert = ca.self_signed(&ca_key).map_err(cert_err("CA certificate"))?;
-    let issuer = Issuer::new(ca, ca_key);
+    let (ca_cert, issuer) = ca("versa-ca")?;
 
     let admin_key = KeyPair::generate().map_err(cert_err("admin key"))?;
     let mut admin = CertificateParams::new(Vec::<String>::new()).map_err(cert_err("admin certificate"))?;
@@ -139,6 +123,38 @@ fn create_ca_and_admin(dir: &Path) -> Result<(), PkiError> {
     write(&dir.join(CA_KEY), &issuer.key().serialize_pem(), true)?;
     write(&dir.join(CA_CERT), &ca_cert.pem(), false)?;
     Ok(())
+}
+
+/// A new self-signed CA.
+fn ca(common_name: &str) -> Result<(rcgen::Certificate, Issuer<'static, KeyPair>), PkiError> {
+    let ca_key = KeyPair::generate().map_err(cert_err("CA key"))?;
+    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(cert_err("CA certificate"))?;
+    ca.distinguished_name = name(common_name, &[]);
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca.not_after = rcgen::date_time_ymd(2125, 1, 1);
+    let ca_cert = ca.self_signed(&ca_key).map_err(cert_err("CA certificate"))?;
+    Ok((ca_cert, Issuer::new(ca, ca_key)))
+}
+
+/// A new self-signed CA named `common_name`, as (certificate PEM, key PEM).
+pub fn new_ca(common_name: &str) -> Result<(String, String), PkiError> {
+    let (cert, issuer) = ca(common_name)?;
+    Ok((cert.pem(), issuer.key().serialize_pem()))
+}
+
+/// A serving certificate for `hosts` (DNS names or IP addresses) issued by the CA given as
+/// PEM, as (certificate PEM, key PEM).
+pub fn issue_serving(ca_cert_pem: &str, ca_key_pem: &str, hosts: &[String]) -> Result<(String, String), PkiError> {
+    let ca_key = KeyPair::from_pem(ca_key_pem).map_err(cert_err("CA key"))?;
+    let issuer = Issuer::from_ca_cert_pem(ca_cert_pem, ca_key).map_err(cert_err("CA certificate"))?;
+    let key = KeyPair::generate().map_err(cert_err("serving key"))?;
+    let mut params = CertificateParams::new(hosts.to_vec()).map_err(cert_err("serving certificate names"))?;
+    params.distinguished_name = name("versa", &[]);
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let serving = params.signed_by(&key, &issuer).map_err(cert_err("serving certificate"))?;
+    Ok((serving.pem(), key.serialize_pem()))
 }
 
 fn render_kubeconfig(server: &str, ca: &str, cert: &str, key: &str) -> String {

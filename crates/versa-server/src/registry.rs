@@ -299,6 +299,8 @@ impl Snapshot {
 pub struct Registry {
     current: RwLock<Arc<Snapshot>>,
     ready: AtomicBool,
+    /// Counts changes, for whoever follows the served set (APIService registration).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Default for Registry {
@@ -310,7 +312,11 @@ impl Default for Registry {
 impl Registry {
     /// A registry serving only the definitions API.
     pub fn new() -> Registry {
-        let registry = Registry { current: RwLock::new(Arc::new(Snapshot::default())), ready: AtomicBool::new(false) };
+        let registry = Registry {
+            current: RwLock::new(Arc::new(Snapshot::default())),
+            ready: AtomicBool::new(false),
+            changes: tokio::sync::watch::Sender::new(0),
+        };
         registry.update(|by_name| {
             by_name.insert(format!("resourcedefinitions.{GROUP}"), Arc::new(Resource::definitions()));
         });
@@ -348,6 +354,13 @@ impl Registry {
         change(&mut by_name);
         let by_route = by_name.values().map(|r| ((r.group.clone(), r.plural.clone()), r.clone())).collect();
         *guard = Arc::new(Snapshot { by_name, by_route, discovery: DiscoveryCache::default() });
+        drop(guard);
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// A receiver that is marked changed whenever the served set changes.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// Definitions have been loaded: `/readyz` may say ready.

@@ -1,5 +1,5 @@
 //! The accept loop: TLS handshake (bounded in time), the connection's client certificate read
-//! once, then hyper serving HTTP/1.1 or HTTP/2 on it. Shutdown stops accepting and gives open
+//! and classified by issuer once, then hyper serving HTTP/1.1 or HTTP/2 on it. Shutdown stops accepting and gives open
 //! connections a grace period to finish.
 
 use std::sync::Arc;
@@ -23,6 +23,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 pub async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
+    trust: Arc<crate::tls::ClientTrust>,
     state: Arc<State>,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> anyhow::Result<()> {
@@ -43,7 +44,7 @@ pub async fn serve(
             _ = &mut shutdown => break,
         };
         let _ = tcp.set_nodelay(true);
-        let (acceptor, state) = (acceptor.clone(), state.clone());
+        let (acceptor, state, trust) = (acceptor.clone(), state.clone(), trust.clone());
         let watcher = graceful.watcher();
         tokio::spawn(async move {
             let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
@@ -57,13 +58,12 @@ pub async fn serve(
                     return;
                 }
             };
-            let client_cert = tls
-                .get_ref()
-                .1
-                .peer_certificates()
-                .and_then(|chain| chain.first())
-                .and_then(|leaf| ClientCert::from_der(leaf.as_ref()))
-                .map(Arc::new);
+            // Who signed the client certificate decides what it may do (tls.rs); decided once
+            // per connection.
+            let client_cert = tls.get_ref().1.peer_certificates().and_then(|chain| {
+                let leaf = chain.first()?;
+                ClientCert::from_der(leaf.as_ref(), trust.classify(chain)).map(Arc::new)
+            });
             let service = service_fn(move |req| {
                 let (state, client_cert) = (state.clone(), client_cert.clone());
                 async move { Ok::<_, std::convert::Infallible>(handler::handle(state, client_cert, req).await) }

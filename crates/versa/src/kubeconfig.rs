@@ -1,6 +1,7 @@
-//! Talking to a running versa with a kubeconfig: reading the file's current context (server
-//! URL, CA, client certificate or bearer token) and a minimal blocking HTTPS client for the few
-//! requests `versa migrate` makes.
+//! Kubeconfigs: reading the file's current context (server URL, CA, client certificate or
+//! bearer token), for `versa migrate` (a minimal blocking HTTPS client for the few requests it
+//! makes to a running versa) and for `versa serve` in cluster mode (the [`endpoint`] of
+//! kube-apiserver, from `--kubeconfig` or [`in_cluster`]).
 //!
 //! The kubeconfig is read the way kubectl reads it: `current-context` names a context, which
 //! names a cluster and a user; `*-data` fields are base64 PEM, the file fields are paths
@@ -176,7 +177,7 @@ impl Kubeconfig {
             (!user.username.is_empty() || !user.password.is_empty(), "basic authentication (username/password)"),
         ] {
             if set {
-                return Err(in_user(format!("{what} are not supported by versa migrate")));
+                return Err(in_user(format!("{what} are not supported by versa")));
             }
         }
         let certificate = material(user.client_certificate_data, user.client_certificate, dir)
@@ -350,6 +351,82 @@ pub struct Client {
     authorization: Option<String>,
 }
 
+/// The TLS side of a kubeconfig: trust roots (its CA, else the system's) and the client
+/// certificate, if it names one.
+pub fn tls_config(config: &Kubeconfig) -> Result<rustls::ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    match &config.certificate_authority {
+        Some(ca) => {
+            let pem = ca.read()?;
+            for cert in CertificateDer::pem_slice_iter(&pem) {
+                let cert = cert.map_err(|e| credential("certificate authority", e))?;
+                roots.add(cert).map_err(|e| credential("certificate authority", e))?;
+            }
+            if roots.is_empty() {
+                return Err(credential("certificate authority", "no PEM certificate found"));
+            }
+        }
+        None => {
+            let native = rustls_native_certs::load_native_certs();
+            let _ = roots.add_parsable_certificates(native.certs);
+        }
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(Error::TlsConfig)?
+        .with_root_certificates(roots);
+    match &config.identity {
+        Identity::Certificate { certificate, key } => {
+            let chain = CertificateDer::pem_slice_iter(&certificate.read()?)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| credential("client certificate", e))?;
+            if chain.is_empty() {
+                return Err(credential("client certificate", "no PEM certificate found"));
+            }
+            let key = PrivateKeyDer::from_pem_slice(&key.read()?).map_err(|e| credential("client key", e))?;
+            builder.with_client_auth_cert(chain, key).map_err(Error::TlsConfig)
+        }
+        Identity::Anonymous | Identity::Token(_) => Ok(builder.with_no_client_auth()),
+    }
+}
+
+/// What `versa serve` in cluster mode needs to reach kube-apiserver, from a kubeconfig.
+pub fn endpoint(config: &Kubeconfig) -> Result<versa_server::kube::Endpoint> {
+    use versa_server::kube::Token;
+    let token = match &config.identity {
+        Identity::Token(Material::Inline(bytes)) => {
+            Token::Inline(String::from_utf8(bytes.clone()).map_err(|e| credential("token", e))?.trim().to_owned())
+        }
+        Identity::Token(Material::File(path)) => Token::File(path.clone()),
+        Identity::Anonymous | Identity::Certificate { .. } => Token::None,
+    };
+    Ok(versa_server::kube::Endpoint {
+        base_url: format!("https://{}{}", config.server.authority(), config.server.prefix),
+        tls_server_name: config.tls_server_name.clone(),
+        tls: Arc::new(tls_config(config)?),
+        token,
+    })
+}
+
+/// Where the pod's service account files are.
+pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// The in-cluster configuration (as client-go's `rest.InClusterConfig`): kube-apiserver at
+/// `KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT`, trusted by the service account's
+/// `ca.crt`, authenticated by its (rotated, so re-read) token.
+pub fn in_cluster(host: &str, port: &str) -> Result<Kubeconfig> {
+    let dir = Path::new(SERVICE_ACCOUNT_DIR);
+    let host = if host.contains(':') { format!("[{host}]") } else { host.to_owned() };
+    let server = ServerUrl::parse(&format!("https://{host}:{port}")).map_err(Error::Invalid)?;
+    Ok(Kubeconfig {
+        server,
+        tls_server_name: None,
+        certificate_authority: Some(Material::File(dir.join("ca.crt"))),
+        identity: Identity::Token(Material::File(dir.join("token"))),
+    })
+}
+
 /// An HTTP response, whatever its status.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
@@ -360,44 +437,13 @@ pub struct Response {
 impl Client {
     /// Reads the credentials the kubeconfig names and prepares TLS (no connection yet).
     pub fn new(config: &Kubeconfig) -> Result<Client> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut roots = rustls::RootCertStore::empty();
-        match &config.certificate_authority {
-            Some(ca) => {
-                let pem = ca.read()?;
-                for cert in CertificateDer::pem_slice_iter(&pem) {
-                    let cert = cert.map_err(|e| credential("certificate authority", e))?;
-                    roots.add(cert).map_err(|e| credential("certificate authority", e))?;
-                }
-                if roots.is_empty() {
-                    return Err(credential("certificate authority", "no PEM certificate found"));
-                }
-            }
-            None => {
-                let native = rustls_native_certs::load_native_certs();
-                let _ = roots.add_parsable_certificates(native.certs);
-            }
-        }
-        let builder = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(Error::TlsConfig)?
-            .with_root_certificates(roots);
-        let (tls, authorization) = match &config.identity {
-            Identity::Anonymous => (builder.with_no_client_auth(), None),
-            Identity::Certificate { certificate, key } => {
-                let chain = CertificateDer::pem_slice_iter(&certificate.read()?)
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| credential("client certificate", e))?;
-                if chain.is_empty() {
-                    return Err(credential("client certificate", "no PEM certificate found"));
-                }
-                let key = PrivateKeyDer::from_pem_slice(&key.read()?).map_err(|e| credential("client key", e))?;
-                (builder.with_client_auth_cert(chain, key).map_err(Error::TlsConfig)?, None)
-            }
+        let tls = tls_config(config)?;
+        let authorization = match &config.identity {
             Identity::Token(token) => {
                 let token = String::from_utf8(token.read()?).map_err(|e| credential("token", e))?;
-                (builder.with_no_client_auth(), Some(format!("Bearer {}", token.trim())))
+                Some(format!("Bearer {}", token.trim()))
             }
+            Identity::Anonymous | Identity::Certificate { .. } => None,
         };
         let name = config.tls_server_name.clone().unwrap_or_else(|| config.server.host.clone());
         let server_name = ServerName::try_from(name).map_err(|e| credential("server name", e))?;
@@ -732,7 +778,7 @@ current-context: ctx
             (
                 "exec plugin",
                 kubeconfig("    server: https://h", "    exec: {command: aws}"),
-                Err(r#"invalid kubeconfig: user "u": exec credential plugins are not supported by versa migrate"#),
+                Err(r#"invalid kubeconfig: user "u": exec credential plugins are not supported by versa"#),
             ),
             (
                 "certificate without key",

@@ -42,7 +42,7 @@ struct Cli {
 enum Command {
     /// Run the server: HTTPS API for definitions and custom resources, with embedded storage in
     /// the data directory (or etcd), a generated CA and an admin kubeconfig.
-    Serve(serve::Args),
+    Serve(Box<serve::Args>),
     /// Check definitions (ResourceDefinition or apiextensions.k8s.io/v1
     /// CustomResourceDefinition documents) with kube-apiserver's rules and messages.
     ///
@@ -76,7 +76,7 @@ fn main() -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Serve(args) => {
-            return match serve::run(args) {
+            return match serve::run(*args) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     warn!("error: {e:#}");

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::ValueEnum;
+use versa_server::cluster::{ClusterConfig, RequestHeaderFlags, ServiceRef};
 use versa_server::{Auth, ServerConfig};
 use versa_storage::Store;
 
@@ -57,6 +58,135 @@ pub struct Args {
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+/// Cluster mode: on when a kubeconfig is given or versa runs in a pod (`KUBERNETES_SERVICE_HOST`
+/// set). The names are those of every aggregated API server built on k8s.io/apiserver.
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Cluster mode (behind kube-apiserver)")]
+struct ClusterArgs {
+    /// kube-apiserver to delegate to and register with (default in a pod: its service account).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Serving certificate (PEM; re-read when it changes). Without it, versa issues one from a
+    /// CA it generates and keeps in the Secret --serving-ca-secret.
+    #[arg(long, requires = "tls_private_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// Key of --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
+    tls_private_key_file: Option<PathBuf>,
+    /// CA bundle written as caBundle into the APIServices versa manages (with --tls-cert-file;
+    /// default: the last certificate of --tls-cert-file).
+    #[arg(long)]
+    apiservice_ca_file: Option<PathBuf>,
+    /// Secret (in --service-namespace) holding the generated serving CA.
+    #[arg(long, default_value = "versa-serving-ca")]
+    serving_ca_secret: String,
+    /// CA for client certificates (user = CN, groups = O); default: from the ConfigMap
+    /// kube-system/extension-apiserver-authentication.
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
+    /// CA of the front proxy (kube-apiserver's aggregator client certificate); default: from the
+    /// ConfigMap, with its header settings.
+    #[arg(long)]
+    requestheader_client_ca_file: Option<PathBuf>,
+    /// Common names the front proxy's certificate may have (empty: any from that CA).
+    #[arg(long, value_delimiter = ',')]
+    requestheader_allowed_names: Vec<String>,
+    /// Headers naming the user (default X-Remote-User).
+    #[arg(long, value_delimiter = ',')]
+    requestheader_username_headers: Vec<String>,
+    /// Headers naming the groups (default X-Remote-Group).
+    #[arg(long, value_delimiter = ',')]
+    requestheader_group_headers: Vec<String>,
+    /// Header prefixes of the user's extra attributes (default X-Remote-Extra-).
+    #[arg(long, value_delimiter = ',')]
+    requestheader_extra_headers_prefix: Vec<String>,
+    /// Headers naming the user's uid (default X-Remote-Uid).
+    #[arg(long, value_delimiter = ',')]
+    requestheader_uid_headers: Vec<String>,
+    /// kubeconfig for TokenReviews (default: --kubeconfig).
+    #[arg(long)]
+    authentication_kubeconfig: Option<PathBuf>,
+    /// kubeconfig for SubjectAccessReviews (default: --kubeconfig).
+    #[arg(long)]
+    authorization_kubeconfig: Option<PathBuf>,
+    /// Do not read the ConfigMap kube-system/extension-apiserver-authentication.
+    #[arg(long)]
+    authentication_skip_lookup: bool,
+    /// The Service kube-aggregator reaches versa through.
+    #[arg(long, default_value = "versa")]
+    service_name: String,
+    /// Namespace of that Service (default: the pod's namespace).
+    #[arg(long)]
+    service_namespace: Option<String>,
+    /// Port of that Service.
+    #[arg(long, default_value_t = 443)]
+    service_port: u16,
+    /// Seconds between checks of the authentication ConfigMap, the CA and certificate files,
+    /// and the APIServices versa manages.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    cluster_resync_period: u64,
+}
+
+impl ClusterArgs {
+    /// The cluster-mode configuration, or `None` for standalone mode.
+    fn config(&self) -> anyhow::Result<Option<ClusterConfig>> {
+        use crate::kubeconfig::{self, Kubeconfig};
+        let main = match (&self.kubeconfig, std::env::var("KUBERNETES_SERVICE_HOST")) {
+            (Some(path), _) => Kubeconfig::load(path)?,
+            (None, Ok(host)) if !host.is_empty() => {
+                let port = std::env::var("KUBERNETES_SERVICE_PORT").unwrap_or_else(|_| "443".into());
+                kubeconfig::in_cluster(&host, &port)?
+            }
+            _ => return Ok(None),
+        };
+        let other = |path: &Option<PathBuf>| -> anyhow::Result<Option<versa_server::kube::Endpoint>> {
+            Ok(match path {
+                Some(p) => Some(kubeconfig::endpoint(&Kubeconfig::load(p)?)?),
+                None => None,
+            })
+        };
+        let namespace = match &self.service_namespace {
+            Some(ns) => ns.clone(),
+            None => pod_namespace().context(
+                "--service-namespace is required outside a pod (no POD_NAMESPACE and no service-account namespace file)",
+            )?,
+        };
+        Ok(Some(ClusterConfig {
+            kube: kubeconfig::endpoint(&main)?,
+            authentication_kube: other(&self.authentication_kubeconfig)?,
+            authorization_kube: other(&self.authorization_kubeconfig)?,
+            tls_files: self.tls_cert_file.clone().zip(self.tls_private_key_file.clone()),
+            apiservice_ca_file: self.apiservice_ca_file.clone(),
+            serving_ca_secret: self.serving_ca_secret.clone(),
+            client_ca_file: self.client_ca_file.clone(),
+            requestheader: RequestHeaderFlags {
+                client_ca_file: self.requestheader_client_ca_file.clone(),
+                allowed_names: self.requestheader_allowed_names.clone(),
+                username_headers: self.requestheader_username_headers.clone(),
+                group_headers: self.requestheader_group_headers.clone(),
+                extra_headers_prefix: self.requestheader_extra_headers_prefix.clone(),
+                uid_headers: self.requestheader_uid_headers.clone(),
+            },
+            skip_lookup: self.authentication_skip_lookup,
+            service: ServiceRef { namespace, name: self.service_name.clone(), port: self.service_port },
+            resync: std::time::Duration::from_secs(self.cluster_resync_period),
+        }))
+    }
+}
+
+/// The pod's namespace: `POD_NAMESPACE` (the downward API), else the service account's file.
+fn pod_namespace() -> Option<String> {
+    if let Ok(ns) = std::env::var("POD_NAMESPACE")
+        && !ns.is_empty()
+    {
+        return Some(ns);
+    }
+    let file = std::path::Path::new(crate::kubeconfig::SERVICE_ACCOUNT_DIR).join("namespace");
+    std::fs::read_to_string(file).ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -119,6 +249,8 @@ async fn open_store(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
 async fn serve(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("cannot create data directory {}", args.data_dir.display()))?;
+    let cluster = args.cluster.config()?;
+    let mode = if cluster.is_some() { "cluster" } else { "standalone" };
     let store = open_store(&args).await?;
     let config = ServerConfig {
         listen: args.listen,
@@ -126,6 +258,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         store,
         key_prefix: args.storage_prefix.clone(),
         auth: Auth::standalone(),
+        cluster,
         conversion: versa_conversion::Options {
             webhook_timeout: std::time::Duration::from_secs(args.conversion_webhook_timeout),
         },
@@ -137,9 +270,11 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let server = config.complete().await?;
     let shutdown = shutdown_signal()?;
     let addr = server.local_addr()?;
-    tracing::info!(%addr, storage = ?args.storage, "versa is serving");
+    tracing::info!(%addr, storage = ?args.storage, mode, "versa is serving");
     say!("versa is serving on https://{addr}");
-    say!("use it with: kubectl --kubeconfig {}", server.kubeconfig().display());
+    if let Some(kubeconfig) = server.kubeconfig() {
+        say!("use it with: kubectl --kubeconfig {}", kubeconfig.display());
+    }
     server.run(shutdown).await?;
     tracing::info!("versa stopped");
     Ok(())

@@ -1,0 +1,358 @@
+//! Cluster mode: versa behind kube-apiserver as an aggregated API server.
+//!
+//! [`ClusterConfig`] is what the operator chose (the flags every k8s.io/apiserver-based
+//! aggregated server has). [`prepare`] turns it into running parts:
+//!
+//! - the **serving certificate**: from `--tls-cert-file`/`--tls-private-key-file` (re-read when
+//!   the files change), or issued at start from a CA that versa generates once and keeps in a
+//!   Secret in its namespace, so that every replica serves under the same CA — which is the
+//!   `caBundle` of the APIServices versa manages;
+//! - the **client trust and front-proxy settings**: from the flags, and what they leave out
+//!   from the ConfigMap `kube-system/extension-apiserver-authentication` (unless
+//!   `--authentication-skip-lookup`), re-read every resync period (`--cluster-resync-period`,
+//!   [`DEFAULT_RESYNC`] by default) so that a rotated front-proxy CA is picked up;
+//! - **delegated authentication and authorization** (`delegated.rs`) against kube-apiserver.
+//!
+//! The APIService registration that follows the served set is `apiservice.rs`.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::Auth;
+use crate::delegated::{DelegatedAuthenticator, DelegatedAuthorizer, RequestHeaderConfig};
+use crate::kube::{Endpoint, KubeClient, KubeError};
+use crate::tls::{ClientTrust, ServingCert};
+
+/// How often, by default, the authentication ConfigMap, the CA and certificate files and the
+/// APIServices are checked for changes.
+pub const DEFAULT_RESYNC: Duration = Duration::from_secs(30);
+
+/// The ConfigMap kube-apiserver publishes its client and front-proxy CAs in.
+pub const AUTHENTICATION_CONFIGMAP: &str =
+    "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication";
+
+/// What the operator chose for cluster mode.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// kube-apiserver (from `--kubeconfig` or the pod's service account).
+    pub kube: Endpoint,
+    /// For TokenReviews (`--authentication-kubeconfig`); default: `kube`.
+    pub authentication_kube: Option<Endpoint>,
+    /// For SubjectAccessReviews (`--authorization-kubeconfig`); default: `kube`.
+    pub authorization_kube: Option<Endpoint>,
+    /// `--tls-cert-file` and `--tls-private-key-file`.
+    pub tls_files: Option<(PathBuf, PathBuf)>,
+    /// `--apiservice-ca-file`: the `caBundle` for APIServices when the serving certificate
+    /// comes from files.
+    pub apiservice_ca_file: Option<PathBuf>,
+    /// `--serving-ca-secret`: where the generated CA is kept (without `tls_files`).
+    pub serving_ca_secret: String,
+    /// `--client-ca-file`.
+    pub client_ca_file: Option<PathBuf>,
+    /// `--requestheader-*`.
+    pub requestheader: RequestHeaderFlags,
+    /// `--authentication-skip-lookup`: never read the authentication ConfigMap.
+    pub skip_lookup: bool,
+    /// The Service kube-aggregator reaches versa through.
+    pub service: ServiceRef,
+    /// How often the authentication ConfigMap, the CA and certificate files and the
+    /// APIServices are checked for changes.
+    pub resync: Duration,
+}
+
+/// The `--requestheader-*` flags; empty lists mean kube's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct RequestHeaderFlags {
+    pub client_ca_file: Option<PathBuf>,
+    pub allowed_names: Vec<String>,
+    pub username_headers: Vec<String>,
+    pub group_headers: Vec<String>,
+    pub extra_headers_prefix: Vec<String>,
+    pub uid_headers: Vec<String>,
+}
+
+/// versa's Service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceRef {
+    pub namespace: String,
+    pub name: String,
+    pub port: u16,
+}
+
+impl ServiceRef {
+    /// The names the serving certificate must carry for kube-aggregator to reach versa
+    /// through the Service.
+    pub fn dns_names(&self) -> Vec<String> {
+        let (n, ns) = (&self.name, &self.namespace);
+        vec![n.clone(), format!("{n}.{ns}"), format!("{n}.{ns}.svc"), format!("{n}.{ns}.svc.cluster.local")]
+    }
+}
+
+/// Where the APIServices' `caBundle` comes from.
+#[derive(Debug, Clone)]
+pub enum CaBundle {
+    /// The generated CA (PEM).
+    Generated(String),
+    /// A file, re-read on every reconciliation (so a rotated CA propagates).
+    File(PathBuf),
+    /// The last certificate of the serving chain (a self-signed certificate is its own CA).
+    ServingChain(PathBuf),
+}
+
+impl CaBundle {
+    pub fn pem(&self) -> Result<String, String> {
+        match self {
+            CaBundle::Generated(pem) => Ok(pem.clone()),
+            CaBundle::File(path) => std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display())),
+            CaBundle::ServingChain(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let start = text.rfind("-----BEGIN CERTIFICATE-----").ok_or("no PEM certificate found")?;
+                Ok(text[start..].to_owned())
+            }
+        }
+    }
+}
+
+/// Cluster mode, running.
+#[derive(Debug)]
+pub struct Cluster {
+    pub kube: KubeClient,
+    pub service: ServiceRef,
+    pub ca_bundle: CaBundle,
+    pub resync: Duration,
+}
+
+/// What [`prepare`] hands to the server.
+#[derive(Debug)]
+pub struct Prepared {
+    pub serving: Arc<ServingCert>,
+    pub trust: Arc<ClientTrust>,
+    pub auth: Auth,
+    pub cluster: Arc<Cluster>,
+    /// Background work to start with the server.
+    pub tasks: Tasks,
+}
+
+/// The background tasks of cluster mode (started by [`Tasks::spawn`]).
+#[derive(Debug)]
+pub struct Tasks {
+    config: ClusterConfig,
+    kube: KubeClient,
+    serving: Arc<ServingCert>,
+    trust: Arc<ClientTrust>,
+    requestheader: Arc<RwLock<RequestHeaderConfig>>,
+    current: AuthSources,
+}
+
+impl Tasks {
+    pub fn spawn(self, shutdown: CancellationToken) {
+        if let Some((cert, key)) = self.config.tls_files.clone() {
+            tokio::spawn(self.serving.clone().reload_from(cert, key, self.config.resync, shutdown.clone()));
+        }
+        tokio::spawn(sync_authentication(self, shutdown));
+    }
+}
+
+/// Sets up cluster mode; `extra_hosts` are added to a generated serving certificate (the
+/// listen address, so that probes and tests can verify it too).
+pub async fn prepare(config: ClusterConfig, extra_hosts: &[String]) -> anyhow::Result<Prepared> {
+    let kube = KubeClient::new(&config.kube)?;
+    let authn_kube = match &config.authentication_kube {
+        Some(e) => KubeClient::new(e)?,
+        None => kube.clone(),
+    };
+    let authz_kube = match &config.authorization_kube {
+        Some(e) => KubeClient::new(e)?,
+        None => kube.clone(),
+    };
+
+    let (serving, ca_bundle) = match &config.tls_files {
+        Some((cert, key)) => {
+            let bundle = match &config.apiservice_ca_file {
+                Some(file) => CaBundle::File(file.clone()),
+                None => CaBundle::ServingChain(cert.clone()),
+            };
+            (ServingCert::new(ServingCert::load(cert, key)?), bundle)
+        }
+        None => {
+            let (ca_cert, ca_key) = serving_ca(&kube, &config.service.namespace, &config.serving_ca_secret).await?;
+            let mut hosts = config.service.dns_names();
+            hosts.extend(extra_hosts.iter().cloned());
+            let (cert, key) = crate::pki::issue_serving(&ca_cert, &ca_key, &hosts)?;
+            let serving = ServingCert::new(crate::tls::certified_key(cert.as_bytes(), key.as_bytes())?);
+            (serving, CaBundle::Generated(ca_cert))
+        }
+    };
+
+    let current = load_authentication(&config, &kube).await?;
+    let trust = ClientTrust::new();
+    trust.set(current.client_ca.as_deref(), current.requestheader_ca.as_deref())?;
+    let requestheader = Arc::new(RwLock::new(current.requestheader.clone()));
+    let auth = Auth {
+        authenticator: Arc::new(DelegatedAuthenticator::new(requestheader.clone(), authn_kube)),
+        authorizer: Arc::new(DelegatedAuthorizer::new(authz_kube)),
+    };
+    let cluster =
+        Arc::new(Cluster { kube: kube.clone(), service: config.service.clone(), ca_bundle, resync: config.resync });
+    let tasks = Tasks { config, kube, serving: serving.clone(), trust: trust.clone(), requestheader, current };
+    Ok(Prepared { serving, trust, auth, cluster, tasks })
+}
+
+/// The CA versa issues its serving certificates from: read from the Secret, or generated and
+/// stored there by whichever replica comes first.
+async fn serving_ca(kube: &KubeClient, namespace: &str, name: &str) -> anyhow::Result<(String, String)> {
+    let path = format!("/api/v1/namespaces/{namespace}/secrets/{name}");
+    for _ in 0..3 {
+        match kube.get(&path).await {
+            Ok(secret) => {
+                return decode_ca_secret(&secret).map_err(|e| anyhow::anyhow!("secret {namespace}/{name}: {e}"));
+            }
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(anyhow::anyhow!("reading the serving CA: {e}")),
+        }
+        let (cert, key) = crate::pki::new_ca(&format!("versa-serving-ca@{namespace}.{name}"))?;
+        let secret = json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": namespace, "labels": {crate::apiservice::MANAGED_BY: crate::apiservice::MANAGER}},
+            "type": "Opaque",
+            "data": {"ca.crt": STANDARD.encode(&cert), "ca.key": STANDARD.encode(&key)},
+        });
+        match kube.create(&format!("/api/v1/namespaces/{namespace}/secrets"), &secret).await {
+            Ok(_) => {
+                tracing::info!(namespace, name, "generated the serving CA");
+                return Ok((cert, key));
+            }
+            // Another replica was first: use its CA.
+            Err(e) if e.is_conflict() => continue,
+            Err(e) => return Err(anyhow::anyhow!("storing the serving CA: {e}")),
+        }
+    }
+    anyhow::bail!("secret {namespace}/{name} keeps changing")
+}
+
+fn decode_ca_secret(secret: &Value) -> Result<(String, String), String> {
+    let field = |k: &str| -> Result<String, String> {
+        let b64 = secret["data"][k].as_str().ok_or_else(|| format!("no {k}"))?;
+        let bytes = STANDARD.decode(b64).map_err(|e| format!("{k}: {e}"))?;
+        String::from_utf8(bytes).map_err(|e| format!("{k}: {e}"))
+    };
+    Ok((field("ca.crt")?, field("ca.key")?))
+}
+
+/// The CAs and front-proxy settings in force.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct AuthSources {
+    client_ca: Option<String>,
+    requestheader_ca: Option<String>,
+    requestheader: RequestHeaderConfig,
+}
+
+fn read_file(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+fn or_default(flag: &[String], default: Vec<String>) -> Vec<String> {
+    if flag.is_empty() { default } else { flag.to_vec() }
+}
+
+/// The flags, completed from the ConfigMap where they leave something out (as
+/// k8s.io/apiserver's delegating authentication options do).
+async fn load_authentication(config: &ClusterConfig, kube: &KubeClient) -> anyhow::Result<AuthSources> {
+    let mut sources = AuthSources::default();
+    if let Some(file) = &config.client_ca_file {
+        sources.client_ca = Some(read_file(file)?);
+    }
+    let flags = &config.requestheader;
+    if let Some(file) = &flags.client_ca_file {
+        let defaults = RequestHeaderConfig::default();
+        sources.requestheader_ca = Some(read_file(file)?);
+        sources.requestheader = RequestHeaderConfig {
+            allowed_names: flags.allowed_names.clone(),
+            username_headers: or_default(&flags.username_headers, defaults.username_headers),
+            uid_headers: or_default(&flags.uid_headers, defaults.uid_headers),
+            group_headers: or_default(&flags.group_headers, defaults.group_headers),
+            extra_headers_prefix: or_default(&flags.extra_headers_prefix, defaults.extra_headers_prefix),
+        };
+    }
+    if config.skip_lookup || (sources.client_ca.is_some() && sources.requestheader_ca.is_some()) {
+        return Ok(sources);
+    }
+    let configmap = match kube.get(AUTHENTICATION_CONFIGMAP).await {
+        Ok(cm) => cm,
+        Err(e) if e.is_not_found() => {
+            tracing::warn!(
+                "configmap kube-system/extension-apiserver-authentication not found: \
+                 only bearer tokens can authenticate"
+            );
+            return Ok(sources);
+        }
+        Err(e) => return Err(lookup_error(&e)),
+    };
+    let data = &configmap["data"];
+    let text = |k: &str| data[k].as_str().filter(|s| !s.trim().is_empty()).map(str::to_owned);
+    let list = |k: &str| -> Vec<String> {
+        // kube stores these lists JSON-encoded.
+        text(k).and_then(|s| serde_json::from_str::<Vec<String>>(&s).ok()).unwrap_or_default()
+    };
+    if sources.client_ca.is_none() {
+        sources.client_ca = text("client-ca-file");
+    }
+    if sources.requestheader_ca.is_none()
+        && let Some(ca) = text("requestheader-client-ca-file")
+    {
+        sources.requestheader_ca = Some(ca);
+        sources.requestheader = RequestHeaderConfig {
+            allowed_names: list("requestheader-allowed-names"),
+            username_headers: list("requestheader-username-headers"),
+            uid_headers: list("requestheader-uid-headers"),
+            group_headers: list("requestheader-group-headers"),
+            extra_headers_prefix: list("requestheader-extra-headers-prefix"),
+        };
+    }
+    Ok(sources)
+}
+
+fn lookup_error(e: &KubeError) -> anyhow::Error {
+    anyhow::anyhow!(
+        "unable to get configmap/extension-apiserver-authentication in kube-system: {e}. Usually fixed by \
+         'kubectl create rolebinding -n kube-system ROLEBINDING_NAME --role=extension-apiserver-authentication-reader \
+         --serviceaccount=YOUR_NS:YOUR_SA' (or pass --authentication-skip-lookup)"
+    )
+}
+
+/// Keeps the CAs and front-proxy settings current.
+async fn sync_authentication(mut tasks: Tasks, shutdown: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(tasks.config.resync) => {}
+            () = shutdown.cancelled() => return,
+        }
+        let next = match load_authentication(&tasks.config, &tasks.kube).await {
+            Ok(next) => next,
+            Err(e) => {
+                tracing::warn!(error = %e, "authentication settings not refreshed");
+                continue;
+            }
+        };
+        if next == tasks.current {
+            continue;
+        }
+        if let Err(e) = tasks.trust.set(next.client_ca.as_deref(), next.requestheader_ca.as_deref()) {
+            tracing::warn!(error = %e, "new client CAs not usable; keeping the old ones");
+            continue;
+        }
+        match tasks.requestheader.write() {
+            Ok(mut g) => *g = next.requestheader.clone(),
+            Err(poisoned) => *poisoned.into_inner() = next.requestheader.clone(),
+        }
+        tracing::info!("authentication settings updated");
+        tasks.current = next;
+    }
+}

@@ -1,0 +1,718 @@
+//! Cluster mode end to end (issue 7): versa behind kube-apiserver, played by the fake in
+//! `fake_kube.rs` (the ConfigMap with the front-proxy configuration, TokenReview,
+//! SubjectAccessReview, APIServices, Secrets). First the fake itself is checked with the real
+//! `kubectl` — which also speaks HTTP/2 to it, as Go clients do when ALPN offers it — so that a
+//! failure in the cluster-mode tests points at versa, not at its stand-in.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "client.rs"]
+mod client;
+#[path = "fake_kube.rs"]
+mod fake_kube;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use client::{Client, Response};
+use fake_kube::{AuthenticationConfig, FakeKube, SERVICE_ACCOUNT_TOKEN, User, Verdict};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    KeyUsagePurpose,
+};
+use serde_json::{Value, json};
+use versa_e2e::{Versa, fails, kubectl, ok};
+
+// The fake itself.
+
+const AUTHENTICATION_CONFIG_MAP: &str = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication";
+const API_SERVICES: &str = "/apis/apiregistration.k8s.io/v1/apiservices";
+
+/// A directory holding the fake's kubeconfig (kubectl keeps its discovery cache beside it).
+fn kubeconfig(fake: &FakeKube) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    fake.write_kubeconfig(&path);
+    (dir, path)
+}
+
+/// `kubectl <verb> --raw <path>`, with `body` as the request body: the fake serves no discovery
+/// or OpenAPI, so kubectl's resource commands do not work against it, but raw requests do.
+fn raw(kubeconfig: &Path, verb: &str, path: &str, body: Option<&Value>) -> Output {
+    let file = kubeconfig.with_file_name("body.json");
+    let mut args = vec![verb, "--raw", path];
+    if let Some(body) = body {
+        std::fs::write(&file, body.to_string()).unwrap();
+        args.extend(["-f", file.to_str().unwrap()]);
+    }
+    kubectl(kubeconfig, &args)
+}
+
+/// `kubectl get --raw`, parsed.
+fn get_raw(kubeconfig: &Path, path: &str) -> Value {
+    serde_json::from_str(&ok(raw(kubeconfig, "get", path, None))).unwrap()
+}
+
+/// `kubectl create --raw` (a POST) of `body`, parsed.
+fn post_raw(kubeconfig: &Path, path: &str, body: &Value) -> Value {
+    serde_json::from_str(&ok(raw(kubeconfig, "create", path, Some(body)))).unwrap()
+}
+
+#[test]
+fn fake_kube_answers_authentication_and_authorization() {
+    let fake = FakeKube::start();
+    let (_dir, config) = kubeconfig(&fake);
+
+    let missing = fails(raw(&config, "get", AUTHENTICATION_CONFIG_MAP, None));
+    assert!(missing.contains("NotFound"), "{missing}");
+    let mut authentication = AuthenticationConfig::front_proxy("FRONT PROXY CA", &["front-proxy-client"]);
+    authentication.client_ca = Some("CLIENT CA".into());
+    authentication.requestheader_uid_headers = Vec::new();
+    fake.set_authentication_config(authentication.clone());
+    let first = get_raw(&config, AUTHENTICATION_CONFIG_MAP);
+    assert_eq!(
+        first["data"],
+        json!({
+            "client-ca-file": "CLIENT CA",
+            "requestheader-client-ca-file": "FRONT PROXY CA",
+            "requestheader-allowed-names": "[\"front-proxy-client\"]",
+            "requestheader-username-headers": "[\"X-Remote-User\"]",
+            "requestheader-group-headers": "[\"X-Remote-Group\"]",
+            "requestheader-extra-headers-prefix": "[\"X-Remote-Extra-\"]",
+            "requestheader-uid-headers": "null",
+        })
+    );
+    fake.set_authentication_config(AuthenticationConfig { client_ca: Some("OTHER CA".into()), ..Default::default() });
+    let second = get_raw(&config, AUTHENTICATION_CONFIG_MAP);
+    assert_eq!(second["data"], json!({"client-ca-file": "OTHER CA"}));
+    assert_ne!(first["metadata"]["resourceVersion"], second["metadata"]["resourceVersion"]);
+
+    let mut alice = User::new("alice", &["devs", "system:authenticated"]);
+    alice.uid = "alice-uid".into();
+    alice.extra.insert("scopes.example.com".into(), vec!["a".into(), "b".into()]);
+    fake.add_token("alice-token", alice);
+    let tokens = "/apis/authentication.k8s.io/v1/tokenreviews";
+    let review = |token: &str| {
+        json!({
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+            "spec": {"token": token, "audiences": ["https://kubernetes.default.svc"]},
+        })
+    };
+    let known = post_raw(&config, tokens, &review("alice-token"));
+    assert_eq!(
+        known["status"],
+        json!({
+            "authenticated": true,
+            "user": {
+                "username": "alice", "uid": "alice-uid", "groups": ["devs", "system:authenticated"],
+                "extra": {"scopes.example.com": ["a", "b"]},
+            },
+            "audiences": ["https://kubernetes.default.svc"],
+        })
+    );
+    let unknown = post_raw(&config, tokens, &review("mallory-token"));
+    assert_eq!(unknown["status"]["authenticated"], Value::Null, "omitted when false, as in kube");
+    assert_eq!(unknown["status"]["user"], json!({}));
+    assert!(unknown["status"]["error"].is_string(), "{unknown}");
+    assert_eq!(fake.token_reviews(), 2);
+
+    let access = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+    let sar = |user: &str| {
+        json!({
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {
+                "user": user, "groups": ["devs"],
+                "resourceAttributes": {"verb": "get", "group": "example.com", "version": "v1", "resource": "widgets"},
+            },
+        })
+    };
+    let nobody = post_raw(&config, access, &sar("alice"));
+    assert_eq!(nobody["status"], json!({"allowed": false}), "the default policy has no opinion");
+    fake.set_policy(|spec| if spec["user"] == "alice" { Verdict::allow() } else { Verdict::deny("not alice") });
+    assert_eq!(post_raw(&config, access, &sar("alice"))["status"], json!({"allowed": true}));
+    assert_eq!(
+        post_raw(&config, access, &sar("bob"))["status"],
+        json!({"allowed": false, "denied": true, "reason": "not alice"})
+    );
+    let specs = fake.access_reviews();
+    assert_eq!(specs.len(), 3);
+    assert_eq!(specs[2], sar("bob")["spec"]);
+
+    let stranger = config.with_file_name("stranger.kubeconfig");
+    let text = std::fs::read_to_string(&config).unwrap().replace(SERVICE_ACCOUNT_TOKEN, "someone-else");
+    std::fs::write(&stranger, text).unwrap();
+    let refused = fails(raw(&stranger, "get", AUTHENTICATION_CONFIG_MAP, None));
+    assert!(refused.contains("Unauthorized"), "{refused}");
+    assert!(fake.requests().contains(&("GET".to_string(), AUTHENTICATION_CONFIG_MAP.to_string())));
+}
+
+#[test]
+fn fake_kube_keeps_api_services() {
+    let fake = FakeKube::start();
+    let (_dir, config) = kubeconfig(&fake);
+    fake.put_api_service(json!({
+        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": "v1.apps", "labels": {"kube-aggregator.kubernetes.io/automanaged": "onstart"}},
+        "spec": {"group": "apps", "version": "v1", "groupPriorityMinimum": 17800, "versionPriority": 15},
+    }));
+    let name = "v1alpha1.example.com";
+    let ours = json!({
+        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "versa"}},
+        "spec": {
+            "group": "example.com", "version": "v1alpha1", "groupPriorityMinimum": 1000, "versionPriority": 15,
+            "service": {"namespace": "versa-system", "name": "versa", "port": 443}, "caBundle": "Q0E=",
+        },
+    });
+    let ours_path = format!("{API_SERVICES}/{name}");
+    let created = post_raw(&config, API_SERVICES, &ours);
+    let exists = fails(raw(&config, "create", API_SERVICES, Some(&ours)));
+    assert!(exists.contains(&format!("apiservices.apiregistration.k8s.io \"{name}\" already exists")), "{exists}");
+
+    let names = |list: &Value| -> Vec<String> {
+        list["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap().to_string()).collect()
+    };
+    let all = get_raw(&config, API_SERVICES);
+    assert_eq!(all["kind"], "APIServiceList");
+    assert_eq!(names(&all), ["v1.apps", name]);
+    let selected = get_raw(&config, &format!("{API_SERVICES}?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dversa"));
+    assert_eq!(names(&selected), [name]);
+    let unlabelled = get_raw(&config, &format!("{API_SERVICES}?labelSelector=!app.kubernetes.io%2Fmanaged-by"));
+    assert_eq!(names(&unlabelled), ["v1.apps"]);
+
+    let stored = &fake.api_services()[name];
+    assert_eq!(stored, &created);
+    assert_eq!(stored["spec"], ours["spec"]);
+    for assigned in ["uid", "resourceVersion", "creationTimestamp"] {
+        assert!(stored["metadata"][assigned].is_string(), "{assigned}: {stored}");
+    }
+    let mut update = stored.clone();
+    update["spec"]["versionPriority"] = json!(20);
+    ok(raw(&config, "replace", &ours_path, Some(&update)));
+    let updated = &fake.api_services()[name];
+    assert_eq!(updated["spec"]["versionPriority"], 20);
+    assert_eq!(updated["metadata"]["uid"], stored["metadata"]["uid"]);
+    assert_ne!(updated["metadata"]["resourceVersion"], stored["metadata"]["resourceVersion"]);
+    let conflict = fails(raw(&config, "replace", &ours_path, Some(&update)));
+    assert!(
+        conflict.contains(&format!(
+            "Operation cannot be fulfilled on apiservices.apiregistration.k8s.io \"{name}\": the object has been modified"
+        )),
+        "{conflict}"
+    );
+
+    ok(raw(&config, "delete", &ours_path, None));
+    let gone = fails(raw(&config, "get", &ours_path, None));
+    assert!(gone.contains(&format!("apiservices.apiregistration.k8s.io \"{name}\" not found")), "{gone}");
+    assert!(fails(raw(&config, "delete", &ours_path, None)).contains("not found"));
+    assert_eq!(fake.api_services().into_keys().collect::<Vec<_>>(), ["v1.apps"]);
+}
+
+#[test]
+fn fake_kube_keeps_secrets() {
+    let fake = FakeKube::start();
+    let (_dir, config) = kubeconfig(&fake);
+    let secrets = "/api/v1/namespaces/versa-system/secrets";
+    let manifest = json!({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "versa-ca"}, "stringData": {"ca.crt": "PEM"},
+    });
+    post_raw(&config, secrets, &manifest);
+    let secret = &fake.secrets("versa-system")["versa-ca"];
+    assert_eq!(secret["data"], json!({"ca.crt": "UEVN"}));
+    assert_eq!(secret["metadata"]["namespace"], "versa-system");
+    assert!(fake.secrets("default").is_empty());
+    let got = get_raw(&config, &format!("{secrets}/versa-ca"));
+    assert_eq!(got["data"], secret["data"]);
+    let missing = fails(raw(&config, "get", &format!("{secrets}/other"), None));
+    assert!(missing.contains("secrets \"other\" not found"), "{missing}");
+    assert!(
+        fake.requests()
+            .iter()
+            .any(|(method, path)| method == "POST" && path.starts_with("/api/v1/namespaces/versa-system/secrets")),
+        "{:?}",
+        fake.requests()
+    );
+}
+
+// versa in cluster mode, behind the fake: requests sent as kube-aggregator proxies them.
+
+const NAMESPACE: &str = "versa-system";
+const SERVICE: &str = "versa";
+const RD: &str = "/apis/versa.dev/v1/resourcedefinitions";
+const CT: &str = "/apis/stable.example.com/v1/namespaces/default/crontabs";
+const FRONT_PROXY: &str = "front-proxy-client";
+
+/// A CA for client certificates.
+struct Ca {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Ca {
+    fn new(name: &str) -> Ca {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+        Ca { issuer: CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap() }
+    }
+
+    fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    /// A client certificate (PEM, key PEM) for `cn` in `organizations`.
+    fn client(&self, cn: &str, organizations: &[&str]) -> (String, String) {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, cn);
+        for o in organizations {
+            params.distinguished_name.push(DnType::OrganizationName, *o);
+        }
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+}
+
+/// Who may do what: a SubjectAccessReview spec → verdict; shared with the fake's policy.
+type Policy = Arc<Mutex<Box<dyn Fn(&Value) -> Verdict + Send + Sync>>>;
+
+/// versa in cluster mode with the fake, the CAs, and clients for each kind of caller.
+struct Cluster {
+    fake: FakeKube,
+    versa: Versa,
+    _dir: tempfile::TempDir,
+    policy: Policy,
+    /// versa's serving CA (generated by versa, read from its Secret).
+    serving_ca: String,
+    front_proxy_ca: Ca,
+    client_ca: Ca,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let fake = FakeKube::start();
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("fake.kubeconfig");
+        fake.write_kubeconfig(&config);
+        let (front_proxy_ca, client_ca) = (Ca::new("front-proxy-ca"), Ca::new("client-ca"));
+        let mut authentication = AuthenticationConfig::front_proxy(&front_proxy_ca.pem(), &[FRONT_PROXY]);
+        authentication.client_ca = Some(client_ca.pem());
+        fake.set_authentication_config(authentication);
+        let policy: Policy = Arc::new(Mutex::new(Box::new(|_: &Value| Verdict::allow())));
+        let shared = policy.clone();
+        fake.set_policy(move |spec| (shared.lock().unwrap())(spec));
+        let data = dir.path().join("data");
+        let versa = Versa::start_with(
+            &data,
+            &[
+                "--kubeconfig",
+                config.to_str().unwrap(),
+                "--service-namespace",
+                NAMESPACE,
+                "--service-name",
+                SERVICE,
+                // Pick up ConfigMap changes and repair APIServices within a second.
+                "--cluster-resync-period",
+                "1",
+            ],
+        );
+        let secret = fake.secrets(NAMESPACE).remove("versa-serving-ca").expect("versa keeps its CA in a Secret");
+        let b64 = secret["data"]["ca.crt"].as_str().unwrap();
+        let serving_ca = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap();
+        Cluster { fake, versa, _dir: dir, policy, serving_ca, front_proxy_ca, client_ca }
+    }
+
+    fn set_policy(&self, policy: impl Fn(&Value) -> Verdict + Send + Sync + 'static) {
+        *self.policy.lock().unwrap() = Box::new(policy);
+    }
+
+    /// A client presenting `identity` (or nothing).
+    fn client(&self, identity: Option<&(String, String)>) -> Client {
+        Client::from_pem(&self.serving_ca, identity.map(|(c, k)| (c.as_str(), k.as_str())), &self.versa.address)
+    }
+
+    /// kube-aggregator: the front-proxy certificate.
+    fn aggregator(&self) -> Client {
+        self.client(Some(&self.front_proxy_ca.client(FRONT_PROXY, &[])))
+    }
+}
+
+/// Front-proxy headers for `user` in `groups`.
+fn as_user<'a>(user: &'a str, groups: &[&'a str]) -> Vec<(&'a str, &'a str)> {
+    let mut headers = vec![("X-Remote-User", user)];
+    headers.extend(groups.iter().map(|g| ("X-Remote-Group", *g)));
+    headers
+}
+
+const ADMIN: [&str; 1] = ["system:masters"];
+
+async fn send(c: &Client, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&Value>) -> Response {
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let mut all = headers.to_vec();
+    if !body.is_empty() {
+        all.push(("Content-Type", "application/json"));
+    }
+    c.request(method, path, &all, body).await
+}
+
+/// Waits (up to 30 s) for `f` to hold.
+async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    for _ in 0..300 {
+        if f() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what}: not reached within 30 s");
+}
+
+/// The CronTab definition (namespaced, status and scale subresources), served at `versions`.
+fn crontabs(group: &str, versions: &[(&str, bool)]) -> Value {
+    let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+        "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+    }}});
+    let versions: Vec<Value> = versions
+        .iter()
+        .enumerate()
+        .map(|(i, (name, served))| {
+            json!({"name": name, "served": served, "storage": i == 0, "schema": schema,
+                   "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}}})
+        })
+        .collect();
+    json!({
+        "apiVersion": "versa.dev/v1", "kind": "ResourceDefinition",
+        "metadata": {"name": format!("crontabs.{group}")},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+                 "versions": versions},
+    })
+}
+
+/// Creates a definition as an admin and waits until it is Established.
+async fn define(c: &Client, def: &Value) {
+    let r = send(c, "POST", RD, &as_user("admin", &ADMIN), Some(def)).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let path = format!("{RD}/{}", def["metadata"]["name"].as_str().unwrap());
+    for _ in 0..300 {
+        let def = send(c, "GET", &path, &as_user("admin", &ADMIN), None).await.json();
+        let established = def["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Established" && c["status"] == "True"));
+        if established {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{path} not Established");
+}
+
+#[tokio::test]
+async fn front_proxy_certificates_and_tokens_authenticate() {
+    let cluster = Cluster::start();
+    let list = "/apis/versa.dev/v1/resourcedefinitions";
+    let headers = [
+        ("X-Remote-User", "bob"),
+        ("X-Remote-Uid", "uid-7"),
+        ("X-Remote-Group", "devs"),
+        ("X-Remote-Group", "ops"),
+        ("X-Remote-Extra-Scopes", "read"),
+        ("X-Remote-Extra-Scopes", "write"),
+        ("X-Remote-Extra-Example.com%2fteam", "blue"),
+        ("Audit-ID", "audit-1234"),
+    ];
+
+    // kube-aggregator's certificate: the headers are the user, and reach the review whole.
+    let r = send(&cluster.aggregator(), "GET", list, &headers, None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("audit-id").as_deref(), Some("audit-1234"), "Audit-ID is echoed");
+    let review = cluster.fake.access_reviews().pop().unwrap();
+    assert_eq!(
+        review,
+        json!({
+            "user": "bob", "uid": "uid-7", "groups": ["devs", "ops", "system:authenticated"],
+            "extra": {"example.com/team": ["blue"], "scopes": ["read", "write"]},
+            "resourceAttributes": {"verb": "list", "group": "versa.dev", "version": "v1", "resource": "resourcedefinitions"},
+        })
+    );
+
+    // The same headers are ignored without a certificate, with one from another CA, and with
+    // one from the front-proxy CA whose CN is not an allowed name.
+    let stranger = Ca::new("front-proxy-ca").client(FRONT_PROXY, &[]);
+    let intruder = cluster.front_proxy_ca.client("intruder", &[]);
+    for (what, client) in [
+        ("no certificate", cluster.client(None)),
+        ("another CA", cluster.client(Some(&stranger))),
+        ("CN not allowed", cluster.client(Some(&intruder))),
+    ] {
+        let r = send(&client, "GET", list, &headers, None).await;
+        assert_eq!(r.status, 401, "{what}: {}", r.text());
+        assert_eq!(r.json()["reason"], "Unauthorized", "{what}");
+    }
+
+    // A certificate from the client CA: CN is the user, O the groups.
+    let carol = cluster.client_ca.client("carol", &["auditors"]);
+    let r = send(&cluster.client(Some(&carol)), "GET", list, &[], None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let review = cluster.fake.access_reviews().pop().unwrap();
+    assert_eq!((&review["user"], &review["groups"]), (&json!("carol"), &json!(["auditors", "system:authenticated"])));
+
+    // Bearer tokens go through TokenReview, and the answer is cached.
+    cluster.fake.add_token("alice-token", User::new("alice", &["devs"]));
+    let anonymous = cluster.client(None);
+    for _ in 0..3 {
+        let r = send(&anonymous, "GET", list, &[("Authorization", "Bearer alice-token")], None).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    assert_eq!(cluster.fake.token_reviews(), 1, "one TokenReview for three requests");
+    let review = cluster.fake.access_reviews().pop().unwrap();
+    assert_eq!((&review["user"], &review["groups"]), (&json!("alice"), &json!(["devs", "system:authenticated"])));
+    let r = send(&anonymous, "GET", list, &[("Authorization", "Bearer wrong")], None).await;
+    assert_eq!(r.status, 401, "{}", r.text());
+
+    // Health answers without credentials; nothing else does.
+    assert_eq!(send(&anonymous, "GET", "/readyz", &[], None).await.status, 200);
+    assert_eq!(send(&anonymous, "GET", "/livez", &[], None).await.status, 200);
+    assert_eq!(send(&anonymous, "GET", "/version", &[], None).await.status, 401);
+}
+
+#[tokio::test]
+async fn a_rotated_front_proxy_ca_is_picked_up() {
+    let cluster = Cluster::start();
+    let list = "/apis/versa.dev/v1/resourcedefinitions";
+    let user = as_user("bob", &[]);
+    assert_eq!(send(&cluster.aggregator(), "GET", list, &user, None).await.status, 200);
+
+    // kube-apiserver's front-proxy CA is replaced (the ConfigMap changes).
+    let next = Ca::new("front-proxy-ca-2");
+    cluster.fake.set_authentication_config(AuthenticationConfig::front_proxy(&next.pem(), &[FRONT_PROXY]));
+    let new_proxy = cluster.client(Some(&next.client(FRONT_PROXY, &[])));
+    let old_proxy = cluster.aggregator();
+    for _ in 0..300 {
+        if send(&new_proxy, "GET", list, &user, None).await.status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(send(&new_proxy, "GET", list, &user, None).await.status, 200, "the new CA is trusted");
+    assert_eq!(send(&old_proxy, "GET", list, &user, None).await.status, 401, "the old CA no longer is");
+}
+
+#[tokio::test]
+async fn denied_requests_get_kubes_forbidden() {
+    let cluster = Cluster::start();
+    let aggregator = cluster.aggregator();
+    define(&aggregator, &crontabs("stable.example.com", &[("v1", true)])).await;
+    let admin = as_user("admin", &ADMIN);
+    let tab = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": "x"}, "spec": {"replicas": 1}});
+    assert_eq!(send(&aggregator, "POST", CT, &admin, Some(&tab)).await.status, 201);
+
+    cluster.set_policy(
+        |spec| {
+            if spec["user"] == "mallory" { Verdict::deny("no crontabs for you") } else { Verdict::allow() }
+        },
+    );
+    let mallory = as_user("mallory", &["devs"]);
+    let item = format!("{CT}/x");
+    let status = format!("{item}/status");
+    let scale = format!("{item}/scale");
+    let watch = format!("{CT}?watch=true");
+    // (method, path, body, what kube names, verb, resource): the 403 message is kube's.
+    let cases = [
+        ("GET", item.as_str(), None, "crontabs.stable.example.com \"x\"", "get", "crontabs"),
+        ("GET", CT, None, "crontabs.stable.example.com", "list", "crontabs"),
+        ("GET", &watch, None, "crontabs.stable.example.com", "watch", "crontabs"),
+        ("POST", CT, Some(&tab), "crontabs.stable.example.com", "create", "crontabs"),
+        ("PUT", &status, Some(&tab), "crontabs.stable.example.com \"x\"", "update", "crontabs/status"),
+        ("GET", &scale, None, "crontabs.stable.example.com \"x\"", "get", "crontabs/scale"),
+    ];
+    for (method, path, body, object, verb, resource) in cases {
+        let r = send(&aggregator, method, path, &mallory, body).await;
+        assert_eq!(r.status, 403, "{method} {path}: {}", r.text());
+        let message = format!(
+            "{object} is forbidden: User \"mallory\" cannot {verb} resource \"{resource}\" in API group \
+             \"stable.example.com\" in the namespace \"default\": no crontabs for you"
+        );
+        let status = r.json();
+        assert_eq!(
+            (status["reason"].as_str(), status["message"].as_str()),
+            (Some("Forbidden"), Some(message.as_str()))
+        );
+    }
+    let reviews = cluster.fake.access_reviews();
+    let verbs: Vec<(&str, &str)> = reviews
+        .iter()
+        .filter(|r| r["user"] == "mallory")
+        .map(|r| {
+            let a = &r["resourceAttributes"];
+            (a["verb"].as_str().unwrap(), a["subresource"].as_str().unwrap_or(""))
+        })
+        .collect();
+    assert_eq!(
+        verbs,
+        [("get", ""), ("list", ""), ("watch", ""), ("create", ""), ("update", "status"), ("get", "scale")]
+    );
+
+    // Answers are cached: asking again does not ask kube-apiserver again.
+    let before = cluster.fake.access_reviews().len();
+    assert_eq!(send(&aggregator, "GET", &item, &mallory, None).await.status, 403);
+    assert_eq!(cluster.fake.access_reviews().len(), before, "the denial came from the cache");
+    // system:masters is never asked about.
+    assert_eq!(send(&aggregator, "GET", &item, &admin, None).await.status, 200);
+    assert_eq!(cluster.fake.access_reviews().len(), before);
+}
+
+#[tokio::test]
+async fn api_services_follow_the_served_versions() {
+    let cluster = Cluster::start();
+    let aggregator = cluster.aggregator();
+    let admin = as_user("admin", &ADMIN);
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&cluster.serving_ca);
+    let api_service = |name: &str| cluster.fake.api_services().get(name).cloned();
+    let spec = |group: &str, version: &str, group_priority: i64, version_priority: i64| {
+        json!({"group": group, "version": version, "caBundle": ca_bundle,
+               "service": {"namespace": NAMESPACE, "name": SERVICE, "port": 443},
+               "groupPriorityMinimum": group_priority, "versionPriority": version_priority})
+    };
+
+    // versa's own group from the start.
+    eventually("v1.versa.dev registered", || api_service("v1.versa.dev").is_some()).await;
+    let own = api_service("v1.versa.dev").unwrap();
+    assert_eq!(own["spec"], spec("versa.dev", "v1", 1000, 15));
+    assert_eq!(own["metadata"]["labels"], json!({"versa.dev/managed-by": "versa"}));
+
+    // Others' APIServices: kube's own group (local: no service), one of another aggregated server,
+    // and one of another versa installation (our label, another Service).
+    cluster.fake.put_api_service(json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": "v1.apps"}, "spec": {"group": "apps", "version": "v1", "groupPriorityMinimum": 17800, "versionPriority": 15}}));
+    cluster.fake.put_api_service(json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": "v1.stats.example.com"},
+        "spec": {"group": "stats.example.com", "version": "v1", "service": {"namespace": "monitoring", "name": "adapter", "port": 443},
+                 "groupPriorityMinimum": 100, "versionPriority": 100}}));
+    let foreign = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": "v1.other.example.com", "labels": {"versa.dev/managed-by": "versa"}},
+        "spec": {"group": "other.example.com", "version": "v1", "service": {"namespace": "elsewhere", "name": "versa", "port": 443},
+                 "groupPriorityMinimum": 1000, "versionPriority": 100}});
+    cluster.fake.put_api_service(foreign);
+
+    // A definition with two served versions: one APIService each, in Kubernetes' version order.
+    define(&aggregator, &crontabs("stable.example.com", &[("v1", true), ("v1beta1", true)])).await;
+    eventually("both versions registered", || {
+        api_service("v1.stable.example.com").is_some() && api_service("v1beta1.stable.example.com").is_some()
+    })
+    .await;
+    assert_eq!(api_service("v1.stable.example.com").unwrap()["spec"], spec("stable.example.com", "v1", 1000, 100));
+    assert_eq!(
+        api_service("v1beta1.stable.example.com").unwrap()["spec"],
+        spec("stable.example.com", "v1beta1", 1000, 99)
+    );
+
+    // A version that stops being served loses its APIService; a new one gets one, and the
+    // priorities of the others move to keep Kubernetes' order (v2 > v1).
+    let path = format!("{RD}/crontabs.stable.example.com");
+    let mut def = send(&aggregator, "GET", &path, &admin, None).await.json();
+    def["spec"]["versions"][1]["served"] = json!(false);
+    let mut v2 = def["spec"]["versions"][1].clone();
+    v2["name"] = json!("v2");
+    v2["served"] = json!(true);
+    def["spec"]["versions"].as_array_mut().unwrap().push(v2);
+    let r = send(&aggregator, "PUT", &path, &admin, Some(&def)).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    eventually("v1beta1 unregistered, v2 registered, v1 updated", || {
+        api_service("v1beta1.stable.example.com").is_none()
+            && api_service("v2.stable.example.com").is_some()
+            && api_service("v1.stable.example.com").is_some_and(|a| a["spec"]["versionPriority"] == 99)
+    })
+    .await;
+    assert_eq!(api_service("v2.stable.example.com").unwrap()["spec"], spec("stable.example.com", "v2", 1000, 100));
+
+    // A changed APIService is put back.
+    let mut tampered = api_service("v2.stable.example.com").unwrap();
+    tampered["spec"]["caBundle"] = json!("dGFtcGVyZWQ=");
+    cluster.fake.put_api_service(tampered);
+    eventually("v2 repaired", || {
+        api_service("v2.stable.example.com").is_some_and(|a| a["spec"] == spec("stable.example.com", "v2", 1000, 100))
+    })
+    .await;
+
+    // The registration is reported on the definition.
+    let registered = poll_condition(&aggregator, &path, "APIServiceRegistered").await;
+    assert_eq!((registered["status"].as_str(), registered["reason"].as_str()), (Some("True"), Some("Registered")));
+
+    // A group another server already serves is refused with a condition, and nothing is written.
+    define(&aggregator, &crontabs("stats.example.com", &[("v1", true)])).await;
+    let conflict =
+        poll_condition(&aggregator, &format!("{RD}/crontabs.stats.example.com"), "APIServiceRegistered").await;
+    assert_eq!((conflict["status"].as_str(), conflict["reason"].as_str()), (Some("False"), Some("GroupConflict")));
+    assert!(conflict["message"].as_str().unwrap().contains("\"v1.stats.example.com\""), "{conflict}");
+    let taken = api_service("v1.stats.example.com").unwrap();
+    assert_eq!(taken["spec"]["service"]["name"], "adapter", "the other server's APIService is untouched");
+    assert_eq!(api_service("v1.apps").unwrap()["spec"]["groupPriorityMinimum"], 17800, "kube's APIService untouched");
+
+    // Deleting the definition unregisters its versions; the other server's APIService stays.
+    let r = send(&aggregator, "DELETE", &path, &admin, None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    eventually("stable.example.com unregistered", || {
+        api_service("v1.stable.example.com").is_none() && api_service("v2.stable.example.com").is_none()
+    })
+    .await;
+    assert!(api_service("v1.other.example.com").is_some(), "another server's APIService is left alone");
+    assert!(api_service("v1.versa.dev").is_some());
+}
+
+/// Waits for condition `type_` on the definition at `path` and returns it.
+async fn poll_condition(c: &Client, path: &str, type_: &str) -> Value {
+    for _ in 0..300 {
+        let def = send(c, "GET", path, &as_user("admin", &ADMIN), None).await.json();
+        if let Some(found) =
+            def["status"]["conditions"].as_array().and_then(|cs| cs.iter().find(|c| c["type"] == type_))
+        {
+            return found.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{path}: no {type_} condition");
+}
+
+#[tokio::test]
+async fn aggregator_probe_and_namespace_deletion() {
+    let cluster = Cluster::start();
+    let aggregator = cluster.aggregator();
+    define(&aggregator, &crontabs("stable.example.com", &[("v1", true)])).await;
+
+    // kube-aggregator's availability probe, as its own user.
+    let probe = as_user("system:kube-aggregator", &[]);
+    let r = send(&aggregator, "GET", "/apis/stable.example.com/v1", &probe, None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["kind"], "APIResourceList");
+    let review = cluster.fake.access_reviews().pop().unwrap();
+    assert_eq!(
+        review,
+        json!({"user": "system:kube-aggregator", "groups": ["system:authenticated"],
+               "nonResourceAttributes": {"path": "/apis/stable.example.com/v1", "verb": "get"}})
+    );
+    for path in ["/apis", "/openapi/v2", "/openapi/v3"] {
+        let r = send(&aggregator, "GET", path, &probe, None).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+    }
+
+    // kube's namespace controller empties a terminating namespace with deletecollection.
+    let admin = as_user("admin", &ADMIN);
+    let doomed = "/apis/stable.example.com/v1/namespaces/doomed/crontabs";
+    for name in ["a", "b", "c"] {
+        let tab = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": name}});
+        assert_eq!(send(&aggregator, "POST", doomed, &admin, Some(&tab)).await.status, 201);
+    }
+    let controller = as_user("system:serviceaccount:kube-system:namespace-controller", &["system:serviceaccounts"]);
+    let r = send(&aggregator, "DELETE", doomed, &controller, None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let review = cluster.fake.access_reviews().pop().unwrap();
+    assert_eq!(review["resourceAttributes"]["verb"], "deletecollection");
+    assert_eq!(review["resourceAttributes"]["namespace"], "doomed");
+    let left = send(&aggregator, "GET", doomed, &controller, None).await.json();
+    assert_eq!(left["items"], json!([]));
+}
