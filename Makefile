@@ -18,6 +18,7 @@ fmt:
 
 bench:
 	cargo bench -p versa-schema
+	cargo bench -p versa-cel
 	bash hack/bench-storage.sh
 
 # deploy/manifests/versa.yaml: the Helm chart rendered with its defaults (tests/e2e/helm.rs

@@ -87,9 +87,14 @@ pub struct StructField {
 /// cel-go's comprehension: a fold over `iter_range` binding `iter_var`, with the accumulator
 /// `accu_var` starting at `accu_init`, stepping with `loop_step` while `loop_condition` holds,
 /// and producing `result`.
+///
+/// A two-variable comprehension (`l.all(i, v, ...)`, `m.transformMap(k, v, ...)`) also binds
+/// `iter_var2`: over a list `iter_var` is the index and `iter_var2` the element, over a map
+/// `iter_var` is the key and `iter_var2` its value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Comprehension {
     pub iter_var: String,
+    pub iter_var2: Option<String>,
     pub iter_range: Expr,
     pub accu_var: String,
     pub accu_init: Expr,
@@ -100,6 +105,11 @@ pub struct Comprehension {
 
 /// The accumulator variable name cel-go's macros use.
 pub const ACCUMULATOR_VAR: &str = "@result";
+/// cel-go's former accumulator name, still refused as a two-variable iteration variable.
+pub const LEGACY_ACCUMULATOR_VAR: &str = "__result__";
+/// The function two-variable `transformMap`/`transformMapEntry` steps call to add entries to
+/// their accumulator (cel-go's `cel.@mapInsert`; `@` keeps it out of reach of source text).
+pub const MAP_INSERT: &str = "cel.@mapInsert";
 
 /// Operator function names, as cel-go spells them.
 pub mod op {

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use crate::ast::{Comprehension, Expr, ExprId, ExprKind, Literal, MapEntry, SourceInfo, op};
+use crate::ast::{Comprehension, Expr, ExprId, ExprKind, Literal, MAP_INSERT, MapEntry, SourceInfo, op};
 use crate::error::CompileError;
 use crate::types::Type;
 
@@ -248,15 +248,19 @@ impl Checker<'_> {
         self.check(&c.accu_init);
         let accu_type = self.get_type(c.accu_init.id);
         let range_type = self.substitute(&self.get_type(c.iter_range.id), false);
-        let var_type = match &range_type {
-            Type::List(el) => (**el).clone(),
-            Type::Map(k, _) => (**k).clone(),
+        // One variable: the element of a list, the key of a map. Two: the index (int) and the
+        // element of a list, the key and the value of a map.
+        let two = c.iter_var2.is_some();
+        let (var_type, var2_type) = match &range_type {
+            Type::List(el) if two => (Type::Int, (**el).clone()),
+            Type::List(el) => ((**el).clone(), Type::Dyn),
+            Type::Map(k, v) => ((**k).clone(), (**v).clone()),
             Type::Dyn | Type::Error | Type::Param(_) => {
                 let mut m = self.mappings.clone();
                 if is_assignable(&mut m, &Type::Dyn, &range_type) {
                     self.mappings = m;
                 }
-                Type::Dyn
+                (Type::Dyn, Type::Dyn)
             }
             other => {
                 self.error(
@@ -265,16 +269,20 @@ impl Checker<'_> {
                         "expression of type '{other}' cannot be range of a comprehension (must be list, map, or dynamic)"
                     ),
                 );
-                Type::Error
+                (Type::Error, Type::Error)
             }
         };
+        let scope_base = self.scopes.len();
         self.scopes.push((c.accu_var.clone(), accu_type.clone()));
         self.scopes.push((c.iter_var.clone(), var_type));
+        if let Some(var2) = &c.iter_var2 {
+            self.scopes.push((var2.clone(), var2_type));
+        }
         self.check(&c.loop_condition);
         self.assert_type(&c.loop_condition, &Type::Bool);
         self.check(&c.loop_step);
         self.assert_type(&c.loop_step, &accu_type);
-        self.scopes.pop();
+        self.scopes.truncate(scope_base + 1);
         self.check(&c.result);
         self.scopes.pop();
         let rt = self.substitute(&self.get_type(c.result.id), false);
@@ -737,6 +745,9 @@ fn build_overloads() -> HashMap<&'static str, Vec<Overload>> {
     add("hasValue", true, vec![Type::optional(a())], Bool);
     add("or", true, vec![Type::optional(a()), Type::optional(a())], Type::optional(a()));
     add("orValue", true, vec![Type::optional(a()), a()], a());
+    // The step function of the two-variable `transformMap` and `transformMapEntry` macros.
+    add(MAP_INSERT, false, vec![Type::map(a(), b()), a(), b()], Type::map(a(), b()));
+    add(MAP_INSERT, false, vec![Type::map(a(), b()), Type::map(a(), b())], Type::map(a(), b()));
     crate::ext::declare(&mut add);
     t
 }

@@ -7,15 +7,17 @@
 //! their arguments. What makes rules expensive is traversal: string functions cost 0.1 per byte
 //! of the worst-case string (`contains` the product of both sizes, `matches` the string size
 //! times a quarter of the pattern size), `in` on a list its size, and a comprehension (`all`,
-//! `exists`, `filter`, `map`, ...) runs its loop condition and step once per element of the
-//! worst-case range. Worst-case sizes come from the [`DeclType`] of `self`: `maxItems`,
+//! `exists`, `filter`, `map`, `transformList`, ...) runs its loop condition and step once per
+//! element of the worst-case range. A two-variable comprehension's variables are sized as
+//! cel-go sizes them: a list's element by its items, a map's value by additionalProperties, a
+//! list index as an int. Worst-case sizes come from the [`DeclType`] of `self`: `maxItems`,
 //! `maxProperties`, `maxLength` (×4 bytes), or, when absent, what fits in a 3 MiB request.
 //!
 //! The functions of the Kubernetes libraries ([`crate::ext`]) are estimated as Kubernetes'
 //! `library.CostEstimator.EstimateCallCost` estimates them, and cel-go's list and set
 //! extensions with their own estimators (which cel-go consults first); see `library_cost`.
 
-use crate::ast::{ACCUMULATOR_VAR, ExprKind, Literal, op};
+use crate::ast::{ACCUMULATOR_VAR, ExprKind, LEGACY_ACCUMULATOR_VAR, Literal, op};
 use crate::types::{DeclKind, DeclType, MAX_REQUEST_SIZE_BYTES, Type};
 use crate::{CompiledExpression, Expr};
 
@@ -80,11 +82,23 @@ pub fn estimate_cost(compiled: &CompiledExpression, self_type: &DeclType) -> Cos
 /// A path from `self` through fields, `@items`, `@keys` and `@values`, for size lookups.
 type FieldPath = Vec<String>;
 
+/// What a comprehension variable is bound to in each iteration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IterRole {
+    /// The only variable: a list's element, a map's key.
+    Single,
+    /// The first of two: a list's index, a map's key.
+    Key,
+    /// The second of two: a list's element, a map's value.
+    Value,
+}
+
 struct Coster<'a> {
     compiled: &'a CompiledExpression,
     root: &'a DeclType,
-    /// Comprehension variables in scope, innermost last, with the id of their range.
-    iter_ranges: Vec<(String, &'a Expr)>,
+    /// Comprehension variables in scope, innermost last, with their range and what of it they
+    /// are bound to.
+    iter_ranges: Vec<(String, &'a Expr, IterRole)>,
     paths: Vec<(u32, FieldPath)>,
     /// Sizes computed for comprehension and concatenation results.
     sizes: Vec<(u32, CostEstimate)>,
@@ -103,11 +117,15 @@ impl<'a> Coster<'a> {
         match &e.kind {
             ExprKind::Literal(_) => CostEstimate::default(),
             ExprKind::Ident(name) => {
-                let path = match self.iter_ranges.iter().rev().find(|(v, _)| v == name) {
-                    Some((_, range)) => {
-                        let suffix = match self.ty(range) {
-                            Type::List(_) => Some("@items"),
-                            Type::Map(..) => Some("@keys"),
+                let path = match self.iter_ranges.iter().rev().find(|(v, _, _)| v == name) {
+                    Some((_, range, role)) => {
+                        // cel-go's pushIterSingle/pushIterKey/pushIterValue: `@indices` names
+                        // no schema node, so a list index is sized by its type (an int).
+                        let suffix = match (self.ty(range), role) {
+                            (Type::List(_), IterRole::Single | IterRole::Value) => Some("@items"),
+                            (Type::List(_), IterRole::Key) => Some("@indices"),
+                            (Type::Map(..), IterRole::Single | IterRole::Key) => Some("@keys"),
+                            (Type::Map(..), IterRole::Value) => Some("@values"),
                             _ => None,
                         };
                         match (self.path(range).cloned(), suffix) {
@@ -119,7 +137,7 @@ impl<'a> Coster<'a> {
                         }
                     }
                     // Accumulators have no path: their size is not the schema's.
-                    None if name == ACCUMULATOR_VAR || name == "__result__" => None,
+                    None if name == ACCUMULATOR_VAR || name == LEGACY_ACCUMULATOR_VAR => None,
                     None => Some(vec![name.clone()]),
                 };
                 if let Some(p) = path {
@@ -154,10 +172,17 @@ impl<'a> Coster<'a> {
             }
             ExprKind::Comprehension(c) => {
                 let mut sum = self.cost(&c.iter_range).add(self.cost(&c.accu_init));
-                self.iter_ranges.push((c.iter_var.clone(), &c.iter_range));
+                let scope_base = self.iter_ranges.len();
+                match &c.iter_var2 {
+                    None => self.iter_ranges.push((c.iter_var.clone(), &c.iter_range, IterRole::Single)),
+                    Some(var2) => {
+                        self.iter_ranges.push((c.iter_var.clone(), &c.iter_range, IterRole::Key));
+                        self.iter_ranges.push((var2.clone(), &c.iter_range, IterRole::Value));
+                    }
+                }
                 let loop_cost = self.cost(&c.loop_condition);
                 let step_cost = self.cost(&c.loop_step);
-                self.iter_ranges.pop();
+                self.iter_ranges.truncate(scope_base);
                 sum = sum.add(self.cost(&c.result));
                 let range = self.size(&c.iter_range);
                 // A comprehension building a list or map (`map`, `filter`) has as many entries as

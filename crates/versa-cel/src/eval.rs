@@ -20,15 +20,16 @@
 //! so an expensive rule never runs to completion. Recursion follows the AST, whose height the
 //! parser bounds; loops run over finite ranges and every iteration costs at least 1.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use regex::Regex;
 use serde_json::Value as Json;
 
-use crate::ast::{ACCUMULATOR_VAR, Comprehension, Expr, ExprId, ExprKind, Literal, MapEntry, op};
+use crate::ast::{ACCUMULATOR_VAR, Comprehension, Expr, ExprId, ExprKind, Literal, MAP_INSERT, MapEntry, op};
+use crate::ext::regex::LiteralPatterns;
 use crate::types::{DeclType, Type};
-use crate::value::{Map, Str, Value, equals};
+use crate::value::{Map, MapKey, Str, Value, equals};
 use crate::{CompiledExpression, OLD_SELF_VAR, SELF_VAR};
 
 /// The per-call cost limit of a CRD validation rule (`celconfig.PerCallLimit`).
@@ -168,7 +169,7 @@ pub fn eval<'a>(
     activation: &Activation<'a>,
     tracker: &mut CostTracker,
 ) -> Result<Value<'a>, EvalError> {
-    run(&compiled.ast.expr, Some(&compiled.checked.types), activation, tracker)
+    run(&compiled.ast.expr, Some(&compiled.checked.types), Some(&compiled.patterns), activation, tracker)
 }
 
 /// Evaluates a parsed expression (checked or not: dispatch is on runtime values).
@@ -177,18 +178,19 @@ pub fn eval_expr<'a>(
     activation: &Activation<'a>,
     tracker: &mut CostTracker,
 ) -> Result<Value<'a>, EvalError> {
-    run(expr, None, activation, tracker)
+    run(expr, None, None, activation, tracker)
 }
 
 fn run<'a>(
     expr: &Expr,
     types: Option<&[Type]>,
+    patterns: Option<&LiteralPatterns>,
     activation: &Activation<'a>,
     tracker: &mut CostTracker,
 ) -> Result<Value<'a>, EvalError> {
     tracker.call_cost = 0;
     let mut interp =
-        Interp { act: activation, scopes: Vec::new(), tracker, regexes: HashMap::new(), types, call_id: 0 };
+        Interp { act: activation, scopes: Vec::new(), tracker, patterns, regexes: HashMap::new(), types, call_id: 0 };
     let result = interp.eval(expr);
     let cost = interp.tracker.call_cost;
     interp.tracker.remaining_budget = interp.tracker.remaining_budget.saturating_sub(cost);
@@ -201,8 +203,10 @@ pub(crate) struct Interp<'a, 'e> {
     act: &'e Activation<'a>,
     scopes: Vec<(&'e str, Res<'a>)>,
     tracker: &'e mut CostTracker,
-    /// Compiled `matches`, `find` and `findAll` patterns of this evaluation.
-    pub(crate) regexes: HashMap<String, Regex>,
+    /// The expression's literal patterns, compiled with it.
+    patterns: Option<&'e LiteralPatterns>,
+    /// The other `matches`, `find` and `findAll` patterns of this evaluation.
+    regexes: HashMap<String, Regex>,
     /// The checker's types by node id, when the expression was checked.
     types: Option<&'e [Type]>,
     /// The node id of the call being dispatched.
@@ -344,72 +348,161 @@ impl<'a, 'e> Interp<'a, 'e> {
 
     fn eval_comprehension(&mut self, c: &'e Comprehension) -> Res<'a> {
         let range = self.eval(&c.iter_range)?;
-        let items: Vec<Value<'a>> = match &range {
+        let two = c.iter_var2.is_some();
+        match &range {
             Value::List(l) => {
                 // Elements are converted as the loop reaches them.
                 let accu = self.eval(&c.accu_init)?;
-                return self.fold(c, accu, l.len(), |i| l.get(i));
+                self.fold(c, accu, l.len(), |i| {
+                    let v = l.get(i)?;
+                    Ok(if two { (Value::Int(i as i64), Some(v)) } else { (v, None) })
+                })
             }
-            Value::Map(m) => m.keys(),
-            _ => return Err(no_overload("comprehension range")),
-        };
-        let accu = self.eval(&c.accu_init)?;
-        self.fold(c, accu, items.len(), |i| Ok(items[i].clone()))
+            Value::Map(m) if two => {
+                let entries = m.entry_refs();
+                let accu = self.eval(&c.accu_init)?;
+                self.fold(c, accu, entries.len(), |i| entries.get(i).map(|(k, v)| (k, Some(v))))
+            }
+            Value::Map(m) => {
+                let keys = m.keys();
+                let accu = self.eval(&c.accu_init)?;
+                self.fold(c, accu, keys.len(), |i| match keys.get(i) {
+                    Some(k) => Ok((k.clone(), None)),
+                    None => Err(EvalError::new(format!("index out of bounds: {i}"))),
+                })
+            }
+            _ => Err(no_overload("comprehension range")),
+        }
     }
 
-    fn fold(&mut self, c: &'e Comprehension, accu: Value<'a>, len: usize, item: impl Fn(usize) -> Res<'a>) -> Res<'a> {
+    /// Runs the loop of `c` over `len` items; `item(i)` gives the value of the iteration
+    /// variable (and of the second one, for two-variable comprehensions).
+    fn fold(
+        &mut self,
+        c: &'e Comprehension,
+        accu: Value<'a>,
+        len: usize,
+        item: impl Fn(usize) -> Result<(Value<'a>, Option<Value<'a>>), EvalError>,
+    ) -> Res<'a> {
         let base = self.scopes.len();
         self.scopes.push((c.accu_var.as_str(), Ok(accu)));
+        // The keys of a `transformMap` accumulator, tracked while it grows in place.
+        let mut seen: Option<HashSet<MapKey>> = None;
         let result = (|| {
             for i in 0..len {
-                let v = item(i)?;
+                let (v, v2) = item(i)?;
                 self.scopes.push((c.iter_var.as_str(), Ok(v)));
+                if let (Some(name), Some(v2)) = (&c.iter_var2, v2) {
+                    self.scopes.push((name.as_str(), Ok(v2)));
+                }
                 let cond = self.eval_catching(&c.loop_condition)?;
                 if let Ok(Value::Bool(false)) = cond {
-                    self.scopes.pop();
+                    self.scopes.truncate(base + 1);
                     break;
                 }
-                let step = self.eval_step(&c.loop_step, &c.accu_var)?;
-                self.scopes.pop();
+                let step = self.eval_step(&c.loop_step, &c.accu_var, &mut seen)?;
+                self.scopes.truncate(base + 1);
                 if let Some(slot) = self.scopes.last_mut() {
                     slot.1 = step;
                 }
             }
-            // The iteration variable is out of scope in the result.
+            // The iteration variables are out of scope in the result.
             self.eval(&c.result)
         })();
         self.scopes.truncate(base);
         result
     }
 
-    /// Evaluates a loop step. The `map()`/`filter()` step `@result + [x]` appends to the
-    /// accumulator in place, so building the result is linear rather than quadratic.
-    fn eval_step(&mut self, step: &'e Expr, accu_var: &str) -> Result<Res<'a>, EvalError> {
-        if accu_var == ACCUMULATOR_VAR
-            && let ExprKind::Call { function, target: None, args } = &step.kind
-            && function == op::ADD
-            && let [lhs, rhs] = args.as_slice()
-            && matches!(&lhs.kind, ExprKind::Ident(n) if n == accu_var)
-            && let ExprKind::List { elements, optional_indices } = &rhs.kind
-            && elements.len() == 1
-            && optional_indices.is_empty()
-            && let Some((_, Ok(Value::List(_)))) = self.scopes.iter().rev().find(|(n, _)| *n == accu_var)
-        {
-            self.charge(1)?; // the accumulator identifier
-            let elem = match self.eval(&elements[0]) {
-                Ok(v) => v,
-                Err(e) if e.is_cancellation() => return Err(e),
-                Err(e) => return Ok(Err(e)),
-            };
-            self.charge(10)?; // the list literal
-            self.charge(1)?; // `_+_` on lists
-            let slot = self.scopes.iter_mut().rev().find(|(n, _)| *n == accu_var);
-            if let Some(Ok(Value::List(l))) = slot.map(|(_, v)| std::mem::replace(v, Ok(Value::Null))) {
-                return Ok(l.push(elem).map(Value::List));
-            }
-            return Err(EvalError::new("comprehension accumulator is not a list"));
+    /// Evaluates a loop step. The steps that build a list or a map in the accumulator — `map()`,
+    /// `filter()` and `transformList()`'s `@result + [x]`, `transformMap()`'s
+    /// `cel.@mapInsert(@result, ...)`, each possibly behind a filter's `?:` — add to it in
+    /// place, so that building the result is linear rather than quadratic. They are charged
+    /// what the general evaluation would charge.
+    fn eval_step(
+        &mut self,
+        step: &'e Expr,
+        accu_var: &str,
+        seen: &mut Option<HashSet<MapKey>>,
+    ) -> Result<Res<'a>, EvalError> {
+        let ExprKind::Call { function, target: None, args } = &step.kind else {
+            return self.eval_catching(step);
+        };
+        if accu_var != ACCUMULATOR_VAR {
+            return self.eval_catching(step);
         }
-        self.eval_catching(step)
+        let is_accu = |e: &Expr| matches!(&e.kind, ExprKind::Ident(n) if n == accu_var);
+        match (function.as_str(), args.as_slice()) {
+            // `filter ? <step> : @result`
+            (op::CONDITIONAL, [cond, then, otherwise]) if is_accu(otherwise) => match self.eval_catching(cond)? {
+                Ok(Value::Bool(true)) => self.eval_step(then, accu_var, seen),
+                Ok(Value::Bool(false)) => self.eval_catching(otherwise),
+                Ok(_) => Ok(Err(no_overload(op::CONDITIONAL))),
+                Err(e) => Ok(Err(e)),
+            },
+            (op::ADD, [lhs, rhs])
+                if is_accu(lhs)
+                    && matches!(&rhs.kind, ExprKind::List { elements, optional_indices }
+                        if elements.len() == 1 && optional_indices.is_empty())
+                    && matches!(self.accumulator(accu_var), Some(Ok(Value::List(_)))) =>
+            {
+                let ExprKind::List { elements, .. } = &rhs.kind else {
+                    return self.eval_catching(step);
+                };
+                self.charge(1)?; // the accumulator identifier
+                let elem = match self.eval_catching(&elements[0])? {
+                    Ok(v) => v,
+                    Err(e) => return Ok(Err(e)),
+                };
+                self.charge(10)?; // the list literal
+                self.charge(1)?; // `_+_` on lists
+                match self.take_accumulator(accu_var) {
+                    Some(Ok(Value::List(l))) => Ok(l.push(elem).map(Value::List)),
+                    _ => Err(EvalError::new("comprehension accumulator is not a list")),
+                }
+            }
+            (MAP_INSERT, [accu, rest @ ..])
+                if is_accu(accu)
+                    && (1..=2).contains(&rest.len())
+                    && matches!(self.accumulator(accu_var), Some(Ok(Value::Map(_)))) =>
+            {
+                self.charge(1)?; // the accumulator identifier
+                let mut values = Vec::with_capacity(2);
+                for a in rest {
+                    match self.eval_catching(a)? {
+                        Ok(v) => values.push(v),
+                        Err(e) => return Ok(Err(e)),
+                    }
+                }
+                self.charge(1)?; // the call
+                let Some(Ok(Value::Map(map))) = self.take_accumulator(accu_var) else {
+                    return Err(EvalError::new("comprehension accumulator is not a map"));
+                };
+                let seen = match seen {
+                    Some(s) => s,
+                    None => {
+                        let mut keys = HashSet::new();
+                        for k in map.keys() {
+                            keys.insert(MapKey::of(&k)?);
+                        }
+                        seen.insert(keys)
+                    }
+                };
+                Ok(map_insert(map, values, Some(seen)))
+            }
+            _ => self.eval_catching(step),
+        }
+    }
+
+    /// The current value of comprehension variable `name`.
+    fn accumulator(&self, name: &str) -> Option<&Res<'a>> {
+        self.scopes.iter().rev().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+
+    /// Moves the accumulator's value out of its slot (its unique owner then grows it in place);
+    /// the step's result is stored back by the loop.
+    fn take_accumulator(&mut self, name: &str) -> Option<Res<'a>> {
+        let slot = self.scopes.iter_mut().rev().find(|(n, _)| *n == name)?;
+        Some(std::mem::replace(&mut slot.1, Ok(Value::Null)))
     }
 
     /// Evaluates `e`, returning a CEL error as a value and a cancellation as an error.
@@ -418,6 +511,19 @@ impl<'a, 'e> Interp<'a, 'e> {
             Err(err) if err.is_cancellation() => Err(err),
             other => Ok(other),
         }
+    }
+
+    /// The compiled form of `pattern`: the expression's own when it is a literal, else compiled
+    /// once per evaluation.
+    pub(crate) fn regex(&mut self, pattern: &str) -> Result<&Regex, String> {
+        if let Some(re) = self.patterns.and_then(|p| p.get(pattern)) {
+            return Ok(re);
+        }
+        if !self.regexes.contains_key(pattern) {
+            let re = versa_schema::pattern::compile(pattern)?;
+            self.regexes.insert(pattern.to_owned(), re);
+        }
+        self.regexes.get(pattern).ok_or_else(|| format!("pattern {pattern} not compiled"))
     }
 
     /// The checked type of the call being dispatched (`list(int).sum()` of an empty list is
@@ -525,6 +631,25 @@ fn literal<'a>(l: &Literal) -> Value<'a> {
         Literal::Double(d) => Value::Double(*d),
         Literal::String(s) => Value::String(Str::Owned(s.as_str().into())),
         Literal::Bytes(b) => Value::Bytes(b.as_slice().into()),
+    }
+}
+
+/// `cel.@mapInsert(map, key, value)` or `cel.@mapInsert(map, entries)`: the map with the new
+/// entries, or cel-go's error for a key already present.
+pub(crate) fn map_insert<'a>(map: Map<'a>, args: Vec<Value<'a>>, mut seen: Option<&mut HashSet<MapKey>>) -> Res<'a> {
+    let mut args = args.into_iter();
+    match (args.next(), args.next()) {
+        (Some(Value::Map(entries)), None) => {
+            let entries = entries.entry_refs();
+            let mut out = map;
+            for i in 0..entries.len() {
+                let (k, v) = entries.get(i)?;
+                out = out.insert(k, v, seen.as_deref_mut())?;
+            }
+            Ok(Value::Map(out))
+        }
+        (Some(k), Some(v)) => map.insert(k, v, seen).map(Value::Map),
+        _ => Err(no_overload(MAP_INSERT)),
     }
 }
 

@@ -40,8 +40,7 @@
 //!   declarations, runtime semantics and costs.
 //!
 //! Not here yet: IANA time-zone names in the timestamp accessors, the literal validators
-//! (duration, timestamp, regex), two-variable comprehensions, `optMap`/`optFlatMap`, and
-//! backtick-quoted field names.
+//! (duration, timestamp, regex), and backtick-quoted field names.
 
 pub mod ast;
 pub mod check;
@@ -105,6 +104,8 @@ pub struct CompiledExpression {
     pub result_type: Type,
     /// The expression references `oldSelf` (which makes a rule a transition rule).
     pub uses_old_self: bool,
+    /// Its literal regular expressions, compiled.
+    pub patterns: ext::regex::LiteralPatterns,
 }
 
 /// A compiled validation rule.
@@ -161,6 +162,7 @@ pub fn compile_expression(
     Ok(CompiledExpression {
         source: source.to_owned(),
         result_type: checked.result_type.clone(),
+        patterns: ext::regex::LiteralPatterns::of(&ast.expr),
         ast,
         checked,
         uses_old_self,

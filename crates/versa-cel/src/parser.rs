@@ -4,6 +4,10 @@
 //!
 //! Precedence, loosest first: `?:` (right-associative), `||`, `&&`, relations
 //! (`< <= >= > == != in`), `+ -`, `* / %`, unary `! -`, then member access, indexing and calls.
+//! The macros are cel-go's standard ones (`has`, `all`, `exists`, `exists_one`, `map`,
+//! `filter`) and those of the extensions Kubernetes enables: `cel.bind`, `sortBy`,
+//! `optMap`/`optFlatMap`, and the two-variable comprehensions (`all(i, v, p)`, `exists`,
+//! `existsOne`/`exists_one`, `transformList`, `transformMap`, `transformMapEntry`).
 //! Like cel-go, `&&` and `||` chains are built as balanced trees, repeated `!`/`-` collapse
 //! when their count is even, and a `-` directly before a number literal is part of the literal
 //! (so `-9223372036854775808` is an int).
@@ -17,7 +21,8 @@
 //! longer than [`MAX_CODE_POINTS`] are refused before lexing.
 
 use crate::ast::{
-    ACCUMULATOR_VAR, Comprehension, Expr, ExprId, ExprKind, Literal, MapEntry, SourceInfo, StructField, op,
+    ACCUMULATOR_VAR, Comprehension, Expr, ExprId, ExprKind, LEGACY_ACCUMULATOR_VAR, Literal, MAP_INSERT, MapEntry,
+    SourceInfo, StructField, op,
 };
 use crate::error::CompileError;
 use crate::lexer::{Tok, Token, lex};
@@ -627,7 +632,7 @@ impl Parser<'_> {
                 args.remove(0);
                 let input = "@__sortBy_input__";
                 let range = self.ident(open, input)?;
-                let keys = self.expand(open, MacroKind::Map, var, range, args)?;
+                let keys = self.expand(open, MacroKind::Map, var, None, range, args)?;
                 let list = self.ident(open, input)?;
                 let sorted = self.call(open, "@sortByAssociatedKeys", Some(list), vec![keys])?;
                 return self.bind(open, input, target, sorted);
@@ -650,6 +655,9 @@ impl Parser<'_> {
                 return self.call(open, op::CONDITIONAL, None, vec![has, then, none]);
             }
             _ => {}
+        }
+        if let Some(kind) = two_variable_macro(&function, args.len()) {
+            return self.two_variable_macro(open, kind, target, args);
         }
         let kind = match (function.as_str(), args.len()) {
             ("all", 2) => Some(MacroKind::All),
@@ -674,7 +682,36 @@ impl Parser<'_> {
             self.errors.push(self.error_at(open, "iteration variable overwrites accumulator variable"));
         }
         args.remove(0);
-        self.expand(open, kind, var, target, args)
+        self.expand(open, kind, var, None, target, args)
+    }
+
+    /// cel-go's two-variable comprehension macros (`ext.TwoVarComprehensions`): both
+    /// variables must be distinct simple names that do not shadow the accumulator.
+    fn two_variable_macro(&mut self, open: usize, kind: MacroKind, target: Expr, mut args: Vec<Expr>) -> PResult<Expr> {
+        let mut names = Vec::with_capacity(2);
+        for arg in &args[..2] {
+            match &arg.kind {
+                ExprKind::Ident(name) if !name.starts_with('.') => names.push(name.clone()),
+                _ => {
+                    self.errors.push(self.error_at(open, "argument must be a simple name"));
+                    return self.node(open, ExprKind::Literal(Literal::Null), &[]);
+                }
+            }
+        }
+        let (var, var2) = (names[0].clone(), names[1].clone());
+        let message = if var == var2 {
+            Some(format!("duplicate variable name: {var}"))
+        } else if [&var, &var2].iter().any(|v| *v == ACCUMULATOR_VAR || *v == LEGACY_ACCUMULATOR_VAR) {
+            Some("iteration variable overwrites accumulator variable".to_owned())
+        } else {
+            None
+        };
+        if let Some(message) = message {
+            self.errors.push(self.error_at(open, message));
+            return self.node(open, ExprKind::Literal(Literal::Null), &[]);
+        }
+        args.drain(..2);
+        self.expand(open, kind, var, Some(var2), target, args)
     }
 
     /// cel-go's local binding: a comprehension over an empty list whose accumulator is the
@@ -686,6 +723,7 @@ impl Parser<'_> {
         let children = [range.id, init.id, cond.id, step.id, result.id];
         let comp = Comprehension {
             iter_var: "#unused".to_owned(),
+            iter_var2: None,
             iter_range: range,
             accu_var: var.to_owned(),
             accu_init: init,
@@ -704,8 +742,17 @@ impl Parser<'_> {
         self.node(at, ExprKind::Literal(l), &[])
     }
 
-    /// Expands a comprehension macro exactly as cel-go's `parser/macro.go` does.
-    fn expand(&mut self, at: usize, kind: MacroKind, var: String, range: Expr, mut args: Vec<Expr>) -> PResult<Expr> {
+    /// Expands a comprehension macro exactly as cel-go's `parser/macro.go` (and, with a second
+    /// variable, `ext/comprehensions.go`) does.
+    fn expand(
+        &mut self,
+        at: usize,
+        kind: MacroKind,
+        var: String,
+        var2: Option<String>,
+        range: Expr,
+        mut args: Vec<Expr>,
+    ) -> PResult<Expr> {
         let accu = ACCUMULATOR_VAR;
         let (init, cond, step, result) = match kind {
             MacroKind::All | MacroKind::Exists => {
@@ -763,10 +810,38 @@ impl Parser<'_> {
                 let result = self.ident(at, accu)?;
                 (init, cond, step, result)
             }
+            MacroKind::TransformMap | MacroKind::TransformMapEntry => {
+                // `@result = cel.@mapInsert(@result, k, transform)` (or, for an entry,
+                // `cel.@mapInsert(@result, transform)`), behind the filter when there is one.
+                let transform = args.pop();
+                let filter = args.pop();
+                let Some(transform) = transform else {
+                    return Err(self.error_at(at, "Syntax error: internal: macro without arguments"));
+                };
+                let init = self.node(at, ExprKind::Map { entries: vec![] }, &[])?;
+                let cond = self.lit(at, Literal::Bool(true))?;
+                let a = self.ident(at, accu)?;
+                let mut insert_args = vec![a];
+                if kind == MacroKind::TransformMap {
+                    insert_args.push(self.ident(at, &var)?);
+                }
+                insert_args.push(transform);
+                let insert = self.call(at, MAP_INSERT, None, insert_args)?;
+                let step = match filter {
+                    Some(f) => {
+                        let a = self.ident(at, accu)?;
+                        self.call(at, op::CONDITIONAL, None, vec![f, insert, a])?
+                    }
+                    None => insert,
+                };
+                let result = self.ident(at, accu)?;
+                (init, cond, step, result)
+            }
         };
         let children = [range.id, init.id, cond.id, step.id, result.id];
         let comp = Comprehension {
             iter_var: var,
+            iter_var2: var2,
             iter_range: range,
             accu_var: accu.to_owned(),
             accu_init: init,
@@ -807,4 +882,21 @@ enum MacroKind {
     Map,
     MapFilter,
     Filter,
+    TransformMap,
+    TransformMapEntry,
+}
+
+/// The two-variable macro `function` with `arg_count` arguments (variables included) names,
+/// if any. `transformList` expands like `map` (with a filter, like the three-argument `map`).
+fn two_variable_macro(function: &str, arg_count: usize) -> Option<MacroKind> {
+    Some(match (function, arg_count) {
+        ("all", 3) => MacroKind::All,
+        ("exists", 3) => MacroKind::Exists,
+        ("existsOne" | "exists_one", 3) => MacroKind::ExistsOne,
+        ("transformList", 3) => MacroKind::Map,
+        ("transformList", 4) => MacroKind::MapFilter,
+        ("transformMap", 3 | 4) => MacroKind::TransformMap,
+        ("transformMapEntry", 3 | 4) => MacroKind::TransformMapEntry,
+        _ => return None,
+    })
 }

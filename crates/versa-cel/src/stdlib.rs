@@ -10,6 +10,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use crate::ast::MAP_INSERT;
 use crate::eval::{EvalError, Interp, no_overload};
 use crate::time::{self, Timestamp};
 use crate::value::{Value, comparable, compare, equals};
@@ -69,6 +70,12 @@ pub(crate) fn call<'a>(interp: &mut Interp<'a, '_>, function: &str, member: bool
     }
     interp.charge(call_cost(function, &args))?;
     let nso = || no_overload(function);
+    if function == MAP_INSERT
+        && let Some(Value::Map(m)) = args.first()
+    {
+        let map = m.clone();
+        return crate::eval::map_insert(map, args.into_iter().skip(1).collect(), None);
+    }
     match (function, args.as_slice()) {
         ("!_", [Value::Bool(b)]) => Ok(Value::Bool(!b)),
         ("-_", [v]) => negate(v).ok_or_else(nso)?,
@@ -111,11 +118,8 @@ pub(crate) fn call<'a>(interp: &mut Interp<'a, '_>, function: &str, member: bool
         ("startsWith", [Value::String(s), Value::String(p)]) => Ok(Value::Bool(s.starts_with(&**p))),
         ("endsWith", [Value::String(s), Value::String(p)]) => Ok(Value::Bool(s.ends_with(&**p))),
         ("matches", [Value::String(s), Value::String(p)]) => {
-            if !interp.regexes.contains_key(&**p) {
-                let re = versa_schema::pattern::compile(p).map_err(EvalError::new)?;
-                interp.regexes.insert(p.to_string(), re);
-            }
-            Ok(Value::Bool(interp.regexes.get(&**p).is_some_and(|re| re.is_match(s))))
+            let re = interp.regex(p).map_err(EvalError::new)?;
+            Ok(Value::Bool(re.is_match(s)))
         }
         ("int" | "uint" | "double" | "string" | "bytes" | "bool" | "timestamp" | "duration", [v]) if !member => {
             convert(function, v)

@@ -393,6 +393,110 @@ impl<'a> Map<'a> {
     }
 }
 
+/// A map key as cel-go hashes it: bools, strings, and integers by value (`1` and `1u` are the
+/// same key). Used to find duplicates in constant time while a map is built.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum MapKey {
+    Bool(bool),
+    Integer(i128),
+    String(String),
+}
+
+impl MapKey {
+    /// The key `v` stands for, or cel-go's error for a type that cannot be a map key.
+    pub(crate) fn of(v: &Value<'_>) -> Result<MapKey, EvalError> {
+        Ok(match v {
+            Value::Bool(b) => MapKey::Bool(*b),
+            Value::Int(i) => MapKey::Integer(i128::from(*i)),
+            Value::Uint(u) => MapKey::Integer(i128::from(*u)),
+            Value::String(s) => MapKey::String(s.to_string()),
+            other => return Err(EvalError::new(format!("unsupported key type: {}", &*other.type_name()))),
+        })
+    }
+}
+
+impl<'a> Map<'a> {
+    /// The entries as an owned vector (a JSON view is converted).
+    fn into_owned_entries(self) -> Result<Arc<Vec<(Value<'a>, Value<'a>)>>, EvalError> {
+        match self {
+            Map::Owned(entries) => Ok(entries),
+            Map::Json(m, decl) => m
+                .iter()
+                .map(|(k, v)| Ok((Value::String(Str::Borrowed(k)), Value::from_json(v, decl)?)))
+                .collect::<Result<Vec<_>, EvalError>>()
+                .map(Arc::new),
+        }
+    }
+
+    /// cel-go's `InsertMapKeyValue`: the map with `key: value` added, or an error when the key
+    /// is already present. `seen` holds the keys of this map when the caller tracks them (the
+    /// accumulator of `transformMap`, which is unshared and so grows in place); without it the
+    /// keys are compared one by one.
+    pub(crate) fn insert(
+        self,
+        key: Value<'a>,
+        value: Value<'a>,
+        seen: Option<&mut std::collections::HashSet<MapKey>>,
+    ) -> Result<Map<'a>, EvalError> {
+        let normalized = MapKey::of(&key)?;
+        let duplicate = match seen {
+            Some(seen) => !seen.insert(normalized),
+            None => self.get(&key)?.is_some(),
+        };
+        if duplicate {
+            return Err(EvalError::new(format!("insert failed: key {} already exists", go_key(&key))));
+        }
+        let mut entries = self.into_owned_entries()?;
+        Arc::make_mut(&mut entries).push((key, value));
+        Ok(Map::Owned(entries))
+    }
+
+    /// The entries in order, for a two-variable comprehension: the JSON of a view is converted
+    /// only when the loop reaches it.
+    pub(crate) fn entry_refs(&self) -> MapEntries<'a, '_> {
+        match self {
+            Map::Json(m, decl) => MapEntries::Json(m.iter().collect(), decl),
+            Map::Owned(entries) => MapEntries::Owned(entries),
+        }
+    }
+}
+
+/// The entries of a map, indexable (see [`Map::entry_refs`]).
+pub(crate) enum MapEntries<'a, 'm> {
+    Json(Vec<(&'a String, &'a Json)>, &'a DeclType),
+    Owned(&'m [(Value<'a>, Value<'a>)]),
+}
+
+impl<'a> MapEntries<'a, '_> {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            MapEntries::Json(e, _) => e.len(),
+            MapEntries::Owned(e) => e.len(),
+        }
+    }
+
+    /// Entry `i` as a key and a value.
+    pub(crate) fn get(&self, i: usize) -> Result<(Value<'a>, Value<'a>), EvalError> {
+        let out_of_bounds = || EvalError::new(format!("index out of bounds: {i}"));
+        match self {
+            MapEntries::Json(e, decl) => {
+                let (k, v) = e.get(i).ok_or_else(out_of_bounds)?;
+                Ok((Value::String(Str::Borrowed(k)), Value::from_json(v, decl)?))
+            }
+            MapEntries::Owned(e) => e.get(i).cloned().ok_or_else(out_of_bounds),
+        }
+    }
+}
+
+/// A map key as Go's `%v` prints it in cel-go's errors (no quotes, no `u` suffix).
+fn go_key(v: &Value<'_>) -> String {
+    match v {
+        Value::String(s) => s.to_string(),
+        Value::Uint(u) => u.to_string(),
+        other => other.to_string(),
+    }
+}
+
 impl<'a> Object<'a> {
     /// Field `name` (escaped CEL name); `None` when absent or null.
     pub fn field(&self, name: &str) -> Result<Option<Value<'a>>, EvalError> {

@@ -30,6 +30,7 @@ const FILES: &[(&str, usize)] = &[
     ("lists", 39),
     ("logic", 30),
     ("macros", 44),
+    ("macros2", 46),
     ("string", 51),
     ("timestamps", 72),
     ("optionals", 59),

@@ -41,9 +41,9 @@ fn string_decl() -> DeclType {
     DeclType::from_structural(&Structural::lower(&schema).unwrap(), false).unwrap()
 }
 
-#[test]
-fn library_cases() {
-    let path = format!("{}/tests/data/library_cases.yaml", env!("CARGO_MANIFEST_DIR"));
+/// Runs the cases of `tests/data/<file>`; returns the failures and the number of cases.
+fn run_cases(file: &str) -> (Vec<String>, usize) {
+    let path = format!("{}/tests/data/{file}", env!("CARGO_MANIFEST_DIR"));
     let cases: Vec<Case> = serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let decl = string_decl();
     let self_json = json!("");
@@ -54,7 +54,8 @@ fn library_cases() {
             (Ok(c), None) => c,
             (Err(e), Some(want)) if e.to_string().contains(want.as_str()) => continue,
             (got, _) => {
-                failures.push(format!("{}: compile {:?}, want {:?}", case.expr, got.map(|_| ()), case.compile_error));
+                let got = got.map(|_| ()).map_err(|e| e.to_string());
+                failures.push(format!("{}: compile {got:?}, want {:?}", case.expr, case.compile_error));
                 continue;
             }
         };
@@ -75,8 +76,23 @@ fn library_cases() {
             failures.push(format!("{}: cost {}, want {cost}", case.expr, tracker.last_cost()));
         }
     }
-    assert!(failures.is_empty(), "{} of {} failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
-    assert!(cases.len() >= 130, "only {} cases", cases.len());
+    (failures, cases.len())
+}
+
+#[test]
+fn library_cases() {
+    let (failures, count) = run_cases("library_cases.yaml");
+    assert!(failures.is_empty(), "{} of {count} failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(count >= 130, "only {count} cases");
+}
+
+/// cel-go's two-variable comprehensions (`ext.TwoVarComprehensions`), after its
+/// comprehensions_test.go.
+#[test]
+fn two_variable_comprehension_cases() {
+    let (failures, count) = run_cases("comprehension_cases.yaml");
+    assert!(failures.is_empty(), "{} of {count} failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(count >= 70, "only {count} cases");
 }
 
 /// Kubernetes compiles literal `find`/`findAll` patterns when it instantiates the program, so

@@ -52,8 +52,9 @@ fn sexpr(e: &Expr) -> String {
             format!("{type_name}{{{}}}", els.join(", "))
         }
         ExprKind::Comprehension(c) => format!(
-            "(fold {} {} {} {} {} {} {})",
+            "(fold {}{} {} {} {} {} {} {})",
             c.iter_var,
+            c.iter_var2.as_ref().map(|v| format!(",{v}")).unwrap_or_default(),
             sexpr(&c.iter_range),
             c.accu_var,
             sexpr(&c.accu_init),
@@ -134,6 +135,42 @@ fn macros() {
     check("has(a.b, c)", "(has a.b c)");
     check_err("l.all(1, true)", "ERROR: <input>:1:6: argument must be a simple name");
     check_err("has(a)", "ERROR: <input>:1:4: invalid argument to has() macro");
+}
+
+/// cel-go's `ext.TwoVarComprehensions` expansions: the same folds with a second variable, and
+/// `cel.@mapInsert` steps for the map-building macros.
+#[test]
+fn two_variable_macros() {
+    check("l.all(i, v, p)", "(fold i,v l @result true (@not_strictly_false @result) (_&&_ @result p) @result)");
+    check(
+        "l.exists(i, v, p)",
+        "(fold i,v l @result false (@not_strictly_false (!_ @result)) (_||_ @result p) @result)",
+    );
+    let exists_one = "(fold i,v l @result 0 true (_?_:_ p (_+_ @result 1) @result) (_==_ @result 1))";
+    check("l.existsOne(i, v, p)", exists_one);
+    check("l.exists_one(i, v, p)", exists_one);
+    check("l.transformList(i, v, t)", "(fold i,v l @result [] true (_+_ @result [t]) @result)");
+    check("l.transformList(i, v, f, t)", "(fold i,v l @result [] true (_?_:_ f (_+_ @result [t]) @result) @result)");
+    check("m.transformMap(k, v, t)", "(fold k,v m @result {} true (cel.@mapInsert @result k t) @result)");
+    check(
+        "m.transformMap(k, v, f, t)",
+        "(fold k,v m @result {} true (_?_:_ f (cel.@mapInsert @result k t) @result) @result)",
+    );
+    check("m.transformMapEntry(k, v, t)", "(fold k,v m @result {} true (cel.@mapInsert @result t) @result)");
+    check(
+        "m.transformMapEntry(k, v, f, t)",
+        "(fold k,v m @result {} true (_?_:_ f (cel.@mapInsert @result t) @result) @result)",
+    );
+    // Wrong arities are calls; `existsOne` has no one-variable form.
+    check("l.existsOne(v, p)", "(.existsOne l v p)");
+    check("l.transformMap(k, v)", "(.transformMap l k v)");
+    check("l.all(i, v, p, q)", "(.all l i v p q)");
+    // Misuse, with cel-go's texts at the call.
+    check_err("l.all(i.j, v, p)", "ERROR: <input>:1:6: argument must be a simple name");
+    check_err("l.all(i, .v, p)", "ERROR: <input>:1:6: argument must be a simple name");
+    check_err("l.all(i, i, p)", "ERROR: <input>:1:6: duplicate variable name: i");
+    check_err("l.all(__result__, v, p)", "ERROR: <input>:1:6: iteration variable overwrites accumulator variable");
+    check_err("l.transformMapEntry(1, v, p)", "ERROR: <input>:1:20: argument must be a simple name");
 }
 
 #[test]

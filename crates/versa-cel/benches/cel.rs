@@ -1,0 +1,406 @@
+//! What CEL rules cost: compiling the seed's rules (parse + check + cost estimate, per rule),
+//! and running them on updates of a 1,000-object corpus, printed as ns per rule evaluation and
+//! as a share of the schema write pipeline (JSON parse + `pipeline::admit`: default → prune →
+//! coerce metadata → validate) measured in the same run, in interleaved rounds.
+//!
+//! The rule set is every example of the seed's "Validation rules" and "Transition rules"
+//! tables (plus its messageExpression), placed on one CronTab-like schema with the sizes a
+//! definition author would give it (maxItems, maxProperties, maxLength), so that the whole set
+//! passes definition validation's cost limits. Every object of the corpus is valid, and every
+//! write is an update (so that the transition rules run too): each rule runs once per object.
+//!
+//! Target (issue 6): CEL adds at most 20 % to the write pipeline for the seed's rule set.
+//!
+//! Run: `cargo bench -p versa-cel` (prints the numbers; not a test, asserts nothing).
+
+// The schema is one `json!` literal, deeper than the macro's default recursion allows.
+#![recursion_limit = "512"]
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use versa_cel::{CompileOptions, DeclType, SchemaRules, compile_message_expression, compile_rule, estimate_cost};
+use versa_schema::Structural;
+use versa_schema::pipeline::{self, ResourceKind};
+
+/// A bounded string (maxLength), as definition authors are advised to write them.
+fn string(max: u32) -> Value {
+    json!({"type": "string", "maxLength": max})
+}
+
+fn strings(max_items: u32, list_type: &str) -> Value {
+    json!({"type": "array", "maxItems": max_items, "x-kubernetes-list-type": list_type, "items": string(64)})
+}
+
+fn schema() -> Value {
+    let rule = |r: &str| json!({"rule": r});
+    json!({
+        "type": "object",
+        "x-kubernetes-validations": [
+            rule("self.metadata.name.startsWith(self.prefix)"),
+            rule("self.status.availableReplicas >= self.spec.minReplicas"),
+        ],
+        "properties": {
+            "prefix": string(16),
+            "spec": {
+                "type": "object",
+                "required": ["minReplicas", "replicas", "maxReplicas"],
+                "x-kubernetes-validations": [
+                    {"rule": "self.minReplicas <= self.replicas", "message": "replicas should be greater than or equal to minReplicas."},
+                    {"rule": "self.replicas <= self.maxReplicas", "message": "replicas should be smaller than or equal to maxReplicas."},
+                    rule("self.minReplicas <= self.replicas && self.replicas <= self.maxReplicas"),
+                    {"rule": "self.x <= self.maxLimit", "messageExpression": "\"x exceeded max limit of \" + string(self.maxLimit)"},
+                    rule("'Available' in self.stateCounts"),
+                    rule("(size(self.list1) == 0) != (size(self.list2) == 0)"),
+                    rule("self.envars.filter(e, e.name == 'MY_ENV').all(e, e.value.matches('^[a-zA-Z]*$'))"),
+                    rule("has(self.expired) && self.created + self.ttl < self.expired"),
+                    rule("self.health.startsWith('ok')"),
+                    rule("self.widgets.exists(w, w.key == 'x' && w.foo < 10)"),
+                    rule("self.set1.all(e, !(e in self.set2))"),
+                    rule("size(self.names) == size(self.details) && self.names.all(n, n in self.details)"),
+                    rule("size(self.clusters.filter(c, c.name == self.primary)) == 1"),
+                    rule("self.components['Widget'].priority < 10"),
+                ],
+                "properties": {
+                    "minReplicas": {"type": "integer"},
+                    "replicas": {"type": "integer"},
+                    "maxReplicas": {"type": "integer"},
+                    "x": {"type": "integer"},
+                    "maxLimit": {"type": "integer"},
+                    "stateCounts": {"type": "object", "maxProperties": 8, "additionalProperties": {"type": "integer"}},
+                    "list1": strings(8, "atomic"),
+                    "list2": strings(8, "atomic"),
+                    "map1": {
+                        "type": "object", "maxProperties": 8, "additionalProperties": string(64),
+                        "x-kubernetes-validations": [rule("!('MY_KEY' in self) || self['MY_KEY'].matches('^[a-zA-Z]*$')")]
+                    },
+                    "envars": {
+                        "type": "array", "maxItems": 16,
+                        "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                        "items": {"type": "object", "required": ["name"], "properties": {"name": string(64), "value": string(64)}}
+                    },
+                    "created": {"type": "string", "format": "date-time"},
+                    "ttl": {"type": "string", "format": "duration"},
+                    "expired": {"type": "string", "format": "date-time"},
+                    "health": string(64),
+                    "widgets": {
+                        "type": "array", "maxItems": 16,
+                        "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["key"],
+                        "items": {"type": "object", "required": ["key"], "properties": {"key": string(16), "foo": {"type": "integer"}}}
+                    },
+                    "size": {
+                        "x-kubernetes-int-or-string": true,
+                        "x-kubernetes-validations": [rule("type(self) == string ? self == '100%' : self == 1000")]
+                    },
+                    "set1": strings(16, "set"),
+                    "set2": strings(16, "set"),
+                    "names": strings(16, "set"),
+                    "details": {"type": "object", "maxProperties": 16, "additionalProperties": string(64)},
+                    "primary": string(64),
+                    "clusters": {
+                        "type": "array", "maxItems": 16,
+                        "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                        "items": {"type": "object", "required": ["name"], "properties": {"name": string(64)}}
+                    },
+                    "components": {
+                        "type": "object", "maxProperties": 8,
+                        "additionalProperties": {"type": "object", "properties": {"priority": {"type": "integer"}}}
+                    },
+                    "values": {
+                        "type": "array", "maxItems": 32, "items": {"type": "integer"},
+                        "x-kubernetes-validations": [rule("self.all(value, value >= 0 && value < 100)")]
+                    },
+                    "kubeName": {"type": "string", "maxLength": 64, "x-kubernetes-validations": [rule("self.startsWith('kube')")]},
+                    // Transition rules.
+                    "level": {
+                        "type": "string", "enum": ["low", "medium", "high"],
+                        "x-kubernetes-validations": [{
+                            "rule": "!(self == 'high' && oldSelf == 'low') && !(self == 'low' && oldSelf == 'high')",
+                            "message": "cannot transition directly between 'low' and 'high'"
+                        }]
+                    },
+                    "immutable": {
+                        "type": "object", "properties": {"foo": string(64)},
+                        "x-kubernetes-validations": [rule("self.foo == oldSelf.foo")]
+                    },
+                    "bar": {"type": "string", "maxLength": 64, "x-kubernetes-validations": [rule("oldSelf != 'bar' || self == 'bar'")]},
+                    "guarded": {
+                        "type": "object", "properties": {"field": string(64)},
+                        "x-kubernetes-validations": [rule("!has(oldSelf.field) || has(self.field)")]
+                    },
+                    "appendOnly": {
+                        "type": "array", "maxItems": 16, "x-kubernetes-list-type": "set", "items": string(64),
+                        "x-kubernetes-validations": [rule("self.all(element, element in oldSelf)")]
+                    },
+                    "phase": {"type": "string", "maxLength": 16, "x-kubernetes-validations": [rule("oldSelf != 'X' || self in ['A', 'B']")]},
+                    "counter": {"type": "integer", "x-kubernetes-validations": [rule("self >= oldSelf")]}
+                }
+            },
+            "status": {"type": "object", "properties": {"availableReplicas": {"type": "integer"}}}
+        }
+    })
+}
+
+/// Object `i` of the corpus, at `generation` (the old object is generation 0, the new one 1).
+fn object(i: usize, generation: i64) -> Value {
+    json!({
+        "apiVersion": "stable.example.com/v1",
+        "kind": "CronTab",
+        "metadata": {"name": format!("cron-{i}"), "namespace": "default", "labels": {"app": "cron"}},
+        "prefix": "cron",
+        "spec": {
+            "minReplicas": 1, "replicas": 2 + (i % 5) as i64, "maxReplicas": 10,
+            "x": 3, "maxLimit": 5,
+            "stateCounts": {"Available": 3, "Pending": 1},
+            "list1": ["a", "b"], "list2": [],
+            "map1": {"MY_KEY": "abc", "OTHER": "x-1"},
+            "envars": [{"name": "MY_ENV", "value": "abc"}, {"name": "OTHER", "value": format!("v{i}")}],
+            "created": "2026-01-01T00:00:00Z", "ttl": "24h", "expired": "2026-03-01T00:00:00Z",
+            "health": "ok: all good",
+            "widgets": [{"key": "x", "foo": 3}, {"key": "y", "foo": 30}],
+            "size": if i.is_multiple_of(2) { json!("100%") } else { json!(1000) },
+            "set1": ["a", "b", "c"], "set2": ["d", "e"],
+            "names": ["n1", "n2"], "details": {"n1": "one", "n2": "two"},
+            "primary": "east", "clusters": [{"name": "east"}, {"name": "west"}],
+            "components": {"Widget": {"priority": 3}, "Gadget": {"priority": 20}},
+            "values": [1, 2, 3, 50, 99],
+            "kubeName": format!("kube-{i}"),
+            "level": if generation == 0 { "low" } else { "medium" },
+            "immutable": {"foo": "fixed"},
+            "bar": "bar",
+            "guarded": {"field": "set"},
+            "appendOnly": if generation == 0 { json!(["a", "b"]) } else { json!(["b", "a"]) },
+            "phase": "A",
+            "counter": 10 + generation
+        },
+        "status": {"availableReplicas": 2}
+    })
+}
+
+/// Every rule (and messageExpression) of the schema with the schema node it sits on.
+fn rules_with_nodes(node: &Value, is_root: bool, out: &mut Vec<(Value, bool, String, bool)>) {
+    for r in node.get("x-kubernetes-validations").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(rule) = r.get("rule").and_then(Value::as_str) {
+            out.push((node.clone(), is_root, rule.to_owned(), false));
+        }
+        if let Some(m) = r.get("messageExpression").and_then(Value::as_str) {
+            out.push((node.clone(), is_root, m.to_owned(), true));
+        }
+    }
+    for (_, child) in node.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        rules_with_nodes(child, false, out);
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = node.get(key).filter(|c| c.is_object()) {
+            rules_with_nodes(child, false, out);
+        }
+    }
+}
+
+/// `node` with only its `keep`-th rule (counting rules in `rules_with_nodes` order; `seen`
+/// counts the rules passed so far).
+fn only_rule(node: &Value, keep: usize, seen: &mut usize) -> Value {
+    let mut out = node.clone();
+    if let Some(rules) = node.get("x-kubernetes-validations").and_then(Value::as_array) {
+        let mut kept = Vec::new();
+        for r in rules {
+            if *seen == keep {
+                kept.push(r.clone());
+            }
+            *seen += 1;
+        }
+        out["x-kubernetes-validations"] = Value::Array(kept);
+    }
+    if let Some(props) = node.get("properties").and_then(Value::as_object) {
+        for (name, child) in props {
+            out["properties"][name] = only_rule(child, keep, seen);
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = node.get(key).filter(|c| c.is_object()) {
+            out[key] = only_rule(child, keep, seen);
+        }
+    }
+    out
+}
+
+/// The time of each rule on its own (set VERSA_BENCH_RULES=1): the corpus validated against
+/// the schema with only that rule, minus the same walk with no rule at all.
+fn per_rule(schema_json: &Value, rule_count: usize, admitted: &[Value], olds: &[&Value]) {
+    let run = |rules: &SchemaRules| {
+        for (v, old) in admitted.iter().zip(olds) {
+            black_box(rules.validate(black_box(v), Some(old)));
+        }
+    };
+    for k in 0..rule_count {
+        let single = only_rule(schema_json, k, &mut 0);
+        let Ok(structural) = Structural::from_json(&single) else { continue };
+        let rules = SchemaRules::compile(&structural);
+        let [t] = time(Duration::from_millis(300), [&mut || run(&rules)]);
+        let mut found = Vec::new();
+        rules_with_nodes(&single, true, &mut found);
+        let source = found.iter().find(|(_, _, _, m)| !m).map_or("?", |(_, _, s, _)| s.as_str());
+        println!("  {:>7.0} ns  {source}", t.as_secs_f64() * 1e9 / admitted.len() as f64);
+    }
+}
+
+/// Runs each of `passes` in interleaved rounds for about `budget` and returns the median time
+/// of a pass for each (as `versa-schema`'s pipeline benchmark does).
+fn time<const N: usize>(budget: Duration, mut passes: [&mut dyn FnMut(); N]) -> [Duration; N] {
+    for pass in passes.iter_mut() {
+        pass(); // warm up
+    }
+    let mut samples: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::new());
+    let start = Instant::now();
+    while start.elapsed() < budget || samples[0].len() < 5 {
+        for (pass, times) in passes.iter_mut().zip(samples.iter_mut()) {
+            let t = Instant::now();
+            pass();
+            times.push(t.elapsed());
+        }
+    }
+    samples.map(|mut times| {
+        times.sort();
+        times[times.len() / 2]
+    })
+}
+
+fn main() {
+    let schema_json = schema();
+    let schema = match Structural::from_json(&schema_json) {
+        Ok(s) => s,
+        Err(e) => return eprintln!("cannot lower the schema: {e}"),
+    };
+
+    // --- compile: every rule on its node, as definition validation does ---------------------
+    let mut rules = Vec::new();
+    rules_with_nodes(&schema_json, true, &mut rules);
+    let mut nodes = Vec::new();
+    for (node, is_root, source, is_message) in &rules {
+        let decl = match Structural::from_json(node).map(|s| DeclType::from_structural(&s, *is_root)) {
+            Ok(Some(d)) => d,
+            _ => return eprintln!("no CEL type for the node of {source}"),
+        };
+        nodes.push((decl, source.as_str(), *is_message));
+    }
+    // Compiles every expression; returns the rules whose estimate is over the per-expression
+    // limit. Two are, and are printed: the seed's messageExpression concatenates `string(int)`,
+    // whose size cel-go cannot bound (Kubernetes refuses it at definition time too), and the
+    // `filter(...).all(...)` rule, whose second loop variable versa cannot size because its
+    // estimator does not carry element sizes through a comprehension's result (cel-go 0.23+
+    // does; not yet here). Both are timed like the others.
+    let compile_all = |nodes: &[(DeclType, &str, bool)]| -> Result<Vec<String>, String> {
+        let mut over = Vec::new();
+        for (decl, source, is_message) in nodes {
+            let opts = CompileOptions::default();
+            let compiled = if *is_message {
+                compile_message_expression(source, decl, &opts).map_err(|e| format!("{source}: {e}"))?
+            } else {
+                compile_rule(source, decl, &opts).map_err(|e| format!("{source}: {e}"))?
+            };
+            if estimate_cost(&compiled, decl).max > versa_cel::STATIC_ESTIMATED_COST_LIMIT {
+                over.push((*source).to_owned());
+            }
+        }
+        Ok(over)
+    };
+    let over_limit = match compile_all(&nodes) {
+        Ok(over) => over,
+        Err(e) => return eprintln!("a seed rule does not compile: {e}"),
+    };
+    let [compile] = time(
+        Duration::from_secs(2),
+        [&mut || {
+            black_box(compile_all(black_box(&nodes)).ok());
+        }],
+    );
+    let [compile_schema] = time(
+        Duration::from_secs(1),
+        [&mut || {
+            black_box(SchemaRules::compile(black_box(&schema)));
+        }],
+    );
+    let rule_count = nodes.iter().filter(|(_, _, m)| !m).count();
+    println!(
+        "compile: {} expressions ({rule_count} rules + {} messageExpression) | parse+check+cost {:.1} µs per \
+         expression | SchemaRules::compile of the version {:.1} µs | estimated over the limit: {over_limit:?}",
+        nodes.len(),
+        nodes.len() - rule_count,
+        compile.as_secs_f64() * 1e6 / nodes.len() as f64,
+        compile_schema.as_secs_f64() * 1e6,
+    );
+
+    // --- evaluate: updates of 1,000 objects -------------------------------------------------
+    let compiled = SchemaRules::compile(&schema);
+    let kind = ResourceKind { group: "stable.example.com", version: "v1", kind: "CronTab", namespaced: true };
+    let corpus: Vec<(Vec<u8>, Value)> =
+        (0..1_000).map(|i| (serde_json::to_vec(&object(i, 1)).unwrap_or_default(), object(i, 0))).collect();
+    // Sanity: the corpus is valid for the schema and the rules, and the rules do run (a
+    // decreasing counter is refused), or the benchmark would time error paths or nothing.
+    let mut admitted = Vec::with_capacity(corpus.len());
+    for (bytes, old) in &corpus {
+        let mut v: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+        if let Err(errs) = pipeline::admit(&mut v, &schema, &kind) {
+            return eprintln!("corpus object rejected by the schema: {}", errs.aggregate());
+        }
+        let errs = compiled.validate(&v, Some(old));
+        if !errs.is_empty() {
+            return eprintln!("corpus object rejected by a rule: {}", errs.aggregate());
+        }
+        admitted.push(v);
+    }
+    let mut decreasing = admitted[0].clone();
+    decreasing["spec"]["counter"] = json!(0);
+    if compiled.validate(&decreasing, Some(&corpus[0].1)).is_empty() {
+        return eprintln!("the transition rules did not run");
+    }
+
+    let [parse_admit, admit_only, cel] = time(
+        Duration::from_secs(5),
+        [
+            // The schema half of the write path: parse the body, then admit it.
+            &mut || {
+                for (bytes, _) in &corpus {
+                    let mut v: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+                    let r = pipeline::admit(&mut v, &schema, &kind);
+                    black_box((v, r.is_ok()));
+                }
+            },
+            // admit alone, on copies of the parsed objects (the copy is timed too, and is
+            // cheaper than a parse).
+            &mut || {
+                for v in &admitted {
+                    let mut v = v.clone();
+                    let r = pipeline::admit(&mut v, &schema, &kind);
+                    black_box((v, r.is_ok()));
+                }
+            },
+            // The CEL half: every rule on the admitted object, with its old version.
+            &mut || {
+                for (v, (_, old)) in admitted.iter().zip(&corpus) {
+                    black_box(compiled.validate(black_box(v), Some(old)));
+                }
+            },
+        ],
+    );
+    let evaluations = (admitted.len() * rule_count) as f64;
+    println!(
+        "evaluate: {} updates × {rule_count} rules | CEL {:.0} ns per rule evaluation, {:.1} µs per object | \
+         parse+admit {:.1} µs per object (admit alone {:.1} µs)",
+        admitted.len(),
+        cel.as_secs_f64() * 1e9 / evaluations,
+        cel.as_secs_f64() * 1e6 / admitted.len() as f64,
+        parse_admit.as_secs_f64() * 1e6 / admitted.len() as f64,
+        admit_only.as_secs_f64() * 1e6 / admitted.len() as f64,
+    );
+    if std::env::var_os("VERSA_BENCH_RULES").is_some() {
+        let olds: Vec<&Value> = corpus.iter().map(|(_, old)| old).collect();
+        per_rule(&schema_json, rule_count, &admitted, &olds);
+    }
+    println!(
+        "share: CEL / (parse+admit) = {:.1} % (target <= 20 %) | CEL / admit alone = {:.1} %",
+        100.0 * cel.as_secs_f64() / parse_admit.as_secs_f64(),
+        100.0 * cel.as_secs_f64() / admit_only.as_secs_f64(),
+    );
+}
