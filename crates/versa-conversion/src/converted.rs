@@ -13,46 +13,97 @@
 //! and words each object's error as kube words it for that object alone. (kube's list path,
 //! `returned invalid converted object at index N`, is not reached when serving.)
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use versa_schema::Path;
 use versa_schema::names::{validate_annotations, validate_labels};
 
 use crate::gv::{GroupVersion, go_type, gvk_string, meta_str, str_field};
 
-/// Checks `converted` (as many as `originals`, same order) against the objects sent, for a
-/// conversion to `desired`, and restores their metadata.
+/// Batches at least this large are checked on two threads (the answer's parsing, the checks,
+/// the caller's coercion and the freeing of the originals are most of a webhook conversion's
+/// own cost, and independent per object).
+const PARALLEL_MIN: usize = 256;
+
+/// Stack of the helper thread: parsing and coercion recurse once per nesting level, as on the
+/// server's workers.
+const HELPER_STACK_BYTES: usize = 32 << 20;
+
+/// Checks `converted` (as many as `originals`, same order; unparsed) against the objects sent,
+/// for a conversion to `desired`, restores their metadata — moved out of the originals, which
+/// are spent — and hands each to `finish` (the caller's pruning and coercion). The first error
+/// in object order is returned.
 pub(crate) fn check(
     desired: GroupVersion<'_>,
-    originals: &[&Value],
-    converted: Vec<Value>,
+    originals: Vec<Value>,
+    converted: &[&RawValue],
+    finish: &(dyn Fn(&mut Value) + Sync),
 ) -> Result<Vec<Value>, String> {
-    let mut out = Vec::with_capacity(converted.len());
-    for (original, converted) in originals.iter().zip(converted) {
-        // Named only when something is wrong (it is a string per object otherwise).
-        let gvk = || gvk_string(str_field(original, "apiVersion"), str_field(original, "kind"));
-        // kube returns the decoding error as it is, without naming the object.
-        let mut converted = decode(converted)?;
-        let got = GroupVersion::parse(str_field(&converted, "apiVersion"));
-        if got != desired {
-            return Err(format!(
-                "conversion webhook for {} returned invalid object at index 0: invalid groupVersion (expected {desired}, received {got})",
-                gvk()
-            ));
-        }
-        let (want_kind, got_kind) = (str_field(original, "kind"), str_field(&converted, "kind"));
-        if want_kind != got_kind {
-            return Err(format!(
-                "conversion webhook for {} returned invalid object at index 0: invalid kind (expected {want_kind}, received {got_kind})",
-                gvk()
-            ));
-        }
-        validate(original, &converted)
-            .map_err(|e| format!("conversion webhook for {} returned invalid object: {e}", gvk()))?;
-        restore_object_meta(original, &mut converted)
-            .map_err(|e| format!("conversion webhook for {} returned invalid metadata: {e}", gvk()))?;
-        out.push(converted);
+    let mut originals = originals;
+    if originals.len() < PARALLEL_MIN || converted.len() != originals.len() {
+        return originals.into_iter().zip(converted).map(|(o, c)| one(desired, o, c, finish)).collect();
     }
-    Ok(out)
+    let half = originals.len() / 2;
+    let second: Vec<Value> = originals.split_off(half);
+    let (first_raw, second_raw) = converted.split_at(half);
+    let run = |objs: Vec<Value>, raws: &[&RawValue]| -> Result<Vec<Value>, String> {
+        objs.into_iter().zip(raws).map(|(o, c)| one(desired, o, c, finish)).collect()
+    };
+    // Handed over through a slot, so that it is still here if no thread can be started.
+    let slot = std::sync::Mutex::new(Some(second));
+    let take = || slot.lock().ok().and_then(|mut s| s.take()).unwrap_or_default();
+    std::thread::scope(|scope| {
+        let helper = std::thread::Builder::new()
+            .name("versa-conversion".into())
+            .stack_size(HELPER_STACK_BYTES)
+            .spawn_scoped(scope, || run(take(), second_raw));
+        let mut out = run(originals, first_raw)?;
+        let rest = match helper {
+            Ok(handle) => handle.join().unwrap_or_else(|_| Err("conversion: a helper thread failed".into()))?,
+            // No thread to be had: the second half here too.
+            Err(_) => run(take(), second_raw)?,
+        };
+        out.extend(rest);
+        Ok(out)
+    })
+}
+
+/// One object: parsed, checked, its metadata restored, finished.
+fn one(
+    desired: GroupVersion<'_>,
+    mut original: Value,
+    converted: &RawValue,
+    finish: &(dyn Fn(&mut Value) + Sync),
+) -> Result<Value, String> {
+    let original = &mut original;
+    // Named only when something is wrong (it is a string per object otherwise).
+    let gvk = || gvk_string(str_field(original, "apiVersion"), str_field(original, "kind"));
+    // kube returns the decoding error as it is, without naming the object.
+    let parsed: Value = serde_json::from_str(converted.get()).map_err(|e| e.to_string())?;
+    let mut converted = decode(parsed)?;
+    let got = GroupVersion::parse(str_field(&converted, "apiVersion"));
+    if got != desired {
+        return Err(format!(
+            "conversion webhook for {} returned invalid object at index 0: invalid groupVersion (expected {desired}, received {got})",
+            gvk()
+        ));
+    }
+    let (want_kind, got_kind) = (str_field(original, "kind"), str_field(&converted, "kind"));
+    if want_kind != got_kind {
+        return Err(format!(
+            "conversion webhook for {} returned invalid object at index 0: invalid kind (expected {want_kind}, received {got_kind})",
+            gvk()
+        ));
+    }
+    validate(original, &converted)
+        .map_err(|e| format!("conversion webhook for {} returned invalid object: {e}", gvk()))?;
+    let original_meta = original.as_object_mut().and_then(|o| o.remove("metadata"));
+    restore_object_meta(original_meta, &mut converted).map_err(|e| {
+        let gvk = gvk_string(str_field(original, "apiVersion"), str_field(original, "kind"));
+        format!("conversion webhook for {gvk} returned invalid metadata: {e}")
+    })?;
+    finish(&mut converted);
+    Ok(converted)
 }
 
 /// Decodes one `convertedObjects` entry as an unstructured object (kube's
@@ -89,13 +140,12 @@ fn validate(original: &Value, converted: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Replaces the metadata of `converted` by the original's, keeping the converted `labels` and
-/// `annotations` (kube `restoreObjectMeta`).
-fn restore_object_meta(original: &Value, converted: &mut Value) -> Result<(), String> {
+/// Replaces the metadata of `converted` by the original's (`original_meta`, taken out of the
+/// original), keeping the converted `labels` and `annotations` (kube `restoreObjectMeta`).
+fn restore_object_meta(original_meta: Option<Value>, converted: &mut Value) -> Result<(), String> {
     const EMPTY: Value = Value::Null;
-    let original_meta = original.get("metadata");
     // The converted metadata is taken out (not copied): it is replaced below in every case.
-    let mut converted_meta = match (original_meta, converted.get("metadata")) {
+    let mut converted_meta = match (&original_meta, converted.get("metadata")) {
         (None, None) => return Ok(()),
         (Some(_), None) => return Err("missing metadata in converted object".into()),
         (_, Some(Value::Object(_))) => match converted.as_object_mut().and_then(|o| o.remove("metadata")) {
@@ -106,8 +156,8 @@ fn restore_object_meta(original: &Value, converted: &mut Value) -> Result<(), St
     };
     let mut result = match original_meta {
         None => Map::new(),
-        Some(Value::Object(m)) => m.clone(),
-        Some(other) => return Err(format!("invalid metadata of type {} in input object", go_type(other))),
+        Some(Value::Object(m)) => m,
+        Some(other) => return Err(format!("invalid metadata of type {} in input object", go_type(&other))),
     };
     for field in ["labels", "annotations"] {
         let converted_field = match converted_meta.remove(field) {
@@ -183,8 +233,9 @@ mod tests {
     }
 
     fn run(originals: &[Value], converted: Vec<Value>) -> Result<Vec<Value>, String> {
-        let refs: Vec<&Value> = originals.iter().collect();
-        check(DESIRED, &refs, converted)
+        let text: Vec<String> = converted.iter().map(Value::to_string).collect();
+        let raws: Vec<&RawValue> = text.iter().map(|t| serde_json::from_str(t).unwrap()).collect();
+        check(DESIRED, originals.to_vec(), &raws, &|_| {})
     }
 
     #[test]
@@ -288,6 +339,25 @@ mod tests {
             err,
             "conversion webhook for stable.example.com/v1, Kind=CronTab returned invalid metadata: invalid metadata.annotations of type int64 in converted object"
         );
+    }
+
+    #[test]
+    fn large_batches_are_checked_on_two_threads_in_order() {
+        let n = PARALLEL_MIN + 44;
+        let names: Vec<String> = (0..n).map(|i| format!("o{i}")).collect();
+        let originals: Vec<Value> = names.iter().map(|n| original(n)).collect();
+        let good: Vec<Value> = names.iter().map(|n| converted(n, |_| {})).collect();
+        assert_eq!(run(&originals, good.clone()).unwrap(), good, "order and content kept");
+
+        // Errors in both halves: the first in object order wins, as it would one at a time.
+        let mut bad = good.clone();
+        bad[n - 3]["metadata"]["name"] = json!("late");
+        bad[7]["metadata"]["name"] = json!("early");
+        let err = run(&originals, bad.clone()).unwrap_err();
+        assert!(err.ends_with("must have the same name: o7 != early"), "{err}");
+        bad[7] = good[7].clone();
+        let err = run(&originals, bad).unwrap_err();
+        assert!(err.ends_with(&format!("must have the same name: o{} != late", n - 3)), "{err}");
     }
 
     #[test]

@@ -30,6 +30,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceValidation;
 use serde_json::Value;
 use versa_apiextensions::ResourceDefinition;
 use versa_schema::Structural;
@@ -68,6 +69,9 @@ pub struct Converter {
     /// Every version of the definition, served or not.
     versions: Vec<String>,
     schemas: HashMap<String, Arc<Structural>>,
+    /// Versions whose schemas are identical share a class: a `None` conversion between them
+    /// only changes `apiVersion` (see [`Converter::convert`]).
+    schema_class: HashMap<String, usize>,
     /// `spec.preserveUnknownFields` is false: converted objects are pruned.
     prune: bool,
     strategy: Strategy,
@@ -150,10 +154,23 @@ impl Converter {
                 });
             }
         };
+        // Versions with the same schema, by the schema as written (equal schemas lower to equal
+        // structural schemas).
+        let mut classes: Vec<&CustomResourceValidation> = Vec::new();
+        let mut schema_class = HashMap::new();
+        for v in &spec.versions {
+            let Some(schema) = v.schema.as_ref() else { continue };
+            let class = classes.iter().position(|c| *c == schema).unwrap_or_else(|| {
+                classes.push(schema);
+                classes.len() - 1
+            });
+            schema_class.insert(v.name.clone(), class);
+        }
         Ok(Converter {
             group: spec.group.clone(),
             versions: spec.versions.iter().map(|v| v.name.clone()).collect(),
             schemas,
+            schema_class,
             prune: !spec.preserve_unknown_fields.unwrap_or(false),
             strategy,
         })
@@ -171,6 +188,10 @@ impl Converter {
     /// their order. With a webhook, one call for the whole batch: only the objects not already at
     /// `to_version` are sent, and not those made of only `apiVersion` and `kind` (kube's
     /// `isEmptyUnstructuredObject`). Objects already at the target are returned as they are.
+    ///
+    /// The objects must already be pruned and coerced with the schema of the version they are at
+    /// (what the server does when it reads or admits them): a `None` conversion between versions
+    /// with identical schemas relies on it and only changes `apiVersion`.
     pub async fn convert(&self, mut objects: Vec<Value>, to_version: &str) -> Result<Vec<Value>, ConversionError> {
         let target = GroupVersion { group: &self.group, version: to_version };
         if !self.has_version(to_version) {
@@ -190,7 +211,20 @@ impl Converter {
         match &self.strategy {
             Strategy::None => {
                 for i in pending {
-                    self.set_version_and_coerce(&mut objects[i], &desired, to_version);
+                    // Objects arrive pruned and coerced with the schema of the version they are
+                    // at (read: `on_read` at the stored version; write: admission at the request
+                    // version). Pruning and coercing again with an identical schema changes
+                    // nothing, so between versions of one schema only `apiVersion` changes.
+                    let from = GroupVersion::parse(str_field(&objects[i], "apiVersion")).version;
+                    let same = matches!(
+                        (self.schema_class.get(from), self.schema_class.get(to_version)),
+                        (Some(a), Some(b)) if a == b
+                    );
+                    if same {
+                        set_api_version(&mut objects[i], &desired);
+                    } else {
+                        self.set_version_and_coerce(&mut objects[i], &desired, to_version);
+                    }
                 }
             }
             Strategy::Webhook(webhook) => {
@@ -200,10 +234,11 @@ impl Converter {
                     self.set_version_and_coerce(&mut objects[i], &desired, to_version);
                 }
                 if !send.is_empty() {
-                    let originals: Vec<&Value> = send.iter().map(|&i| &objects[i]).collect();
-                    let converted = webhook.convert(&originals, target).await.map_err(ConversionError::new)?;
-                    for (i, mut obj) in send.into_iter().zip(converted) {
-                        self.coerce(&mut obj, to_version);
+                    // Moved out, not copied: their metadata goes into the converted objects.
+                    let originals: Vec<Value> = send.iter().map(|&i| std::mem::take(&mut objects[i])).collect();
+                    let finish = |obj: &mut Value| self.coerce(obj, to_version);
+                    let converted = webhook.convert(originals, target, &finish).await.map_err(ConversionError::new)?;
+                    for (i, obj) in send.into_iter().zip(converted) {
                         objects[i] = obj;
                     }
                 }
@@ -218,9 +253,7 @@ impl Converter {
 
     /// The `None` conversion of one object (kube's `nopConverter`), then the coercion.
     fn set_version_and_coerce(&self, obj: &mut Value, desired: &str, to_version: &str) {
-        if let Some(map) = obj.as_object_mut() {
-            map.insert("apiVersion".to_owned(), Value::String(desired.to_owned()));
-        }
+        set_api_version(obj, desired);
         self.coerce(obj, to_version);
     }
 
@@ -236,6 +269,12 @@ impl Converter {
         }
         // With `Drop`, coercion removes what is malformed instead of failing.
         let _unknown = versa_schema::objectmeta::coerce(obj, schema, Malformed::Drop);
+    }
+}
+
+fn set_api_version(obj: &mut Value, desired: &str) {
+    if let Some(map) = obj.as_object_mut() {
+        map.insert("apiVersion".to_owned(), Value::String(desired.to_owned()));
     }
 }
 

@@ -11,7 +11,10 @@
 //!
 //! Everything here is pure: bytes and values in, values or messages out.
 
-use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
 use versa_schema::field::go_quote;
 
 use crate::gv::{GroupVersion, gvk_string, json_kind};
@@ -86,9 +89,14 @@ pub(crate) fn request_body(
 }
 
 /// Decodes and checks a webhook's answer (a 2xx body, not empty) to the review `uid` sent in
-/// `version`, and returns the converted objects as the webhook gave them. The error is the reason
-/// kube prints after `conversion webhook for <gvk> failed: `.
-pub(crate) fn converted_objects(version: ReviewVersion, uid: &str, body: &[u8]) -> Result<Vec<Value>, String> {
+/// `version`, and returns the converted objects as the webhook gave them, still unparsed (slices
+/// of `body`, whose JSON syntax has been checked whole). The error is the reason kube prints
+/// after `conversion webhook for <gvk> failed: `.
+pub(crate) fn converted_objects<'a>(
+    version: ReviewVersion,
+    uid: &str,
+    body: &'a [u8],
+) -> Result<Vec<&'a RawValue>, String> {
     let review = decode(version, body)?;
     match version {
         ReviewVersion::V1 => {
@@ -134,39 +142,56 @@ pub(crate) fn converted_objects(version: ReviewVersion, uid: &str, body: &[u8]) 
 }
 
 /// The fields of a review kube's typed decoding keeps.
-struct Review {
+struct Review<'a> {
     api_version: String,
     kind: String,
-    response: Option<Response>,
+    response: Option<Response<'a>>,
 }
 
-struct Response {
+struct Response<'a> {
     uid: String,
     status: String,
     message: String,
-    converted_objects: Vec<Value>,
+    converted_objects: Vec<&'a RawValue>,
+}
+
+/// An object's members, their values left unparsed (duplicate keys: the last wins, as in Go).
+type Members<'a> = BTreeMap<String, &'a RawValue>;
+
+/// A small member parsed (type and status fields; never the objects).
+fn parse_member(raw: Option<&&RawValue>) -> Result<Option<Value>, String> {
+    raw.map(|r| serde_json::from_str::<Value>(r.get()).map_err(|e| e.to_string())).transpose()
+}
+
+/// `raw` as members, when it is an object; otherwise the parsed value, for the error.
+fn members<'a>(raw: &'a str) -> Result<Members<'a>, Value> {
+    serde_json::from_str::<Members<'a>>(raw).map_err(|_| serde_json::from_str::<Value>(raw).unwrap_or(Value::Null))
 }
 
 /// Decodes the review with the strictness of kube's typed decoding: `null` leaves a field at its
-/// zero value, a value of another JSON type is an error naming the Go field.
-fn decode(version: ReviewVersion, body: &[u8]) -> Result<Review, String> {
-    let doc: Value =
-        serde_json::from_slice(body).map_err(|e| format!("couldn't get version/kind; json parse error: {e}"))?;
-    let Value::Object(mut doc) = doc else {
-        return Err(format!(
-            "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
-            json_kind(&doc)
-        ));
+/// zero value, a value of another JSON type is an error naming the Go field. The converted
+/// objects are located, not parsed.
+fn decode(version: ReviewVersion, body: &[u8]) -> Result<Review<'_>, String> {
+    let doc = match serde_json::from_slice::<Members<'_>>(body) {
+        Ok(doc) => doc,
+        Err(_) => {
+            let doc: Value = serde_json::from_slice(body)
+                .map_err(|e| format!("couldn't get version/kind; json parse error: {e}"))?;
+            return Err(format!(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
+                json_kind(&doc)
+            ));
+        }
     };
     let mut type_meta = [String::new(), String::new()];
     for (slot, key) in type_meta.iter_mut().zip(["apiVersion", "kind"]) {
-        match doc.get(key) {
+        match parse_member(doc.get(key))? {
             None | Some(Value::Null) => {}
-            Some(Value::String(s)) => *slot = s.clone(),
+            Some(Value::String(s)) => *slot = s,
             Some(other) => {
                 return Err(format!(
                     "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{key} of type string",
-                    json_kind(other)
+                    json_kind(&other)
                 ));
             }
         }
@@ -174,44 +199,58 @@ fn decode(version: ReviewVersion, body: &[u8]) -> Result<Review, String> {
     let [api_version, kind] = type_meta;
     // A failure Status instead of a review: its message is the error (client-go's `Into`).
     if kind == "Status" && (api_version.is_empty() || api_version == "v1") {
-        let status = doc.get("status").and_then(Value::as_str).unwrap_or("");
-        if status != "Success" {
-            return Err(doc.get("message").and_then(Value::as_str).unwrap_or("").to_owned());
+        let status = parse_member(doc.get("status"))?;
+        if status.as_ref().and_then(Value::as_str) != Some("Success") {
+            let message = parse_member(doc.get("message"))?;
+            return Err(message.as_ref().and_then(Value::as_str).unwrap_or("").to_owned());
         }
     }
     let pkg = version.version();
-    let response = match doc.remove("response") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(r)) => Some(decode_response(r)?),
-        Some(other) => {
-            return Err(unmarshal_error(&other, "ConversionReview", "response", &format!("{pkg}.ConversionResponse")));
-        }
+    let response = match doc.get("response").map(|r| r.get()) {
+        None | Some("null") => None,
+        Some(raw) => match members(raw) {
+            Ok(r) => Some(decode_response(&r)?),
+            Err(other) => {
+                return Err(unmarshal_error(
+                    &other,
+                    "ConversionReview",
+                    "response",
+                    &format!("{pkg}.ConversionResponse"),
+                ));
+            }
+        },
     };
     Ok(Review { api_version, kind, response })
 }
 
-fn decode_response(mut r: Map<String, Value>) -> Result<Response, String> {
-    let uid = string_field(r.get("uid"), "ConversionResponse", "response.uid", "types.UID")?;
-    let (status, message) = match r.get("result") {
-        None | Some(Value::Null) => (String::new(), String::new()),
-        Some(Value::Object(result)) => (
-            string_field(result.get("status"), "Status", "response.result.status", "string")?,
-            string_field(result.get("message"), "Status", "response.result.message", "string")?,
-        ),
-        Some(other) => return Err(unmarshal_error(other, "ConversionResponse", "response.result", "v1.Status")),
+fn decode_response<'a>(r: &Members<'a>) -> Result<Response<'a>, String> {
+    let uid = string_field(parse_member(r.get("uid"))?.as_ref(), "ConversionResponse", "response.uid", "types.UID")?;
+    let (status, message) = match r.get("result").map(|raw| raw.get()) {
+        None | Some("null") => (String::new(), String::new()),
+        Some(raw) => match members(raw) {
+            Ok(result) => (
+                string_field(
+                    parse_member(result.get("status"))?.as_ref(),
+                    "Status",
+                    "response.result.status",
+                    "string",
+                )?,
+                string_field(
+                    parse_member(result.get("message"))?.as_ref(),
+                    "Status",
+                    "response.result.message",
+                    "string",
+                )?,
+            ),
+            Err(other) => return Err(unmarshal_error(&other, "ConversionResponse", "response.result", "v1.Status")),
+        },
     };
-    // Taken out of the parsed answer, not copied.
-    let converted_objects = match r.remove("convertedObjects") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items,
-        Some(other) => {
-            return Err(unmarshal_error(
-                &other,
-                "ConversionResponse",
-                "response.convertedObjects",
-                "[]runtime.RawExtension",
-            ));
-        }
+    let converted_objects = match r.get("convertedObjects").map(|raw| raw.get()) {
+        None | Some("null") => Vec::new(),
+        Some(raw) => serde_json::from_str::<Vec<&RawValue>>(raw).map_err(|_| {
+            let other = serde_json::from_str::<Value>(raw).unwrap_or(Value::Null);
+            unmarshal_error(&other, "ConversionResponse", "response.convertedObjects", "[]runtime.RawExtension")
+        })?,
     };
     Ok(Response { uid, status, message, converted_objects })
 }
@@ -248,7 +287,8 @@ mod tests {
 
     /// One answer and what kube makes of it.
     fn check(version: ReviewVersion, body: &str, want: Result<Value, &str>) {
-        let got = converted_objects(version, UID, body.as_bytes()).map(Value::Array);
+        let got = converted_objects(version, UID, body.as_bytes())
+            .map(|objects| Value::Array(objects.iter().map(|o| serde_json::from_str(o.get()).unwrap()).collect()));
         assert_eq!(got, want.map_err(str::to_owned), "body: {body}");
     }
 

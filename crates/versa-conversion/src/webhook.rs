@@ -49,13 +49,20 @@ impl WebhookConverter {
     ///
     /// A failed call is reported as kube reports it for the object it converts alone: naming the
     /// group, version and kind that object is at — here the first object sent.
-    pub(crate) async fn convert(&self, originals: &[&Value], desired: GroupVersion<'_>) -> Result<Vec<Value>, String> {
+    pub(crate) async fn convert(
+        &self,
+        originals: Vec<Value>,
+        desired: GroupVersion<'_>,
+        finish: &(dyn Fn(&mut Value) + Sync),
+    ) -> Result<Vec<Value>, String> {
         let gvk =
             originals.first().map(|o| gvk_string(str_field(o, "apiVersion"), str_field(o, "kind"))).unwrap_or_default();
         let uid = review::new_uid(&self.rng)
             .map_err(|_| format!("conversion webhook for {gvk} failed: cannot generate a request uid"))?;
         let desired_api_version = desired.to_string();
-        let body = review::request_body(self.review, &uid, &desired_api_version, originals);
+        let refs: Vec<&Value> = originals.iter().collect();
+        let body = review::request_body(self.review, &uid, &desired_api_version, &refs);
+        drop(refs);
         let started = Instant::now();
         let answer = self.client.post(body).await;
         self.trace(&uid, &desired_api_version, originals.len(), started.elapsed(), answer.is_ok());
@@ -69,7 +76,7 @@ impl WebhookConverter {
                 originals.len()
             ));
         }
-        crate::converted::check(desired, originals, converted)
+        crate::converted::check(desired, originals, &converted, finish)
     }
 
     fn trace(&self, uid: &str, desired: &str, objects: usize, took: Duration, ok: bool) {

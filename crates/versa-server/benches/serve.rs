@@ -47,6 +47,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "a benchmark: failures should be loud")]
 
+/// The allocator the versa binary uses, so that what is measured here is what runs.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -734,14 +738,20 @@ fn definitions(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
             let started = Instant::now();
             let (status, answer) = conn.send(Method::POST, DEFINITIONS_PATH, Some(body)).await;
             assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&answer));
+            // The controller serves a definition just before it writes Established: both are
+            // waited for.
             while !discoverable(&mut conn, &group, "v1", "gadgets").await {}
+            loop {
+                let (_, doc) = conn.send(Method::GET, &format!("{DEFINITIONS_PATH}/gadgets.{group}"), None).await;
+                let doc: Value = serde_json::from_slice(&doc).unwrap();
+                let established = doc["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Established" && c["status"] == "True"));
+                if established {
+                    break;
+                }
+            }
             times.push(started.elapsed());
-            let (_, doc) = conn.send(Method::GET, &format!("{DEFINITIONS_PATH}/gadgets.{group}"), None).await;
-            let doc: Value = serde_json::from_slice(&doc).unwrap();
-            let established = doc["status"]["conditions"]
-                .as_array()
-                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Established" && c["status"] == "True"));
-            assert!(established, "discoverable but not Established: {doc}");
         }
         times.sort();
         let (p50, max) = (ms(percentile(&times, 0.5)), ms(*times.last().unwrap()));

@@ -37,12 +37,31 @@ use crate::registry::Resource;
 struct Known {
     kv: KeyValue,
     def: Arc<ResourceDefinition>,
+    /// What makes the schemas non-structural (condition `NonStructuralSchema`): computed once
+    /// per spec, not on every reconciliation (it lowers every version's schema).
+    violations: Arc<Vec<String>>,
 }
 
 impl Known {
     /// The stored document (it parsed when this was made).
     fn doc(&self) -> Value {
         serde_json::from_slice(&self.kv.value).unwrap_or(Value::Null)
+    }
+
+    /// Only the stored `status`, as `{"status": ...}` — what [`compute_status`] reads and
+    /// writes — without building the rest of the document's tree.
+    fn status_doc(&self) -> Value {
+        #[derive(serde::Deserialize)]
+        struct StatusOnly {
+            #[serde(default)]
+            status: Option<Value>,
+        }
+        let status = serde_json::from_slice::<StatusOnly>(&self.kv.value).ok().and_then(|s| s.status);
+        let mut doc = serde_json::Map::new();
+        if let Some(status) = status {
+            doc.insert("status".into(), status);
+        }
+        Value::Object(doc)
     }
 }
 
@@ -76,7 +95,7 @@ async fn sync(state: &Arc<State>, cleanups: &Running) -> anyhow::Result<()> {
         let page =
             state.store.list(&prefix, ListOptions { limit: 500, continue_token: token.take(), revision: 0 }).await?;
         for kv in page.items {
-            if let Some(k) = parse(kv) {
+            if let Some(k) = parse(kv, &known, &state.registry) {
                 known.insert(k.def.name().to_owned(), k);
             }
         }
@@ -104,7 +123,7 @@ async fn sync(state: &Arc<State>, cleanups: &Running) -> anyhow::Result<()> {
         // now get, or lose, theirs).
         let (name, group, names_changed) = match event? {
             WatchEvent::Added(kv) | WatchEvent::Modified { kv, .. } => {
-                let Some(k) = parse(kv) else { continue };
+                let Some(k) = parse(kv, &known, &state.registry) else { continue };
                 let (name, group) = (k.def.name().to_owned(), k.def.spec.group.clone());
                 let before = known.get(&name).map(|old| accepted(&old.def));
                 let changed = before != Some(accepted(&k.def));
@@ -112,7 +131,7 @@ async fn sync(state: &Arc<State>, cleanups: &Running) -> anyhow::Result<()> {
                 (name, group, changed)
             }
             WatchEvent::Deleted { prev, .. } => {
-                let Some(k) = parse(prev) else { continue };
+                let Some(k) = parse(prev, &known, &state.registry) else { continue };
                 let (name, group) = (k.def.name().to_owned(), k.def.spec.group.clone());
                 known.remove(&name);
                 unserve(state, &name);
@@ -139,10 +158,22 @@ async fn sync(state: &Arc<State>, cleanups: &Running) -> anyhow::Result<()> {
     anyhow::bail!("the definitions watch ended")
 }
 
-fn parse(kv: KeyValue) -> Option<Known> {
+/// Reads a stored definition; the structural verdict of the one in `known` under its name is
+/// reused when the spec did not change.
+fn parse(kv: KeyValue, known: &BTreeMap<String, Known>, registry: &crate::registry::Registry) -> Option<Known> {
     let doc: Value = serde_json::from_slice(&kv.value).ok()?;
     let def = ResourceDefinition::from_document(&doc).ok()?;
-    Some(Known { kv, def: Arc::new(def) })
+    let violations = match known.get(def.name()) {
+        Some(before) if before.def.spec == def.spec => before.violations.clone(),
+        _ => Arc::new(structural_violations(&def)),
+    };
+    // One copy per definition: the one being served, when it is this very state (typed
+    // definitions are most of the memory a definition costs).
+    let def = match registry.snapshot().by_name(def.name()) {
+        Some(served) if *served.definition == def => served.definition.clone(),
+        _ => Arc::new(def),
+    };
+    Some(Known { kv, def, violations })
 }
 
 fn unserve(state: &State, name: &str) {
@@ -159,16 +190,22 @@ async fn reconcile(state: &Arc<State>, known: &BTreeMap<String, Known>, name: &s
     let deleting = k.def.metadata.deletion_timestamp.is_some();
     if !deleting {
         let others = known.values().filter(|o| o.def.spec.group == k.def.spec.group && o.def.name() != name);
-        let current = k.doc();
-        let mut doc = current.clone();
-        compute_status(&mut doc, &k.def, others.map(|o| o.def.as_ref()));
-        if doc != current {
+        // The status alone first: most reconciliations (a neighbour in the group changed)
+        // change nothing, and the whole document is parsed only when something does.
+        let current = k.status_doc();
+        let mut status = current.clone();
+        compute_status(&mut status, &k.def, &k.violations, others.map(|o| o.def.as_ref()));
+        if status != current {
+            let mut doc = k.doc();
+            if let (Some(obj), Some(new)) = (doc.as_object_mut(), status.get_mut("status")) {
+                obj.insert("status".into(), new.take());
+            }
             // Serve before saying so: a client that sees `Established` must find the resource
             // (kube sets Established in a separate step for the same reason).
             if let Ok(next) = ResourceDefinition::from_document(&doc)
                 && next.is_established()
             {
-                serve(state, &Known { kv: k.kv.clone(), def: Arc::new(next) });
+                serve(state, &Known { kv: k.kv.clone(), def: Arc::new(next), violations: k.violations.clone() });
             }
             // The write comes back as a watch event and is served from there. It runs on its
             // own so that the next event is handled meanwhile and many definitions loaded at
@@ -256,10 +293,13 @@ fn accepted(def: &ResourceDefinition) -> Option<Value> {
     def.status.as_ref().and_then(|s| s.accepted_names.as_ref()).and_then(|n| serde_json::to_value(n).ok())
 }
 
-/// Sets `acceptedNames`, `NamesAccepted` and `Established` in a definition document.
+/// Sets `acceptedNames`, `NamesAccepted`, `NonStructuralSchema` (from `violations`, see
+/// [`structural_violations`]) and `Established` in a definition document (only its `status` is
+/// read or written).
 pub fn compute_status<'a>(
     doc: &mut Value,
     def: &ResourceDefinition,
+    violations: &[String],
     others: impl Iterator<Item = &'a ResourceDefinition>,
 ) {
     let mut resources = BTreeSet::new();
@@ -328,7 +368,6 @@ pub fn compute_status<'a>(
     }
     // `NonStructuralSchema`: only definitions kept from before (validation refuses new
     // non-structural schemas) can have one; the condition lists every violation.
-    let violations = structural_violations(def);
     match violations.len() {
         0 => remove_condition(doc, "NonStructuralSchema"),
         1 => set_condition(doc, "NonStructuralSchema", "True", "Violations", &violations[0], &now),
@@ -404,7 +443,7 @@ async fn cleanup(state: &Arc<State>, name: &str) {
             return;
         }
         let Ok(Some(kv)) = state.store.get(&def_key).await else { return };
-        let Some(k) = parse(kv) else { return };
+        let Some(k) = parse(kv, &BTreeMap::new(), &state.registry) else { return };
         let prefix = state.keys.resource(&k.def.spec.group, &k.def.spec.names.plural);
         let remaining = match delete_objects(state, &prefix).await {
             Ok(n) => n,
@@ -524,7 +563,7 @@ mod tests {
 
         // Fresh names: accepted and established.
         let (mut doc, def) = definition("gadgets", "Gadget", object.clone(), false);
-        compute_status(&mut doc, &def, [&holder].into_iter());
+        compute_status(&mut doc, &def, &structural_violations(&def), [&holder].into_iter());
         assert_eq!(condition(&doc, "NamesAccepted").unwrap().1, "NoConflicts");
         assert_eq!(condition(&doc, "Established").unwrap().1, "InitialNamesAccepted");
         assert_eq!(doc["status"]["acceptedNames"]["kind"], "Gadget");
@@ -533,7 +572,7 @@ mod tests {
         // A kind (and list kind) another definition of the group holds: refused, not
         // established; as in kube, the last conflict checked names the reason.
         let (mut doc, def) = definition("others", "Widget", object.clone(), false);
-        compute_status(&mut doc, &def, [&holder].into_iter());
+        compute_status(&mut doc, &def, &structural_violations(&def), [&holder].into_iter());
         assert_eq!(
             condition(&doc, "NamesAccepted").unwrap(),
             ("False".into(), "ListKindConflict".into(), "\"WidgetList\" is already in use".into())
@@ -545,7 +584,7 @@ mod tests {
         let (mut doc, _) = definition("widget", "Thing", object, false);
         doc["spec"]["names"]["singular"] = json!("thing");
         let def = ResourceDefinition::from_document(&doc).unwrap();
-        compute_status(&mut doc, &def, [&holder].into_iter());
+        compute_status(&mut doc, &def, &structural_violations(&def), [&holder].into_iter());
         assert_eq!(condition(&doc, "NamesAccepted").unwrap().1, "PluralConflict");
 
         // A conversion webhook with a caBundle that is not PEM: not established.
@@ -554,7 +593,7 @@ mod tests {
         doc["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
             "clientConfig": {"url": "https://127.0.0.1:9/convert", "caBundle": "bm90IGEgY2VydGlmaWNhdGU="}}});
         let def = ResourceDefinition::from_document(&doc).unwrap();
-        compute_status(&mut doc, &def, std::iter::empty());
+        compute_status(&mut doc, &def, &structural_violations(&def), std::iter::empty());
         assert_eq!(
             condition(&doc, "Established").unwrap(),
             ("False".into(), "InvalidCABundle".into(), "The conversion webhook CABundle is invalid".into())
@@ -562,7 +601,7 @@ mod tests {
 
         // A schema kept from before that is not structural.
         let (mut doc, def) = definition("legacies", "Legacy", json!({"type": "object", "properties": {"a": {}}}), true);
-        compute_status(&mut doc, &def, std::iter::empty());
+        compute_status(&mut doc, &def, &structural_violations(&def), std::iter::empty());
         let (status, reason, message) = condition(&doc, "NonStructuralSchema").unwrap();
         assert_eq!((status.as_str(), reason.as_str()), ("True", "Violations"));
         assert!(

@@ -6,6 +6,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// See Cargo.toml: the allocator matters for serving speed (measured by `hack/bench-serve.sh`,
+/// which uses the same one).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// `println!` that never panics: a closed pipe (`versa lint ... | head`) ends the output, not
 /// the program.
 macro_rules! say {
