@@ -29,14 +29,17 @@ use crate::definitions::{CLEANUP_FINALIZER, remove_condition, set_condition};
 use crate::handler::State;
 use crate::meta;
 use crate::migration;
-use crate::registry::Resource;
+use crate::registry::{Resource, SchemaTexts, compact};
 
 /// One known definition: its stored form (the bytes; the JSON tree is rebuilt when a status
-/// write needs it, which keeps a thousand definitions small) and its typed form.
+/// write needs it, which keeps a thousand definitions small) and its typed form, compacted
+/// (`registry::compact`: the schemas as text), shared with the registry when it is the state
+/// being served.
 #[derive(Debug, Clone)]
 struct Known {
     kv: KeyValue,
     def: Arc<ResourceDefinition>,
+    schemas: Arc<SchemaTexts>,
     /// What makes the schemas non-structural (condition `NonStructuralSchema`): computed once
     /// per spec, not on every reconciliation (it lowers every version's schema).
     violations: Arc<Vec<String>>,
@@ -46,6 +49,11 @@ impl Known {
     /// The stored document (it parsed when this was made).
     fn doc(&self) -> Value {
         serde_json::from_slice(&self.kv.value).unwrap_or(Value::Null)
+    }
+
+    /// The full typed definition, schemas included (parsed again from the stored form).
+    fn full(&self) -> Option<ResourceDefinition> {
+        ResourceDefinition::from_document(&self.doc()).ok()
     }
 
     /// Only the stored `status`, as `{"status": ...}` — what [`compute_status`] reads and
@@ -162,18 +170,19 @@ async fn sync(state: &Arc<State>, cleanups: &Running) -> anyhow::Result<()> {
 /// reused when the spec did not change.
 fn parse(kv: KeyValue, known: &BTreeMap<String, Known>, registry: &crate::registry::Registry) -> Option<Known> {
     let doc: Value = serde_json::from_slice(&kv.value).ok()?;
-    let def = ResourceDefinition::from_document(&doc).ok()?;
+    let full = ResourceDefinition::from_document(&doc).ok()?;
+    let (def, schemas) = compact(&full);
     let violations = match known.get(def.name()) {
-        Some(before) if before.def.spec == def.spec => before.violations.clone(),
-        _ => Arc::new(structural_violations(&def)),
+        Some(before) if before.def.spec == def.spec && *before.schemas == schemas => before.violations.clone(),
+        _ => Arc::new(structural_violations(&full)),
     };
-    // One copy per definition: the one being served, when it is this very state (typed
-    // definitions are most of the memory a definition costs).
-    let def = match registry.snapshot().by_name(def.name()) {
-        Some(served) if *served.definition == def => served.definition.clone(),
-        _ => Arc::new(def),
-    };
-    Some(Known { kv, def, violations })
+    // One copy per definition: the one being served, when it is this very state.
+    match registry.snapshot().by_name(def.name()) {
+        Some(served) if *served.definition == def && *served.schemas == schemas => {
+            Some(Known { kv, def: served.definition.clone(), schemas: served.schemas.clone(), violations })
+        }
+        _ => Some(Known { kv, def: Arc::new(def), schemas: Arc::new(schemas), violations }),
+    }
 }
 
 fn unserve(state: &State, name: &str) {
@@ -205,7 +214,14 @@ async fn reconcile(state: &Arc<State>, known: &BTreeMap<String, Known>, name: &s
             if let Ok(next) = ResourceDefinition::from_document(&doc)
                 && next.is_established()
             {
-                serve(state, &Known { kv: k.kv.clone(), def: Arc::new(next), violations: k.violations.clone() });
+                let (def, schemas) = compact(&next);
+                let known = Known {
+                    kv: k.kv.clone(),
+                    def: Arc::new(def),
+                    schemas: Arc::new(schemas),
+                    violations: k.violations.clone(),
+                };
+                serve(state, &known, Some(next));
             }
             // The write comes back as a watch event and is served from there. It runs on its
             // own so that the next event is handled meanwhile and many definitions loaded at
@@ -222,7 +238,7 @@ async fn reconcile(state: &Arc<State>, known: &BTreeMap<String, Known>, name: &s
             return;
         }
     }
-    serve(state, k);
+    serve(state, k, None);
     if deleting {
         let state = state.clone();
         running.spawn(&running.cleanups, name, move |name| async move { cleanup(&state, &name).await });
@@ -263,7 +279,8 @@ impl Running {
 
 /// Serves (or stops serving) a definition according to its status; rebuilds only when what
 /// serving depends on changed.
-fn serve(state: &State, k: &Known) {
+/// `full` is the definition `k` holds, schemas included, when the caller has it at hand.
+fn serve(state: &State, k: &Known, full: Option<ResourceDefinition>) {
     let name = k.def.name();
     if !k.def.is_established() {
         unserve(state, name);
@@ -272,16 +289,19 @@ fn serve(state: &State, k: &Known) {
     let snapshot = state.registry.snapshot();
     if let Some(current) = snapshot.by_name(name) {
         let same = current.definition.spec == k.def.spec
+            && current.schemas == k.schemas
             && accepted(&current.definition) == accepted(&k.def)
             && current.definition.metadata.deletion_timestamp == k.def.metadata.deletion_timestamp;
         if same {
             return;
         }
     }
-    state.registry.upsert(name, Arc::new(Resource::build(k.def.clone(), &state.conversion)));
+    let Some(full) = full.or_else(|| k.full()) else { return };
+    let full = Arc::new(full);
+    state.registry.upsert(name, Arc::new(Resource::build(full.clone(), &state.conversion)));
     count_served(state);
     if let Ok(mut openapi) = state.openapi.lock() {
-        openapi.upsert(k.def.clone());
+        openapi.upsert(full);
     }
 }
 

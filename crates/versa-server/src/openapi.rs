@@ -40,6 +40,7 @@ use serde_json::{Map, Value, json};
 use versa_apiextensions::ResourceDefinition;
 use versa_schema::Structural;
 
+use crate::registry::{SchemaTexts, compact, with_schema};
 use crate::table::{OBJECT_META_CREATION_TIMESTAMP_DESCRIPTION, OBJECT_META_NAME_DESCRIPTION};
 
 const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.";
@@ -75,11 +76,12 @@ pub struct OpenApiCache {
 }
 
 /// Everything one definition contributes: its v2 part per served version, and the definition
-/// itself (shared with the registry) for building v3 documents.
+/// itself (compacted, with its schemas as text: `registry::compact`) for building v3 documents.
 #[derive(Debug)]
 struct DefinitionPart {
     group: String,
     definition: Arc<ResourceDefinition>,
+    schemas: SchemaTexts,
     versions: Vec<VersionPart>,
 }
 
@@ -216,7 +218,7 @@ impl OpenApiCache {
             let names = Names::of(def);
             for v in def.spec.versions.iter().filter(|v| v.served && v.name == version) {
                 any = true;
-                let built = FlavorPart::build(&names, v, Flavor::V3);
+                let built = FlavorPart::build(&names, &with_schema(v, &part.schemas), Flavor::V3);
                 uses_scale |= built.uses_scale;
                 schemas_owned.extend(built.definitions);
                 paths_owned.extend(built.paths);
@@ -355,7 +357,8 @@ impl DefinitionPart {
                 }
             })
             .collect();
-        DefinitionPart { group: def.spec.group.clone(), versions, definition: def }
+        let (kept, schemas) = compact(&def);
+        DefinitionPart { group: def.spec.group.clone(), versions, definition: Arc::new(kept), schemas }
     }
 }
 

@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceColumnDefinition, CustomResourceDefinitionNames, CustomResourceSubresourceScale,
+    CustomResourceColumnDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionVersion,
+    CustomResourceSubresourceScale,
 };
 use serde_json::Value;
 use versa_apiextensions::types::{API_VERSION, GROUP, KIND, VERSION};
@@ -41,8 +42,11 @@ pub struct Resource {
     /// gets a new id, so nothing rendered with the old schemas is served again).
     pub id: u64,
     pub flavor: Flavor,
-    /// The definition this was built from (for custom resources), with its status.
+    /// The definition this was built from (for custom resources), with its status — compacted
+    /// (see [`compact`]): its schemas are in `schemas`.
     pub definition: Arc<ResourceDefinition>,
+    /// Each version's schema, as compact JSON.
+    pub schemas: Arc<SchemaTexts>,
     pub group: String,
     pub plural: String,
     pub singular: String,
@@ -136,6 +140,7 @@ impl Resource {
         let converter = Converter::new(&def, schemas, conversion)
             .map(Arc::new)
             .map_err(|e| format!("conversion for {}, Kind={} is not available: {e}", spec.group, names.kind));
+        let (kept, texts) = compact(&def);
         Resource {
             id: next_id(),
             flavor: Flavor::Custom,
@@ -151,7 +156,8 @@ impl Resource {
             versions,
             terminating,
             converter,
-            definition: def,
+            definition: Arc::new(kept),
+            schemas: Arc::new(texts),
         }
     }
 
@@ -161,6 +167,7 @@ impl Resource {
             id: next_id(),
             flavor: Flavor::Definitions,
             definition: Arc::new(definitions_definition()),
+            schemas: Arc::default(),
             group: GROUP.to_owned(),
             plural: "resourcedefinitions".to_owned(),
             singular: "resourcedefinition".to_owned(),
@@ -371,6 +378,36 @@ impl Registry {
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
     }
+}
+
+/// Each version's `schema` (`CustomResourceValidation`) as compact JSON, by version name.
+pub type SchemaTexts = BTreeMap<String, Box<str>>;
+
+/// A definition as it is kept while serving: without its schemas, which come back as JSON
+/// text. A typed schema is large — every node a ~860-byte `JSONSchemaProps`, every
+/// `properties` map a B-tree whose nodes hold eleven of them — so a few dozen fields cost tens
+/// of KiB; the text is a few hundred bytes. What needs a schema has its lowered form
+/// ([`Version::schema`]) or rebuilds the typed one from the text ([`with_schema`]).
+pub fn compact(def: &ResourceDefinition) -> (ResourceDefinition, SchemaTexts) {
+    let mut kept = def.clone();
+    let mut texts = SchemaTexts::new();
+    for v in &mut kept.spec.versions {
+        if let Some(schema) = v.schema.take()
+            && let Ok(text) = serde_json::to_string(&schema)
+        {
+            texts.insert(v.name.clone(), text.into_boxed_str());
+        }
+    }
+    (kept, texts)
+}
+
+/// Version `v` of a compacted definition with its schema put back from `texts`.
+pub fn with_schema(v: &CustomResourceDefinitionVersion, texts: &SchemaTexts) -> CustomResourceDefinitionVersion {
+    let mut v = v.clone();
+    if v.schema.is_none() {
+        v.schema = texts.get(&v.name).and_then(|t| serde_json::from_str(t).ok());
+    }
+    v
 }
 
 /// `obj["metadata"][field]` as a string.
