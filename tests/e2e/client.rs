@@ -69,60 +69,49 @@ impl Response {
     }
 }
 
-fn tls_config(data_dir: &Path, with_client_cert: bool) -> rustls::ClientConfig {
+/// Trusts `ca_pem`; presents `identity` (certificate PEM, key PEM), if any; HTTP/1.1.
+fn tls_config(ca_pem: &str, identity: Option<(&str, &str)>) -> rustls::ClientConfig {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = rustls::RootCertStore::empty();
-    for ca in CertificateDer::pem_file_iter(data_dir.join("ca.crt")).unwrap() {
+    for ca in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
         roots.add(ca.unwrap()).unwrap();
     }
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_root_certificates(roots);
-    let mut config = if with_client_cert {
-        let chain: Vec<CertificateDer<'static>> =
-            CertificateDer::pem_file_iter(data_dir.join("admin.crt")).unwrap().map(Result::unwrap).collect();
-        let key = PrivateKeyDer::from_pem_file(data_dir.join("admin.key")).unwrap();
-        builder.with_client_auth_cert(chain, key).unwrap()
-    } else {
-        builder.with_no_client_auth()
+    let mut config = match identity {
+        Some((cert, key)) => {
+            let chain = CertificateDer::pem_slice_iter(cert.as_bytes()).map(Result::unwrap).collect();
+            builder.with_client_auth_cert(chain, PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap()).unwrap()
+        }
+        None => builder.with_no_client_auth(),
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     config
 }
 
+/// The data directory's files.
+fn read(data_dir: &Path, file: &str) -> String {
+    std::fs::read_to_string(data_dir.join(file)).unwrap()
+}
+
 impl Client {
     /// The admin client (versa's `system:masters` certificate).
     pub fn admin(data_dir: &Path, address: &str) -> Client {
-        Client { tls: TlsConnector::from(Arc::new(tls_config(data_dir, true))), address: address.to_owned() }
+        let (cert, key) = (read(data_dir, "admin.crt"), read(data_dir, "admin.key"));
+        Client::from_pem(&read(data_dir, "ca.crt"), Some((&cert, &key)), address)
     }
 
     /// A client that trusts the server but presents no certificate.
     pub fn anonymous(data_dir: &Path, address: &str) -> Client {
-        Client { tls: TlsConnector::from(Arc::new(tls_config(data_dir, false))), address: address.to_owned() }
+        Client::from_pem(&read(data_dir, "ca.crt"), None, address)
     }
 
     /// A client trusting `ca_pem` and presenting `identity` (certificate PEM, key PEM), if any
     /// (cluster mode: the front proxy, or a client-CA user).
     pub fn from_pem(ca_pem: &str, identity: Option<(&str, &str)>, address: &str) -> Client {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut roots = rustls::RootCertStore::empty();
-        for ca in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-            roots.add(ca.unwrap()).unwrap();
-        }
-        let builder = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots);
-        let mut config = match identity {
-            Some((cert, key)) => {
-                let chain = CertificateDer::pem_slice_iter(cert.as_bytes()).map(Result::unwrap).collect();
-                builder.with_client_auth_cert(chain, PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap()).unwrap()
-            }
-            None => builder.with_no_client_auth(),
-        };
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Client { tls: TlsConnector::from(Arc::new(config)), address: address.to_owned() }
+        Client { tls: TlsConnector::from(Arc::new(tls_config(ca_pem, identity))), address: address.to_owned() }
     }
 
     /// Sends a request and returns the response head with the body still streaming.

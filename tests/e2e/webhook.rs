@@ -29,11 +29,6 @@ use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-    KeyUsagePurpose,
-};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Map, Value, json};
 use tokio::task::AbortHandle;
 use tokio_rustls::TlsAcceptor;
@@ -265,31 +260,8 @@ impl Drop for Webhook {
 
 /// A CA and a serving certificate for `127.0.0.1` and `localhost`: the CA's PEM and the acceptor.
 fn tls() -> (String, TlsAcceptor) {
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.distinguished_name.push(DnType::CommonName, "versa e2e conversion webhook CA");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
-    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
-
-    let mut serving = CertificateParams::new(["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
-    serving.distinguished_name.push(DnType::CommonName, "conversion-webhook");
-    serving.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
-    serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let key = KeyPair::generate().unwrap();
-    let cert = serving.signed_by(&key, &ca).unwrap();
-
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from(cert.der().to_vec())],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-        )
-        .unwrap();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    (ca.pem(), TlsAcceptor::from(Arc::new(config)))
+    let (ca, config) = versa_e2e::serving_tls("versa e2e conversion webhook CA", "conversion-webhook", &[b"http/1.1"]);
+    (ca, TlsAcceptor::from(config))
 }
 
 async fn serve_connection(inner: Arc<Inner>, acceptor: TlsAcceptor, tcp: tokio::net::TcpStream) {
