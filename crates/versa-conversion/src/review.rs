@@ -171,7 +171,82 @@ fn members<'a>(raw: &'a str) -> Result<Members<'a>, Value> {
 /// Decodes the review with the strictness of kube's typed decoding: `null` leaves a field at its
 /// zero value, a value of another JSON type is an error naming the Go field. The converted
 /// objects are located, not parsed.
+///
+/// A well-formed answer is read in one pass ([`decode_fast`]); anything unusual (a field of the
+/// wrong type, a duplicate key, a `Status` instead of a review) goes through the member-by-member
+/// reading below, which words every error as kube does.
 fn decode(version: ReviewVersion, body: &[u8]) -> Result<Review<'_>, String> {
+    if let Some(review) = decode_fast(body) {
+        return Ok(review);
+    }
+    decode_exact(version, body)
+}
+
+/// The usual answer, typed in one pass over the bytes; `None` when it is not one.
+fn decode_fast(body: &[u8]) -> Option<Review<'_>> {
+    #[derive(serde::Deserialize)]
+    struct Wire<'a> {
+        #[serde(rename = "apiVersion", default)]
+        api_version: Option<String>,
+        #[serde(default)]
+        kind: Option<String>,
+        #[serde(default, borrow)]
+        response: Option<MapOnly<WireResponse<'a>>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct WireResponse<'a> {
+        #[serde(default)]
+        uid: Option<String>,
+        #[serde(default)]
+        result: Option<MapOnly<WireResult>>,
+        #[serde(rename = "convertedObjects", default, borrow)]
+        converted_objects: Option<Vec<&'a RawValue>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct WireResult {
+        #[serde(default)]
+        status: Option<String>,
+        #[serde(default)]
+        message: Option<String>,
+    }
+    let MapOnly(wire) = serde_json::from_slice::<MapOnly<Wire<'_>>>(body).ok()?;
+    let kind = wire.kind.unwrap_or_default();
+    if kind == "Status" {
+        return None;
+    }
+    let response = wire.response.map(|MapOnly(r)| {
+        let result = r.result.map_or(WireResult { status: None, message: None }, |MapOnly(r)| r);
+        Response {
+            uid: r.uid.unwrap_or_default(),
+            status: result.status.unwrap_or_default(),
+            message: result.message.unwrap_or_default(),
+            converted_objects: r.converted_objects.unwrap_or_default(),
+        }
+    });
+    Some(Review { api_version: wire.api_version.unwrap_or_default(), kind, response })
+}
+
+/// `T` from a JSON object only (a derived struct would also take an array, as Go does not).
+struct MapOnly<T>(T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for MapOnly<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Objects<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Objects<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Objects(std::marker::PhantomData)).map(MapOnly)
+    }
+}
+
+/// [`decode`], member by member.
+fn decode_exact(version: ReviewVersion, body: &[u8]) -> Result<Review<'_>, String> {
     let doc = match serde_json::from_slice::<Members<'_>>(body) {
         Ok(doc) => doc,
         Err(_) => {
@@ -374,6 +449,41 @@ mod tests {
         assert_eq!(ReviewVersion::first_supported(&list(&["v2", "v1beta1", "v1"])), Some(ReviewVersion::V1beta1));
         assert_eq!(ReviewVersion::first_supported(&list(&["v1", "v1beta1"])), Some(ReviewVersion::V1));
         assert_eq!(ReviewVersion::first_supported(&list(&["v2"])), None);
+    }
+
+    #[test]
+    fn one_pass_and_member_by_member_readings_agree() {
+        let bodies = [
+            r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"u","result":{"status":"Success"},"convertedObjects":[{"kind":"K"},null,1]}}"#,
+            r#"{"apiVersion":null,"kind":"ConversionReview","response":{"uid":"u","result":{"status":"Failed","message":"no"}}}"#,
+            r#"{"kind":"ConversionReview","response":null,"extra":[1,2]}"#,
+            r#"{"response":{"result":null,"convertedObjects":null}}"#,
+            r#"{}"#,
+        ];
+        for body in bodies {
+            let fast = decode_fast(body.as_bytes()).expect(body);
+            let exact = decode_exact(ReviewVersion::V1, body.as_bytes()).unwrap();
+            let parts = |r: &Review<'_>| {
+                let response = r.response.as_ref().map(|r| {
+                    let objects: Vec<&str> = r.converted_objects.iter().map(|o| o.get()).collect();
+                    (r.uid.clone(), r.status.clone(), r.message.clone(), objects.join("|"))
+                });
+                (r.api_version.clone(), r.kind.clone(), response)
+            };
+            assert_eq!(parts(&fast), parts(&exact), "{body}");
+        }
+        // What the one pass leaves to the exact reading: wrong types, arrays for objects,
+        // duplicate keys, a Status.
+        for body in [
+            r#"{"response":[]}"#,
+            r#"{"response":{"result":[]}}"#,
+            r#"{"response":{"uid":5}}"#,
+            r#"{"kind":"A","kind":"B"}"#,
+            r#"{"kind":"Status","status":"Failure","message":"m"}"#,
+            r#"[]"#,
+        ] {
+            assert!(decode_fast(body.as_bytes()).is_none(), "{body}");
+        }
     }
 
     #[test]
