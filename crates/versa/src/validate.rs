@@ -2,7 +2,8 @@
 //! offline.
 //!
 //! Runs exactly what the server runs on a create (or, with `--old`, an update) in the object's
-//! version: default → prune → coerce metadata → validate. Prints the object as it would be
+//! version: default → prune → coerce metadata → validate, then the `x-kubernetes-validations`
+//! CEL rules (transition rules with `--old`). Prints the object as it would be
 //! stored, with kubectl's `Warning: unknown field "..."` lines for pruned fields on standard
 //! error, or the errors in kube-apiserver's words:
 //! `CronTab.stable.example.com "name" is invalid: [<field error>, ...]`.
@@ -12,7 +13,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use versa_apiextensions::{ResourceDefinition, set_defaults, validate_definition};
+use versa_cel::SchemaRules;
 use versa_schema::pipeline::{self, ResourceKind};
+use versa_schema::validation::{cel_skipped_error, has_blocking_error};
 use versa_schema::{ErrorList, Structural};
 
 use crate::Outcome;
@@ -28,7 +31,8 @@ pub struct Args {
     /// then be written in it, as a request to that version's endpoint must.
     #[arg(long, value_name = "V")]
     version: Option<String>,
-    /// The previous state of the object, for update-only rules (immutable metadata).
+    /// The previous state of the object: validates an update (immutable metadata, and the CEL
+    /// transition rules that compare `self` with `oldSelf`).
     #[arg(long, value_name = "OLD")]
     old: Option<PathBuf>,
     /// The namespace of namespaced objects that name none, as kubectl's `--namespace`.
@@ -74,6 +78,7 @@ pub fn run(args: &Args) -> Result<Outcome> {
     let mut outcome = Outcome::AllValid;
     let mut results = Vec::new();
     let mut schemas: std::collections::HashMap<String, Option<Structural>> = std::collections::HashMap::new();
+    let mut rules: std::collections::HashMap<String, SchemaRules> = std::collections::HashMap::new();
     for doc in objects {
         let mut obj = doc.value;
         let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_owned();
@@ -103,24 +108,41 @@ pub fn run(args: &Args) -> Result<Outcome> {
         }
         pipeline::generate_name(&mut obj, &random_suffix());
         let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(&name).to_owned();
-        let result = pipeline::admit(&mut obj, schema, &kind).and_then(|admitted| {
-            let update_errs = match &old {
-                Some(old) => pipeline::validate_update(&obj, old),
-                None => ErrorList::new(),
-            };
-            if update_errs.is_empty() { Ok(admitted) } else { Err(update_errs) }
-        });
-        match result {
-            Ok(admitted) => {
-                for f in &admitted.unknown_fields {
-                    warn!("Warning: unknown field {}", versa_schema::field::go_quote(f));
+        // As the server validates a write: the schema, the update rules, then the CEL rules
+        // (with `--old`, transition rules too) unless the schema found a blocking error.
+        let (mut errs, schema_valid, unknown) = match pipeline::admit(&mut obj, schema, &kind) {
+            Ok(admitted) => (ErrorList::new(), true, admitted.unknown_fields),
+            Err(errs) => (errs, false, Vec::new()),
+        };
+        if let Some(old) = &old {
+            errs.extend(pipeline::validate_update(&obj, old));
+        }
+        let rules = rules.entry(version.clone()).or_insert_with(|| SchemaRules::compile(schema));
+        if !rules.is_empty() {
+            if schema_valid || !has_blocking_error(&errs) {
+                // The old object as the server would read it from storage.
+                let old = old.as_ref().map(|o| {
+                    let mut o = o.clone();
+                    pipeline::on_read(&mut o, schema);
+                    o
+                });
+                let checked = rules.check(&obj, old.as_ref());
+                errs.extend(checked.errors);
+                for w in checked.warnings {
+                    warn!("Warning: {w}");
                 }
-                results.push(obj);
+            } else {
+                errs.push(cel_skipped_error());
             }
-            Err(errs) => {
-                outcome = Outcome::SomeInvalid;
-                say!("{}", errs.invalid_message(&format!("{kind_name}.{group}"), &name));
+        }
+        if errs.is_empty() {
+            for f in &unknown {
+                warn!("Warning: unknown field {}", versa_schema::field::go_quote(f));
             }
+            results.push(obj);
+        } else {
+            outcome = Outcome::SomeInvalid;
+            say!("{}", errs.invalid_message(&format!("{kind_name}.{group}"), &name));
         }
     }
     print_objects(&results, args.output)?;

@@ -161,3 +161,80 @@ fn a_closed_output_pipe_is_not_a_crash() {
     assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
 }
+
+#[test]
+fn validate_runs_cel_rules_and_with_old_transition_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    // The seed's rules: one on values, one transition rule.
+    let def = write(
+        "def.yaml",
+        r#"apiVersion: versa.dev/v1
+kind: ResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "self.minReplicas <= self.replicas"
+              message: "replicas should be greater than or equal to minReplicas"
+            properties:
+              minReplicas: {type: integer}
+              replicas: {type: integer}
+              name:
+                type: string
+                x-kubernetes-validations:
+                - rule: "self == oldSelf"
+                  message: "Value is immutable"
+"#,
+    );
+    let widget = |replicas: i64, name: &str| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w, namespace: default}}\nspec: {{minReplicas: 2, replicas: {replicas}, name: {name}}}\n"
+        )
+    };
+    let cases = [
+        // (object, old, exit code, what stdout says)
+        (widget(3, "a"), None, 0, "name: a"),
+        (
+            widget(1, "a"),
+            None,
+            1,
+            r#"Widget.example.com "w" is invalid: spec: Invalid value: replicas should be greater than or equal to minReplicas"#,
+        ),
+        (widget(3, "b"), Some(widget(3, "b")), 0, "name: b"),
+        (
+            widget(3, "b"),
+            Some(widget(3, "a")),
+            1,
+            r#"Widget.example.com "w" is invalid: spec.name: Invalid value: "b": Value is immutable"#,
+        ),
+    ];
+    for (i, (object, old, code, says)) in cases.into_iter().enumerate() {
+        let object = write(&format!("object{i}.yaml"), &object);
+        let mut args = vec!["validate".to_owned(), "--definition".to_owned(), def.clone()];
+        if let Some(old) = old {
+            args.extend(["--old".to_owned(), write(&format!("old{i}.yaml"), &old)]);
+        }
+        args.push(object);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = versa(&args);
+        assert_eq!(o.status.code(), Some(code), "case {i}: stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+        assert!(stdout(&o).contains(says), "case {i}: {}", stdout(&o));
+    }
+}

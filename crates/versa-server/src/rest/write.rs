@@ -200,16 +200,12 @@ fn admit(
             // many); then kube says so instead of running them.
             let rules = &ctx.ver().rules;
             if !rules.is_empty() {
-                if schema_valid || !has_blocking_error(&errs) {
+                if schema_valid || !versa_schema::validation::has_blocking_error(&errs) {
                     let outcome = rules.check(obj, old);
                     errs.extend(outcome.errors);
                     warnings.extend(outcome.warnings);
                 } else {
-                    errs.push(FieldError::invalid(
-                        Path::none(),
-                        Value::Null,
-                        "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
-                    ));
+                    errs.push(versa_schema::validation::cel_skipped_error());
                 }
             }
             if let Some(scale) = &ctx.ver().scale {
@@ -218,20 +214,6 @@ fn admit(
             if errs.is_empty() { Ok(unknown) } else { Err(invalid(&errs)) }
         }
     }
-}
-
-/// Errors after which kube does not evaluate CEL rules (`hasBlockingErr`).
-fn has_blocking_error(errs: &ErrorList) -> bool {
-    errs.iter().any(|e| {
-        matches!(
-            e.type_,
-            ErrorType::NotSupported
-                | ErrorType::Required
-                | ErrorType::TooLong
-                | ErrorType::TooMany
-                | ErrorType::TypeInvalid
-        )
-    })
 }
 
 /// While an object is being deleted no finalizer may be added.
