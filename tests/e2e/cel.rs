@@ -48,7 +48,7 @@ spec:
                   type: integer
                   x-kubernetes-validations:
                     - rule: "self <= 100"
-                      messageExpression: '"limit " + string(self) + " exceeds 100"'
+                      messageExpression: "'limit %d exceeds 100'.format([self])"
                 owner:
                   type: string
                   x-kubernetes-validations:

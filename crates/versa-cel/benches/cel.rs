@@ -309,14 +309,15 @@ fn main() {
         Ok(over) => over,
         Err(e) => return eprintln!("a seed rule does not compile: {e}"),
     };
+    let profile = std::env::var("VERSA_BENCH_PROFILE").ok().and_then(|n| n.parse::<usize>().ok());
     let [compile] = time(
-        Duration::from_secs(2),
+        if profile.is_some() { Duration::ZERO } else { Duration::from_secs(2) },
         [&mut || {
             black_box(compile_all(black_box(&nodes)).ok());
         }],
     );
     let [compile_schema] = time(
-        Duration::from_secs(1),
+        if profile.is_some() { Duration::ZERO } else { Duration::from_secs(1) },
         [&mut || {
             black_box(SchemaRules::compile(black_box(&schema)));
         }],
@@ -332,7 +333,12 @@ fn main() {
     );
 
     // --- evaluate: updates of 1,000 objects -------------------------------------------------
-    let compiled = SchemaRules::compile(&schema);
+    // VERSA_BENCH_RULE=k (with VERSA_BENCH_PROFILE): only the k-th rule.
+    let only = std::env::var("VERSA_BENCH_RULE").ok().and_then(|k| k.parse::<usize>().ok());
+    let compiled = match only.map(|k| Structural::from_json(&only_rule(&schema_json, k, &mut 0))) {
+        Some(Ok(single)) => SchemaRules::compile(&single),
+        _ => SchemaRules::compile(&schema),
+    };
     let kind = ResourceKind { group: "stable.example.com", version: "v1", kind: "CronTab", namespaced: true };
     let corpus: Vec<(Vec<u8>, Value)> =
         (0..1_000).map(|i| (serde_json::to_vec(&object(i, 1)).unwrap_or_default(), object(i, 0))).collect();
@@ -356,7 +362,20 @@ fn main() {
         return eprintln!("the transition rules did not run");
     }
 
-    let [parse_admit, admit_only, cel] = time(
+    // VERSA_BENCH_PROFILE=N: only the write path with CEL, N times, for a profiler (valgrind
+    // --tool=callgrind counts instructions, which is steady on a loaded machine).
+    if let Some(n) = profile {
+        for _ in 0..n {
+            for (bytes, old) in &corpus {
+                let mut v: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+                let r = pipeline::admit(&mut v, &schema, &kind);
+                let errs = compiled.validate(&v, Some(old));
+                black_box((v, r.is_ok(), errs));
+            }
+        }
+        return;
+    }
+    let [parse_admit, admit_only, cel, with_old, with_cel] = time(
         Duration::from_secs(5),
         [
             // The schema half of the write path: parse the body, then admit it.
@@ -382,6 +401,28 @@ fn main() {
                     black_box(compiled.validate(black_box(v), Some(old)));
                 }
             },
+            // The write path of an update as the server runs it: the old object has just been
+            // read and decoded (a copy here), the body is parsed and admitted ...
+            &mut || {
+                for (bytes, old) in &corpus {
+                    let old = old.clone();
+                    let mut v: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+                    let r = pipeline::admit(&mut v, &schema, &kind);
+                    black_box((v, old, r.is_ok()));
+                }
+            },
+            // ... and then the rules run on both. The difference between the two passes is
+            // what CEL adds to the write path; unlike the isolated CEL pass above, the rules
+            // see objects that are in the cache, as they are in the server.
+            &mut || {
+                for (bytes, old) in &corpus {
+                    let old = old.clone();
+                    let mut v: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+                    let r = pipeline::admit(&mut v, &schema, &kind);
+                    let errs = compiled.validate(&v, Some(&old));
+                    black_box((v, old, r.is_ok(), errs));
+                }
+            },
         ],
     );
     let evaluations = (admitted.len() * rule_count) as f64;
@@ -399,8 +440,12 @@ fn main() {
         per_rule(&schema_json, rule_count, &admitted, &olds);
     }
     println!(
-        "share: CEL / (parse+admit) = {:.1} % (target <= 20 %) | CEL / admit alone = {:.1} %",
+        "share: CEL / (parse+admit) = {:.1} % (target <= 20 %) | CEL / admit alone = {:.1} % | \
+         write path (old decoded + parse + admit) {:.1} µs, with CEL {:.1} µs per object: CEL adds {:.1} %",
         100.0 * cel.as_secs_f64() / parse_admit.as_secs_f64(),
         100.0 * cel.as_secs_f64() / admit_only.as_secs_f64(),
+        with_old.as_secs_f64() * 1e6 / admitted.len() as f64,
+        with_cel.as_secs_f64() * 1e6 / admitted.len() as f64,
+        100.0 * (with_cel.as_secs_f64() / with_old.as_secs_f64() - 1.0),
     );
 }

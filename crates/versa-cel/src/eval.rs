@@ -8,6 +8,15 @@
 //! `all()` step may fail and a later `false` still decides), so comprehension variables hold
 //! `Result`s.
 //!
+//! What does not depend on the input is not worked out here but once, when the expression is
+//! compiled (the [`Plan`]): literal values, which function a call dispatches to (the operators
+//! without comparing names or building an argument vector), whether a name is a variable, and
+//! the schema field of each field selection, so that `self.x` is one lookup in the JSON object
+//! (none when the validator has indexed `self`'s fields). The loop conditions and steps of
+//! `all()` and `exists()` are decided from the accumulator without walking them. Every shortcut
+//! charges exactly what the general evaluation charges; a node without a plan step is evaluated
+//! the general way.
+//!
 //! # Cost
 //!
 //! Every step is charged as cel-go's `interpreter/runtimecost.go` charges it: identifiers and
@@ -28,6 +37,8 @@ use serde_json::Value as Json;
 
 use crate::ast::{ACCUMULATOR_VAR, Comprehension, Expr, ExprId, ExprKind, Literal, MAP_INSERT, MapEntry, op};
 use crate::ext::regex::LiteralPatterns;
+use crate::plan::{Plan, Step, literal};
+use crate::stdlib::Builtin;
 use crate::types::{DeclType, Type};
 use crate::value::{Map, MapKey, Str, Value, equals};
 use crate::{CompiledExpression, OLD_SELF_VAR, SELF_VAR};
@@ -69,10 +80,49 @@ pub(crate) fn no_overload(function: &str) -> EvalError {
     EvalError::NoSuchOverload { function: function.to_owned() }
 }
 
-/// The variables of one evaluation.
+/// The calls the evaluator handles itself rather than dispatching them to a function: they
+/// decide which of their arguments to evaluate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Special {
+    And,
+    Or,
+    Conditional,
+    NotStrictlyFalse,
+    OptSelect,
+    OptOr,
+    OptOrValue,
+}
+
+impl Special {
+    pub(crate) fn of(function: &str) -> Option<Special> {
+        Some(match function {
+            op::LOGICAL_AND => Special::And,
+            op::LOGICAL_OR => Special::Or,
+            op::CONDITIONAL => Special::Conditional,
+            op::NOT_STRICTLY_FALSE => Special::NotStrictlyFalse,
+            op::OPT_SELECT => Special::OptSelect,
+            "or" => Special::OptOr,
+            "orValue" => Special::OptOrValue,
+            _ => return None,
+        })
+    }
+}
+
+/// The loop steps that grow the accumulator in place (see `Interp::eval_step`).
+#[derive(Clone, Copy)]
+enum StepKind {
+    Conditional,
+    Append,
+    Insert,
+}
+
+/// The variables of one evaluation. A rule's `self` and `oldSelf` have their own slots, so
+/// that binding them allocates nothing.
 #[derive(Clone, Debug, Default)]
 pub struct Activation<'a> {
-    vars: Vec<(String, Value<'a>)>,
+    pub(crate) self_value: Option<Value<'a>>,
+    pub(crate) old_self: Option<Value<'a>>,
+    others: Vec<(String, Value<'a>)>,
 }
 
 impl<'a> Activation<'a> {
@@ -88,29 +138,54 @@ impl<'a> Activation<'a> {
         decl: &'a DeclType,
         optional_old_self: bool,
     ) -> Result<Activation<'a>, EvalError> {
-        let mut a = Activation::new();
-        a.bind(SELF_VAR, Value::from_json(self_json, decl)?);
-        match (old_self, optional_old_self) {
-            (Some(old), false) => a.bind(OLD_SELF_VAR, Value::from_json(old, decl)?),
-            (Some(old), true) => {
-                a.bind(OLD_SELF_VAR, Value::Optional(Some(Arc::new(Value::from_json(old, decl)?))));
-            }
-            (None, true) => a.bind(OLD_SELF_VAR, Value::Optional(None)),
-            (None, false) => {}
-        }
-        Ok(a)
+        let old = match old_self {
+            Some(old) => Some(Value::from_json(old, decl)?),
+            None => None,
+        };
+        Ok(Activation::for_rule_values(Value::from_json(self_json, decl)?, old, optional_old_self))
+    }
+
+    /// [`Activation::for_rule`] with `self` and `oldSelf` already converted (a node's rules
+    /// share them).
+    pub fn for_rule_values(
+        self_value: Value<'a>,
+        old_self: Option<Value<'a>>,
+        optional_old_self: bool,
+    ) -> Activation<'a> {
+        let old_self = match (old_self, optional_old_self) {
+            (Some(old), false) => Some(old),
+            (Some(old), true) => Some(Value::Optional(Some(Arc::new(old)))),
+            (None, true) => Some(Value::Optional(None)),
+            (None, false) => None,
+        };
+        Activation { self_value: Some(self_value), old_self, others: Vec::new() }
     }
 
     /// Binds (or rebinds) a variable.
     pub fn bind(&mut self, name: &str, value: Value<'a>) {
-        match self.vars.iter_mut().find(|(n, _)| n == name) {
-            Some(slot) => slot.1 = value,
-            None => self.vars.push((name.to_owned(), value)),
+        match name {
+            SELF_VAR => self.self_value = Some(value),
+            OLD_SELF_VAR => self.old_self = Some(value),
+            _ => match self.others.iter_mut().find(|(n, _)| n == name) {
+                Some(slot) => slot.1 = value,
+                None => self.others.push((name.to_owned(), value)),
+            },
         }
     }
 
     fn get(&self, name: &str) -> Option<&Value<'a>> {
-        self.vars.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+        match name {
+            SELF_VAR => self.self_value.as_ref(),
+            OLD_SELF_VAR => self.old_self.as_ref(),
+            _ => self.others.iter().find(|(n, _)| n == name).map(|(_, v)| v),
+        }
+    }
+
+    /// The names of the bound variables.
+    fn names(&self) -> Vec<&str> {
+        let fixed = [(SELF_VAR, &self.self_value), (OLD_SELF_VAR, &self.old_self)];
+        let fixed = fixed.into_iter().filter(|(_, v)| v.is_some()).map(|(n, _)| n);
+        fixed.chain(self.others.iter().map(|(n, _)| n.as_str())).collect()
     }
 }
 
@@ -164,12 +239,24 @@ impl Default for CostTracker {
 
 /// Evaluates `compiled` with the variables of `activation`. The cost of the run is charged to
 /// `tracker` (and deducted from its remaining budget, also when the run fails).
+///
+/// The expression is borrowed for as long as the result: field selections the checker could
+/// resolve read the field's type from the compiled expression.
 pub fn eval<'a>(
-    compiled: &CompiledExpression,
+    compiled: &'a CompiledExpression,
     activation: &Activation<'a>,
     tracker: &mut CostTracker,
 ) -> Result<Value<'a>, EvalError> {
-    run(&compiled.ast.expr, Some(&compiled.checked.types), Some(&compiled.patterns), activation, tracker)
+    let plan = &compiled.plan;
+    run(
+        &compiled.ast.expr,
+        plan,
+        Some(plan),
+        Some(&compiled.checked.types),
+        Some(&compiled.patterns),
+        activation,
+        tracker,
+    )
 }
 
 /// Evaluates a parsed expression (checked or not: dispatch is on runtime values).
@@ -178,19 +265,31 @@ pub fn eval_expr<'a>(
     activation: &Activation<'a>,
     tracker: &mut CostTracker,
 ) -> Result<Value<'a>, EvalError> {
-    run(expr, None, None, activation, tracker)
+    let plan = Plan::build(expr, &activation.names(), None);
+    run(expr, &plan, None, None, None, activation, tracker)
 }
 
 fn run<'a>(
     expr: &Expr,
+    plan: &Plan,
+    fields: Option<&'a Plan>,
     types: Option<&[Type]>,
     patterns: Option<&LiteralPatterns>,
     activation: &Activation<'a>,
     tracker: &mut CostTracker,
 ) -> Result<Value<'a>, EvalError> {
     tracker.call_cost = 0;
-    let mut interp =
-        Interp { act: activation, scopes: Vec::new(), tracker, patterns, regexes: HashMap::new(), types, call_id: 0 };
+    let mut interp = Interp {
+        act: activation,
+        scopes: Vec::new(),
+        tracker,
+        plan,
+        fields,
+        patterns,
+        regexes: None,
+        types,
+        call_id: 0,
+    };
     let result = interp.eval(expr);
     let cost = interp.tracker.call_cost;
     interp.tracker.remaining_budget = interp.tracker.remaining_budget.saturating_sub(cost);
@@ -203,10 +302,15 @@ pub(crate) struct Interp<'a, 'e> {
     act: &'e Activation<'a>,
     scopes: Vec<(&'e str, Res<'a>)>,
     tracker: &'e mut CostTracker,
+    /// What was worked out when the expression was compiled.
+    plan: &'e Plan,
+    /// The same plan, when it lives as long as the values (its resolved fields' types are the
+    /// types of the values they select).
+    fields: Option<&'a Plan>,
     /// The expression's literal patterns, compiled with it.
     patterns: Option<&'e LiteralPatterns>,
     /// The other `matches`, `find` and `findAll` patterns of this evaluation.
-    regexes: HashMap<String, Regex>,
+    regexes: Option<HashMap<String, Regex>>,
     /// The checker's types by node id, when the expression was checked.
     types: Option<&'e [Type]>,
     /// The node id of the call being dispatched.
@@ -214,7 +318,7 @@ pub(crate) struct Interp<'a, 'e> {
 }
 
 /// Names usable as type values.
-fn type_name(name: &str) -> Option<&'static str> {
+pub(crate) fn type_name(name: &str) -> Option<&'static str> {
     Some(match name {
         "int" => "int",
         "uint" => "uint",
@@ -235,7 +339,7 @@ fn type_name(name: &str) -> Option<&'static str> {
 }
 
 /// `a.b.c` as a dotted name, when the expression is only identifiers and selections.
-fn qualified_name(e: &Expr) -> Option<String> {
+pub(crate) fn qualified_name(e: &Expr) -> Option<String> {
     match &e.kind {
         ExprKind::Ident(n) => Some(n.trim_start_matches('.').to_owned()),
         ExprKind::Select { operand, field, test_only: false } => {
@@ -256,11 +360,7 @@ impl<'a, 'e> Interp<'a, 'e> {
 
     fn eval(&mut self, e: &'e Expr) -> Res<'a> {
         match &e.kind {
-            ExprKind::Literal(l) => Ok(literal(l)),
-            ExprKind::Ident(name) => {
-                self.charge(1)?;
-                self.lookup(name.trim_start_matches('.'))
-            }
+            ExprKind::Literal(_) | ExprKind::Ident(_) => self.leaf(e),
             ExprKind::Select { operand, field, test_only } => self.eval_select(e, operand, field, *test_only),
             ExprKind::Call { function, target, args } => self.eval_call(e.id, function, target.as_deref(), args),
             ExprKind::List { elements, optional_indices } => {
@@ -288,6 +388,52 @@ impl<'a, 'e> Interp<'a, 'e> {
         }
     }
 
+    /// A literal or an identifier. Operators and field selections evaluate their operands with
+    /// [`Interp::operand`], which inlines this instead of going through `eval`.
+    #[inline(always)]
+    fn leaf(&mut self, e: &'e Expr) -> Res<'a> {
+        match &e.kind {
+            ExprKind::Literal(l) => match self.plan.step(e.id) {
+                // A string literal of a plan that outlives the values is borrowed, not shared.
+                Step::Literal(Value::String(lit)) => match self.fields.map(|p| p.step(e.id)) {
+                    Some(Step::Literal(Value::String(lit))) => Ok(Value::String(Str::Borrowed(lit))),
+                    _ => Ok(Value::String(lit.clone())),
+                },
+                Step::Literal(v) => Ok(v.clone()),
+                _ => Ok(literal(l)),
+            },
+            ExprKind::Ident(name) => {
+                self.charge(1)?;
+                match self.plan.step(e.id) {
+                    Step::Scope(i) => match self.scopes.get(*i) {
+                        Some((_, v)) => v.clone(),
+                        None => self.lookup(name.trim_start_matches('.')),
+                    },
+                    Step::SelfVar => match &self.act.self_value {
+                        Some(v) => Ok(v.clone()),
+                        None => self.lookup(name.trim_start_matches('.')),
+                    },
+                    Step::OldSelfVar => match &self.act.old_self {
+                        Some(v) => Ok(v.clone()),
+                        None => self.lookup(name.trim_start_matches('.')),
+                    },
+                    Step::TypeName(t) => Ok(Value::Type(Str::Borrowed(t))),
+                    _ => self.lookup(name.trim_start_matches('.')),
+                }
+            }
+            _ => self.eval(e),
+        }
+    }
+
+    /// Evaluates an operand: literals and identifiers in place, anything else through `eval`.
+    #[inline(always)]
+    fn operand(&mut self, e: &'e Expr) -> Res<'a> {
+        match &e.kind {
+            ExprKind::Literal(_) | ExprKind::Ident(_) => self.leaf(e),
+            _ => self.eval(e),
+        }
+    }
+
     fn lookup(&self, name: &str) -> Res<'a> {
         if let Some((_, v)) = self.scopes.iter().rev().find(|(n, _)| *n == name) {
             return v.clone();
@@ -302,7 +448,13 @@ impl<'a, 'e> Interp<'a, 'e> {
     }
 
     fn eval_select(&mut self, e: &'e Expr, operand: &'e Expr, field: &str, test_only: bool) -> Res<'a> {
+        let step = self.plan.step(e.id);
+        if let Step::TypeName(t) = step {
+            self.charge(1)?;
+            return Ok(Value::Type(Str::Borrowed(t)));
+        }
         if !test_only
+            && matches!(step, Step::None)
             && let Some(q) = qualified_name(e)
             && let Some(t) = type_name(&q)
             && qualified_name(operand).is_some_and(|o| !self.is_variable(&o))
@@ -310,8 +462,28 @@ impl<'a, 'e> Interp<'a, 'e> {
             self.charge(1)?;
             return Ok(Value::Type(Str::Borrowed(t)));
         }
-        let v = self.eval(operand)?;
+        let v = self.operand(operand)?;
         self.charge(1)?;
+        // A field the checker resolved, on a value of the type it was resolved on: one lookup
+        // in the JSON object by property name, no lookup in the object type.
+        if let Some(Step::Field(Some(r))) = self.fields.map(|p| p.step(e.id))
+            && let Value::Object(o) = &v
+            && std::ptr::eq(o.ty, Arc::as_ptr(&r.object))
+        {
+            let json = match o.indexed(r.slot) {
+                Some(indexed) => indexed,
+                None => o.json.get(&r.property),
+            };
+            let found = match json {
+                None | Some(Json::Null) => None,
+                Some(j) => Some(Value::from_json(j, &r.ty)?),
+            };
+            return match (found, test_only) {
+                (found, true) => Ok(Value::Bool(found.is_some())),
+                (Some(v), false) => Ok(v),
+                (None, false) => Err(EvalError::new(format!("no such key: {field}"))),
+            };
+        }
         if test_only {
             return has_field(&v, field).map(Value::Bool);
         }
@@ -395,12 +567,18 @@ impl<'a, 'e> Interp<'a, 'e> {
                 if let (Some(name), Some(v2)) = (&c.iter_var2, v2) {
                     self.scopes.push((name.as_str(), Ok(v2)));
                 }
-                let cond = self.eval_catching(&c.loop_condition)?;
-                if let Ok(Value::Bool(false)) = cond {
+                let proceed = match self.quick_condition(&c.loop_condition, base) {
+                    Some(proceed) => proceed?,
+                    None => !matches!(self.eval_catching(&c.loop_condition)?, Ok(Value::Bool(false))),
+                };
+                if !proceed {
                     self.scopes.truncate(base + 1);
                     break;
                 }
-                let step = self.eval_step(&c.loop_step, &c.accu_var, &mut seen)?;
+                let step = match self.quick_logic_step(&c.loop_step, base) {
+                    Some(step) => step?,
+                    None => self.eval_step(&c.loop_step, &c.accu_var, &mut seen)?,
+                };
                 self.scopes.truncate(base + 1);
                 if let Some(slot) = self.scopes.last_mut() {
                     slot.1 = step;
@@ -411,6 +589,119 @@ impl<'a, 'e> Interp<'a, 'e> {
         })();
         self.scopes.truncate(base);
         result
+    }
+
+    /// The loop conditions the macros build — `true`, and `all()`'s and `exists()`'s
+    /// `@not_strictly_false(@result)` and `@not_strictly_false(!@result)` — decided from the
+    /// accumulator in scope slot `accu` without walking them, and charged what the walk charges
+    /// (1 for the identifier, 1 for `!_` when it runs, 1 for `@not_strictly_false`). `None`
+    /// for any other condition.
+    fn quick_condition(&mut self, cond: &'e Expr, accu: usize) -> Option<Result<bool, EvalError>> {
+        let is_accu = |e: &Expr, plan: &Plan| matches!(plan.step(e.id), Step::Scope(i) if *i == accu);
+        match &cond.kind {
+            ExprKind::Literal(Literal::Bool(true)) => return Some(Ok(true)),
+            ExprKind::Call { target: None, args, .. }
+                if matches!(self.plan.step(cond.id), Step::Special(Special::NotStrictlyFalse)) && args.len() == 1 => {}
+            _ => return None,
+        }
+        let ExprKind::Call { args, .. } = &cond.kind else { return None };
+        let arg = args.first()?;
+        // `Some(b)`: the argument evaluated to the bool `b`; `None`: to something else or an
+        // error (which `@not_strictly_false` takes as true).
+        // A cancellation in the accumulator (which the loop never stores: it stops on one) is
+        // left to the general evaluation.
+        let value: Option<bool> = if is_accu(arg, self.plan) {
+            let value = match self.scopes.get(accu) {
+                Some((_, Ok(Value::Bool(b)))) => Some(*b),
+                Some((_, Err(e))) if e.is_cancellation() => return None,
+                Some(_) => None,
+                None => return None,
+            };
+            if let Err(e) = self.charge(1) {
+                return Some(Err(e));
+            }
+            value
+        } else if let ExprKind::Call { target: None, args: not_args, .. } = &arg.kind
+            && matches!(self.plan.step(arg.id), Step::Builtin(Builtin::Not))
+            && let [operand] = not_args.as_slice()
+            && is_accu(operand, self.plan)
+        {
+            let operand = match self.scopes.get(accu) {
+                Some((_, Ok(Value::Bool(b)))) => Some(Some(*b)),
+                Some((_, Ok(_))) => Some(None),
+                Some((_, Err(e))) if e.is_cancellation() => return None,
+                Some((_, Err(_))) => None,
+                None => return None,
+            };
+            if let Err(e) = self.charge(1) {
+                return Some(Err(e));
+            }
+            match operand {
+                // An error operand: `!_` is not called, and `@not_strictly_false` absorbs the
+                // error.
+                None => None,
+                Some(b) => {
+                    if let Err(e) = self.charge(1) {
+                        return Some(Err(e));
+                    }
+                    b.map(|b| !b)
+                }
+            }
+        } else {
+            return None;
+        };
+        if let Err(e) = self.charge(1) {
+            return Some(Err(e));
+        }
+        Some(Ok(value != Some(false)))
+    }
+
+    /// `all()`'s and `exists()`'s loop step, `@result && P` and `@result || P`, with the
+    /// accumulator in scope slot `accu`: `&&`/`||` as `eval_logic` computes them, without
+    /// walking the operator and the identifier (charged 1, as the walk charges it). `None` for
+    /// any other step.
+    fn quick_logic_step(&mut self, step: &'e Expr, accu: usize) -> Option<Result<Res<'a>, EvalError>> {
+        let is_and = match self.plan.step(step.id) {
+            Step::Special(Special::And) => true,
+            Step::Special(Special::Or) => false,
+            _ => return None,
+        };
+        let ExprKind::Call { target: None, args, .. } = &step.kind else { return None };
+        let [lhs, rhs] = args.as_slice() else { return None };
+        if !matches!(self.plan.step(lhs.id), Step::Scope(i) if *i == accu) {
+            return None;
+        }
+        let lv = match self.scopes.get(accu) {
+            Some((_, Err(e))) if e.is_cancellation() => return None,
+            Some((_, v)) => v.clone(),
+            None => return None,
+        };
+        if let Err(e) = self.charge(1) {
+            return Some(Err(e));
+        }
+        Some(self.combine_logic(is_and, lv, rhs))
+    }
+
+    /// The rest of `eval_logic` once the left operand `lv` is known.
+    fn combine_logic(&mut self, is_and: bool, lv: Res<'a>, r: &'e Expr) -> Result<Res<'a>, EvalError> {
+        let decisive = !is_and;
+        if let Ok(Value::Bool(b)) = lv
+            && b == decisive
+        {
+            return Ok(Ok(Value::Bool(b)));
+        }
+        let rv = self.eval_catching(r)?;
+        if let Ok(Value::Bool(b)) = rv
+            && b == decisive
+        {
+            return Ok(Ok(Value::Bool(b)));
+        }
+        Ok(match (lv, rv) {
+            (Ok(Value::Bool(_)), Ok(Value::Bool(_))) => Ok(Value::Bool(!decisive)),
+            (Err(e), _) => Err(e),
+            (_, Err(e)) => Err(e),
+            _ => Err(no_overload(if is_and { op::LOGICAL_AND } else { op::LOGICAL_OR })),
+        })
     }
 
     /// Evaluates a loop step. The steps that build a list or a map in the accumulator — `map()`,
@@ -427,19 +718,31 @@ impl<'a, 'e> Interp<'a, 'e> {
         let ExprKind::Call { function, target: None, args } = &step.kind else {
             return self.eval_catching(step);
         };
+        // Only the steps the macros build are candidates (the plan knows the operators).
+        let kind = match self.plan.step(step.id) {
+            Step::Special(Special::Conditional) => StepKind::Conditional,
+            Step::Builtin(Builtin::Add) => StepKind::Append,
+            Step::None | Step::Call => match function.as_str() {
+                op::CONDITIONAL => StepKind::Conditional,
+                op::ADD => StepKind::Append,
+                MAP_INSERT => StepKind::Insert,
+                _ => return self.eval_catching(step),
+            },
+            _ => return self.eval_catching(step),
+        };
         if accu_var != ACCUMULATOR_VAR {
             return self.eval_catching(step);
         }
         let is_accu = |e: &Expr| matches!(&e.kind, ExprKind::Ident(n) if n == accu_var);
-        match (function.as_str(), args.as_slice()) {
+        match (kind, args.as_slice()) {
             // `filter ? <step> : @result`
-            (op::CONDITIONAL, [cond, then, otherwise]) if is_accu(otherwise) => match self.eval_catching(cond)? {
+            (StepKind::Conditional, [cond, then, otherwise]) if is_accu(otherwise) => match self.eval_catching(cond)? {
                 Ok(Value::Bool(true)) => self.eval_step(then, accu_var, seen),
                 Ok(Value::Bool(false)) => self.eval_catching(otherwise),
                 Ok(_) => Ok(Err(no_overload(op::CONDITIONAL))),
                 Err(e) => Ok(Err(e)),
             },
-            (op::ADD, [lhs, rhs])
+            (StepKind::Append, [lhs, rhs])
                 if is_accu(lhs)
                     && matches!(&rhs.kind, ExprKind::List { elements, optional_indices }
                         if elements.len() == 1 && optional_indices.is_empty())
@@ -460,7 +763,7 @@ impl<'a, 'e> Interp<'a, 'e> {
                     _ => Err(EvalError::new("comprehension accumulator is not a list")),
                 }
             }
-            (MAP_INSERT, [accu, rest @ ..])
+            (StepKind::Insert, [accu, rest @ ..])
                 if is_accu(accu)
                     && (1..=2).contains(&rest.len())
                     && matches!(self.accumulator(accu_var), Some(Ok(Value::Map(_)))) =>
@@ -519,11 +822,12 @@ impl<'a, 'e> Interp<'a, 'e> {
         if let Some(re) = self.patterns.and_then(|p| p.get(pattern)) {
             return Ok(re);
         }
-        if !self.regexes.contains_key(pattern) {
+        let regexes = self.regexes.get_or_insert_with(HashMap::new);
+        if !regexes.contains_key(pattern) {
             let re = versa_schema::pattern::compile(pattern)?;
-            self.regexes.insert(pattern.to_owned(), re);
+            regexes.insert(pattern.to_owned(), re);
         }
-        self.regexes.get(pattern).ok_or_else(|| format!("pattern {pattern} not compiled"))
+        regexes.get(pattern).ok_or_else(|| format!("pattern {pattern} not compiled"))
     }
 
     /// The checked type of the call being dispatched (`list(int).sum()` of an empty list is
@@ -533,23 +837,32 @@ impl<'a, 'e> Interp<'a, 'e> {
     }
 
     fn eval_call(&mut self, id: ExprId, function: &str, target: Option<&'e Expr>, args: &'e [Expr]) -> Res<'a> {
-        match (function, target, args) {
-            (op::LOGICAL_AND | op::LOGICAL_OR, None, [l, r]) => {
-                return self.eval_logic(function == op::LOGICAL_AND, l, r);
+        let step = self.plan.step(id);
+        if let Step::Builtin(b) = step {
+            return self.eval_builtin(id, *b, target, args);
+        }
+        let special = match step {
+            Step::Special(s) => Some(*s),
+            Step::None => Special::of(function),
+            _ => None,
+        };
+        match (special, target, args) {
+            (Some(s @ (Special::And | Special::Or)), None, [l, r]) => {
+                return self.eval_logic(s == Special::And, l, r);
             }
-            (op::CONDITIONAL, None, [cond, t, f]) => {
+            (Some(Special::Conditional), None, [cond, t, f]) => {
                 return match self.eval(cond)? {
                     Value::Bool(true) => self.eval(t),
                     Value::Bool(false) => self.eval(f),
                     _ => Err(no_overload(function)),
                 };
             }
-            (op::NOT_STRICTLY_FALSE, None, [a]) => {
+            (Some(Special::NotStrictlyFalse), None, [a]) => {
                 let v = self.eval_catching(a)?;
                 self.charge(1)?;
                 return Ok(Value::Bool(!matches!(v, Ok(Value::Bool(false)))));
             }
-            (op::OPT_SELECT, None, [operand, field]) => {
+            (Some(Special::OptSelect), None, [operand, field]) => {
                 let ExprKind::Literal(Literal::String(field)) = &field.kind else {
                     return Err(EvalError::new("unsupported optional field selection"));
                 };
@@ -557,7 +870,7 @@ impl<'a, 'e> Interp<'a, 'e> {
                 self.charge(1)?;
                 return optional_select(v, field);
             }
-            ("or" | "orValue", Some(t), [alt]) => {
+            (Some(Special::OptOr | Special::OptOrValue), Some(t), [alt]) => {
                 let v = self.eval(t)?;
                 self.charge(1)?;
                 return match v {
@@ -575,14 +888,17 @@ impl<'a, 'e> Interp<'a, 'e> {
             }
             _ => {}
         }
-        // `optional.of(x)` and friends: a namespaced global function, not a member call.
-        let mut qualified = None;
-        if let Some(t) = target
-            && let Some(q) = qualified_name(t)
-            && !self.is_variable(q.split('.').next().unwrap_or(""))
-        {
-            qualified = Some(format!("{q}.{function}"));
-        }
+        let qualified: Option<std::borrow::Cow<'e, str>> = match step {
+            Step::Qualified(name) => Some(std::borrow::Cow::Borrowed(name)),
+            Step::Call => None,
+            // `optional.of(x)` and friends: a namespaced global function, not a member call.
+            _ => match target.and_then(qualified_name) {
+                Some(q) if !self.is_variable(q.split('.').next().unwrap_or("")) => {
+                    Some(std::borrow::Cow::Owned(format!("{q}.{function}")))
+                }
+                _ => None,
+            },
+        };
         let mut values = Vec::with_capacity(args.len() + 1);
         let member = match (target, &qualified) {
             (Some(t), None) => {
@@ -599,38 +915,39 @@ impl<'a, 'e> Interp<'a, 'e> {
         crate::stdlib::call(self, name, member, values)
     }
 
-    fn eval_logic(&mut self, is_and: bool, l: &'e Expr, r: &'e Expr) -> Res<'a> {
-        let decisive = !is_and;
-        let lv = self.eval_catching(l)?;
-        if let Ok(Value::Bool(b)) = lv
-            && b == decisive
-        {
-            return Ok(Value::Bool(b));
-        }
-        let rv = self.eval_catching(r)?;
-        if let Ok(Value::Bool(b)) = rv
-            && b == decisive
-        {
-            return Ok(Value::Bool(b));
-        }
-        match (lv, rv) {
-            (Ok(Value::Bool(_)), Ok(Value::Bool(_))) => Ok(Value::Bool(!decisive)),
-            (Err(e), _) => Err(e),
-            (_, Err(e)) => Err(e),
-            _ => Err(no_overload(if is_and { op::LOGICAL_AND } else { op::LOGICAL_OR })),
-        }
+    /// A call of a builtin: its operands (the receiver first) are evaluated into an array
+    /// rather than a vector, and dispatch is by the resolved function.
+    fn eval_builtin(&mut self, id: ExprId, b: Builtin, target: Option<&'e Expr>, args: &'e [Expr]) -> Res<'a> {
+        let operands: [Value<'a>; 2];
+        let n = match (target, args) {
+            (None, [x]) | (Some(x), []) => {
+                operands = [self.operand(x)?, Value::Null];
+                1
+            }
+            (None, [x, y]) | (Some(x), [y]) => {
+                let x = self.operand(x)?;
+                operands = [x, self.operand(y)?];
+                2
+            }
+            _ => {
+                let mut values = Vec::with_capacity(args.len() + 1);
+                if let Some(t) = target {
+                    values.push(self.eval(t)?);
+                }
+                for a in args {
+                    values.push(self.eval(a)?);
+                }
+                self.call_id = id;
+                return crate::stdlib::call_builtin(self, b, &values);
+            }
+        };
+        self.call_id = id;
+        crate::stdlib::call_builtin(self, b, &operands[..n])
     }
-}
 
-fn literal<'a>(l: &Literal) -> Value<'a> {
-    match l {
-        Literal::Null => Value::Null,
-        Literal::Bool(b) => Value::Bool(*b),
-        Literal::Int(i) => Value::Int(*i),
-        Literal::Uint(u) => Value::Uint(*u),
-        Literal::Double(d) => Value::Double(*d),
-        Literal::String(s) => Value::String(Str::Owned(s.as_str().into())),
-        Literal::Bytes(b) => Value::Bytes(b.as_slice().into()),
+    fn eval_logic(&mut self, is_and: bool, l: &'e Expr, r: &'e Expr) -> Res<'a> {
+        let lv = self.eval_catching(l)?;
+        self.combine_logic(is_and, lv, r)?
     }
 }
 
@@ -657,9 +974,9 @@ pub(crate) fn map_insert<'a>(map: Map<'a>, args: Vec<Value<'a>>, mut seen: Optio
 fn select<'a>(v: Value<'a>, field: &str) -> Res<'a> {
     match v {
         Value::Object(o) => o.field(field)?.ok_or_else(|| EvalError::new(format!("no such key: {field}"))),
-        Value::Map(m) => m
-            .get(&Value::String(Str::Owned(field.into())))?
-            .ok_or_else(|| EvalError::new(format!("no such key: {field}"))),
+        Value::Map(m) => {
+            m.get(&Value::String(Str::Borrowed(field)))?.ok_or_else(|| EvalError::new(format!("no such key: {field}")))
+        }
         // Selection on an optional continues the optional chain.
         Value::Optional(_) => optional_select(v, field),
         other => Err(EvalError::new(format!("type '{}' does not support field selection", &*other.type_name()))),
@@ -672,7 +989,7 @@ fn optional_select<'a>(v: Value<'a>, field: &str) -> Res<'a> {
         Value::Optional(None) => None,
         Value::Optional(Some(inner)) => return optional_select((*inner).clone(), field),
         Value::Object(o) => o.field(field)?,
-        Value::Map(m) => m.get(&Value::String(Str::Owned(field.into())))?,
+        Value::Map(m) => m.get(&Value::String(Str::Borrowed(field)))?,
         other => {
             return Err(EvalError::new(format!("type '{}' does not support field selection", &*other.type_name())));
         }
@@ -684,9 +1001,89 @@ fn optional_select<'a>(v: Value<'a>, field: &str) -> Res<'a> {
 fn has_field(v: &Value<'_>, field: &str) -> Result<bool, EvalError> {
     match v {
         Value::Object(o) => Ok(o.field(field)?.is_some()),
-        Value::Map(m) => Ok(m.get(&Value::String(Str::Owned(field.into())))?.is_some()),
+        Value::Map(m) => Ok(m.get(&Value::String(Str::Borrowed(field)))?.is_some()),
         Value::Optional(None) => Ok(false),
         Value::Optional(Some(inner)) => has_field(inner, field),
         other => Err(EvalError::new(format!("invalid type for field selection: {}", &*other.type_name()))),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{CompileOptions, compile_expression};
+
+    /// The result (as text) and the cost of `compiled` on `self_json`, evaluated with the
+    /// compiled plan (`planned`) or with none at all (every node the general way).
+    fn run_both(source: &str, schema: serde_json::Value, self_json: &Json) -> [(String, u64); 2] {
+        let structural = versa_schema::Structural::from_json(&schema).unwrap();
+        let decl = DeclType::from_structural(&structural, false).unwrap();
+        let compiled = compile_expression(source, &decl, &CompileOptions::default()).unwrap();
+        let act = Activation::for_rule(self_json, Some(self_json), &decl, false).unwrap();
+        let mut out = Vec::new();
+        for plan in [Some(&compiled.plan), None] {
+            let empty = Plan::default();
+            let mut tracker = CostTracker::default();
+            let types = Some(compiled.checked.types.as_slice());
+            let r = run(
+                &compiled.ast.expr,
+                plan.unwrap_or(&empty),
+                plan,
+                types,
+                Some(&compiled.patterns),
+                &act,
+                &mut tracker,
+            );
+            out.push((format!("{r:?}"), tracker.last_cost()));
+        }
+        [out[0].clone(), out[1].clone()]
+    }
+
+    /// A plan only saves work: every expression gives the same result (or error) and costs the
+    /// same with and without one — the quick loop conditions and steps, the resolved fields and
+    /// functions included.
+    #[test]
+    fn a_plan_changes_neither_results_nor_costs() {
+        let schema = json!({"type": "object", "properties": {
+            "n": {"type": "integer"}, "s": {"type": "string"},
+            "l": {"type": "array", "items": {"type": "integer"}},
+            "m": {"type": "object", "additionalProperties": {"type": "string"}},
+            "o": {"type": "object", "properties": {"a": {"type": "integer"}, "x-y": {"type": "string"}}},
+            "ios": {"x-kubernetes-int-or-string": true},
+        }});
+        let value = json!({"n": 3, "s": "abc", "l": [1, 2, 0], "m": {"k": "v", "j": "w"},
+                           "o": {"a": 1, "x-y": "z"}, "ios": "x"});
+        for source in [
+            "self.n > 2 && self.s.startsWith('a')",
+            "self.l.all(x, x > 0)",
+            "self.l.exists(x, x == 0)",
+            "self.l.all(x, 10 / x > 1)",
+            "self.l.exists(x, 10 / x == 5)",
+            // An error in the accumulator, absorbed (or not) by a later element.
+            "[0, 1].all(x, 10 / x > 50)",
+            "[0, 1].all(x, 10 / x > 5)",
+            "[0, 1].exists(x, 10 / x == 10)",
+            "self.l.exists_one(x, x > 1)",
+            "self.l.filter(x, x > 0).map(x, x * 2) == [2, 4]",
+            "self.m.all(k, self.m[k].size() == 1)",
+            "self.l.all(i, v, i < 5 && v < 5)",
+            "self.m.transformMap(k, v, v + k).size() == 2",
+            "has(self.o.a) && self.o.x__dash__y == 'z' && !has(self.m.missing)",
+            "self.?o.?a.orValue(0) == 1",
+            "type(self.ios) == string && type(self.n) == int",
+            "cel.bind(x, self.n * self.n, x + x) == 18",
+            "self.l.sortBy(x, -x)[0] == 2",
+            "self.o == oldSelf.o && self.l == oldSelf.l",
+            "'k' in self.m && 2 in self.l",
+            "self.s.matches('^[a-c]+$') && self.s.find('b') == 'b'",
+            "optional.of(self.n).hasValue() && optional.none().orValue(1) == 1",
+            "self.ios > 1",
+        ] {
+            let [planned, general] = run_both(source, schema.clone(), &value);
+            assert_eq!(planned, general, "{source}");
+        }
     }
 }

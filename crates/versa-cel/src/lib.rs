@@ -39,8 +39,13 @@
 //!   lists, sets, regex, URLs, IP/CIDR, quantity, semver, named formats), with their checker
 //!   declarations, runtime semantics and costs.
 //!
-//! Not here yet: IANA time-zone names in the timestamp accessors, the literal validators
-//! (duration, timestamp, regex), and backtick-quoted field names.
+//! - [`plan`]: what evaluation works out once per expression (literal values, resolved
+//!   functions and variables, the schema field of each selection).
+//!
+//! Not here yet: IANA time-zone names in the timestamp accessors, and the literal validators
+//! (duration, timestamp, regex). Backtick-quoted field names (`` self.`a-b` ``) are refused as
+//! Kubernetes refuses them: its environment does not enable cel-go's identifier escape syntax.
+//! `docs/cel.md` describes all of this for definition authors.
 
 pub mod ast;
 pub mod check;
@@ -50,6 +55,7 @@ pub mod eval;
 pub mod ext;
 mod lexer;
 pub mod parser;
+pub mod plan;
 mod stdlib;
 pub mod time;
 pub mod types;
@@ -106,6 +112,9 @@ pub struct CompiledExpression {
     pub uses_old_self: bool,
     /// Its literal regular expressions, compiled.
     pub patterns: ext::regex::LiteralPatterns,
+    /// What evaluation can work out before it sees the input (literal values, resolved
+    /// functions).
+    pub plan: plan::Plan,
 }
 
 /// A compiled validation rule.
@@ -163,6 +172,7 @@ pub fn compile_expression(
         source: source.to_owned(),
         result_type: checked.result_type.clone(),
         patterns: ext::regex::LiteralPatterns::of(&ast.expr),
+        plan: plan::Plan::build(&ast.expr, &[SELF_VAR, OLD_SELF_VAR], Some(&checked.types)),
         ast,
         checked,
         uses_old_self,

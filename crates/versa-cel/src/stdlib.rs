@@ -25,25 +25,123 @@ fn scaled(size: u64, factor: f64) -> u64 {
     if c >= u64::MAX as f64 { u64::MAX } else { c as u64 }
 }
 
+/// The standard operators and string functions, which the evaluator dispatches without a
+/// name lookup (resolved per call node when the expression is compiled, see `plan`). No
+/// Kubernetes library function has one of these names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Builtin {
+    Not,
+    Negate,
+    Equals,
+    NotEquals,
+    Less,
+    LessEquals,
+    Greater,
+    GreaterEquals,
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    Modulo,
+    Index,
+    OptIndex,
+    In,
+    Size,
+    Contains,
+    StartsWith,
+    EndsWith,
+    Matches,
+}
+
+impl Builtin {
+    pub(crate) fn of(function: &str) -> Option<Builtin> {
+        Some(match function {
+            "!_" => Builtin::Not,
+            "-_" => Builtin::Negate,
+            "_==_" => Builtin::Equals,
+            "_!=_" => Builtin::NotEquals,
+            "_<_" => Builtin::Less,
+            "_<=_" => Builtin::LessEquals,
+            "_>_" => Builtin::Greater,
+            "_>=_" => Builtin::GreaterEquals,
+            "_+_" => Builtin::Add,
+            "_-_" => Builtin::Subtract,
+            "_*_" => Builtin::Multiply,
+            "_/_" => Builtin::Divide,
+            "_%_" => Builtin::Modulo,
+            "_[_]" => Builtin::Index,
+            "_[?_]" => Builtin::OptIndex,
+            "@in" => Builtin::In,
+            "size" => Builtin::Size,
+            "contains" => Builtin::Contains,
+            "startsWith" => Builtin::StartsWith,
+            "endsWith" => Builtin::EndsWith,
+            "matches" => Builtin::Matches,
+            _ => return None,
+        })
+    }
+
+    /// The function's name, as errors show it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Builtin::Not => "!_",
+            Builtin::Negate => "-_",
+            Builtin::Equals => "_==_",
+            Builtin::NotEquals => "_!=_",
+            Builtin::Less => "_<_",
+            Builtin::LessEquals => "_<=_",
+            Builtin::Greater => "_>_",
+            Builtin::GreaterEquals => "_>=_",
+            Builtin::Add => "_+_",
+            Builtin::Subtract => "_-_",
+            Builtin::Multiply => "_*_",
+            Builtin::Divide => "_/_",
+            Builtin::Modulo => "_%_",
+            Builtin::Index => "_[_]",
+            Builtin::OptIndex => "_[?_]",
+            Builtin::In => "@in",
+            Builtin::Size => "size",
+            Builtin::Contains => "contains",
+            Builtin::StartsWith => "startsWith",
+            Builtin::EndsWith => "endsWith",
+            Builtin::Matches => "matches",
+        }
+    }
+}
+
 /// cel-go's `CostTracker.costCall` for the standard overloads.
 fn call_cost(function: &str, args: &[Value<'_>]) -> u64 {
     let size = |i: usize| args.get(i).map_or(1, Value::cost_size);
     let is_text = |i: usize| matches!(args.get(i), Some(Value::String(_) | Value::Bytes(_)));
+    if let Some(b) = Builtin::of(function) {
+        return builtin_cost(b, args);
+    }
     match function {
-        "startsWith" | "endsWith" => scaled(size(0), STRING_TRAVERSAL_COST_FACTOR),
         "bytes" if is_text(0) => scaled(size(0), STRING_TRAVERSAL_COST_FACTOR),
         "string" if matches!(args.first(), Some(Value::Bytes(_))) => scaled(size(0), STRING_TRAVERSAL_COST_FACTOR),
-        "@in" if matches!(args.get(1), Some(Value::List(_))) => size(1),
+        _ => 1,
+    }
+}
+
+/// [`call_cost`] of a builtin.
+fn builtin_cost(b: Builtin, args: &[Value<'_>]) -> u64 {
+    let size = |i: usize| args.get(i).map_or(1, Value::cost_size);
+    let is_text = |i: usize| matches!(args.get(i), Some(Value::String(_) | Value::Bytes(_)));
+    match b {
+        Builtin::StartsWith | Builtin::EndsWith => scaled(size(0), STRING_TRAVERSAL_COST_FACTOR),
+        Builtin::In if matches!(args.get(1), Some(Value::List(_))) => size(1),
         // Kubernetes charges equality of its library types 1 (`_!=_` keeps cel-go's rule).
-        "_==_" if matches!(args.first(), Some(Value::Opaque(_))) => 1,
-        "_==_" | "_!=_" => scaled(size(0).min(size(1)), STRING_TRAVERSAL_COST_FACTOR),
-        "_<_" | "_<=_" | "_>_" | "_>=_" if is_text(0) && is_text(1) => {
+        Builtin::Equals if matches!(args.first(), Some(Value::Opaque(_))) => 1,
+        Builtin::Equals | Builtin::NotEquals => scaled(size(0).min(size(1)), STRING_TRAVERSAL_COST_FACTOR),
+        Builtin::Less | Builtin::LessEquals | Builtin::Greater | Builtin::GreaterEquals if is_text(0) && is_text(1) => {
             scaled(size(0).min(size(1)), STRING_TRAVERSAL_COST_FACTOR)
         }
-        "_+_" if is_text(0) && is_text(1) => scaled(size(0).saturating_add(size(1)), STRING_TRAVERSAL_COST_FACTOR),
-        "matches" => scaled(1 + size(0), STRING_TRAVERSAL_COST_FACTOR)
+        Builtin::Add if is_text(0) && is_text(1) => {
+            scaled(size(0).saturating_add(size(1)), STRING_TRAVERSAL_COST_FACTOR)
+        }
+        Builtin::Matches => scaled(1 + size(0), STRING_TRAVERSAL_COST_FACTOR)
             .saturating_mul(scaled(size(1), REGEX_STRING_LENGTH_COST_FACTOR)),
-        "contains" => {
+        Builtin::Contains => {
             scaled(size(0), STRING_TRAVERSAL_COST_FACTOR).saturating_mul(scaled(size(1), STRING_TRAVERSAL_COST_FACTOR))
         }
         _ => 1,
@@ -68,6 +166,9 @@ pub(crate) fn call<'a>(interp: &mut Interp<'a, '_>, function: &str, member: bool
     if let Some(result) = crate::ext::call(interp, function, member, &args) {
         return result;
     }
+    if let Some(b) = Builtin::of(function) {
+        return call_builtin(interp, b, &args);
+    }
     interp.charge(call_cost(function, &args))?;
     let nso = || no_overload(function);
     if function == MAP_INSERT
@@ -77,50 +178,6 @@ pub(crate) fn call<'a>(interp: &mut Interp<'a, '_>, function: &str, member: bool
         return crate::eval::map_insert(map, args.into_iter().skip(1).collect(), None);
     }
     match (function, args.as_slice()) {
-        ("!_", [Value::Bool(b)]) => Ok(Value::Bool(!b)),
-        ("-_", [v]) => negate(v).ok_or_else(nso)?,
-        ("_==_", [a, b]) => equals(a, b).map(Value::Bool),
-        ("_!=_", [a, b]) => equals(a, b).map(|e| Value::Bool(!e)),
-        ("_<_" | "_<=_" | "_>_" | "_>=_", [a, b]) => {
-            if !comparable(a, b) {
-                return Err(nso());
-            }
-            let ord = compare(a, b);
-            Ok(Value::Bool(match (function, ord) {
-                (_, None) => false,
-                ("_<_", Some(o)) => o == Ordering::Less,
-                ("_<=_", Some(o)) => o != Ordering::Greater,
-                ("_>_", Some(o)) => o == Ordering::Greater,
-                (_, Some(o)) => o != Ordering::Less,
-            }))
-        }
-        ("_+_", [a, b]) => add(a, b).ok_or_else(nso)?,
-        ("_-_", [a, b]) => subtract(a, b).ok_or_else(nso)?,
-        ("_*_", [a, b]) => multiply(a, b).ok_or_else(nso)?,
-        ("_/_", [a, b]) => divide(a, b).ok_or_else(nso)?,
-        ("_%_", [a, b]) => modulo(a, b).ok_or_else(nso)?,
-        ("_[_]", [c, k]) => index(c, k, false),
-        ("_[?_]", [c, k]) => index(c, k, true),
-        ("@in", [v, Value::List(l)]) => {
-            for i in 0..l.len() {
-                if equals(v, &l.get(i)?)? {
-                    return Ok(Value::Bool(true));
-                }
-            }
-            Ok(Value::Bool(false))
-        }
-        ("@in", [k, Value::Map(m)]) => Ok(Value::Bool(m.get(k)?.is_some())),
-        ("size", [v]) => match v {
-            Value::String(_) | Value::Bytes(_) | Value::List(_) | Value::Map(_) => Ok(Value::Int(v.cost_size() as i64)),
-            _ => Err(nso()),
-        },
-        ("contains", [Value::String(s), Value::String(sub)]) => Ok(Value::Bool(s.contains(&**sub))),
-        ("startsWith", [Value::String(s), Value::String(p)]) => Ok(Value::Bool(s.starts_with(&**p))),
-        ("endsWith", [Value::String(s), Value::String(p)]) => Ok(Value::Bool(s.ends_with(&**p))),
-        ("matches", [Value::String(s), Value::String(p)]) => {
-            let re = interp.regex(p).map_err(EvalError::new)?;
-            Ok(Value::Bool(re.is_match(s)))
-        }
         ("int" | "uint" | "double" | "string" | "bytes" | "bool" | "timestamp" | "duration", [v]) if !member => {
             convert(function, v)
         }
@@ -158,6 +215,60 @@ pub(crate) fn call<'a>(interp: &mut Interp<'a, '_>, function: &str, member: bool
                 _ => 1_000_000,
             };
             Ok(Value::Int(d / per))
+        }
+        _ => Err(nso()),
+    }
+}
+
+/// Calls a builtin on its evaluated operands (the receiver first for member calls), charging
+/// its cost first.
+pub(crate) fn call_builtin<'a>(interp: &mut Interp<'a, '_>, builtin: Builtin, args: &[Value<'a>]) -> Res<'a> {
+    interp.charge(builtin_cost(builtin, args))?;
+    let nso = || no_overload(builtin.name());
+    match (builtin, args) {
+        (Builtin::Not, [Value::Bool(b)]) => Ok(Value::Bool(!b)),
+        (Builtin::Negate, [v]) => negate(v).ok_or_else(nso)?,
+        (Builtin::Equals, [a, b]) => equals(a, b).map(Value::Bool),
+        (Builtin::NotEquals, [a, b]) => equals(a, b).map(|e| Value::Bool(!e)),
+        (Builtin::Less | Builtin::LessEquals | Builtin::Greater | Builtin::GreaterEquals, [a, b]) => {
+            if !comparable(a, b) {
+                return Err(nso());
+            }
+            let ord = compare(a, b);
+            Ok(Value::Bool(match (builtin, ord) {
+                (_, None) => false,
+                (Builtin::Less, Some(o)) => o == Ordering::Less,
+                (Builtin::LessEquals, Some(o)) => o != Ordering::Greater,
+                (Builtin::Greater, Some(o)) => o == Ordering::Greater,
+                (_, Some(o)) => o != Ordering::Less,
+            }))
+        }
+        (Builtin::Add, [a, b]) => add(a, b).ok_or_else(nso)?,
+        (Builtin::Subtract, [a, b]) => subtract(a, b).ok_or_else(nso)?,
+        (Builtin::Multiply, [a, b]) => multiply(a, b).ok_or_else(nso)?,
+        (Builtin::Divide, [a, b]) => divide(a, b).ok_or_else(nso)?,
+        (Builtin::Modulo, [a, b]) => modulo(a, b).ok_or_else(nso)?,
+        (Builtin::Index, [c, k]) => index(c, k, false),
+        (Builtin::OptIndex, [c, k]) => index(c, k, true),
+        (Builtin::In, [v, Value::List(l)]) => {
+            for i in 0..l.len() {
+                if equals(v, &l.get(i)?)? {
+                    return Ok(Value::Bool(true));
+                }
+            }
+            Ok(Value::Bool(false))
+        }
+        (Builtin::In, [k, Value::Map(m)]) => Ok(Value::Bool(m.get(k)?.is_some())),
+        (Builtin::Size, [v]) => match v {
+            Value::String(_) | Value::Bytes(_) | Value::List(_) | Value::Map(_) => Ok(Value::Int(v.cost_size() as i64)),
+            _ => Err(nso()),
+        },
+        (Builtin::Contains, [Value::String(s), Value::String(sub)]) => Ok(Value::Bool(s.contains(&**sub))),
+        (Builtin::StartsWith, [Value::String(s), Value::String(p)]) => Ok(Value::Bool(s.starts_with(&**p))),
+        (Builtin::EndsWith, [Value::String(s), Value::String(p)]) => Ok(Value::Bool(s.ends_with(&**p))),
+        (Builtin::Matches, [Value::String(s), Value::String(p)]) => {
+            let re = interp.regex(p).map_err(EvalError::new)?;
+            Ok(Value::Bool(re.is_match(s)))
         }
         _ => Err(nso()),
     }

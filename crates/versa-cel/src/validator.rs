@@ -25,6 +25,12 @@
 //!   not use `oldSelf` at a node whose value is unchanged (or, below an uncorrelatable list, whose
 //!   nearest correlated ancestor is unchanged) is a warning, not an error.
 //!
+//! - Cost of a passing walk: the field path and the ratcheting comparison of old and new
+//!   values are worked out only when a rule fails; a node's rules share one activation; when
+//!   they read many fields of `self`, those are looked up once, in one merge with the object
+//!   (`value::field_index`); children are found by merging the schema's properties with the
+//!   object's when the rules are on many of them.
+//!
 //! Not here: rules inside `allOf` branches (kube also runs those), and the metrics.
 
 use std::collections::BTreeMap;
@@ -35,8 +41,8 @@ use versa_schema::field::{BadValue, Error, ErrorList, ErrorType, Path, go_quote}
 use versa_schema::structural::Type as SchemaType;
 
 use crate::eval::{Activation, CostTracker, EvalError, RUNTIME_CEL_COST_BUDGET, eval};
-use crate::types::DeclType;
-use crate::value::Value;
+use crate::types::{DeclKind, DeclType};
+use crate::value::{Value, field_index};
 use crate::{CompileOptions, CompiledExpression, compile_message_expression, compile_rule};
 
 /// The longest `messageExpression` result used (`celconfig.MaxEvaluatedMessageExpressionSizeBytes`).
@@ -72,6 +78,9 @@ struct Node {
     map_correlatable: bool,
     /// List-map keys when the node is an `x-kubernetes-list-type: map` list.
     list_map_keys: Option<Vec<String>>,
+    /// When the node's rules read many fields of `self`: its object type's field positions
+    /// ordered by property name, to look all of them up at once (`value::field_index`).
+    self_index: Option<Vec<(String, usize)>>,
 }
 
 #[derive(Clone, Debug)]
@@ -122,9 +131,8 @@ impl SchemaRules {
     pub fn check(&self, new: &Json, old: Option<&Json>) -> Outcome {
         let mut walk = Walk { tracker: CostTracker::new(RUNTIME_CEL_COST_BUDGET), out: Outcome::default() };
         if let Some(root) = &self.root {
-            let ratchet = old.is_some_and(|o| o == new);
             // A stop only ends the walk early; what it found is in `walk.out`.
-            let _stopped = walk.node(root, &Path::none(), new, old, ratchet);
+            let _stopped = walk.node(root, &At { parent: None, step: PathStep::Root, new, old });
         }
         walk.out
     }
@@ -162,6 +170,18 @@ impl Node {
         if rules.is_empty() && properties.is_empty() && additional.is_none() && items.is_none() {
             return None;
         }
+        let self_reads: usize = rules.iter().map(|r| r.compiled.plan.self_field_reads(&r.compiled.ast.expr)).sum();
+        let self_index = match decl.as_ref().map(|d| &d.kind) {
+            // One merge of the object with its fields costs about as much as a lookup per four
+            // fields.
+            Some(DeclKind::Object(ty)) if self_reads >= 2 + ty.fields.len() / 4 => {
+                let mut by_property: Vec<(String, usize)> =
+                    ty.fields.values().enumerate().map(|(slot, f)| (f.property.clone(), slot)).collect();
+                by_property.sort();
+                Some(by_property)
+            }
+            _ => None,
+        };
         Some(Node {
             type_name: s.type_name.clone(),
             decl,
@@ -172,6 +192,7 @@ impl Node {
             map_correlatable: matches!(s.map_type.as_deref(), None | Some("granular" | "atomic")),
             list_map_keys: (s.type_ == SchemaType::Array && s.list_type.as_deref() == Some("map"))
                 .then(|| s.list_map_keys.clone()),
+            self_index,
         })
     }
 }
@@ -210,20 +231,64 @@ struct Walk {
     out: Outcome,
 }
 
+/// Where the walk is: the value here and its old value, and how it was reached. The field path
+/// and the ratcheting decision are worked out from it only when a rule fails, so that a passing
+/// walk builds no path and compares no subtrees.
+struct At<'w> {
+    parent: Option<&'w At<'w>>,
+    step: PathStep<'w>,
+    new: &'w Json,
+    /// The correlated old value (`None` on creates and below uncorrelatable lists).
+    old: Option<&'w Json>,
+}
+
+#[derive(Clone, Copy)]
+enum PathStep<'w> {
+    Root,
+    Property(&'w str),
+    Index(usize),
+    Key(&'w str),
+}
+
+impl<'w> At<'w> {
+    fn child(&'w self, step: PathStep<'w>, new: &'w Json, old: Option<&'w Json>) -> At<'w> {
+        At { parent: Some(self), step, new, old }
+    }
+
+    /// The field path of this value.
+    fn path(&self) -> Path {
+        let parent = || self.parent.map_or_else(Path::none, At::path);
+        match self.step {
+            PathStep::Root => Path::none(),
+            PathStep::Property(name) => parent().child(name),
+            PathStep::Index(i) => parent().index(i),
+            PathStep::Key(k) => parent().key(k),
+        }
+    }
+
+    /// Whether failures of non-transition rules here are ratcheted: the nearest correlated
+    /// value at or above this node equals its old value.
+    fn ratchet(&self) -> bool {
+        match self.old {
+            Some(old) => old == self.new,
+            None => self.parent.is_some_and(At::ratchet),
+        }
+    }
+}
+
 /// The walk stops (budget spent, or a rule over the per-call limit).
 struct Stop;
 
 impl Walk {
-    /// `ratchet`: errors of non-transition rules here are ratcheted (the nearest correlated value
-    /// at or above this node equals its old value).
-    fn node(&mut self, n: &Node, path: &Path, new: &Json, old: Option<&Json>, ratchet: bool) -> Result<(), Stop> {
+    fn node(&mut self, n: &Node, at: &At<'_>) -> Result<(), Stop> {
+        let (new, old) = (at.new, at.old);
         if new.is_null() {
             return Ok(());
         }
         if let Some(decl) = &n.decl
             && !n.rules.is_empty()
         {
-            self.rules(n, decl, path, new, old, ratchet)?;
+            self.rules(n, decl, at)?;
         }
         match new {
             Json::Array(items) => {
@@ -234,8 +299,7 @@ impl Walk {
                         (Some(keys), Some(olds)) => olds.iter().find(|o| same_keys(keys, item, o)),
                         _ => None,
                     };
-                    let r = old_item.map_or(ratchet, |o| o == item);
-                    self.node(item_node, &path.index(i), item, old_item, r)?;
+                    self.node(item_node, &at.child(PathStep::Index(i), item, old_item))?;
                 }
             }
             Json::Object(map) => {
@@ -243,15 +307,26 @@ impl Walk {
                 if let Some(value_node) = &n.additional {
                     for (k, v) in map {
                         let old_v = olds.and_then(|o| o.get(k));
-                        let r = old_v.map_or(ratchet, |o| o == v);
-                        self.node(value_node, &path.key(k), v, old_v, r)?;
+                        self.node(value_node, &at.child(PathStep::Key(k), v, old_v))?;
                     }
                 }
-                for (k, prop) in &n.properties {
-                    let Some(v) = map.get(k) else { continue };
-                    let old_v = olds.and_then(|o| o.get(k));
-                    let r = old_v.map_or(ratchet, |o| o == v);
-                    self.node(prop, &path.child(k), v, old_v, r)?;
+                // The schema's properties, the object's and the old object's are all sorted by
+                // name: when the rules are on many of the properties, one merge finds their
+                // values, instead of a search per property in each object.
+                if json_maps_are_sorted() && n.properties.len().saturating_mul(4) >= map.len() {
+                    let mut values = map.iter().peekable();
+                    let mut old_values = olds.map(|o| o.iter().peekable());
+                    for (k, prop) in &n.properties {
+                        let Some(v) = advance_to(&mut values, k) else { continue };
+                        let old_v = old_values.as_mut().and_then(|o| advance_to(o, k));
+                        self.node(prop, &at.child(PathStep::Property(k), v, old_v))?;
+                    }
+                } else {
+                    for (k, prop) in &n.properties {
+                        let Some(v) = map.get(k) else { continue };
+                        let old_v = olds.and_then(|o| o.get(k));
+                        self.node(prop, &at.child(PathStep::Property(k), v, old_v))?;
+                    }
                 }
             }
             _ => {}
@@ -259,36 +334,55 @@ impl Walk {
         Ok(())
     }
 
-    fn rules(
-        &mut self,
-        n: &Node,
-        decl: &DeclType,
-        path: &Path,
-        new: &Json,
-        old: Option<&Json>,
-        ratchet: bool,
-    ) -> Result<(), Stop> {
+    fn rules(&mut self, n: &Node, decl: &DeclType, at_node: &At<'_>) -> Result<(), Stop> {
+        let (new, old) = (at_node.new, at_node.old);
         let type_value = || BadValue::from(n.type_name.as_str());
         if self.tracker.remaining_budget() == 0 {
-            self.out.errors.push(Error::invalid(path.clone(), type_value(), budget_message()));
+            self.out.errors.push(Error::invalid(at_node.path(), type_value(), budget_message()));
             return Err(Stop);
         }
+        // `self` and `oldSelf` as values (views: converting an object, list or map reads nothing
+        // yet), `self` with its fields looked up at once when the rules read many.
+        let index = match (&n.self_index, new, &decl.kind) {
+            (Some(by_property), Json::Object(m), DeclKind::Object(ty)) => {
+                field_index(m, ty, by_property, json_maps_are_sorted())
+            }
+            _ => None,
+        };
+        let self_value = Value::from_json(new, decl).map(|v| match (v, &index) {
+            (Value::Object(o), Some(ix)) => Value::Object(o.with_index(ix)),
+            (v, _) => v,
+        });
+        let old_value = old.map(|o| Value::from_json(o, decl)).transpose();
+        // The activations of the node's rules, built once for all of them: `oldSelf` plain, and
+        // as an optional for rules with `optionalOldSelf`.
+        let mut activations: [Option<Result<Activation<'_>, EvalError>>; 2] = [None, None];
         for rule in &n.rules {
             if rule.compiled.uses_old_self && old.is_none() && !rule.optional_old_self {
                 continue;
             }
-            let result = Activation::for_rule(new, old, decl, rule.optional_old_self)
-                .and_then(|act| eval(&rule.compiled, &act, &mut self.tracker).map(|v| (v, act)));
+            let activation = activations[usize::from(rule.optional_old_self)].get_or_insert_with(|| {
+                Ok(Activation::for_rule_values(self_value.clone()?, old_value.clone()?, rule.optional_old_self))
+            });
+            let result = match activation {
+                Ok(act) => eval(&rule.compiled, act, &mut self.tracker),
+                Err(e) => Err(e.clone()),
+            };
+            let path = || at_node.path();
             let activation = match result {
-                Ok((Value::Bool(true), _)) => continue,
-                Ok((_, act)) => act,
+                Ok(Value::Bool(true)) => continue,
+                Ok(_) => match &*activation {
+                    Ok(act) => act,
+                    // Without an activation there is no value either.
+                    Err(_) => continue,
+                },
                 Err(EvalError::BudgetExceeded) => {
-                    self.out.errors.push(Error::invalid(path.clone(), type_value(), budget_message()));
+                    self.out.errors.push(Error::invalid(path(), type_value(), budget_message()));
                     return Err(Stop);
                 }
                 Err(e @ EvalError::CostLimitExceeded) => {
                     self.out.errors.push(Error::invalid(
-                        path.clone(),
+                        path(),
                         type_value(),
                         format!(
                             "'{e}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
@@ -299,7 +393,7 @@ impl Walk {
                 }
                 Err(e @ EvalError::NoSuchOverload { .. }) => {
                     self.out.errors.push(Error::invalid(
-                        path.clone(),
+                        path(),
                         type_value(),
                         format!(
                             "'{e}': call arguments did not match a supported operator, function or macro signature \
@@ -311,7 +405,7 @@ impl Walk {
                 }
                 Err(e) => {
                     self.out.errors.push(Error::invalid(
-                        path.clone(),
+                        path(),
                         type_value(),
                         format!("{e} evaluating rule: {}", rule.error_string()),
                     ));
@@ -319,13 +413,13 @@ impl Walk {
                 }
             };
             let at = match &rule.field_path {
-                Some(fp) => path.child(fp),
-                None => path.clone(),
+                Some(fp) => path().child(fp),
+                None => path(),
             };
-            let ratcheted = ratchet && !rule.compiled.uses_old_self;
+            let ratcheted = !rule.compiled.uses_old_self && at_node.ratchet();
             let mut detail = None;
             if let Some((src, expr)) = &rule.message_expression {
-                match eval(expr, &activation, &mut self.tracker) {
+                match eval(expr, activation, &mut self.tracker) {
                     Ok(Value::String(s)) => {
                         let s = s.trim();
                         if !s.is_empty() && s.len() <= MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES && !s.contains('\n')
@@ -389,6 +483,37 @@ impl Walk {
 
 fn budget_message() -> &'static str {
     "validation failed due to running out of cost budget, no further validation rules will be run"
+}
+
+/// Whether `serde_json::Map` iterates in key order. It does unless a crate in the build enables
+/// serde_json's `preserve_order` feature (insertion order), which nothing here controls.
+fn json_maps_are_sorted() -> bool {
+    static SORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SORTED.get_or_init(|| {
+        let mut m = serde_json::Map::new();
+        m.insert("b".to_owned(), Json::Null);
+        m.insert("a".to_owned(), Json::Null);
+        m.keys().next().is_some_and(|k| k == "a")
+    })
+}
+
+/// The value under `key` in a sorted iteration of an object's entries, advancing past smaller
+/// keys (the keys asked for come in increasing order).
+fn advance_to<'j>(entries: &mut std::iter::Peekable<serde_json::map::Iter<'j>>, key: &str) -> Option<&'j Json> {
+    while let Some((k, v)) = entries.peek() {
+        match k.as_str().cmp(key) {
+            std::cmp::Ordering::Less => {
+                entries.next();
+            }
+            std::cmp::Ordering::Equal => {
+                let v = *v;
+                entries.next();
+                return Some(v);
+            }
+            std::cmp::Ordering::Greater => return None,
+        }
+    }
+    None
 }
 
 /// Whether two list-map items have the same key values (absent keys compare equal to absent).

@@ -32,10 +32,12 @@
 //! (at most four) rules costing at least 1% of that limit are named, most expensive first (ties
 //! in schema order; upstream's sort is unstable).
 //!
-//! Not yet here: the cost of `messageExpression`s (upstream: limited like rules, not multiplied,
-//! and counted in the total). Most messages concatenate `string(...)` conversions whose size the
-//! estimator does not know, so counting them needs the result sizes upstream gives conversions;
-//! until then they are not charged rather than wrongly refused.
+//! A `messageExpression` that compiles is estimated too: its cost is not multiplied (it runs only
+//! when its rule fails), must stay within the same per-expression limit (`estimated
+//! messageExpression cost exceeds budget ...` at its own path), and counts towards the schema's
+//! total, where it can be one of the expressions named. As upstream, concatenating a conversion
+//! (`'limit ' + string(self.max)`) is refused: cel-go knows no size for the result of
+//! `string(int)`, so the concatenation's estimate is unbounded.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule;
 use versa_cel::{
@@ -174,14 +176,27 @@ impl Walk<'_> {
                 Ok(compiled) => {
                     uses_old_self = compiled.uses_old_self;
                     let expr = rule.message_expression.as_deref().unwrap_or_default();
-                    if !expr.is_empty()
-                        && let Err(e) = compile_message_expression(expr, &decl, &opts)
-                    {
-                        self.errs.push(Error::invalid(
-                            rpath.child("messageExpression"),
-                            go_validation_rule(rule),
-                            e.to_string(),
-                        ));
+                    if !expr.is_empty() {
+                        let mpath = rpath.child("messageExpression");
+                        match compile_message_expression(expr, &decl, &opts) {
+                            Err(e) => self.errs.push(Error::invalid(mpath, go_validation_rule(rule), e.to_string())),
+                            // Runs once per failure of its rule, so it is not multiplied by the
+                            // cardinality; it counts towards the schema's total all the same.
+                            Ok(message) => {
+                                let cost = estimate_cost(&message, &decl).max;
+                                if cost > STATIC_ESTIMATED_COST_LIMIT {
+                                    self.errs.push(Error::forbidden(
+                                        mpath.clone(),
+                                        cost_error_message(
+                                            "estimated messageExpression cost",
+                                            cost,
+                                            STATIC_ESTIMATED_COST_LIMIT,
+                                        ),
+                                    ));
+                                }
+                                self.observe(mpath, cost);
+                            }
+                        }
                     }
                 }
             }
@@ -203,7 +218,8 @@ impl Walk<'_> {
         }
     }
 
-    /// Adds an expression's cost to the schema's total (upstream `TotalCost.ObserveExpressionCost`).
+    /// Adds an expression's cost (a rule's or a `messageExpression`'s) to the schema's total
+    /// (upstream `TotalCost.ObserveExpressionCost`).
     fn observe(&mut self, at: Path, cost: u64) {
         self.total = self.total.saturating_add(cost);
         if cost < STATIC_ESTIMATED_CRD_COST_LIMIT / 100 {

@@ -1,0 +1,243 @@
+//! What the evaluator can know about an expression before it sees any input, worked out once
+//! when the expression is compiled instead of at every evaluation.
+//!
+//! A [`Plan`] holds one step per node id: the value of each literal (string literals are
+//! shared, not copied), the type value a dotted name such as `google.protobuf.Timestamp`
+//! stands for, and for each call the function it dispatches to — a namespaced global written
+//! like a member call (`optional.of(x)`, `sets.contains(a, b)`) resolved to its full name, and
+//! the standard operators and string functions resolved to a builtin that the evaluator
+//! calls without building an argument vector or comparing function names. Identifiers are
+//! resolved to `self`, `oldSelf` or a comprehension variable's slot, and each field selection
+//! on an object type to its schema field (JSON property, type, position), so that evaluating
+//! it is one lookup in the JSON object.
+//!
+//! Whether a dotted name is a variable or a namespace is decided by lexical scope: the
+//! expression's declared variables and the comprehension variables in scope at the node, which
+//! is what the evaluator's scopes hold when it reaches the node. A node without a step (ids the
+//! plan does not cover) is evaluated the general way, so a plan only ever saves work.
+
+use crate::ast::{Expr, ExprKind, Literal};
+use crate::eval::Special;
+use crate::{OLD_SELF_VAR, SELF_VAR};
+use std::sync::Arc;
+
+use crate::stdlib::Builtin;
+use crate::types::{DeclType, ObjectType, Type};
+use crate::value::{Str, Value};
+
+/// The precomputed steps of one expression, by node id.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    steps: Vec<Step>,
+}
+
+/// A plan is a function of the expression it was built from, which is compared instead.
+impl PartialEq for Plan {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// What is known about one node.
+#[derive(Clone, Debug, Default)]
+pub(crate) enum Step {
+    #[default]
+    None,
+    /// The value of a literal.
+    Literal(Value<'static>),
+    /// A selection that names a type (`google.protobuf.Timestamp`, `net.IP`), not a field.
+    TypeName(&'static str),
+    /// A field selection (or presence test), with the field when the checker typed the
+    /// operand as an object type.
+    Field(Option<Box<ResolvedField>>),
+    /// An identifier naming the comprehension variable at this index of the evaluator's
+    /// scopes (outermost first).
+    Scope(usize),
+    /// The identifier `self`.
+    SelfVar,
+    /// The identifier `oldSelf`.
+    OldSelfVar,
+    /// A call the evaluator handles itself (`&&`, `?:`, `or`, ...).
+    Special(Special),
+    /// A call of a namespaced global function (`optional.of`): its full name; the target is
+    /// part of the name, not a receiver.
+    Qualified(Box<str>),
+    /// A call of a standard operator or string function.
+    Builtin(Builtin),
+    /// Any other call: the general dispatch by name.
+    Call,
+}
+
+/// A field of an object type, found when the expression was compiled.
+#[derive(Clone, Debug)]
+pub(crate) struct ResolvedField {
+    /// The operand's type (the field applies to values of exactly this type, by identity).
+    pub object: Arc<ObjectType>,
+    /// The JSON property.
+    pub property: String,
+    pub ty: DeclType,
+    /// The field's position in `object.fields`.
+    pub slot: usize,
+}
+
+impl Plan {
+    /// The plan of `expr`, whose free variables are `variables`; `types` are the checker's
+    /// types by node id, when it was checked.
+    pub fn build(expr: &Expr, variables: &[&str], types: Option<&[Type]>) -> Plan {
+        let mut nodes = 0usize;
+        expr.walk(&mut |_| nodes += 1);
+        let mut b = Builder {
+            steps: Vec::new(),
+            id_limit: nodes.saturating_mul(2).saturating_add(16),
+            scope: variables.iter().map(|v| (*v).to_owned()).collect(),
+            declared: variables.len(),
+            types,
+        };
+        b.visit(expr);
+        Plan { steps: b.steps }
+    }
+
+    /// How many field selections on `self` the checker resolved (a validator looks the fields
+    /// of `self` up once for all the rules of a node when they read many).
+    pub fn self_field_reads(&self, expr: &Expr) -> usize {
+        let mut n = 0;
+        expr.walk(&mut |e| {
+            if let ExprKind::Select { operand, test_only: false, .. } = &e.kind
+                && matches!(self.step(operand.id), Step::SelfVar)
+                && matches!(self.step(e.id), Step::Field(Some(_)))
+            {
+                n += 1;
+            }
+        });
+        n
+    }
+
+    pub(crate) fn step(&self, id: u32) -> &Step {
+        static NONE: Step = Step::None;
+        self.steps.get(id as usize).unwrap_or(&NONE)
+    }
+}
+
+struct Builder<'t> {
+    types: Option<&'t [Type]>,
+    steps: Vec<Step>,
+    /// Ids are dense (the parser hands them out in order); a node with a larger id (a tree
+    /// built by hand) gets no step rather than a table sized by its id.
+    id_limit: usize,
+    /// Variable names in scope (declared first, then comprehension variables, innermost last).
+    scope: Vec<String>,
+    /// How many of `scope` are declared variables.
+    declared: usize,
+}
+
+impl Builder<'_> {
+    fn set(&mut self, id: u32, step: Step) {
+        let i = id as usize;
+        if i >= self.id_limit {
+            return;
+        }
+        if i >= self.steps.len() {
+            self.steps.resize_with(i + 1, Step::default);
+        }
+        self.steps[i] = step;
+    }
+
+    /// The field `field` of the operand with id `operand`, when the checker typed it as an
+    /// object type that has it.
+    fn resolve(&self, operand: u32, field: &str) -> Option<Box<ResolvedField>> {
+        let Some(Type::Object(object)) = self.types?.get(operand as usize) else { return None };
+        let slot = object.fields.keys().position(|k| k == field)?;
+        let f = object.fields.get(field)?;
+        Some(Box::new(ResolvedField { object: object.clone(), property: f.property.clone(), ty: f.ty.clone(), slot }))
+    }
+
+    fn is_variable(&self, name: &str) -> bool {
+        self.scope.iter().any(|v| v == name)
+    }
+
+    fn visit(&mut self, e: &Expr) {
+        match &e.kind {
+            ExprKind::Literal(l) => self.set(e.id, Step::Literal(literal(l))),
+            ExprKind::Ident(name) => {
+                let name = name.trim_start_matches('.');
+                let step = match self.scope.iter().rposition(|v| v == name) {
+                    Some(i) if i >= self.declared => Step::Scope(i - self.declared),
+                    Some(_) if name == SELF_VAR => Step::SelfVar,
+                    Some(_) if name == OLD_SELF_VAR => Step::OldSelfVar,
+                    Some(_) => Step::None,
+                    None => crate::eval::type_name(name).map_or(Step::None, Step::TypeName),
+                };
+                self.set(e.id, step);
+            }
+            ExprKind::Select { operand, field, test_only } => {
+                let type_name = (!test_only)
+                    .then(|| crate::eval::qualified_name(e))
+                    .flatten()
+                    .and_then(|q| crate::eval::type_name(&q))
+                    .filter(|_| crate::eval::qualified_name(operand).is_some_and(|o| !self.is_variable(&o)));
+                let step = match type_name {
+                    Some(t) => Step::TypeName(t),
+                    None => Step::Field(self.resolve(operand.id, field)),
+                };
+                self.set(e.id, step);
+                self.visit(operand);
+            }
+            ExprKind::Call { function, target, args } => {
+                let qualified = target
+                    .as_deref()
+                    .and_then(crate::eval::qualified_name)
+                    .filter(|q| !self.is_variable(q.split('.').next().unwrap_or("")));
+                let step = match (Special::of(function), qualified) {
+                    (Some(special), _) => Step::Special(special),
+                    (None, Some(q)) => Step::Qualified(format!("{q}.{function}").into()),
+                    (None, None) => Builtin::of(function).map_or(Step::Call, Step::Builtin),
+                };
+                self.set(e.id, step);
+                if let Some(t) = target {
+                    self.visit(t);
+                }
+                for a in args {
+                    self.visit(a);
+                }
+            }
+            ExprKind::List { elements, .. } => elements.iter().for_each(|el| self.visit(el)),
+            ExprKind::Map { entries } => {
+                for entry in entries {
+                    self.visit(&entry.key);
+                    self.visit(&entry.value);
+                }
+            }
+            ExprKind::Struct { fields, .. } => fields.iter().for_each(|f| self.visit(&f.value)),
+            ExprKind::Comprehension(c) => {
+                // The evaluator's scopes: the range and the initial accumulator outside the
+                // loop; the accumulator in the condition, step and result; the iteration
+                // variables in the condition and the step only.
+                self.visit(&c.iter_range);
+                self.visit(&c.accu_init);
+                let base = self.scope.len();
+                self.scope.push(c.accu_var.clone());
+                self.visit(&c.result);
+                self.scope.push(c.iter_var.clone());
+                if let Some(v2) = &c.iter_var2 {
+                    self.scope.push(v2.clone());
+                }
+                self.visit(&c.loop_condition);
+                self.visit(&c.loop_step);
+                self.scope.truncate(base);
+            }
+        }
+    }
+}
+
+/// The value of a literal.
+pub(crate) fn literal(l: &Literal) -> Value<'static> {
+    match l {
+        Literal::Null => Value::Null,
+        Literal::Bool(b) => Value::Bool(*b),
+        Literal::Int(i) => Value::Int(*i),
+        Literal::Uint(u) => Value::Uint(*u),
+        Literal::Double(d) => Value::Double(*d),
+        Literal::String(s) => Value::String(Str::Owned(s.as_str().into())),
+        Literal::Bytes(b) => Value::Bytes(b.as_slice().into()),
+    }
+}
