@@ -66,6 +66,26 @@ impl CostEstimate {
     }
 }
 
+/// Whether a comprehension keeps some of its range's elements as they are: an empty list
+/// accumulator whose step appends the iteration variable itself (`filter`).
+fn is_filter(c: &crate::ast::Comprehension) -> bool {
+    fn appends_var(e: &Expr, accu: &str, var: &str) -> bool {
+        match &e.kind {
+            ExprKind::Call { function, args, .. } if function == op::ADD => {
+                matches!(args.as_slice(), [a, b]
+                    if matches!(&a.kind, ExprKind::Ident(n) if n == accu)
+                        && matches!(&b.kind, ExprKind::List { elements, .. }
+                            if matches!(elements.as_slice(), [x] if matches!(&x.kind, ExprKind::Ident(n) if n == var))))
+            }
+            ExprKind::Call { args, .. } => args.iter().any(|a| appends_var(a, accu, var)),
+            _ => false,
+        }
+    }
+    c.iter_var2.is_none()
+        && matches!(&c.accu_init.kind, ExprKind::List { elements, .. } if elements.is_empty())
+        && appends_var(&c.loop_step, &c.accu_var, &c.iter_var)
+}
+
 /// How many times data of a type whose smallest JSON form is `min_serialized_size` bytes can
 /// occur in one request (apiextensions `maxCardinality`): one comma per element assumed.
 pub fn max_cardinality(min_serialized_size: i64) -> u64 {
@@ -194,6 +214,14 @@ impl<'a> Coster<'a> {
                 };
                 if let Some(size) = result_size {
                     self.sizes.push((e.id, size));
+                }
+                // A filter's result holds elements of its range: they keep the range's element
+                // sizes (cel-go carries them through), so `l.filter(...).all(x, ...)` costs
+                // `x` as an element of `l`.
+                if is_filter(c)
+                    && let Some(p) = self.path(&c.iter_range).cloned()
+                {
+                    self.paths.push((e.id, p));
                 }
                 sum.add(range.multiply(step_cost.add(loop_cost)))
             }
