@@ -61,16 +61,10 @@ pub async fn handle(state: Arc<State>, client_cert: Option<Arc<ClientCert>>, req
 const AUDIT_ID: &str = "audit-id";
 
 fn audit_id(headers: &http::HeaderMap) -> String {
-    if let Some(id) = headers.get(AUDIT_ID).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty() && v.len() <= 128) {
-        return id.to_owned();
+    match headers.get(AUDIT_ID).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty() && v.len() <= 128) {
+        Some(id) => id.to_owned(),
+        None => crate::meta::new_uid(),
     }
-    let mut bytes = [0u8; 16];
-    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes);
-    // A version-4 UUID.
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
 }
 
 async fn route(state: Arc<State>, client_cert: Option<Arc<ClientCert>>, req: Request<Incoming>) -> Response<Body> {
