@@ -29,7 +29,7 @@ use crate::definitions::{CLEANUP_FINALIZER, remove_condition, set_condition};
 use crate::handler::State;
 use crate::meta;
 use crate::migration;
-use crate::registry::{Resource, SchemaTexts, compact};
+use crate::registry::{Compact, Resource, SchemaTexts};
 
 /// One known definition: its stored form (the bytes; the JSON tree is rebuilt when a status
 /// write needs it, which keeps a thousand definitions small) and its typed form, compacted
@@ -49,6 +49,11 @@ impl Known {
     /// The stored document (it parsed when this was made).
     fn doc(&self) -> Value {
         serde_json::from_slice(&self.kv.value).unwrap_or(Value::Null)
+    }
+
+    /// The compact form, as the registry and the OpenAPI cache keep it.
+    fn kept(&self) -> Compact {
+        Compact { def: self.def.clone(), schemas: self.schemas.clone() }
     }
 
     /// The full typed definition, schemas included (parsed again from the stored form).
@@ -171,18 +176,17 @@ async fn sync(state: &Arc<State>, cleanups: &Running) -> anyhow::Result<()> {
 fn parse(kv: KeyValue, known: &BTreeMap<String, Known>, registry: &crate::registry::Registry) -> Option<Known> {
     let doc: Value = serde_json::from_slice(&kv.value).ok()?;
     let full = ResourceDefinition::from_document(&doc).ok()?;
-    let (def, schemas) = compact(&full);
-    let violations = match known.get(def.name()) {
-        Some(before) if before.def.spec == def.spec && *before.schemas == schemas => before.violations.clone(),
+    let kept = Compact::of(&full);
+    let violations = match known.get(full.name()) {
+        Some(before) if before.kept() == kept => before.violations.clone(),
         _ => Arc::new(structural_violations(&full)),
     };
     // One copy per definition: the one being served, when it is this very state.
-    match registry.snapshot().by_name(def.name()) {
-        Some(served) if *served.definition == def && *served.schemas == schemas => {
-            Some(Known { kv, def: served.definition.clone(), schemas: served.schemas.clone(), violations })
-        }
-        _ => Some(Known { kv, def: Arc::new(def), schemas: Arc::new(schemas), violations }),
-    }
+    let kept = match registry.snapshot().by_name(full.name()) {
+        Some(served) if served.kept() == kept => served.kept(),
+        _ => kept,
+    };
+    Some(Known { kv, def: kept.def, schemas: kept.schemas, violations })
 }
 
 fn unserve(state: &State, name: &str) {
@@ -214,13 +218,9 @@ async fn reconcile(state: &Arc<State>, known: &BTreeMap<String, Known>, name: &s
             if let Ok(next) = ResourceDefinition::from_document(&doc)
                 && next.is_established()
             {
-                let (def, schemas) = compact(&next);
-                let known = Known {
-                    kv: k.kv.clone(),
-                    def: Arc::new(def),
-                    schemas: Arc::new(schemas),
-                    violations: k.violations.clone(),
-                };
+                let kept = Compact::of(&next);
+                let known =
+                    Known { kv: k.kv.clone(), def: kept.def, schemas: kept.schemas, violations: k.violations.clone() };
                 serve(state, &known, Some(next));
             }
             // The write comes back as a watch event and is served from there. It runs on its
@@ -297,11 +297,10 @@ fn serve(state: &State, k: &Known, full: Option<ResourceDefinition>) {
         }
     }
     let Some(full) = full.or_else(|| k.full()) else { return };
-    let full = Arc::new(full);
-    state.registry.upsert(name, Arc::new(Resource::build(full.clone(), &state.conversion)));
+    state.registry.upsert(name, Arc::new(Resource::build(&full, k.kept(), &state.conversion)));
     count_served(state);
     if let Ok(mut openapi) = state.openapi.lock() {
-        openapi.upsert(full);
+        openapi.upsert(&full, k.kept());
     }
 }
 

@@ -161,7 +161,7 @@ impl ServerConfig {
         // The definitions API is published like any served resource.
         let snapshot = state.registry.snapshot();
         if let (Ok(mut openapi), Some(own)) = (state.openapi.lock(), snapshot.resources().next()) {
-            openapi.upsert(own.definition.clone());
+            openapi.upsert(&own.definition, own.kept());
         }
         Ok(Prepared { listener, tls, trust, kubeconfig, cluster, state })
     }

@@ -119,7 +119,7 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome, String> {
     let snapshot = state.registry.snapshot();
     let res = match snapshot.by_name(name) {
         Some(r) if r.definition.spec == def.spec => r.clone(),
-        _ => Arc::new(Resource::build(Arc::new(def.clone()), &state.conversion)),
+        _ => Arc::new(Resource::build(&def, crate::registry::Compact::of(&def), &state.conversion)),
     };
     let prefix = state.keys.resource(&res.group, &res.plural);
     let pause = Duration::from_secs_f64(1.0 / f64::from(state.migration.rate.max(1)));

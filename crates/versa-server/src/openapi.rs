@@ -40,7 +40,7 @@ use serde_json::{Map, Value, json};
 use versa_apiextensions::ResourceDefinition;
 use versa_schema::Structural;
 
-use crate::registry::{SchemaTexts, compact, with_schema};
+use crate::registry::{Compact, SchemaTexts, with_schema};
 use crate::table::{OBJECT_META_CREATION_TIMESTAMP_DESCRIPTION, OBJECT_META_NAME_DESCRIPTION};
 
 const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.";
@@ -81,7 +81,7 @@ pub struct OpenApiCache {
 struct DefinitionPart {
     group: String,
     definition: Arc<ResourceDefinition>,
-    schemas: SchemaTexts,
+    schemas: Arc<SchemaTexts>,
     versions: Vec<VersionPart>,
 }
 
@@ -104,8 +104,8 @@ impl OpenApiCache {
     /// Adds or replaces the part of `def` (keyed by its name). Only this definition is rebuilt;
     /// the assembled documents are invalidated. The caller passes only established definitions
     /// and calls [`OpenApiCache::remove`] when one stops being served.
-    pub fn upsert(&mut self, def: Arc<ResourceDefinition>) {
-        let part = Arc::new(DefinitionPart::build(def));
+    pub fn upsert(&mut self, def: &ResourceDefinition, kept: Compact) {
+        let part = Arc::new(DefinitionPart::build(def, kept));
         let old = self.parts.insert(part.definition.name().to_string(), Arc::clone(&part));
         self.invalidate(old.as_deref(), Some(&part));
     }
@@ -340,8 +340,9 @@ impl<'d> Names<'d> {
 }
 
 impl DefinitionPart {
-    fn build(def: Arc<ResourceDefinition>) -> DefinitionPart {
-        let names = Names::of(&def);
+    /// `def` with its schemas; `kept` its compact form, which the part holds.
+    fn build(def: &ResourceDefinition, kept: Compact) -> DefinitionPart {
+        let names = Names::of(def);
         let versions = def
             .spec
             .versions
@@ -357,8 +358,7 @@ impl DefinitionPart {
                 }
             })
             .collect();
-        let (kept, schemas) = compact(&def);
-        DefinitionPart { group: def.spec.group.clone(), versions, definition: Arc::new(kept), schemas }
+        DefinitionPart { group: def.spec.group.clone(), versions, definition: kept.def, schemas: kept.schemas }
     }
 }
 
@@ -1426,6 +1426,10 @@ mod tests {
         ResourceDefinition::from_document(&v).unwrap()
     }
 
+    fn upsert(cache: &mut OpenApiCache, def: ResourceDefinition) {
+        cache.upsert(&def, Compact::of(&def));
+    }
+
     /// The CronTab definition of the seed tutorial, plus a status and scale subresource on v1.
     fn crontab() -> ResourceDefinition {
         def(json!({
@@ -1479,7 +1483,7 @@ mod tests {
     #[test]
     fn crontab_v3_document() {
         let mut cache = OpenApiCache::new();
-        cache.upsert(Arc::new(crontab()));
+        upsert(&mut cache, crontab());
         let doc = parse(&cache.v3_group_version("stable.example.com", "v1").unwrap());
         assert_eq!(doc["openapi"], "3.0.0");
         let schemas = &doc["components"]["schemas"];
@@ -1594,7 +1598,7 @@ mod tests {
     #[test]
     fn crontab_v2_document() {
         let mut cache = OpenApiCache::new();
-        cache.upsert(Arc::new(crontab()));
+        upsert(&mut cache, crontab());
         let doc = parse(&cache.v2());
         assert_eq!(doc["swagger"], "2.0");
         let kind = &doc["definitions"]["com.example.stable.v1.CronTab"];
@@ -1688,7 +1692,7 @@ mod tests {
         ];
         for (schema, want) in cases {
             let mut cache = OpenApiCache::new();
-            cache.upsert(Arc::new(widget(schema.clone())));
+            upsert(&mut cache, widget(schema.clone()));
             let doc = parse(&cache.v2());
             let mut got = strip_meta_descriptions(doc["definitions"]["com.example.v1.Widget"].clone());
             if let Some(f) = got.pointer_mut("/properties/f/properties").and_then(Value::as_object_mut) {
@@ -1703,11 +1707,14 @@ mod tests {
     #[test]
     fn v3_keeps_junctors_and_unfolds_int_or_string() {
         let mut cache = OpenApiCache::new();
-        cache.upsert(Arc::new(widget(json!({"type": "object", "properties": {
-            "a": {"x-kubernetes-int-or-string": true},
-            "b": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]},
-            "c": {"type": "string", "nullable": true, "oneOf": [{"pattern": "a"}], "externalDocs": {"url": "x"}},
-        }}))));
+        upsert(
+            &mut cache,
+            widget(json!({"type": "object", "properties": {
+                "a": {"x-kubernetes-int-or-string": true},
+                "b": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]},
+                "c": {"type": "string", "nullable": true, "oneOf": [{"pattern": "a"}], "externalDocs": {"url": "x"}},
+            }})),
+        );
         let doc = parse(&cache.v3_group_version("example.com", "v1").unwrap());
         let props = &doc["components"]["schemas"]["com.example.v1.Widget"]["properties"];
         assert_eq!(
@@ -1721,13 +1728,13 @@ mod tests {
     #[test]
     fn incremental_updates() {
         let mut cache = OpenApiCache::new();
-        cache.upsert(Arc::new(crontab()));
+        upsert(&mut cache, crontab());
         let first = Arc::clone(cache.part("crontabs.stable.example.com").unwrap());
         let v2_before = cache.v2();
         let v3_before = cache.v3_group_version("stable.example.com", "v1").unwrap();
         assert_eq!(v2_before.as_ptr(), cache.v2().as_ptr(), "memoized");
 
-        cache.upsert(Arc::new(widget(json!({"type": "object"}))));
+        upsert(&mut cache, widget(json!({"type": "object"})));
         assert!(Arc::ptr_eq(&first, cache.part("crontabs.stable.example.com").unwrap()), "untouched part");
         let v3_after = cache.v3_group_version("stable.example.com", "v1").unwrap();
         assert_eq!(v3_before, v3_after, "other group-versions are unchanged");

@@ -43,7 +43,7 @@ pub struct Resource {
     pub id: u64,
     pub flavor: Flavor,
     /// The definition this was built from (for custom resources), with its status — compacted
-    /// (see [`compact`]): its schemas are in `schemas`.
+    /// (see [`Compact`]): its schemas are in `schemas`.
     pub definition: Arc<ResourceDefinition>,
     /// Each version's schema, as compact JSON.
     pub schemas: Arc<SchemaTexts>,
@@ -87,9 +87,10 @@ pub struct Version {
 }
 
 impl Resource {
-    /// Compiles a definition. Names come from `status.acceptedNames` (what the naming
-    /// controller granted), falling back to the spec's.
-    pub fn build(def: Arc<ResourceDefinition>, conversion: &ConversionOptions) -> Resource {
+    /// Compiles a definition (`def`, schemas included); `kept` is its compact form, which the
+    /// resource holds (shared with whoever made it). Names come from `status.acceptedNames`
+    /// (what the naming controller granted), falling back to the spec's.
+    pub fn build(def: &ResourceDefinition, kept: Compact, conversion: &ConversionOptions) -> Resource {
         let spec = &def.spec;
         let names: &CustomResourceDefinitionNames = def
             .status
@@ -111,7 +112,7 @@ impl Resource {
                 let columns: &[CustomResourceColumnDefinition] =
                     v.additional_printer_columns.as_deref().unwrap_or_default();
                 let warning = v.deprecated.unwrap_or(false).then(|| {
-                    v.deprecation_warning.clone().unwrap_or_else(|| default_deprecation_warning(&def, &v.name))
+                    v.deprecation_warning.clone().unwrap_or_else(|| default_deprecation_warning(def, &v.name))
                 });
                 let rules = schema.as_deref().map(SchemaRules::compile).unwrap_or_default();
                 Version {
@@ -137,10 +138,9 @@ impl Resource {
         let terminating = def.condition_is_true("Terminating") || def.metadata.deletion_timestamp.is_some();
         let schemas: HashMap<String, Arc<Structural>> =
             versions.iter().filter_map(|v| v.schema.clone().map(|s| (v.name.clone(), s))).collect();
-        let converter = Converter::new(&def, schemas, conversion)
+        let converter = Converter::new(def, schemas, conversion)
             .map(Arc::new)
             .map_err(|e| format!("conversion for {}, Kind={} is not available: {e}", spec.group, names.kind));
-        let (kept, texts) = compact(&def);
         Resource {
             id: next_id(),
             flavor: Flavor::Custom,
@@ -156,9 +156,14 @@ impl Resource {
             versions,
             terminating,
             converter,
-            definition: Arc::new(kept),
-            schemas: Arc::new(texts),
+            definition: kept.def,
+            schemas: kept.schemas,
         }
+    }
+
+    /// The compact definition this resource holds.
+    pub fn kept(&self) -> Compact {
+        Compact { def: self.definition.clone(), schemas: self.schemas.clone() }
     }
 
     /// The definitions API as a resource.
@@ -387,18 +392,27 @@ pub type SchemaTexts = BTreeMap<String, Box<str>>;
 /// text. A typed schema is large — every node a ~860-byte `JSONSchemaProps`, every
 /// `properties` map a B-tree whose nodes hold eleven of them — so a few dozen fields cost tens
 /// of KiB; the text is a few hundred bytes. What needs a schema has its lowered form
-/// ([`Version::schema`]) or rebuilds the typed one from the text ([`with_schema`]).
-pub fn compact(def: &ResourceDefinition) -> (ResourceDefinition, SchemaTexts) {
-    let mut kept = def.clone();
-    let mut texts = SchemaTexts::new();
-    for v in &mut kept.spec.versions {
-        if let Some(schema) = v.schema.take()
-            && let Ok(text) = serde_json::to_string(&schema)
-        {
-            texts.insert(v.name.clone(), text.into_boxed_str());
+/// ([`Version::schema`]) or rebuilds the typed one from the text ([`with_schema`]). Made once
+/// per definition state and shared by the controller, the registry and the OpenAPI cache.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compact {
+    pub def: Arc<ResourceDefinition>,
+    pub schemas: Arc<SchemaTexts>,
+}
+
+impl Compact {
+    pub fn of(def: &ResourceDefinition) -> Compact {
+        let mut kept = def.clone();
+        let mut texts = SchemaTexts::new();
+        for v in &mut kept.spec.versions {
+            if let Some(schema) = v.schema.take()
+                && let Ok(text) = serde_json::to_string(&schema)
+            {
+                texts.insert(v.name.clone(), text.into_boxed_str());
+            }
         }
+        Compact { def: Arc::new(kept), schemas: Arc::new(texts) }
     }
-    (kept, texts)
 }
 
 /// Version `v` of a compacted definition with its schema put back from `texts`.
