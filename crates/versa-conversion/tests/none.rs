@@ -9,29 +9,14 @@
     reason = "test code: the test webhook and the case files should fail loudly"
 )]
 
+mod support;
+
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use serde_json::Value;
+use support::{schemas, testdata};
 use versa_apiextensions::ResourceDefinition;
 use versa_conversion::{Converter, Options};
-use versa_schema::Structural;
-
-fn testdata(name: &str) -> Value {
-    let path = format!("{}/testdata/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
-}
-
-fn schemas(def: &ResourceDefinition) -> HashMap<String, Arc<Structural>> {
-    def.spec
-        .versions
-        .iter()
-        .filter_map(|v| {
-            let props = v.schema.as_ref()?.open_api_v3_schema.as_ref()?;
-            Some((v.name.clone(), Arc::new(Structural::lower(props).unwrap())))
-        })
-        .collect()
-}
 
 #[tokio::test]
 async fn none_cases() {

@@ -13,32 +13,14 @@
 
 mod support;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use support::{Ca, Webhook, closed_port};
+use support::{Ca, Webhook, closed_port, schemas, testdata};
 use versa_apiextensions::ResourceDefinition;
 use versa_conversion::{BuildError, Converter, Options};
-use versa_schema::Structural;
-
-fn testdata(name: &str) -> Value {
-    let path = format!("{}/testdata/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
-}
-
-fn schemas(def: &ResourceDefinition) -> HashMap<String, Arc<Structural>> {
-    def.spec
-        .versions
-        .iter()
-        .filter_map(|v| {
-            let props = v.schema.as_ref()?.open_api_v3_schema.as_ref()?;
-            Some((v.name.clone(), Arc::new(Structural::lower(props).unwrap())))
-        })
-        .collect()
-}
 
 /// The pizza definition calling `url`, trusting `ca_pem` (or the system roots).
 fn pizza_definition(url: &str, ca_pem: Option<&str>, review_versions: &[&str]) -> ResourceDefinition {

@@ -2,7 +2,8 @@
 //! `127.0.0.1` and `localhost`, HTTP/2 and HTTP/1.1 by ALPN, and the pizza conversion of the
 //! seed (`v1alpha1` toppings `["mozzarella", "tomato", "tomato"]` ↔ `v1beta1`
 //! `[{name, quantity}]`). The first path segment picks a behaviour — `pizza` answers correctly,
-//! the others answer the way a broken webhook would. Every request is recorded.
+//! the others answer the way a broken webhook would. Every request is recorded. Also the
+//! test-data reader and the schemas of a definition, which every test binary uses.
 
 #![allow(dead_code, reason = "each test binary uses a different part of the support module")]
 #![allow(clippy::unwrap_used, reason = "test code: a test webhook that cannot start should fail loudly")]
@@ -22,6 +23,27 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
+
+/// A file of `testdata/`, as JSON.
+pub fn testdata(name: &str) -> Value {
+    let path = format!("{}/testdata/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// The lowered schema of each version of `def` that has one (what the server hands the
+/// converter).
+pub fn schemas(
+    def: &versa_apiextensions::ResourceDefinition,
+) -> std::collections::HashMap<String, Arc<versa_schema::Structural>> {
+    def.spec
+        .versions
+        .iter()
+        .filter_map(|v| {
+            let props = v.schema.as_ref()?.open_api_v3_schema.as_ref()?;
+            Some((v.name.clone(), Arc::new(versa_schema::Structural::lower(props).unwrap())))
+        })
+        .collect()
+}
 
 /// A certificate authority for test servers.
 pub struct Ca {
