@@ -466,47 +466,36 @@ async fn pizza_through_the_webhook() {
     );
     checks.eq("GET at the storage version: webhook calls", &json!(webhook.calls()), &json!(0));
 
-    // Lists at either version.
-    let list_alpha = c.get(&pizzas("v1alpha1")).await.json();
-    checks.eq(
-        "LIST at v1alpha1",
-        &json!([list_alpha["apiVersion"], list_alpha["kind"], names(&list_alpha)]),
-        &json!([format!("{PIZZA}/v1alpha1"), "PizzaList", ["margherita", "quattro-formaggi"]]),
-    );
-    let items = by_name(&list_alpha);
-    checks.eq(
-        "LIST at v1alpha1 items",
-        &json!([
-            pick(&items, "margherita")["apiVersion"],
-            pick(&items, "margherita")["spec"],
-            pick(&items, "quattro-formaggi")["spec"]
-        ]),
-        &json!([
-            format!("{PIZZA}/v1alpha1"),
-            {"toppings": ["mozzarella", "mozzarella", "basil"]},
-            {"toppings": ["mozzarella", "gorgonzola", "parmesan", "fontina"]},
-        ]),
-    );
-    let list_beta = c.get(&pizzas("v1beta1")).await.json();
-    checks.eq(
-        "LIST at v1beta1",
-        &json!([list_beta["apiVersion"], list_beta["kind"], names(&list_beta)]),
-        &json!([format!("{PIZZA}/v1beta1"), "PizzaList", ["margherita", "quattro-formaggi"]]),
-    );
-    let items = by_name(&list_beta);
-    checks.eq(
-        "LIST at v1beta1 items",
-        &json!([
-            pick(&items, "margherita")["apiVersion"],
-            pick(&items, "margherita")["spec"],
-            pick(&items, "quattro-formaggi")["spec"]
-        ]),
-        &json!([
-            format!("{PIZZA}/v1beta1"),
-            {"toppings": beta_toppings(&[("mozzarella", 2), ("basil", 1)])},
-            quattro["spec"],
-        ]),
-    );
+    // Lists at either version: (version, margherita's spec, quattro-formaggi's spec there).
+    // The last list, v1beta1's, is where the watches below start from.
+    let mut list_beta = Value::Null;
+    for (version, margherita, quattro_formaggi) in [
+        (
+            "v1alpha1",
+            json!({"toppings": ["mozzarella", "mozzarella", "basil"]}),
+            json!({"toppings": ["mozzarella", "gorgonzola", "parmesan", "fontina"]}),
+        ),
+        ("v1beta1", json!({"toppings": beta_toppings(&[("mozzarella", 2), ("basil", 1)])}), quattro["spec"].clone()),
+    ] {
+        let list = c.get(&pizzas(version)).await.json();
+        let api_version = format!("{PIZZA}/{version}");
+        checks.eq(
+            &format!("LIST at {version}"),
+            &json!([list["apiVersion"], list["kind"], names(&list)]),
+            &json!([api_version, "PizzaList", ["margherita", "quattro-formaggi"]]),
+        );
+        let items = by_name(&list);
+        checks.eq(
+            &format!("LIST at {version} items"),
+            &json!([
+                pick(&items, "margherita")["apiVersion"],
+                pick(&items, "margherita")["spec"],
+                pick(&items, "quattro-formaggi")["spec"]
+            ]),
+            &json!([api_version, margherita, quattro_formaggi]),
+        );
+        list_beta = list;
+    }
 
     // Watches at either version see every change in their own version.
     let from = list_beta["metadata"]["resourceVersion"].as_str().unwrap_or("0").to_owned();
