@@ -147,11 +147,6 @@ impl KubeClient {
         })
     }
 
-    /// The server's URL.
-    pub fn base_url(&self) -> &str {
-        &self.inner.base_url
-    }
-
     pub async fn get(&self, path: &str) -> Result<Value, KubeError> {
         self.call(Method::GET, path, None).await
     }
