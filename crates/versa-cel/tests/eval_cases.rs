@@ -4,6 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers fail loudly")]
 
+mod common;
+
+use common::to_json;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
 use serde::Deserialize;
 use serde_json::{Value as Json, json};
@@ -32,20 +35,6 @@ struct Object {
     old_self: Option<Json>,
     expect: Option<Json>,
     error: Option<String>,
-}
-
-/// The JSON form of a result, for comparison with `expect`.
-fn to_json(v: &Value<'_>) -> Json {
-    match v {
-        Value::Null => Json::Null,
-        Value::Bool(b) => json!(b),
-        Value::Int(i) => json!(i),
-        Value::Uint(u) => json!(u),
-        Value::Double(d) => json!(d),
-        Value::String(s) => json!(&**s),
-        Value::List(l) => Json::Array(l.to_vec().unwrap().iter().map(to_json).collect()),
-        other => json!(other.to_string()),
-    }
 }
 
 fn decl_of(schema: &JSONSchemaProps, root: bool) -> DeclType {

@@ -5,12 +5,14 @@
 
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers fail loudly")]
 
+mod common;
+
+use common::to_json;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
 use serde::Deserialize;
 use serde_json::{Value as Json, json};
 use versa_cel::{
-    Activation, CompileOptions, CostTracker, DeclType, EvalError, RuleError, Value, compile_expression, compile_rule,
-    eval,
+    Activation, CompileOptions, CostTracker, DeclType, EvalError, RuleError, compile_expression, compile_rule, eval,
 };
 use versa_schema::Structural;
 
@@ -21,19 +23,6 @@ struct Case {
     error: Option<String>,
     compile_error: Option<String>,
     cost: Option<u64>,
-}
-
-fn to_json(v: &Value<'_>) -> Json {
-    match v {
-        Value::Null => Json::Null,
-        Value::Bool(b) => json!(b),
-        Value::Int(i) => json!(i),
-        Value::Uint(u) => json!(u),
-        Value::Double(d) => json!(d),
-        Value::String(s) => json!(&**s),
-        Value::List(l) => Json::Array(l.to_vec().unwrap().iter().map(to_json).collect()),
-        other => json!(other.to_string()),
-    }
 }
 
 fn string_decl() -> DeclType {
