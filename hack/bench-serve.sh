@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Serving benchmarks: versa-server in-process over HTTPS on loopback — GET, CREATE and LIST of
-# 1,000 objects, each next to a bare hyper+rustls server measured in the same run — and the cost
+# 1,000 objects, each next to a bare hyper+rustls server measured in the same run — the cost
 # of 1,000 definitions (RSS per definition, time for a new one to be Established and
-# discoverable). Not a test: numbers vary with the machine and its load; ratios less so.
+# discoverable), LISTs converted by None and by a webhook, and what the seed's CEL rules add to
+# an update. Not a test: numbers vary with the machine and its load; ratios less so.
 #
-# Arguments pick scenarios: definitions, get, create, list, conversion (default: all). Environment:
+# Arguments pick scenarios: definitions, get, create, list, conversion, cel (default: all). Environment:
 #   VERSA_BENCH_SECONDS      measured seconds per server and throughput scenario (default 5)
 #   VERSA_BENCH_WARMUP       warm-up seconds before each (default 1)
 #   VERSA_BENCH_ROUNDS       rounds alternating versa and the bare server (default 5)

@@ -19,15 +19,7 @@ use versa_schema::Path;
 use versa_schema::names::{validate_annotations, validate_labels};
 
 use crate::gv::{GroupVersion, go_type, gvk_string, meta_str, str_field};
-
-/// Batches at least this large are checked on two threads (the answer's parsing, the checks,
-/// the caller's coercion and the freeing of the originals are most of a webhook conversion's
-/// own cost, and independent per object).
-const PARALLEL_MIN: usize = 256;
-
-/// Stack of the helper thread: parsing and coercion recurse once per nesting level, as on the
-/// server's workers.
-const HELPER_STACK_BYTES: usize = 32 << 20;
+use crate::parallel::{PARALLEL_MIN, in_two};
 
 /// Checks `converted` (as many as `originals`, same order; unparsed) against the objects sent,
 /// for a conversion to `desired`, restores their metadata — moved out of the originals, which
@@ -43,29 +35,19 @@ pub(crate) fn check(
     if originals.len() < PARALLEL_MIN || converted.len() != originals.len() {
         return originals.into_iter().zip(converted).map(|(o, c)| one(desired, o, c, finish)).collect();
     }
+    // The two halves at once: parsing, checking and coercing the objects, and freeing what is
+    // left of the originals, is most of a webhook conversion's own cost.
     let half = originals.len() / 2;
     let second: Vec<Value> = originals.split_off(half);
     let (first_raw, second_raw) = converted.split_at(half);
-    let run = |objs: Vec<Value>, raws: &[&RawValue]| -> Result<Vec<Value>, String> {
+    let run = |(objs, raws): (Vec<Value>, &[&RawValue])| -> Result<Vec<Value>, String> {
         objs.into_iter().zip(raws).map(|(o, c)| one(desired, o, c, finish)).collect()
     };
-    // Handed over through a slot, so that it is still here if no thread can be started.
-    let slot = std::sync::Mutex::new(Some(second));
-    let take = || slot.lock().ok().and_then(|mut s| s.take()).unwrap_or_default();
-    std::thread::scope(|scope| {
-        let helper = std::thread::Builder::new()
-            .name("versa-conversion".into())
-            .stack_size(HELPER_STACK_BYTES)
-            .spawn_scoped(scope, || run(take(), second_raw));
-        let mut out = run(originals, first_raw)?;
-        let rest = match helper {
-            Ok(handle) => handle.join().unwrap_or_else(|_| Err("conversion: a helper thread failed".into()))?,
-            // No thread to be had: the second half here too.
-            Err(_) => run(take(), second_raw)?,
-        };
-        out.extend(rest);
-        Ok(out)
-    })
+    let (first, second) = in_two((originals, first_raw), (second, second_raw), run);
+    // The first error in object order.
+    let mut out = first?;
+    out.extend(second.ok_or("conversion: a helper thread failed")??);
+    Ok(out)
 }
 
 /// One object: parsed, checked, its metadata restored, finished.

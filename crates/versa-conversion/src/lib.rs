@@ -23,6 +23,7 @@
 mod client;
 mod converted;
 mod gv;
+mod parallel;
 mod review;
 mod webhook;
 

@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use versa_schema::field::go_quote;
 
 use crate::gv::{GroupVersion, gvk_string, json_kind};
+use crate::parallel::{PARALLEL_MIN, in_two};
 
 /// The group of `ConversionReview`.
 pub(crate) const REVIEW_GROUP: &str = "apiextensions.k8s.io";
@@ -80,12 +81,43 @@ pub(crate) fn request_body(
         kind: &'a str,
         request: Request<'a>,
     }
-    let review = Review {
+    let review = |objects| Review {
         api_version: version.api_version(),
         kind: REVIEW_KIND,
         request: Request { uid, desired_api_version, objects },
     };
-    serde_json::to_vec(&review).unwrap_or_default()
+    if objects.len() < PARALLEL_MIN {
+        return serde_json::to_vec(&review(objects)).unwrap_or_default();
+    }
+    // A large batch: the review without objects ends `"objects":[]}}`; the objects, written in
+    // two halves at once, go between the brackets.
+    let envelope = serde_json::to_vec(&review(&[])).unwrap_or_default();
+    let Some(head) = envelope.strip_suffix(b"]}}") else {
+        return serde_json::to_vec(&review(objects)).unwrap_or_default();
+    };
+    let write = |objects: &[&Value]| -> Vec<u8> {
+        let mut out = Vec::with_capacity(objects.len() * 512);
+        for (i, obj) in objects.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            // Writing a `Value` into a vector cannot fail.
+            let _ = serde_json::to_writer(&mut out, obj);
+        }
+        out
+    };
+    let (first, second) = objects.split_at(objects.len() / 2);
+    let (first, second) = match in_two(first, second, write) {
+        (first, Some(second)) => (first, second),
+        (first, None) => (first, write(second)),
+    };
+    let mut body = Vec::with_capacity(head.len() + first.len() + second.len() + 4);
+    body.extend_from_slice(head);
+    body.extend_from_slice(&first);
+    body.push(b',');
+    body.extend_from_slice(&second);
+    body.extend_from_slice(b"]}}");
+    body
 }
 
 /// Decodes and checks a webhook's answer (a 2xx body, not empty) to the review `uid` sent in
@@ -499,6 +531,24 @@ mod tests {
                 "request": {"uid": UID, "desiredAPIVersion": "example.com/v1", "objects": [obj]},
             })
         );
+    }
+
+    #[test]
+    fn a_large_batch_is_written_in_two_halves_as_it_would_be_whole() {
+        for n in [PARALLEL_MIN, PARALLEL_MIN + 1] {
+            let objects: Vec<Value> = (0..n)
+                .map(|i| json!({"apiVersion": "example.com/v1beta1", "kind": "CronTab", "metadata": {"name": format!("o{i}")}}))
+                .collect();
+            let refs: Vec<&Value> = objects.iter().collect();
+            let body = request_body(ReviewVersion::V1, UID, "example.com/v1", &refs);
+            let got: Value = serde_json::from_slice(&body).unwrap();
+            let whole = json!({
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "ConversionReview",
+                "request": {"uid": UID, "desiredAPIVersion": "example.com/v1", "objects": objects},
+            });
+            assert_eq!(got, whole, "{n} objects");
+        }
     }
 
     #[test]

@@ -36,16 +36,28 @@
 //!   Also printed: versa's own timing of its converter (`versa_conversion_duration_seconds`),
 //!   and where a webhook LIST's time goes — before the review reaches the webhook, its upload,
 //!   the webhook's work, and the rest — from the instants the webhook records.
+//! - **CEL**, on a fresh server: the seed's 27 validation and transition rules
+//!   (`versa-cel/benches/support/seed.rs`, shared with `cargo bench -p versa-cel`) on one
+//!   definition, and the same schema without a rule on another; 1,000 objects of each, updated
+//!   (PUT, each a durable write that runs every rule once) in `VERSA_BENCH_ROUNDS` rounds
+//!   alternating between the two, over `VERSA_BENCH_CONNECTIONS` connections. The server's CPU
+//!   time per update (every thread but the load client's, from `/proc/self/task/*/schedstat`),
+//!   with and without the rules, is the share CEL adds to the full write pipeline — HTTPS,
+//!   decoding, admission, storage, the answer — (target ≤ 20 %); the difference divided by the
+//!   rule count is the time of one rule evaluation in the server; latency and throughput are
+//!   printed beside.
 //!
 //! The server runs on its own multi-thread runtime (worker stacks sized as the binary sizes
 //! them), the load client on another (the conversion webhook on a third); all share the
 //! machine's cores, as wrk on the same host would. Arguments pick scenarios (`definitions`,
-//! `get`, `create`, `list`, `conversion`; default all). Nothing here asserts on time: missed
+//! `get`, `create`, `list`, `conversion`, `cel`; default all). Nothing here asserts on time: missed
 //! targets are printed, not failed.
 //!
 //! Run: `cargo bench -p versa-server --bench serve` (or `hack/bench-serve.sh`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "a benchmark: failures should be loud")]
+// The seed's rule schema is one `json!` literal, deeper than the macro's default recursion allows.
+#![recursion_limit = "512"]
 
 /// The allocator the versa binary uses, so that what is measured here is what runs.
 #[global_allocator]
@@ -76,6 +88,10 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 use versa_server::{Auth, ServerConfig, pki};
 use versa_storage::Store;
 use versa_storage_embedded::EmbeddedStore;
+
+/// The seed's CEL rules and their corpus, shared with `versa-cel`'s benchmark.
+#[path = "../../versa-cel/benches/support/seed.rs"]
+mod seed;
 
 /// The CronTab definition the throughput scenarios use.
 const GROUP: &str = "stable.example.com";
@@ -115,8 +131,8 @@ impl Settings {
         let scenarios: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
         for s in &scenarios {
             assert!(
-                matches!(s.as_str(), "definitions" | "get" | "create" | "list" | "conversion"),
-                "unknown scenario {s:?}: pick from definitions, get, create, list, conversion"
+                matches!(s.as_str(), "definitions" | "get" | "create" | "list" | "conversion" | "cel"),
+                "unknown scenario {s:?}: pick from definitions, get, create, list, conversion, cel"
             );
         }
         Settings {
@@ -161,6 +177,9 @@ fn main() {
     }
     if settings.wants("conversion") {
         conversion(&settings, &server_rt, &client_rt);
+    }
+    if settings.wants("cel") {
+        cel(&settings, &server_rt, &client_rt);
     }
 }
 
@@ -815,6 +834,251 @@ fn scale_definition(group: &str, plural: &str, kind: usize) -> Value {
             }],
         },
     })
+}
+
+// ---- CEL: updates with and without the seed's rules ----
+
+/// The CEL scenario's definitions (`crontabs.<group>`): the seed's rule set, and the same
+/// schema without a single rule.
+const CEL_GROUPS: [(&str, bool); 2] = [("rules.cel.example.com", true), ("plain.cel.example.com", false)];
+const CEL_NAMESPACE: &str = "cel";
+/// Objects per definition; each round updates every one of them once.
+const CEL_OBJECTS: usize = 1000;
+
+/// What one definition's updates cost: every update's latency, the wall time, and the CPU time
+/// the server's threads spent on them.
+#[derive(Default)]
+struct Updates {
+    latencies: Vec<Duration>,
+    wall: Duration,
+    server_cpu: Duration,
+}
+
+fn cel(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
+    let versa = Versa::start(server_rt);
+    let client = Client::new(versa.dir.path(), versa.addr);
+    let (conns, rounds) = (settings.connections, settings.timing.rounds as usize);
+    println!();
+    println!(
+        "## CEL: updates (PUT) of {CEL_OBJECTS} objects with the seed's rules, and of the same objects under the same schema without rules; {conns} connections, {rounds} alternating rounds of one update per object"
+    );
+    let figures = client_rt.block_on(async {
+        let mut conn = client.connect().await;
+        wait_ready(&mut conn).await;
+        // Per definition, each object's resourceVersion (the next update's precondition).
+        let mut versions = Vec::new();
+        for (group, rules) in CEL_GROUPS {
+            define(&mut conn, &cel_definition(group, rules), group, "v1", "crontabs").await;
+            let mut rvs = Vec::with_capacity(CEL_OBJECTS);
+            for i in 0..CEL_OBJECTS {
+                let (status, body) =
+                    conn.send(Method::POST, &cel_collection(group), Some(cel_object(group, i, 0, None))).await;
+                assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
+                rvs.push(resource_version(&body));
+            }
+            // The rules run: a decreasing counter is refused with them, accepted without.
+            let mut back = serde_json::from_slice::<Value>(&cel_object(group, 0, 0, Some(&rvs[0]))).unwrap();
+            back["spec"]["counter"] = json!(9);
+            let (status, body) =
+                conn.send(Method::PUT, &format!("{}/cron-0", cel_collection(group)), Some(json_bytes(&back))).await;
+            assert_eq!(
+                status == StatusCode::UNPROCESSABLE_ENTITY,
+                rules,
+                "{status}: {}",
+                String::from_utf8_lossy(&body)
+            );
+            if status == StatusCode::OK {
+                rvs[0] = resource_version(&body);
+            }
+            versions.push(rvs);
+        }
+        let mut figures: [Updates; 2] = Default::default();
+        // Generation 0 was the create; the warm-up round is generation 1.
+        for generation in 1..=rounds as i64 + 1 {
+            for (k, (group, _)) in CEL_GROUPS.into_iter().enumerate() {
+                let round = update_all(&client, conns, group, generation, &mut versions[k]).await;
+                if generation > 1 {
+                    figures[k].latencies.extend(round.latencies);
+                    figures[k].wall += round.wall;
+                    figures[k].server_cpu += round.server_cpu;
+                }
+            }
+        }
+        figures
+    });
+    versa.stop(server_rt);
+
+    let [with, without] = figures.map(|mut f| {
+        f.latencies.sort();
+        f
+    });
+    let updates = (CEL_OBJECTS * rounds) as f64;
+    let cpu = |f: &Updates| f.server_cpu.as_secs_f64() * 1e6 / updates;
+    let rate = |f: &Updates| updates / f.wall.as_secs_f64();
+    let added = 100.0 * (cpu(&with) / cpu(&without) - 1.0);
+    println!();
+    println!("| measure | with the rules | without | CEL adds | target |");
+    println!("|---|---:|---:|---:|---|");
+    println!(
+        "| server CPU per update | {:.1} µs | {:.1} µs | {added:.1} % | {} |",
+        cpu(&with),
+        cpu(&without),
+        target_max(added, 20.0, "%")
+    );
+    let rules = seed_rule_count();
+    println!(
+        "| CEL per rule evaluation (CPU difference ÷ {rules} rules) | {:.0} ns | | | |",
+        (cpu(&with) - cpu(&without)) * 1e3 / rules as f64
+    );
+    for p in [0.5, 0.99] {
+        let (a, b) = (ms(with.p(p)), ms(without.p(p)));
+        println!("| update p{:.0} | {a:.2} ms | {b:.2} ms | {:.1} % | |", p * 100.0, 100.0 * (a / b - 1.0));
+    }
+    let (a, b) = (rate(&with), rate(&without));
+    println!("| updates/s | {} | {} | {:.1} % fewer | |", thousands(a), thousands(b), 100.0 * (1.0 - a / b));
+    println!(
+        "(server CPU: the CPU time of every thread but the load client's, from /proc/self/task/*/schedstat; each update runs all {rules} rules once)"
+    );
+}
+
+impl Updates {
+    fn p(&self, p: f64) -> Duration {
+        percentile(&self.latencies, p)
+    }
+}
+
+/// One PUT of every object of `group` at `generation`, over `conns` connections (each its share
+/// of the objects, one after the other); `rvs` are updated to the new resourceVersions.
+async fn update_all(
+    client: &Client,
+    conns: usize,
+    group: &'static str,
+    generation: i64,
+    rvs: &mut [String],
+) -> Updates {
+    let mut connected = Vec::new();
+    for _ in 0..conns {
+        connected.push(client.connect().await);
+    }
+    let cpu_before = server_cpu();
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (c, mut conn) in connected.into_iter().enumerate() {
+        let mine: Vec<(usize, String)> = (c..rvs.len()).step_by(conns).map(|i| (i, rvs[i].clone())).collect();
+        tasks.push(tokio::spawn(async move {
+            let mut done = Vec::with_capacity(mine.len());
+            for (i, rv) in mine {
+                let path = format!("{}/cron-{i}", cel_collection(group));
+                let t = Instant::now();
+                let (status, body) =
+                    conn.send(Method::PUT, &path, Some(cel_object(group, i, generation, Some(&rv)))).await;
+                let took = t.elapsed();
+                assert_eq!(status, StatusCode::OK, "PUT {path}: {}", String::from_utf8_lossy(&body));
+                done.push((i, resource_version(&body), took));
+            }
+            done
+        }));
+    }
+    let mut latencies = Vec::with_capacity(rvs.len());
+    for t in tasks {
+        for (i, rv, took) in t.await.unwrap() {
+            rvs[i] = rv;
+            latencies.push(took);
+        }
+    }
+    let wall = started.elapsed();
+    Updates { latencies, wall, server_cpu: server_cpu() - cpu_before }
+}
+
+/// The CPU time so far of every thread of the process except the load client's: its runtime's
+/// workers ("client") and the main thread, which drives it.
+fn server_cpu() -> Duration {
+    let pid = std::process::id().to_string();
+    let mut total = Duration::ZERO;
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if task.file_name() == pid.as_str() || comm.starts_with("client") {
+            continue;
+        }
+        let schedstat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+        let ns: u64 = schedstat.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        total += Duration::from_nanos(ns);
+    }
+    total
+}
+
+fn cel_collection(group: &str) -> String {
+    format!("/apis/{group}/v1/namespaces/{CEL_NAMESPACE}/crontabs")
+}
+
+/// The seed's schema as a definition in `group`, with its rules or without any. Its
+/// messageExpression becomes a plain message: definition validation refuses it (its cost
+/// cannot be bounded), and it is only evaluated when its rule fails, which no update here does.
+fn cel_definition(group: &str, rules: bool) -> Value {
+    let mut schema = seed::schema();
+    servable(&mut schema, rules);
+    json!({
+        "apiVersion": "versa.dev/v1",
+        "kind": "ResourceDefinition",
+        "metadata": {"name": format!("crontabs.{group}")},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}],
+        },
+    })
+}
+
+/// Drops every rule (`rules` false) or every messageExpression (true) from `node` and below.
+fn servable(node: &mut Value, rules: bool) {
+    let Some(object) = node.as_object_mut() else { return };
+    if !rules {
+        object.remove("x-kubernetes-validations");
+    }
+    for rule in object.get_mut("x-kubernetes-validations").and_then(Value::as_array_mut).into_iter().flatten() {
+        if let Some(rule) = rule.as_object_mut()
+            && rule.remove("messageExpression").is_some()
+        {
+            rule.insert("message".into(), json!("x exceeded max limit"));
+        }
+    }
+    for (_, child) in object.get_mut("properties").and_then(Value::as_object_mut).into_iter().flatten() {
+        servable(child, rules);
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = object.get_mut(key) {
+            servable(child, rules);
+        }
+    }
+}
+
+/// How many rules the seed's schema has.
+fn seed_rule_count() -> usize {
+    fn count(node: &Value) -> usize {
+        let own = node.get("x-kubernetes-validations").and_then(Value::as_array).map_or(0, Vec::len);
+        let properties = node.get("properties").and_then(Value::as_object).into_iter().flatten().map(|(_, c)| count(c));
+        let nested = ["items", "additionalProperties"].into_iter().filter_map(|k| node.get(k)).map(count);
+        own + properties.sum::<usize>() + nested.sum::<usize>()
+    }
+    count(&seed::schema())
+}
+
+/// Object `i` of the seed's corpus in `group` at `generation`, with `rv` as its
+/// resourceVersion (for updates).
+fn cel_object(group: &str, i: usize, generation: i64, rv: Option<&str>) -> Bytes {
+    let mut object = seed::object(i, generation);
+    object["apiVersion"] = json!(format!("{group}/v1"));
+    object["metadata"]["namespace"] = json!(CEL_NAMESPACE);
+    if let Some(rv) = rv {
+        object["metadata"]["resourceVersion"] = json!(rv);
+    }
+    json_bytes(&object)
+}
+
+fn resource_version(body: &[u8]) -> String {
+    let object: Value = serde_json::from_slice(body).unwrap();
+    object["metadata"]["resourceVersion"].as_str().unwrap().to_owned()
 }
 
 // ---- the servers ----
