@@ -247,6 +247,36 @@ pub fn eval<'a>(
     activation: &Activation<'a>,
     tracker: &mut CostTracker,
 ) -> Result<Value<'a>, EvalError> {
+    // The fast path, when the expression has one and it gets through (see `fast.rs`); the
+    // general evaluation otherwise, from the start.
+    let limit = tracker.per_call_limit.min(tracker.remaining_budget);
+    if let Some(program) = &compiled.fast
+        && let Ok((result, cost)) = program.run(activation, &compiled.patterns, limit)
+    {
+        #[cfg(debug_assertions)]
+        {
+            let mut general = tracker.clone();
+            let value = run_general(compiled, activation, &mut general);
+            debug_assert!(
+                matches!(value, Ok(Value::Bool(b)) if b == result) && general.call_cost == cost,
+                "fast and general evaluation differ for {}: {result} at cost {cost}, {value:?} at cost {}",
+                compiled.source,
+                general.call_cost
+            );
+        }
+        tracker.call_cost = cost;
+        tracker.remaining_budget = tracker.remaining_budget.saturating_sub(cost);
+        return Ok(Value::Bool(result));
+    }
+    run_general(compiled, activation, tracker)
+}
+
+/// [`eval`] the general way.
+pub(crate) fn run_general<'a>(
+    compiled: &'a CompiledExpression,
+    activation: &Activation<'a>,
+    tracker: &mut CostTracker,
+) -> Result<Value<'a>, EvalError> {
     let plan = &compiled.plan;
     run(
         &compiled.ast.expr,

@@ -53,6 +53,7 @@ pub mod cost;
 pub mod error;
 pub mod eval;
 pub mod ext;
+mod fast;
 mod lexer;
 pub mod parser;
 pub mod plan;
@@ -115,6 +116,8 @@ pub struct CompiledExpression {
     /// What evaluation can work out before it sees the input (literal values, resolved
     /// functions).
     pub plan: plan::Plan,
+    /// The fast form of a `bool` expression, when every node of it is covered (`fast.rs`).
+    pub(crate) fast: Option<fast::Program>,
 }
 
 /// A compiled validation rule.
@@ -168,11 +171,13 @@ pub fn compile_expression(
         }
     }
     let uses_old_self = checked.referenced_idents.iter().any(|n| n == OLD_SELF_VAR);
+    let plan = plan::Plan::build(&ast.expr, &[SELF_VAR, OLD_SELF_VAR], Some(&checked.types));
     Ok(CompiledExpression {
         source: source.to_owned(),
         result_type: checked.result_type.clone(),
         patterns: ext::regex::LiteralPatterns::of(&ast.expr),
-        plan: plan::Plan::build(&ast.expr, &[SELF_VAR, OLD_SELF_VAR], Some(&checked.types)),
+        fast: fast::Program::build(&ast.expr, &plan, &checked.result_type),
+        plan,
         ast,
         checked,
         uses_old_self,

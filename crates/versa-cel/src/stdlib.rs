@@ -123,27 +123,37 @@ fn call_cost(function: &str, args: &[Value<'_>]) -> u64 {
     }
 }
 
+/// The cost of traversing a string of `size` code points (equality, ordering, `startsWith`).
+pub(crate) fn traversal_cost(size: u64) -> u64 {
+    scaled(size, STRING_TRAVERSAL_COST_FACTOR)
+}
+
+/// The cost of `s.matches(re)` for sizes of `s` and of the pattern.
+pub(crate) fn matches_cost(size: u64, pattern_size: u64) -> u64 {
+    scaled(1 + size, STRING_TRAVERSAL_COST_FACTOR).saturating_mul(scaled(pattern_size, REGEX_STRING_LENGTH_COST_FACTOR))
+}
+
+/// The cost of `s.contains(sub)`.
+pub(crate) fn contains_cost(size: u64, sub_size: u64) -> u64 {
+    scaled(size, STRING_TRAVERSAL_COST_FACTOR).saturating_mul(scaled(sub_size, STRING_TRAVERSAL_COST_FACTOR))
+}
+
 /// [`call_cost`] of a builtin.
 fn builtin_cost(b: Builtin, args: &[Value<'_>]) -> u64 {
     let size = |i: usize| args.get(i).map_or(1, Value::cost_size);
     let is_text = |i: usize| matches!(args.get(i), Some(Value::String(_) | Value::Bytes(_)));
     match b {
-        Builtin::StartsWith | Builtin::EndsWith => scaled(size(0), STRING_TRAVERSAL_COST_FACTOR),
+        Builtin::StartsWith | Builtin::EndsWith => traversal_cost(size(0)),
         Builtin::In if matches!(args.get(1), Some(Value::List(_))) => size(1),
         // Kubernetes charges equality of its library types 1 (`_!=_` keeps cel-go's rule).
         Builtin::Equals if matches!(args.first(), Some(Value::Opaque(_))) => 1,
-        Builtin::Equals | Builtin::NotEquals => scaled(size(0).min(size(1)), STRING_TRAVERSAL_COST_FACTOR),
+        Builtin::Equals | Builtin::NotEquals => traversal_cost(size(0).min(size(1))),
         Builtin::Less | Builtin::LessEquals | Builtin::Greater | Builtin::GreaterEquals if is_text(0) && is_text(1) => {
-            scaled(size(0).min(size(1)), STRING_TRAVERSAL_COST_FACTOR)
+            traversal_cost(size(0).min(size(1)))
         }
-        Builtin::Add if is_text(0) && is_text(1) => {
-            scaled(size(0).saturating_add(size(1)), STRING_TRAVERSAL_COST_FACTOR)
-        }
-        Builtin::Matches => scaled(1 + size(0), STRING_TRAVERSAL_COST_FACTOR)
-            .saturating_mul(scaled(size(1), REGEX_STRING_LENGTH_COST_FACTOR)),
-        Builtin::Contains => {
-            scaled(size(0), STRING_TRAVERSAL_COST_FACTOR).saturating_mul(scaled(size(1), STRING_TRAVERSAL_COST_FACTOR))
-        }
+        Builtin::Add if is_text(0) && is_text(1) => traversal_cost(size(0).saturating_add(size(1))),
+        Builtin::Matches => matches_cost(size(0), size(1)),
+        Builtin::Contains => contains_cost(size(0), size(1)),
         _ => 1,
     }
 }
@@ -309,6 +319,18 @@ fn timestamp_overflow() -> EvalError {
 
 fn shift(t: Timestamp, d: i64) -> Res<'static> {
     Timestamp::from_nanos(t.as_nanos() + i128::from(d)).map(Value::Timestamp).ok_or_else(timestamp_overflow)
+}
+
+/// `_+_`, `_-_`, `_*_`, `_/_` or `_%_` on two values; `None` when no overload applies.
+pub(crate) fn arithmetic<'a>(op: Builtin, a: &Value<'a>, b: &Value<'a>) -> Option<Res<'a>> {
+    match op {
+        Builtin::Add => add(a, b),
+        Builtin::Subtract => subtract(a, b),
+        Builtin::Multiply => multiply(a, b),
+        Builtin::Divide => divide(a, b),
+        Builtin::Modulo => modulo(a, b),
+        _ => None,
+    }
 }
 
 fn add<'a>(a: &Value<'a>, b: &Value<'a>) -> Option<Res<'a>> {

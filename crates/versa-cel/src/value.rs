@@ -92,7 +92,7 @@ pub struct List<'a> {
 
 #[derive(Clone, Debug)]
 enum Items<'a> {
-    Json(&'a [Json], &'a DeclType),
+    Json(&'a Vec<Json>, &'a DeclType),
     Owned(Arc<Vec<Value<'a>>>),
 }
 
@@ -217,7 +217,7 @@ fn scalar_from_json<'a>(t: &Type, j: &'a Json) -> Option<Value<'a>> {
 }
 
 /// A JSON number as an int64 (integral floats included, as Go's unstructured decoding).
-fn json_int(n: &serde_json::Number) -> Option<i64> {
+pub(crate) fn json_int(n: &serde_json::Number) -> Option<i64> {
     if let Some(i) = n.as_i64() {
         return Some(i);
     }
@@ -245,6 +245,14 @@ impl<'a> List<'a> {
                 None => Err(EvalError::new(format!("index out of bounds: {i}"))),
             },
             Items::Owned(v) => v.get(i).cloned().ok_or_else(|| EvalError::new(format!("index out of bounds: {i}"))),
+        }
+    }
+
+    /// The JSON array and the declared type of its elements, when the list is a view of one.
+    pub(crate) fn json_view(&self) -> Option<(&'a Vec<Json>, &'a DeclType)> {
+        match &self.items {
+            Items::Json(items, elem) => Some((items, elem)),
+            Items::Owned(_) => None,
         }
     }
 

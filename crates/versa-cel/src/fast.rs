@@ -1,0 +1,777 @@
+//! The fast path of rule evaluation: a checked `bool` expression lowered, once, into a tree of
+//! typed steps that evaluates over small copyable values, and that gives up ([`Bail`]) on
+//! anything outside the common case.
+//!
+//! Most rules are field reads, comparisons, logical operators, string functions and the
+//! `all`/`exists`/`exists_one`/`filter`/`map` macros over schema values, and most evaluations
+//! pass. For those, the general evaluator's work per node — matching the syntax tree, looking up
+//! the plan, building, cloning and dropping [`Value`]s, carrying CEL errors as values — is most
+//! of the cost. Here a node is one match on an already-resolved step, values are `Copy` views of
+//! the JSON (nothing is allocated but the lists `filter()` and `map()` build), and an error of
+//! any kind is not produced at all: the evaluation stops and the caller evaluates the rule again
+//! the general way, which yields the exact result, error and cost. Giving up is only ever slower.
+//!
+//! Exactness on the path that does not give up: every operation is one the general evaluator
+//! performs with the same operands, charged what it charges (`runtimecost.go`: identifiers and
+//! selections 1, literals 0, list literals 10, logical operators and the ternary nothing, calls
+//! their size-dependent cost), and the result is the general evaluator's whenever it is not an
+//! error. What is not covered gives up: equality of lists, maps and objects; doubles, unsigned
+//! and bytes values; optionals; the Kubernetes libraries; two-variable comprehensions. Debug
+//! builds evaluate every fast result again the general way and compare value and cost.
+//!
+//! Bounded like the general evaluator: the tree follows the parsed expression (whose depth the
+//! parser limits), loops run over finite lists, and the cost limit is checked at every charge.
+
+use std::sync::Arc;
+
+use serde_json::{Map as JsonMap, Value as Json};
+
+use crate::ast::{ACCUMULATOR_VAR, Expr, ExprKind};
+use crate::eval::{Activation, Special};
+use crate::ext::regex::LiteralPatterns;
+use crate::plan::{Plan, ResolvedField, Step};
+use crate::stdlib::{self, Builtin};
+use crate::time::{self, Timestamp};
+use crate::types::{DeclKind, DeclType, ObjectType, Type};
+use crate::value::{Map, Value, json_int};
+
+/// The evaluation left the fast path (an error, an uncovered value, the cost limit): evaluate
+/// the general way.
+#[derive(Debug)]
+pub(crate) struct Bail;
+
+type Fast<T> = Result<T, Bail>;
+
+/// A compiled `bool` expression's fast form.
+#[derive(Clone, Debug)]
+pub(crate) struct Program {
+    root: Node,
+    /// The most comprehension variables in scope at once.
+    locals: usize,
+}
+
+/// A program is a function of the expression it was built from, which is compared instead.
+impl PartialEq for Program {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Node {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Str(Box<str>),
+    /// An identifier naming a type (`string` in `type(x) == string`).
+    TypeName(&'static str),
+    SelfVar,
+    OldSelfVar,
+    /// A comprehension variable, by its position on the stack of them.
+    Local(usize),
+    /// A field of an object type the checker resolved (`test_only`: `has()`).
+    Field {
+        operand: Box<Node>,
+        field: Box<ResolvedField>,
+        test_only: bool,
+    },
+    /// The same on a variable (`self.x`, `e.name`): the identifier and the selection in one step.
+    VarField {
+        var: Var,
+        field: Box<ResolvedField>,
+        test_only: bool,
+    },
+    And(Box<Node>, Box<Node>),
+    Or(Box<Node>, Box<Node>),
+    Conditional(Box<[Node; 3]>),
+    NotStrictlyFalse(Box<Node>),
+    /// A standard operator or string function with its operands (the receiver first).
+    Call(Builtin, Box<[Node]>),
+    /// `type(x)`.
+    TypeOf(Box<Node>),
+    List(Box<[Node]>),
+    /// `@result + [elem]` in a macro's loop step: the accumulator list at `accu` grows in place.
+    Append {
+        accu: usize,
+        elem: Box<Node>,
+    },
+    Comprehension(Box<Loop>),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Var {
+    Itself,
+    Old,
+    Local(usize),
+}
+
+#[derive(Clone, Debug)]
+struct Loop {
+    range: Node,
+    init: Node,
+    condition: Node,
+    step: Node,
+    result: Node,
+}
+
+/// A value on the fast path: scalars, and views of JSON through their declared type.
+#[derive(Clone, Copy, Debug)]
+enum Fv<'r> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Str(&'r str),
+    Timestamp(Timestamp),
+    Duration(i64),
+    Type(&'static str),
+    /// A JSON object through its object type (`self`'s fields may be indexed: [`Run::self_index`]).
+    Object(&'r JsonMap<String, Json>, &'r ObjectType),
+    /// A JSON array and the declared type of its elements.
+    List(&'r Vec<Json>, &'r DeclType),
+    /// A JSON object under `additionalProperties` and the declared type of its values.
+    Map(&'r JsonMap<String, Json>, &'r DeclType),
+    /// A list built by the evaluation, by its index in [`Run::lists`].
+    Built(usize),
+}
+
+impl Program {
+    /// The fast form of a checked expression, when it has a `bool` result and every node is
+    /// covered.
+    pub(crate) fn build(expr: &Expr, plan: &Plan, result_type: &Type) -> Option<Program> {
+        if *result_type != Type::Bool {
+            return None;
+        }
+        let mut b = Lower { plan, accumulators: Vec::new(), depth: 0, max_depth: 0 };
+        let root = b.lower(expr)?;
+        Some(Program { root, locals: b.max_depth })
+    }
+
+    /// Evaluates the program with `activation`'s variables: `Ok((result, cost))` unless the
+    /// evaluation left the fast path, or its cost would exceed `limit`.
+    pub(crate) fn run<'r>(
+        &'r self,
+        activation: &'r Activation<'_>,
+        patterns: &'r LiteralPatterns,
+        limit: u64,
+    ) -> Result<(bool, u64), Bail> {
+        let self_value = activation.self_value.as_ref().map(fv_of).transpose()?;
+        let old_self = activation.old_self.as_ref().map(fv_of).transpose()?;
+        let self_index = match &activation.self_value {
+            Some(Value::Object(o)) => o.index.map(|ix| (o.json, ix)),
+            _ => None,
+        };
+        let mut run = Run {
+            cost: 0,
+            limit,
+            self_value,
+            old_self,
+            self_index,
+            patterns,
+            locals: Vec::with_capacity(self.locals),
+            lists: Vec::new(),
+        };
+        match run.eval(&self.root)? {
+            Fv::Bool(b) => Ok((b, run.cost)),
+            _ => Err(Bail),
+        }
+    }
+}
+
+/// The fast view of a bound variable.
+fn fv_of<'r>(v: &'r Value<'_>) -> Fast<Fv<'r>> {
+    Ok(match v {
+        Value::Null => Fv::Null,
+        Value::Bool(b) => Fv::Bool(*b),
+        Value::Int(i) => Fv::Int(*i),
+        Value::String(s) => Fv::Str(s),
+        Value::Timestamp(t) => Fv::Timestamp(*t),
+        Value::Duration(d) => Fv::Duration(*d),
+        Value::Object(o) => Fv::Object(o.json, o.ty),
+        Value::List(l) => match l.json_view() {
+            Some((items, elem)) => Fv::List(items, elem),
+            None => return Err(Bail),
+        },
+        Value::Map(Map::Json(m, decl)) => Fv::Map(m, decl),
+        _ => return Err(Bail),
+    })
+}
+
+/// Lowering of the syntax tree, using what the plan resolved.
+struct Lower<'p> {
+    plan: &'p Plan,
+    /// The stack positions of the accumulators of the enclosing comprehensions.
+    accumulators: Vec<usize>,
+    /// Comprehension variables in scope (the plan's `Scope` positions count them).
+    depth: usize,
+    max_depth: usize,
+}
+
+impl Lower<'_> {
+    fn lower(&mut self, e: &Expr) -> Option<Node> {
+        let step = self.plan.step(e.id);
+        Some(match &e.kind {
+            ExprKind::Literal(_) => match step {
+                Step::Literal(Value::Null) => Node::Null,
+                Step::Literal(Value::Bool(b)) => Node::Bool(*b),
+                Step::Literal(Value::Int(i)) => Node::Int(*i),
+                Step::Literal(Value::String(s)) => Node::Str((**s).into()),
+                _ => return None,
+            },
+            ExprKind::Ident(_) => match step {
+                Step::Scope(i) if *i < self.depth => Node::Local(*i),
+                Step::SelfVar => Node::SelfVar,
+                Step::OldSelfVar => Node::OldSelfVar,
+                Step::TypeName(t) => Node::TypeName(t),
+                _ => return None,
+            },
+            ExprKind::Select { operand, test_only, .. } => match step {
+                Step::Field(Some(field)) => match self.lower(operand)? {
+                    Node::SelfVar => Node::VarField { var: Var::Itself, field: field.clone(), test_only: *test_only },
+                    Node::OldSelfVar => Node::VarField { var: Var::Old, field: field.clone(), test_only: *test_only },
+                    Node::Local(i) => {
+                        Node::VarField { var: Var::Local(i), field: field.clone(), test_only: *test_only }
+                    }
+                    operand => Node::Field { operand: Box::new(operand), field: field.clone(), test_only: *test_only },
+                },
+                _ => return None,
+            },
+            ExprKind::Call { function, target, args } => match (step, target.as_deref(), args.as_slice()) {
+                (Step::Special(Special::And), None, [l, r]) => Node::And(self.boxed(l)?, self.boxed(r)?),
+                (Step::Special(Special::Or), None, [l, r]) => Node::Or(self.boxed(l)?, self.boxed(r)?),
+                (Step::Special(Special::Conditional), None, [c, t, f]) => {
+                    Node::Conditional(Box::new([self.lower(c)?, self.lower(t)?, self.lower(f)?]))
+                }
+                (Step::Special(Special::NotStrictlyFalse), None, [a]) => Node::NotStrictlyFalse(self.boxed(a)?),
+                (Step::Builtin(Builtin::Add), None, [accu, list]) if self.is_accumulator(accu) => match &list.kind {
+                    ExprKind::List { elements, optional_indices }
+                        if elements.len() == 1 && optional_indices.is_empty() =>
+                    {
+                        let Step::Scope(slot) = self.plan.step(accu.id) else { return None };
+                        Node::Append { accu: *slot, elem: Box::new(self.lower(&elements[0])?) }
+                    }
+                    _ => self.call(Builtin::Add, None, args)?,
+                },
+                (Step::Builtin(b), target, args) if *b != Builtin::OptIndex => self.call(*b, target, args)?,
+                (Step::Call, None, [a]) if function == "type" => Node::TypeOf(self.boxed(a)?),
+                _ => return None,
+            },
+            ExprKind::List { elements, optional_indices } if optional_indices.is_empty() => {
+                Node::List(elements.iter().map(|el| self.lower(el)).collect::<Option<_>>()?)
+            }
+            ExprKind::Comprehension(c) if c.iter_var2.is_none() => {
+                // As the evaluator stacks them: the accumulator, then the iteration variable.
+                let range = self.lower(&c.iter_range)?;
+                let init = self.lower(&c.accu_init)?;
+                let base = self.depth;
+                self.depth += 1;
+                if c.accu_var == ACCUMULATOR_VAR {
+                    self.accumulators.push(base);
+                }
+                let result = self.lower(&c.result);
+                self.depth += 1;
+                self.max_depth = self.max_depth.max(self.depth);
+                let condition = self.lower(&c.loop_condition);
+                let step = self.lower(&c.loop_step);
+                self.depth = base;
+                if c.accu_var == ACCUMULATOR_VAR {
+                    self.accumulators.pop();
+                }
+                Node::Comprehension(Box::new(Loop { range, init, condition: condition?, step: step?, result: result? }))
+            }
+            _ => return None,
+        })
+    }
+
+    fn boxed(&mut self, e: &Expr) -> Option<Box<Node>> {
+        self.lower(e).map(Box::new)
+    }
+
+    fn call(&mut self, b: Builtin, target: Option<&Expr>, args: &[Expr]) -> Option<Node> {
+        let operands: Vec<Node> = target.into_iter().chain(args).map(|a| self.lower(a)).collect::<Option<_>>()?;
+        (1..=2).contains(&operands.len()).then(|| Node::Call(b, operands.into()))
+    }
+
+    /// Whether `e` names the accumulator of the innermost enclosing macro.
+    fn is_accumulator(&self, e: &Expr) -> bool {
+        matches!((self.plan.step(e.id), self.accumulators.last()), (Step::Scope(i), Some(a)) if i == a)
+    }
+}
+
+/// `self`'s JSON object, and its values by field (see `value::field_index`).
+type SelfIndex<'r> = (&'r JsonMap<String, Json>, &'r [Option<&'r Json>]);
+
+/// One evaluation.
+struct Run<'r> {
+    cost: u64,
+    limit: u64,
+    self_value: Option<Fv<'r>>,
+    old_self: Option<Fv<'r>>,
+    /// `self`'s JSON object and its values by field, when the validator looked them up at once.
+    self_index: Option<SelfIndex<'r>>,
+    patterns: &'r LiteralPatterns,
+    /// Comprehension variables, outermost first.
+    locals: Vec<Fv<'r>>,
+    /// The lists built by `filter()` and `map()` (and list literals).
+    lists: Vec<Vec<Fv<'r>>>,
+}
+
+impl<'r> Run<'r> {
+    fn charge(&mut self, cost: u64) -> Fast<()> {
+        self.cost = self.cost.saturating_add(cost);
+        if self.cost > self.limit { Err(Bail) } else { Ok(()) }
+    }
+
+    fn eval(&mut self, n: &'r Node) -> Fast<Fv<'r>> {
+        Ok(match n {
+            Node::Null => Fv::Null,
+            Node::Bool(b) => Fv::Bool(*b),
+            Node::Int(i) => Fv::Int(*i),
+            Node::Str(s) => Fv::Str(s),
+            Node::TypeName(t) => {
+                self.charge(1)?;
+                Fv::Type(t)
+            }
+            Node::SelfVar => {
+                self.charge(1)?;
+                self.self_value.ok_or(Bail)?
+            }
+            Node::OldSelfVar => {
+                self.charge(1)?;
+                self.old_self.ok_or(Bail)?
+            }
+            Node::Local(i) => {
+                self.charge(1)?;
+                *self.locals.get(*i).ok_or(Bail)?
+            }
+            Node::Field { operand, field, test_only } => {
+                let v = self.eval(operand)?;
+                self.charge(1)?;
+                self.field(v, field, *test_only)?
+            }
+            Node::VarField { var, field, test_only } => self.var_field(*var, field, *test_only)?,
+            Node::And(l, r) | Node::Or(l, r) => {
+                let decisive = matches!(n, Node::Or(..));
+                match self.operand(l)? {
+                    Fv::Bool(b) if b == decisive => Fv::Bool(b),
+                    Fv::Bool(_) => match self.operand(r)? {
+                        Fv::Bool(b) => Fv::Bool(b),
+                        _ => return Err(Bail),
+                    },
+                    _ => return Err(Bail),
+                }
+            }
+            Node::Conditional(parts) => {
+                let [c, t, f] = &**parts;
+                match self.eval(c)? {
+                    Fv::Bool(true) => self.eval(t)?,
+                    Fv::Bool(false) => self.eval(f)?,
+                    _ => return Err(Bail),
+                }
+            }
+            Node::NotStrictlyFalse(a) => {
+                let v = self.operand(a)?;
+                self.charge(1)?;
+                Fv::Bool(!matches!(v, Fv::Bool(false)))
+            }
+            Node::Call(b, operands) => match &**operands {
+                [x] => {
+                    let x = self.operand(x)?;
+                    self.builtin(*b, &[x])?
+                }
+                [x, y] => {
+                    let x = self.operand(x)?;
+                    let y = self.operand(y)?;
+                    self.builtin(*b, &[x, y])?
+                }
+                _ => return Err(Bail),
+            },
+            Node::TypeOf(a) => {
+                let v = self.eval(a)?;
+                self.charge(1)?;
+                Fv::Type(type_name(v)?)
+            }
+            Node::List(elements) => self.list(elements)?,
+            Node::Append { accu, elem } => self.append(*accu, elem)?,
+            Node::Comprehension(c) => self.fold(c)?,
+        })
+    }
+
+    /// An operand: literals, variables and their fields in place, anything else through
+    /// [`Run::eval`].
+    #[inline(always)]
+    fn operand(&mut self, n: &'r Node) -> Fast<Fv<'r>> {
+        match n {
+            Node::Int(i) => Ok(Fv::Int(*i)),
+            Node::Str(s) => Ok(Fv::Str(s)),
+            Node::Bool(b) => Ok(Fv::Bool(*b)),
+            Node::Local(i) => {
+                self.charge(1)?;
+                self.locals.get(*i).copied().ok_or(Bail)
+            }
+            Node::VarField { var, field, test_only } => self.var_field(*var, field, *test_only),
+            _ => self.eval(n),
+        }
+    }
+
+    /// `var.field` (or `has(var.field)`): the identifier and the selection.
+    fn var_field(&mut self, var: Var, field: &'r ResolvedField, test_only: bool) -> Fast<Fv<'r>> {
+        self.charge(2)?;
+        let v = match var {
+            Var::Itself => self.self_value,
+            Var::Old => self.old_self,
+            Var::Local(i) => self.locals.get(i).copied(),
+        };
+        self.field(v.ok_or(Bail)?, field, test_only)
+    }
+
+    /// A list literal.
+    #[inline(never)]
+    fn list(&mut self, elements: &'r [Node]) -> Fast<Fv<'r>> {
+        let mut out = Vec::with_capacity(elements.len());
+        for el in elements {
+            out.push(self.eval(el)?);
+        }
+        self.charge(10)?;
+        self.lists.push(out);
+        Ok(Fv::Built(self.lists.len() - 1))
+    }
+
+    /// `@result + [elem]`, charged as the general evaluator's in-place step charges it: the
+    /// identifier, the element, the list literal, `_+_`.
+    #[inline(never)]
+    fn append(&mut self, accu: usize, elem: &'r Node) -> Fast<Fv<'r>> {
+        self.charge(1)?;
+        let Some(Fv::Built(list)) = self.locals.get(accu).copied() else { return Err(Bail) };
+        let v = self.eval(elem)?;
+        self.charge(10)?;
+        self.charge(1)?;
+        self.lists.get_mut(list).ok_or(Bail)?.push(v);
+        Ok(Fv::Built(list))
+    }
+
+    /// `v.field`, or `has(v.field)` when `test_only`.
+    fn field(&self, v: Fv<'r>, field: &'r ResolvedField, test_only: bool) -> Fast<Fv<'r>> {
+        let Fv::Object(json, ty) = v else { return Err(Bail) };
+        if !std::ptr::eq(ty, Arc::as_ptr(&field.object)) {
+            return Err(Bail);
+        }
+        let indexed = match self.self_index {
+            Some((self_json, index)) if std::ptr::eq(self_json, json) => index.get(field.slot).copied(),
+            _ => None,
+        };
+        let found = match indexed {
+            Some(indexed) => indexed,
+            None => json.get(&field.property),
+        };
+        match (found.filter(|j| !j.is_null()), test_only) {
+            (found, true) => Ok(Fv::Bool(found.is_some())),
+            (Some(j), false) => from_json(j, &field.ty),
+            (None, false) => Err(Bail),
+        }
+    }
+
+    #[inline(never)]
+    fn fold(&mut self, c: &'r Loop) -> Fast<Fv<'r>> {
+        let range = self.eval(&c.range)?;
+        let len = match range {
+            Fv::List(items, _) => items.len(),
+            Fv::Built(i) => self.lists.get(i).ok_or(Bail)?.len(),
+            Fv::Map(m, _) => m.len(),
+            _ => return Err(Bail),
+        };
+        let accu = self.eval(&c.init)?;
+        let base = self.locals.len();
+        self.locals.push(accu);
+        let mut keys = match range {
+            Fv::Map(m, _) => Some(m.keys()),
+            _ => None,
+        };
+        for i in 0..len {
+            let item = match (range, keys.as_mut()) {
+                (Fv::List(items, elem), _) => from_json(items.get(i).ok_or(Bail)?, elem)?,
+                (Fv::Built(l), _) => *self.lists.get(l).and_then(|l| l.get(i)).ok_or(Bail)?,
+                (_, Some(keys)) => Fv::Str(keys.next().ok_or(Bail)?),
+                _ => return Err(Bail),
+            };
+            self.locals.push(item);
+            let proceed = !matches!(self.eval(&c.condition)?, Fv::Bool(false));
+            if !proceed {
+                break;
+            }
+            let next = self.eval(&c.step)?;
+            self.locals.truncate(base + 1);
+            *self.locals.get_mut(base).ok_or(Bail)? = next;
+        }
+        self.locals.truncate(base + 1);
+        let result = self.eval(&c.result)?;
+        self.locals.truncate(base);
+        Ok(result)
+    }
+
+    /// A standard operator or string function, charged as `stdlib::builtin_cost` charges it.
+    fn builtin(&mut self, b: Builtin, args: &[Fv<'r>]) -> Fast<Fv<'r>> {
+        self.charge(self.builtin_cost(b, args)?)?;
+        Ok(match (b, args) {
+            (Builtin::Not, [Fv::Bool(v)]) => Fv::Bool(!v),
+            (Builtin::Equals, [x, y]) => Fv::Bool(self.equals(*x, *y)?),
+            (Builtin::NotEquals, [x, y]) => Fv::Bool(!self.equals(*x, *y)?),
+            (Builtin::Less | Builtin::LessEquals | Builtin::Greater | Builtin::GreaterEquals, [x, y]) => {
+                let ordering = match (x, y) {
+                    (Fv::Int(x), Fv::Int(y)) => x.cmp(y),
+                    (Fv::Str(x), Fv::Str(y)) => x.as_bytes().cmp(y.as_bytes()),
+                    (Fv::Bool(x), Fv::Bool(y)) => x.cmp(y),
+                    (Fv::Timestamp(x), Fv::Timestamp(y)) => x.cmp(y),
+                    (Fv::Duration(x), Fv::Duration(y)) => x.cmp(y),
+                    _ => return Err(Bail),
+                };
+                Fv::Bool(match b {
+                    Builtin::Less => ordering.is_lt(),
+                    Builtin::LessEquals => ordering.is_le(),
+                    Builtin::Greater => ordering.is_gt(),
+                    _ => ordering.is_ge(),
+                })
+            }
+            (Builtin::Add | Builtin::Subtract | Builtin::Multiply | Builtin::Divide | Builtin::Modulo, [x, y]) => {
+                let (x, y) = (scalar_value(*x)?, scalar_value(*y)?);
+                match stdlib::arithmetic(b, &x, &y) {
+                    Some(Ok(Value::Int(i))) => Fv::Int(i),
+                    Some(Ok(Value::Timestamp(t))) => Fv::Timestamp(t),
+                    Some(Ok(Value::Duration(d))) => Fv::Duration(d),
+                    _ => return Err(Bail),
+                }
+            }
+            (Builtin::Negate, [Fv::Int(i)]) => Fv::Int(i.checked_neg().ok_or(Bail)?),
+            (Builtin::Index, [Fv::Map(m, decl), Fv::Str(k)]) => from_json(m.get(*k).ok_or(Bail)?, decl)?,
+            (Builtin::Index, [Fv::List(items, elem), Fv::Int(i)]) => {
+                from_json(usize::try_from(*i).ok().and_then(|i| items.get(i)).ok_or(Bail)?, elem)?
+            }
+            (Builtin::Index, [Fv::Built(l), Fv::Int(i)]) => {
+                *self.lists.get(*l).and_then(|l| usize::try_from(*i).ok().and_then(|i| l.get(i))).ok_or(Bail)?
+            }
+            (Builtin::In, [k, Fv::Map(m, _)]) => Fv::Bool(matches!(k, Fv::Str(k) if m.contains_key(*k))),
+            (Builtin::In, [v, Fv::List(items, elem)]) => {
+                for item in items.iter() {
+                    if self.equals(*v, from_json(item, elem)?)? {
+                        return Ok(Fv::Bool(true));
+                    }
+                }
+                Fv::Bool(false)
+            }
+            (Builtin::In, [v, Fv::Built(l)]) => {
+                let len = self.lists.get(*l).ok_or(Bail)?.len();
+                for i in 0..len {
+                    let item = *self.lists.get(*l).and_then(|l| l.get(i)).ok_or(Bail)?;
+                    if self.equals(*v, item)? {
+                        return Ok(Fv::Bool(true));
+                    }
+                }
+                Fv::Bool(false)
+            }
+            (Builtin::Size, [v]) => Fv::Int(i64::try_from(self.size(*v).ok_or(Bail)?).map_err(|_| Bail)?),
+            (Builtin::Contains, [Fv::Str(s), Fv::Str(sub)]) => Fv::Bool(s.contains(sub)),
+            (Builtin::StartsWith, [Fv::Str(s), Fv::Str(p)]) => Fv::Bool(s.starts_with(p)),
+            (Builtin::EndsWith, [Fv::Str(s), Fv::Str(p)]) => Fv::Bool(s.ends_with(p)),
+            (Builtin::Matches, [Fv::Str(s), Fv::Str(p)]) => Fv::Bool(self.patterns.get(p).ok_or(Bail)?.is_match(s)),
+            _ => return Err(Bail),
+        })
+    }
+
+    /// `stdlib::builtin_cost` on fast values.
+    fn builtin_cost(&self, b: Builtin, args: &[Fv<'r>]) -> Fast<u64> {
+        let size = |i: usize| args.get(i).map_or(Some(1), |v| self.cost_size(*v)).ok_or(Bail);
+        let is_text = |i: usize| matches!(args.get(i), Some(Fv::Str(_)));
+        Ok(match b {
+            Builtin::StartsWith | Builtin::EndsWith => stdlib::traversal_cost(size(0)?),
+            Builtin::In if matches!(args.get(1), Some(Fv::List(..) | Fv::Built(_))) => size(1)?,
+            Builtin::Equals | Builtin::NotEquals => stdlib::traversal_cost(size(0)?.min(size(1)?)),
+            Builtin::Less | Builtin::LessEquals | Builtin::Greater | Builtin::GreaterEquals
+                if is_text(0) && is_text(1) =>
+            {
+                stdlib::traversal_cost(size(0)?.min(size(1)?))
+            }
+            Builtin::Add if is_text(0) && is_text(1) => stdlib::traversal_cost(size(0)?.saturating_add(size(1)?)),
+            Builtin::Matches => stdlib::matches_cost(size(0)?, size(1)?),
+            Builtin::Contains => stdlib::contains_cost(size(0)?, size(1)?),
+            _ => 1,
+        })
+    }
+
+    /// `Value::cost_size`.
+    fn cost_size(&self, v: Fv<'r>) -> Option<u64> {
+        Some(match v {
+            Fv::Str(s) => s.chars().count() as u64,
+            Fv::List(items, _) => items.len() as u64,
+            Fv::Map(m, _) => m.len() as u64,
+            Fv::Built(l) => self.lists.get(l)?.len() as u64,
+            _ => 1,
+        })
+    }
+
+    /// `size()`: of strings, lists and maps only.
+    fn size(&self, v: Fv<'r>) -> Option<u64> {
+        matches!(v, Fv::Str(_) | Fv::List(..) | Fv::Map(..) | Fv::Built(_)).then(|| self.cost_size(v)).flatten()
+    }
+
+    /// `value::equals` for scalars; structured values give up.
+    fn equals(&self, x: Fv<'r>, y: Fv<'r>) -> Fast<bool> {
+        Ok(match (x, y) {
+            (Fv::Object(..) | Fv::List(..) | Fv::Map(..) | Fv::Built(_), _)
+            | (_, Fv::Object(..) | Fv::List(..) | Fv::Map(..) | Fv::Built(_)) => return Err(Bail),
+            (Fv::Null, Fv::Null) => true,
+            (Fv::Bool(x), Fv::Bool(y)) => x == y,
+            (Fv::Int(x), Fv::Int(y)) => x == y,
+            (Fv::Str(x), Fv::Str(y)) => x == y,
+            (Fv::Timestamp(x), Fv::Timestamp(y)) => x == y,
+            (Fv::Duration(x), Fv::Duration(y)) => x == y,
+            (Fv::Type(x), Fv::Type(y)) => x == y,
+            // Scalars of different kinds (no doubles or unsigned here) are not equal.
+            _ => false,
+        })
+    }
+}
+
+/// `Value::from_json` for the values the fast path covers.
+fn from_json<'r>(j: &'r Json, decl: &'r DeclType) -> Fast<Fv<'r>> {
+    Ok(match (&decl.kind, j) {
+        (_, Json::Null) => Fv::Null,
+        (DeclKind::List { elem, .. }, Json::Array(items)) => Fv::List(items, elem),
+        (DeclKind::Map { value }, Json::Object(m)) => Fv::Map(m, value),
+        (DeclKind::Object(ty), Json::Object(m)) => Fv::Object(m, ty),
+        (DeclKind::Scalar(t), j) => match (t, j) {
+            (Type::Bool | Type::Dyn, Json::Bool(b)) => Fv::Bool(*b),
+            (Type::Int, Json::Number(n)) => Fv::Int(json_int(n).ok_or(Bail)?),
+            (Type::String | Type::Dyn, Json::String(s)) => Fv::Str(s),
+            (Type::Timestamp, Json::String(s)) => {
+                Fv::Timestamp(time::parse_rfc3339(s).or_else(|| time::parse_date(s)).ok_or(Bail)?)
+            }
+            (Type::Duration, Json::String(s)) => Fv::Duration(time::parse_duration(s).map_err(|_| Bail)?),
+            // int-or-string: a number that is not an integer is a double, not covered.
+            (Type::Dyn, Json::Number(n)) => Fv::Int(json_int(n).ok_or(Bail)?),
+            _ => return Err(Bail),
+        },
+        _ => return Err(Bail),
+    })
+}
+
+/// `type(v)`'s name, for the values whose type name is static.
+fn type_name(v: Fv<'_>) -> Fast<&'static str> {
+    Ok(match v {
+        Fv::Null => "null_type",
+        Fv::Bool(_) => "bool",
+        Fv::Int(_) => "int",
+        Fv::Str(_) => "string",
+        Fv::Timestamp(_) => "google.protobuf.Timestamp",
+        Fv::Duration(_) => "google.protobuf.Duration",
+        Fv::Type(_) => "type",
+        Fv::List(..) | Fv::Built(_) => "list",
+        Fv::Map(..) => "map",
+        Fv::Object(..) => return Err(Bail),
+    })
+}
+
+/// A scalar as a general value, for the arithmetic the standard library does.
+fn scalar_value(v: Fv<'_>) -> Fast<Value<'static>> {
+    Ok(match v {
+        Fv::Int(i) => Value::Int(i),
+        Fv::Timestamp(t) => Value::Timestamp(t),
+        Fv::Duration(d) => Value::Duration(d),
+        _ => return Err(Bail),
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::eval::{CostTracker, run_general};
+    use crate::{CompileOptions, compile_rule};
+
+    /// Rules, and the objects (`self`, `oldSelf`) they run on, evaluated both ways: the fast
+    /// path either gives up or agrees with the general evaluation on the result and the cost.
+    /// `covered`: the rule has a fast form, and gets through on every object listed.
+    #[test]
+    fn the_fast_path_agrees_with_the_general_evaluation_or_gives_up() {
+        let schema = json!({"type": "object", "properties": {
+            "n": {"type": "integer"}, "m": {"type": "integer"}, "s": {"type": "string"},
+            "l": {"type": "array", "items": {"type": "integer"}},
+            "names": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "kv": {"type": "object", "additionalProperties": {"type": "string"}},
+            "o": {"type": "object", "properties": {"a": {"type": "integer"}, "x-y": {"type": "string"}}},
+            "items": {"type": "array", "items": {"type": "object", "properties": {
+                "name": {"type": "string"}, "v": {"type": "integer"}}}},
+            "ios": {"x-kubernetes-int-or-string": true},
+            "at": {"type": "string", "format": "date-time"},
+            "ttl": {"type": "string", "format": "duration"},
+            "d": {"type": "number"},
+        }});
+        let objects = [
+            json!({"n": 3, "m": 5, "s": "abc", "l": [1, 2, 0], "names": ["a", "b"], "kv": {"k": "v", "j": "w"},
+                   "o": {"a": 1, "x-y": "z"}, "items": [{"name": "a", "v": 1}, {"name": "b", "v": 20}],
+                   "ios": "x", "at": "2026-01-01T00:00:00Z", "ttl": "1h", "d": 1.5}),
+            json!({"n": -9223372036854775807_i64, "m": 0, "s": "", "l": [], "names": [], "kv": {},
+                   "o": {}, "items": [{"name": "a"}], "ios": 1000, "at": "2026-01-01", "ttl": "0s"}),
+            json!({"n": 2, "m": 2.0, "s": "ünïcödé", "ios": 1.5, "kv": {"k": "é"}}),
+            json!({}),
+        ];
+        // (rule, covered: on the fast path for the first object)
+        let rules: &[(&str, bool)] = &[
+            ("self.n <= self.m", true),
+            ("self.n + 1 > self.m - 1 && self.n * 2 != 7", true),
+            ("self.n / self.m == 0 || self.n % self.m == 3", true),
+            ("-self.n < 0", true),
+            ("self.s.startsWith('a') || self.s.endsWith('c') || self.s.contains('b')", true),
+            ("self.s.matches('^[a-c]*$')", true),
+            ("size(self.s) < 4 && self.s.size() >= 0", true),
+            ("self.s == 'abc' ? self.n == 3 : self.n != 3", true),
+            ("self.s < 'b' && self.s >= ''", true),
+            ("'k' in self.kv && self.kv['k'] == 'v'", true),
+            ("1 in self.l && !(5 in self.l)", true),
+            ("self.l[0] == 1", true),
+            ("self.names.all(n, n in ['a', 'b', 'c'])", true),
+            ("self.l.all(x, x >= 0 && x < 100)", true),
+            ("self.l.exists(x, x == 2)", true),
+            ("self.l.exists_one(x, x > 1)", true),
+            ("self.kv.all(k, k.size() == 1)", true),
+            ("self.items.filter(i, i.v > 5).all(i, i.name == 'b')", true),
+            ("size(self.items.filter(i, has(i.v))) == 2", true),
+            ("self.l.map(x, x * 2).exists(x, x == 4)", true),
+            ("self.items.exists(i, i.name == 'a' && i.v < 10)", true),
+            ("has(self.o.a) && self.o.x__dash__y == 'z' && has(self.o.x__dash__y)", true),
+            ("type(self.ios) == string ? self.ios == 'x' : self.ios == 1000", true),
+            ("self.at + self.ttl > self.at && self.at - self.ttl < self.at", true),
+            ("self.n == oldSelf.n && self.s == oldSelf.s", true),
+            ("self.l == oldSelf.l", false),
+            ("self.o == oldSelf.o", false),
+            ("self.d > 1.0", false),
+            ("self.d == 1.5", false),
+            ("self.l.all(x, 10 / x > 1)", false),
+            ("[0, 1].all(x, 10 / x > 5)", false),
+            ("self.kv.exists(k, self.kv[k] == 'w')", false),
+            ("self.?o.?a.orValue(0) == 1", false),
+        ];
+        let structural = versa_schema::Structural::from_json(&schema).unwrap();
+        let decl = DeclType::from_structural(&structural, false).unwrap();
+        for (source, covered) in rules {
+            let compiled = compile_rule(source, &decl, &CompileOptions::default()).unwrap();
+            let first = Activation::for_rule(&objects[0], Some(&objects[0]), &decl, false).unwrap();
+            let fast_on_first =
+                compiled.fast.as_ref().is_some_and(|p| p.run(&first, &compiled.patterns, u64::MAX).is_ok());
+            assert!(!covered || fast_on_first, "{source}: not on the fast path");
+            for self_json in &objects {
+                for old_json in &objects {
+                    let act = Activation::for_rule(self_json, Some(old_json), &decl, false).unwrap();
+                    let mut general = CostTracker::default();
+                    let expected = run_general(&compiled, &act, &mut general);
+                    let Some(program) = &compiled.fast else { continue };
+                    if let Ok((result, cost)) = program.run(&act, &compiled.patterns, u64::MAX) {
+                        let context = format!("{source} on {self_json} (old {old_json})");
+                        assert!(matches!(expected, Ok(Value::Bool(b)) if b == result), "{context}: {expected:?}");
+                        assert_eq!(cost, general.last_cost(), "{context}");
+                    }
+                }
+            }
+        }
+    }
+}
