@@ -90,6 +90,9 @@ enum Node {
     /// `type(x)`.
     TypeOf(Box<Node>),
     List(Box<[Node]>),
+    /// A list literal of literals (not a comprehension's initial accumulator): built once per
+    /// evaluation, however often it is reached.
+    ConstList(Box<[Node]>),
     /// `@result + [elem]` in a macro's loop step: the accumulator list at `accu` grows in place.
     Append {
         accu: usize,
@@ -169,6 +172,7 @@ impl Program {
             patterns,
             locals: Vec::with_capacity(self.locals),
             lists: Vec::new(),
+            consts: Vec::new(),
         };
         match run.eval(&self.root)? {
             Fv::Bool(b) => Ok((b, run.cost)),
@@ -256,7 +260,13 @@ impl Lower<'_> {
                 _ => return None,
             },
             ExprKind::List { elements, optional_indices } if optional_indices.is_empty() => {
-                Node::List(elements.iter().map(|el| self.lower(el)).collect::<Option<_>>()?)
+                let elements: Box<[Node]> = elements.iter().map(|el| self.lower(el)).collect::<Option<_>>()?;
+                let literal = |n: &Node| matches!(n, Node::Null | Node::Bool(_) | Node::Int(_) | Node::Str(_));
+                if !elements.is_empty() && elements.iter().all(literal) {
+                    Node::ConstList(elements)
+                } else {
+                    Node::List(elements)
+                }
             }
             ExprKind::Comprehension(c) if c.iter_var2.is_none() => {
                 // As the evaluator stacks them: the accumulator, then the iteration variable.
@@ -313,6 +323,8 @@ struct Run<'r> {
     locals: Vec<Fv<'r>>,
     /// The lists built by `filter()` and `map()` (and list literals).
     lists: Vec<Vec<Fv<'r>>>,
+    /// The lists of [`Node::ConstList`]s already built, by node.
+    consts: Vec<(&'r [Node], usize)>,
 }
 
 impl<'r> Run<'r> {
@@ -391,6 +403,21 @@ impl<'r> Run<'r> {
                 Fv::Type(type_name(v)?)
             }
             Node::List(elements) => self.list(elements)?,
+            Node::ConstList(elements) => {
+                match self.consts.iter().find(|(n, _)| std::ptr::eq(*n, &**elements)).map(|(_, l)| *l) {
+                    Some(list) => {
+                        self.charge(10)?;
+                        Fv::Built(list)
+                    }
+                    None => {
+                        let list = self.list(elements)?;
+                        if let Fv::Built(i) = list {
+                            self.consts.push((elements, i));
+                        }
+                        list
+                    }
+                }
+            }
             Node::Append { accu, elem } => self.append(*accu, elem)?,
             Node::Comprehension(c) => self.fold(c)?,
         })
@@ -442,6 +469,10 @@ impl<'r> Run<'r> {
     fn append(&mut self, accu: usize, elem: &'r Node) -> Fast<Fv<'r>> {
         self.charge(1)?;
         let Some(Fv::Built(list)) = self.locals.get(accu).copied() else { return Err(Bail) };
+        // A shared constant list is never grown (macros start from `[]`, which is not one).
+        if self.consts.iter().any(|(_, l)| *l == list) {
+            return Err(Bail);
+        }
         let v = self.eval(elem)?;
         self.charge(10)?;
         self.charge(1)?;
@@ -730,6 +761,7 @@ mod tests {
             ("1 in self.l && !(5 in self.l)", true),
             ("self.l[0] == 1", true),
             ("self.names.all(n, n in ['a', 'b', 'c'])", true),
+            ("self.l.all(x, x in [0, 1, 2] && size([1, 2]) == 2) && [3, 4][1] == 4", true),
             ("self.l.all(x, x >= 0 && x < 100)", true),
             ("self.l.exists(x, x == 2)", true),
             ("self.l.exists_one(x, x > 1)", true),
