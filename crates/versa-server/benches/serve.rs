@@ -666,18 +666,9 @@ fn widget_definition(group: &str, conversion: Value) -> Value {
             }}},
         })
     };
-    json!({
-        "apiVersion": "versa.dev/v1",
-        "kind": "ResourceDefinition",
-        "metadata": {"name": format!("widgets.{group}")},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [version("v1", true), version("v2", false)],
-            "conversion": conversion,
-        },
-    })
+    let mut def = namespaced_definition(group, "widget", "Widget", json!([version("v1", true), version("v2", false)]));
+    def["spec"]["conversion"] = conversion;
+    def
 }
 
 /// A v1 Widget of `group` named `name` (the size of a CronTab), labelled for [`EVERY_OBJECT`].
@@ -1017,15 +1008,21 @@ fn cel_collection(group: &str) -> String {
 fn cel_definition(group: &str, rules: bool) -> Value {
     let mut schema = seed::schema();
     servable(&mut schema, rules);
+    let versions = json!([{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}]);
+    namespaced_definition(group, "crontab", "CronTab", versions)
+}
+
+/// A namespaced definition of `kind` in `group` (plural: `singular` + "s") with `versions`.
+fn namespaced_definition(group: &str, singular: &str, kind: &str, versions: Value) -> Value {
     json!({
         "apiVersion": "versa.dev/v1",
         "kind": "ResourceDefinition",
-        "metadata": {"name": format!("crontabs.{group}")},
+        "metadata": {"name": format!("{singular}s.{group}")},
         "spec": {
             "group": group,
             "scope": "Namespaced",
-            "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}],
+            "names": {"plural": format!("{singular}s"), "singular": singular, "kind": kind},
+            "versions": versions,
         },
     })
 }
