@@ -87,14 +87,15 @@ pub const OLD_SELF_VAR: &str = "oldSelf";
 pub struct CompileOptions {
     /// The rule's `optionalOldSelf`: `oldSelf` is `optional_type(T)` instead of `T`.
     pub optional_old_self: bool,
-    /// Report list and map literals whose elements have different types (cel-go's
-    /// homogeneous-aggregate-literal validator, on in Kubernetes since 1.29).
-    pub homogeneous_literals: bool,
+    /// cel-go's literal validators, on in Kubernetes since 1.29: list and map literals whose
+    /// elements have different types, `duration`/`timestamp` calls on a literal that does not
+    /// convert, and `matches` on a literal that is not a regular expression are compile errors.
+    pub validate_literals: bool,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { optional_old_self: false, homogeneous_literals: true }
+        CompileOptions { optional_old_self: false, validate_literals: true }
     }
 }
 
@@ -164,8 +165,9 @@ pub fn compile_expression(
         Variable { name: OLD_SELF_VAR.to_owned(), ty: old_self },
     ];
     let checked = check::check(&ast.expr, &ast.source_info, source, &vars).map_err(fail)?;
-    if opts.homogeneous_literals {
-        let errors = homogeneous_literal_errors(&ast, &checked, source);
+    if opts.validate_literals {
+        let mut errors = format_literal_errors(&ast, source);
+        errors.extend(homogeneous_literal_errors(&ast, &checked, source));
         if !errors.is_empty() {
             return Err(fail(errors));
         }
@@ -215,6 +217,32 @@ pub fn compile_message_expression(
 
 /// cel-go's homogeneous aggregate literal validator: within one list literal all elements,
 /// and within one map literal all keys and all values, must have the same type.
+/// cel-go's format validators (`ValidateDurationLiterals`, `ValidateTimestampLiterals`,
+/// `ValidateRegexLiterals`): every call of `duration` or `timestamp` whose first argument is a
+/// literal must evaluate, and every call of `matches` whose first argument is a literal string
+/// must compile as a regular expression (for `s.matches(re)` that is the pattern; cel-go also
+/// looks at the first argument of the global `matches(s, re)`, which is the string). The error
+/// is at the literal: `invalid duration argument`.
+fn format_literal_errors(ast: &ParsedExpr, source: &str) -> Vec<CompileError> {
+    let mut errors = Vec::new();
+    ast.expr.walk(&mut |e| {
+        let ExprKind::Call { function, args, .. } = &e.kind else { return };
+        let Some(arg @ Expr { kind: ExprKind::Literal(literal), .. }) = args.first() else { return };
+        let valid = match (function.as_str(), literal) {
+            ("duration" | "timestamp", _) => {
+                eval::eval_expr(e, &eval::Activation::new(), &mut eval::CostTracker::default()).is_ok()
+            }
+            ("matches", ast::Literal::String(pattern)) => versa_schema::pattern::compile(pattern).is_ok(),
+            _ => return,
+        };
+        if !valid {
+            let loc = ast.source_info.location(source, arg.id);
+            errors.push(CompileError::new(loc, format!("invalid {function} argument")));
+        }
+    });
+    errors
+}
+
 fn homogeneous_literal_errors(ast: &ParsedExpr, checked: &Checked, source: &str) -> Vec<CompileError> {
     let ty = |id: ExprId| checked.types.get(id as usize).cloned().unwrap_or(Type::Dyn);
     let mut errors = Vec::new();

@@ -31,7 +31,8 @@
 //!   (`value::field_index`); children are found by merging the schema's properties with the
 //!   object's when the rules are on many of them.
 //!
-//! Not here: rules inside `allOf` branches (kube also runs those), and the metrics.
+//! Not here: rules inside `allOf` branches, which a structural schema cannot have (kube's
+//! validator also walks them, for schemas that are not CRDs'), and the metrics.
 
 use std::collections::BTreeMap;
 

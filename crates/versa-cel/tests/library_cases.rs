@@ -36,7 +36,7 @@ fn run_cases(file: &str) -> (Vec<String>, usize) {
     let cases: Vec<Case> = serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let decl = string_decl();
     let self_json = json!("");
-    let opts = CompileOptions { optional_old_self: false, homogeneous_literals: false };
+    let opts = CompileOptions { optional_old_self: false, validate_literals: false };
     let mut failures = Vec::new();
     for case in &cases {
         let compiled = match (compile_expression(&case.expr, &decl, &opts), &case.compile_error) {
