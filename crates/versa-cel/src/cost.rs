@@ -66,24 +66,34 @@ impl CostEstimate {
     }
 }
 
+/// The element a list-building comprehension appends in its step (`@result + [elem]`, possibly
+/// under a filter's `?:`): `x` for `filter`, the mapped expression for `map` and
+/// `transformList`. `None` for any other comprehension.
+fn appended_element(c: &crate::ast::Comprehension) -> Option<&Expr> {
+    fn find<'e>(e: &'e Expr, accu: &str) -> Option<&'e Expr> {
+        match &e.kind {
+            ExprKind::Call { function, args, .. } if function == op::ADD => match args.as_slice() {
+                [a, b] if matches!(&a.kind, ExprKind::Ident(n) if n == accu) => match &b.kind {
+                    ExprKind::List { elements, .. } if elements.len() == 1 => elements.first(),
+                    _ => None,
+                },
+                _ => None,
+            },
+            ExprKind::Call { args, .. } => args.iter().find_map(|a| find(a, accu)),
+            _ => None,
+        }
+    }
+    if !matches!(&c.accu_init.kind, ExprKind::List { elements, .. } if elements.is_empty()) {
+        return None;
+    }
+    find(&c.loop_step, &c.accu_var)
+}
+
 /// Whether a comprehension keeps some of its range's elements as they are: an empty list
 /// accumulator whose step appends the iteration variable itself (`filter`).
 fn is_filter(c: &crate::ast::Comprehension) -> bool {
-    fn appends_var(e: &Expr, accu: &str, var: &str) -> bool {
-        match &e.kind {
-            ExprKind::Call { function, args, .. } if function == op::ADD => {
-                matches!(args.as_slice(), [a, b]
-                    if matches!(&a.kind, ExprKind::Ident(n) if n == accu)
-                        && matches!(&b.kind, ExprKind::List { elements, .. }
-                            if matches!(elements.as_slice(), [x] if matches!(&x.kind, ExprKind::Ident(n) if n == var))))
-            }
-            ExprKind::Call { args, .. } => args.iter().any(|a| appends_var(a, accu, var)),
-            _ => false,
-        }
-    }
     c.iter_var2.is_none()
-        && matches!(&c.accu_init.kind, ExprKind::List { elements, .. } if elements.is_empty())
-        && appends_var(&c.loop_step, &c.accu_var, &c.iter_var)
+        && appended_element(c).is_some_and(|x| matches!(&x.kind, ExprKind::Ident(n) if *n == c.iter_var))
 }
 
 /// How many times data of a type whose smallest JSON form is `min_serialized_size` bytes can
@@ -95,7 +105,14 @@ pub fn max_cardinality(min_serialized_size: i64) -> u64 {
 
 /// The estimated cost of one run of `compiled`, whose `self` (and `oldSelf`) is `self_type`.
 pub fn estimate_cost(compiled: &CompiledExpression, self_type: &DeclType) -> CostEstimate {
-    let mut c = Coster { compiled, root: self_type, iter_ranges: Vec::new(), paths: Vec::new(), sizes: Vec::new() };
+    let mut c = Coster {
+        compiled,
+        root: self_type,
+        iter_ranges: Vec::new(),
+        paths: Vec::new(),
+        sizes: Vec::new(),
+        element_sizes: Vec::new(),
+    };
     c.cost(&compiled.ast.expr)
 }
 
@@ -122,6 +139,9 @@ struct Coster<'a> {
     paths: Vec<(u32, FieldPath)>,
     /// Sizes computed for comprehension and concatenation results.
     sizes: Vec<(u32, CostEstimate)>,
+    /// The size of the elements of lists built by `map()` and `transformList()` (cel-go's
+    /// entry sizes): the mapped expression's.
+    element_sizes: Vec<(u32, CostEstimate)>,
 }
 
 impl<'a> Coster<'a> {
@@ -152,6 +172,14 @@ impl<'a> Coster<'a> {
                             (Some(mut p), Some(s)) => {
                                 p.push(s.to_owned());
                                 Some(p)
+                            }
+                            // An element of a list `map()` built: the mapped expression's size.
+                            (None, Some("@items")) => {
+                                if let Some((_, size)) = self.element_sizes.iter().rev().find(|(id, _)| *id == range.id)
+                                {
+                                    self.sizes.push((e.id, *size));
+                                }
+                                None
                             }
                             _ => None,
                         }
@@ -218,10 +246,15 @@ impl<'a> Coster<'a> {
                 // A filter's result holds elements of its range: they keep the range's element
                 // sizes (cel-go carries them through), so `l.filter(...).all(x, ...)` costs
                 // `x` as an element of `l`.
-                if is_filter(c)
-                    && let Some(p) = self.path(&c.iter_range).cloned()
-                {
-                    self.paths.push((e.id, p));
+                if is_filter(c) {
+                    if let Some(p) = self.path(&c.iter_range).cloned() {
+                        self.paths.push((e.id, p));
+                    }
+                } else if let Some(elem) = appended_element(c) {
+                    // A mapped list's elements have the mapped expression's size (cel-go 0.23
+                    // and later), so `l.map(x, x.name).all(n, ...)` costs `n` as a name.
+                    let size = self.size(elem);
+                    self.element_sizes.push((e.id, size));
                 }
                 sum.add(range.multiply(step_cost.add(loop_cost)))
             }
@@ -326,9 +359,12 @@ impl<'a> Coster<'a> {
         sum.add(fn_cost)
     }
 
-    /// The size of the elements of list `e` (Kubernetes' `listElementNode`): the schema's
-    /// `@items` size when the list has a path, else unknown.
+    /// The size of the elements of list `e` (Kubernetes' `listElementNode`): a mapped list's
+    /// element size, the schema's `@items` size when the list has a path, else unknown.
     fn element_size(&self, e: &Expr) -> CostEstimate {
+        if let Some((_, size)) = self.element_sizes.iter().rev().find(|(id, _)| *id == e.id) {
+            return *size;
+        }
         if let Some(p) = self.path(e) {
             let mut p = p.clone();
             p.push("@items".into());
