@@ -717,13 +717,9 @@ mod tests {
 
     use super::*;
     use crate::eval::{CostTracker, run_general};
-    use crate::{CompileOptions, compile_rule};
+    use crate::{CompileOptions, CompiledExpression, compile_rule};
 
-    /// Rules, and the objects (`self`, `oldSelf`) they run on, evaluated both ways: the fast
-    /// path either gives up or agrees with the general evaluation on the result and the cost.
-    /// `covered`: the rule has a fast form, and gets through on every object listed.
-    #[test]
-    fn the_fast_path_agrees_with_the_general_evaluation_or_gives_up() {
+    fn schema() -> DeclType {
         let schema = json!({"type": "object", "properties": {
             "n": {"type": "integer"}, "m": {"type": "integer"}, "s": {"type": "string"},
             "l": {"type": "array", "items": {"type": "integer"}},
@@ -737,15 +733,44 @@ mod tests {
             "ttl": {"type": "string", "format": "duration"},
             "d": {"type": "number"},
         }});
-        let objects = [
+        let structural = versa_schema::Structural::from_json(&schema).unwrap();
+        DeclType::from_structural(&structural, false).unwrap()
+    }
+
+    fn objects() -> Vec<Json> {
+        vec![
             json!({"n": 3, "m": 5, "s": "abc", "l": [1, 2, 0], "names": ["a", "b"], "kv": {"k": "v", "j": "w"},
                    "o": {"a": 1, "x-y": "z"}, "items": [{"name": "a", "v": 1}, {"name": "b", "v": 20}],
                    "ios": "x", "at": "2026-01-01T00:00:00Z", "ttl": "1h", "d": 1.5}),
             json!({"n": -9223372036854775807_i64, "m": 0, "s": "", "l": [], "names": [], "kv": {},
                    "o": {}, "items": [{"name": "a"}], "ios": 1000, "at": "2026-01-01", "ttl": "0s"}),
-            json!({"n": 2, "m": 2.0, "s": "ünïcödé", "ios": 1.5, "kv": {"k": "é"}}),
+            json!({"n": 2, "m": 2.0, "s": "ünïcödé", "ios": 1.5, "kv": {"k": "é"}, "l": [7, -7, 9223372036854775807_i64]}),
             json!({}),
-        ];
+        ]
+    }
+
+    /// Evaluates `compiled` both ways on `new` (with `old`); panics if the fast path gets
+    /// through with another result or cost than the general evaluation. Whether it got through.
+    fn agree(compiled: &CompiledExpression, decl: &DeclType, new: &Json, old: &Json) -> bool {
+        let act = Activation::for_rule(new, Some(old), decl, false).unwrap();
+        let mut general = CostTracker::default();
+        let expected = run_general(compiled, &act, &mut general);
+        let Some(program) = &compiled.fast else { return false };
+        let Ok((result, cost)) = program.run(&act, &compiled.patterns, u64::MAX) else { return false };
+        let context = format!("{} on {new} (old {old})", compiled.source);
+        assert!(
+            matches!(expected, Ok(Value::Bool(b)) if b == result),
+            "{context}: fast {result}, general {expected:?}"
+        );
+        assert_eq!(cost, general.last_cost(), "{context}: cost");
+        true
+    }
+
+    /// Rules, and the objects (`self`, `oldSelf`) they run on, evaluated both ways: the fast
+    /// path either gives up or agrees with the general evaluation on the result and the cost.
+    /// `covered`: the rule has a fast form, and gets through on the first object.
+    #[test]
+    fn the_fast_path_agrees_with_the_general_evaluation_or_gives_up() {
         // (rule, covered: on the fast path for the first object)
         let rules: &[(&str, bool)] = &[
             ("self.n <= self.m", true),
@@ -783,26 +808,159 @@ mod tests {
             ("self.kv.exists(k, self.kv[k] == 'w')", false),
             ("self.?o.?a.orValue(0) == 1", false),
         ];
-        let structural = versa_schema::Structural::from_json(&schema).unwrap();
-        let decl = DeclType::from_structural(&structural, false).unwrap();
+        let decl = schema();
+        let objects = objects();
         for (source, covered) in rules {
             let compiled = compile_rule(source, &decl, &CompileOptions::default()).unwrap();
-            let first = Activation::for_rule(&objects[0], Some(&objects[0]), &decl, false).unwrap();
-            let fast_on_first =
-                compiled.fast.as_ref().is_some_and(|p| p.run(&first, &compiled.patterns, u64::MAX).is_ok());
+            let fast_on_first = agree(&compiled, &decl, &objects[0], &objects[0]);
             assert!(!covered || fast_on_first, "{source}: not on the fast path");
-            for self_json in &objects {
-                for old_json in &objects {
-                    let act = Activation::for_rule(self_json, Some(old_json), &decl, false).unwrap();
-                    let mut general = CostTracker::default();
-                    let expected = run_general(&compiled, &act, &mut general);
-                    let Some(program) = &compiled.fast else { continue };
-                    if let Ok((result, cost)) = program.run(&act, &compiled.patterns, u64::MAX) {
-                        let context = format!("{source} on {self_json} (old {old_json})");
-                        assert!(matches!(expected, Ok(Value::Bool(b)) if b == result), "{context}: {expected:?}");
-                        assert_eq!(cost, general.last_cost(), "{context}");
-                    }
+            for new in &objects {
+                for old in &objects {
+                    agree(&compiled, &decl, new, old);
                 }
+            }
+        }
+    }
+
+    /// Random well-typed rules over the same schema, each evaluated both ways on every pair of
+    /// objects: the fast path gets through on many of them, and always agrees.
+    #[test]
+    fn random_rules_agree() {
+        let iterations: usize = std::env::var("VERSA_FUZZ_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(600);
+        let seed: u64 = std::env::var("VERSA_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x5eed);
+        let mut g = Gen { state: seed | 1 };
+        let decl = schema();
+        let objects = objects();
+        let (mut compiled_count, mut fast) = (0, 0);
+        for _ in 0..iterations {
+            let source = g.bool_expr(3, None);
+            let Ok(compiled) = compile_rule(&source, &decl, &CompileOptions::default()) else { continue };
+            compiled_count += 1;
+            for new in &objects {
+                for old in &objects {
+                    fast += usize::from(agree(&compiled, &decl, new, old));
+                }
+            }
+        }
+        assert!(compiled_count > iterations / 2, "only {compiled_count} of {iterations} rules compiled");
+        // About half of them get through (the others meet a missing field, an overflow, a
+        // division by zero...).
+        let runs = compiled_count * objects.len() * objects.len();
+        assert!(fast * 4 > runs, "the fast path got through only {fast} times of {runs}");
+    }
+
+    /// A generator of well-typed rules (xorshift; no dependency).
+    struct Gen {
+        state: u64,
+    }
+
+    impl Gen {
+        fn next(&mut self) -> u64 {
+            self.state ^= self.state << 13;
+            self.state ^= self.state >> 7;
+            self.state ^= self.state << 17;
+            self.state
+        }
+
+        fn pick<'a>(&mut self, options: &[&'a str]) -> &'a str {
+            options[(self.next() % options.len() as u64) as usize]
+        }
+
+        fn chance(&mut self, n: u64) -> bool {
+            self.next() % n == 0
+        }
+
+        /// `var`: the name of an int comprehension variable in scope.
+        fn int_expr(&mut self, depth: u32, var: Option<&str>) -> String {
+            if depth == 0 || self.chance(3) {
+                let leaf = self.pick(&[
+                    "self.n",
+                    "self.m",
+                    "self.o.a",
+                    "0",
+                    "1",
+                    "-1",
+                    "7",
+                    "9223372036854775807",
+                    "size(self.l)",
+                    "self.l[0]",
+                    "VAR",
+                ]);
+                return match (leaf, var) {
+                    ("VAR", Some(v)) => v.to_owned(),
+                    ("VAR", None) => "self.n".to_owned(),
+                    (leaf, _) => leaf.to_owned(),
+                };
+            }
+            let op = self.pick(&["+", "-", "*", "/", "%"]);
+            format!("({} {op} {})", self.int_expr(depth - 1, var), self.int_expr(depth - 1, var))
+        }
+
+        fn string_expr(&mut self, var: Option<&str>) -> String {
+            let leaf = self.pick(&["self.s", "'a'", "''", "'abc'", "'ü'", "self.kv['k']", "self.o.x__dash__y", "VAR"]);
+            match (leaf, var) {
+                ("VAR", Some(v)) => v.to_owned(),
+                ("VAR", None) => "self.s".to_owned(),
+                (leaf, _) => leaf.to_owned(),
+            }
+        }
+
+        /// `var`: a comprehension variable in scope, `(name, is_int)`.
+        fn bool_expr(&mut self, depth: u32, var: Option<(&str, bool)>) -> String {
+            let int_var = var.filter(|(_, int)| *int).map(|(v, _)| v);
+            let str_var = var.filter(|(_, int)| !*int).map(|(v, _)| v);
+            if depth == 0 || self.chance(4) {
+                let cmp = self.pick(&["==", "!=", "<", "<=", ">", ">="]);
+                return match self.next() % 12 {
+                    0 | 1 => format!("{} {cmp} {}", self.int_expr(2, int_var), self.int_expr(2, int_var)),
+                    2 => format!("{} {cmp} {}", self.string_expr(str_var), self.string_expr(str_var)),
+                    3 => format!(
+                        "{}.{}({})",
+                        self.string_expr(str_var),
+                        self.pick(&["startsWith", "endsWith", "contains"]),
+                        self.string_expr(str_var)
+                    ),
+                    4 => {
+                        format!("{}.matches('{}')", self.string_expr(str_var), self.pick(&["^a", "b+", "^$", "[a-c]"]))
+                    }
+                    5 => format!("size({}) {cmp} {}", self.string_expr(str_var), self.int_expr(1, int_var)),
+                    6 => format!("{} in self.l", self.int_expr(1, int_var)),
+                    7 => format!("{} in self.kv", self.string_expr(str_var)),
+                    8 => format!("{} in ['a', 'abc', '']", self.string_expr(str_var)),
+                    9 => self.pick(&["has(self.o.a)", "has(self.s)", "true", "false"]).to_owned(),
+                    10 => "type(self.ios) == string ? self.ios == 'x' : self.ios == 1000".to_owned(),
+                    _ => format!("self.at + self.ttl {cmp} self.at"),
+                };
+            }
+            match self.next() % 9 {
+                0 => format!("({} && {})", self.bool_expr(depth - 1, var), self.bool_expr(depth - 1, var)),
+                1 => format!("({} || {})", self.bool_expr(depth - 1, var), self.bool_expr(depth - 1, var)),
+                2 => format!("!({})", self.bool_expr(depth - 1, var)),
+                3 => format!(
+                    "({} ? {} : {})",
+                    self.bool_expr(depth - 1, var),
+                    self.bool_expr(depth - 1, var),
+                    self.bool_expr(depth - 1, var)
+                ),
+                4 | 5 => {
+                    let m = self.pick(&["all", "exists", "exists_one"]);
+                    format!("self.l.{m}(x, {})", self.bool_expr(depth - 1, Some(("x", true))))
+                }
+                6 => {
+                    let m = self.pick(&["all", "exists"]);
+                    format!("self.names.{m}(y, {})", self.bool_expr(depth - 1, Some(("y", false))))
+                }
+                7 => format!(
+                    "size(self.l.filter(x, {})) {} {}",
+                    self.bool_expr(depth - 1, Some(("x", true))),
+                    self.pick(&["==", "<", ">="]),
+                    self.int_expr(1, int_var)
+                ),
+                _ => format!(
+                    "self.l.map(x, {}).exists(z, {})",
+                    self.int_expr(1, Some("x")),
+                    self.bool_expr(depth - 1, Some(("z", true)))
+                ),
             }
         }
     }
