@@ -867,7 +867,7 @@ mod tests {
         }
 
         fn chance(&mut self, n: u64) -> bool {
-            self.next() % n == 0
+            self.next().is_multiple_of(n)
         }
 
         /// `var`: the name of an int comprehension variable in scope.
