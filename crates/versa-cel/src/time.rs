@@ -43,7 +43,7 @@ impl Timestamp {
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -51,6 +51,11 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
+}
+
+/// The year of a day number since 1970-01-01.
+pub(crate) fn civil_year(days: i64) -> i64 {
+    civil_from_days(days).0
 }
 
 /// The date of a day number since 1970-01-01.
@@ -67,7 +72,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-fn is_leap(y: i64) -> bool {
+pub(crate) fn is_leap(y: i64) -> bool {
     (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
 }
 
@@ -250,8 +255,18 @@ pub fn format_duration(nanos: i64) -> String {
     format!("{sign}{secs}.{}s", f.trim_end_matches('0'))
 }
 
-/// A time zone argument of the timestamp accessors: `UTC`, or a fixed offset `+hh:mm`,
-/// `-hh:mm` (cel-go also accepts IANA names, which need a zone database: not supported).
+/// The UTC offset (seconds east) at `t` of a time zone argument of the timestamp accessors, as
+/// cel-go reads it: with a `:`, a fixed offset (`+hh:mm`, `-hh:mm`); otherwise a zone name for
+/// Go's `time.LoadLocation` (`UTC`, `America/New_York`, `Local`; see `zone.rs`). The error is
+/// the message cel-go returns.
+pub fn zone_offset(tz: &str, t: Timestamp) -> Result<i64, String> {
+    if tz.contains(':') || tz.is_empty() || tz == "UTC" {
+        return parse_time_zone(tz).ok_or_else(|| format!("unknown time zone {tz}"));
+    }
+    crate::zone::offset(tz, t.seconds)
+}
+
+/// A fixed time zone argument: `UTC`, or an offset `+hh:mm`, `-hh:mm`.
 pub fn parse_time_zone(tz: &str) -> Option<i64> {
     if tz == "UTC" || tz.is_empty() {
         return Some(0);
