@@ -54,6 +54,7 @@ pub mod error;
 pub mod eval;
 pub mod ext;
 mod fast;
+pub mod field_path;
 mod lexer;
 pub mod parser;
 pub mod plan;

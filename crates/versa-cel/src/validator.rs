@@ -522,68 +522,12 @@ fn same_keys(keys: &[String], a: &Json, b: &Json) -> bool {
     keys.iter().all(|k| a.get(k) == b.get(k))
 }
 
-/// kube's `ValidFieldPath`: `.a.b['c.d']` resolved against the schema, as a relative field path
-/// (`a.b[c.d]` when `b` is a map). `None` when it does not resolve.
+/// A rule's `fieldPath` (`.a.b['c.d']`), resolved against the schema, as a relative field path
+/// (`a.b[c.d]` when `b` is a map). `None` when it does not resolve (definition validation has
+/// refused such a rule already).
 fn normalize_field_path(json_path: &str, schema: &Structural) -> Option<String> {
-    let mut path = Path::none();
-    let mut s = schema;
-    let mut rest = json_path;
-    while !rest.is_empty() {
-        let (name, after) = if let Some(r) = rest.strip_prefix("['") {
-            let end = find_quote_end(r)?;
-            let name = unescape_single_quote(&r[..end])?;
-            (name, r[end + 1..].strip_prefix(']')?)
-        } else if let Some(r) = rest.strip_prefix('.') {
-            let end = r.find(['.', '[']).unwrap_or(r.len());
-            if end == 0 {
-                return None;
-            }
-            (r[..end].to_owned(), &r[end..])
-        } else {
-            return None;
-        };
-        if !s.properties.is_empty() {
-            path = path.child(&name);
-            s = s.properties.get(&name)?;
-        } else if let Some(ap) = s.additional_properties.as_ref().and_then(|ap| ap.schema()) {
-            path = path.key(&name);
-            s = ap;
-        } else {
-            return None;
-        }
-        rest = after;
-    }
-    (!path.is_none()).then(|| path.as_str().to_owned())
-}
-
-/// The index of the quote closing a single-quoted string (one not preceded by a backslash).
-fn find_quote_end(s: &str) -> Option<usize> {
-    let bytes = s.as_bytes();
-    (0..bytes.len()).find(|&i| bytes[i] == b'\'' && (i == 0 || bytes[i - 1] != b'\\'))
-}
-
-fn unescape_single_quote(s: &str) -> Option<String> {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        out.push(match chars.next()? {
-            'a' => '\u{7}',
-            'b' => '\u{8}',
-            'f' => '\u{c}',
-            'n' => '\n',
-            'r' => '\r',
-            't' => '\t',
-            'v' => '\u{b}',
-            '\'' => '\'',
-            '\\' => '\\',
-            _ => return None,
-        });
-    }
-    Some(out)
+    let target = crate::field_path::valid_field_path(json_path, schema, true).ok()?;
+    (!target.path.is_none()).then(|| target.path.as_str().to_owned())
 }
 
 #[cfg(test)]

@@ -202,10 +202,7 @@ impl Rule {
         let dst_offset = if p.s.is_empty() || p.s.starts_with(',') { std + 3600 } else { -p.offset()? };
         // Go's default when the rules are missing: the US rules.
         let (start, end) = if p.s.is_empty() {
-            (
-                When { day: Day::Weekday(3, 2, 0), time: 7200 },
-                When { day: Day::Weekday(11, 1, 0), time: 7200 },
-            )
+            (When { day: Day::Weekday(3, 2, 0), time: 7200 }, When { day: Day::Weekday(11, 1, 0), time: 7200 })
         } else {
             p.s = p.s.strip_prefix(',')?;
             let start = p.when()?;
@@ -342,8 +339,7 @@ impl Parser<'_> {
             let w = self.number()?;
             self.s = self.s.strip_prefix('.')?;
             let d = self.number()?;
-            ((1..=12).contains(&m) && (1..=5).contains(&w) && (0..=6).contains(&d))
-                .then_some(Day::Weekday(m, w, d))?
+            ((1..=12).contains(&m) && (1..=5).contains(&w) && (0..=6).contains(&d)).then_some(Day::Weekday(m, w, d))?
         } else {
             let n = self.number()?;
             (0..=365).contains(&n).then_some(Day::Ordinal(n))?

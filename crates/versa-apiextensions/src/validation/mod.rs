@@ -12,7 +12,6 @@
 mod approval;
 mod columns;
 mod conversion;
-pub mod field_path;
 mod metadata;
 mod names;
 mod options;

@@ -9,7 +9,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::Selectab
 use versa_schema::Structural;
 use versa_schema::field::{Error, ErrorList, Path};
 
-use super::field_path::valid_field_path;
+use versa_cel::field_path::valid_field_path;
 
 /// At most this many selectable fields per version.
 pub(super) const MAX_SELECTABLE_FIELDS: usize = 8;

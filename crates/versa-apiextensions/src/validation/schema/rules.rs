@@ -6,8 +6,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{JSONSch
 use versa_schema::Structural;
 use versa_schema::field::{Error, ErrorList, Path};
 
-use crate::validation::field_path::valid_field_path;
 use crate::validation::has_newlines;
+use versa_cel::field_path::valid_field_path;
 
 /// The reasons a rule may report, sorted as upstream lists them.
 const SUPPORTED_REASONS: [&str; 4] =

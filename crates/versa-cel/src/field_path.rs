@@ -4,7 +4,8 @@
 //!
 //! Only field accessors (`.name`) and quoted map keys (`['key']`) are allowed — never list
 //! indexes — and every step must exist in the schema, so a path is known to be valid when the
-//! definition is accepted.
+//! definition is accepted. Definition validation checks paths with it, and the rule validator
+//! resolves a rule's `fieldPath` with it into the path its errors are reported at.
 
 use versa_schema::Structural;
 use versa_schema::field::Path;
