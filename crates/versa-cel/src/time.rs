@@ -123,7 +123,8 @@ pub fn parse_rfc3339(s: &str) -> Option<Timestamp> {
     }
     let mut i = 19;
     let mut nanos: u32 = 0;
-    if b.get(i) == Some(&b'.') {
+    // Go accepts a comma before the fraction too.
+    if matches!(b.get(i), Some(b'.' | b',')) {
         i += 1;
         let start = i;
         while b.get(i).is_some_and(u8::is_ascii_digit) {

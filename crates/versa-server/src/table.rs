@@ -368,84 +368,16 @@ pub fn human_duration(d: Duration) -> String {
     format!("{}y", hours / 24 / 365)
 }
 
-/// Parses an RFC 3339 timestamp as Go's `time.Parse(time.RFC3339, s)` does:
-/// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, with calendar-checked fields.
+/// Parses an RFC 3339 timestamp as Go's `time.Parse(time.RFC3339, s)` does (CEL's parser:
+/// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, with calendar-checked fields).
 pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
-    let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let part = s.get(r)?;
-        if part.bytes().all(|c| c.is_ascii_digit()) { part.parse().ok() } else { None }
-    };
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
-        return None;
-    }
-    if hour > 23 || minute > 59 || second > 59 {
-        return None;
-    }
-    let mut rest = &s[19..];
-    let mut nanos: u32 = 0;
-    if let Some(frac) = rest.strip_prefix(['.', ',']) {
-        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 || digits > 9 {
-            return None;
-        }
-        let padded = format!("{:0<9}", &frac[..digits]);
-        nanos = padded.parse().ok()?;
-        rest = &frac[digits..];
-    }
-    let offset_secs = match rest {
-        "Z" => 0,
-        _ => {
-            let ob = rest.as_bytes();
-            if ob.len() != 6 || !(ob[0] == b'+' || ob[0] == b'-') || ob[3] != b':' {
-                return None;
-            }
-            let oh: i64 = rest.get(1..3)?.parse().ok()?;
-            let om: i64 = rest.get(4..6)?.parse().ok()?;
-            if oh > 23 || om > 59 {
-                return None;
-            }
-            let sign = if ob[0] == b'-' { -1 } else { 1 };
-            sign * (oh * 3600 + om * 60)
-        }
-    };
-    let days = days_from_civil(year, month, day);
-    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_secs;
-    let base = if secs >= 0 {
-        UNIX_EPOCH.checked_add(Duration::from_secs(secs.unsigned_abs()))?
+    let t = versa_cel::time::parse_rfc3339(s)?;
+    let base = if t.seconds >= 0 {
+        UNIX_EPOCH.checked_add(Duration::from_secs(t.seconds.unsigned_abs()))?
     } else {
-        UNIX_EPOCH.checked_sub(Duration::from_secs(secs.unsigned_abs()))?
+        UNIX_EPOCH.checked_sub(Duration::from_secs(t.seconds.unsigned_abs()))?
     };
-    base.checked_add(Duration::from_nanos(u64::from(nanos)))
-}
-
-fn is_leap(year: i64) -> bool {
-    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    base.checked_add(Duration::from_nanos(u64::from(t.nanos)))
 }
 
 #[cfg(test)]
@@ -513,6 +445,9 @@ mod tests {
         assert_eq!(epoch("2026-11-22T03:00:00Z"), Some(1_795_316_400.0));
         assert_eq!(epoch("2026-11-22T05:00:00+02:00"), Some(1_795_316_400.0));
         assert_eq!(epoch("2026-11-22T02:30:00.5-00:30"), Some(1_795_316_400.5));
+        // Go also takes a comma before the fraction, and more than nine digits (truncated).
+        assert_eq!(epoch("2026-11-22T03:00:00,25Z"), Some(1_795_316_400.25));
+        assert_eq!(epoch("2026-11-22T03:00:00.5000000009Z"), Some(1_795_316_400.5));
         assert_eq!(epoch("1969-12-31T23:59:59Z"), Some(-1.0));
         assert_eq!(parse_rfc3339("0001-01-01T00:00:00Z"), Some(go_zero_time()));
         for bad in [
