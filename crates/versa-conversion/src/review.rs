@@ -379,10 +379,7 @@ fn unmarshal_error(v: &Value, owner: &str, field: &str, go_type: &str) -> String
 pub(crate) fn new_uid(rng: &dyn ring::rand::SecureRandom) -> Result<String, ring::error::Unspecified> {
     let mut b = [0u8; 16];
     rng.fill(&mut b)?;
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    Ok(format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32]))
+    Ok(versa_schema::objectmeta::uuid_v4(b))
 }
 
 #[cfg(test)]

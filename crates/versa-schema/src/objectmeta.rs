@@ -13,6 +13,15 @@ use serde_json::{Map, Value};
 use crate::field::{Error, Path};
 use crate::structural::Structural;
 
+/// A version 4 UUID (`metadata.uid`, a ConversionReview's `uid`) from 16 random bytes: the
+/// version and variant bits set, in the 8-4-4-4-12 hexadecimal form.
+pub fn uuid_v4(mut bytes: [u8; 16]) -> String {
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+}
+
 /// How to treat malformed metadata fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Malformed {

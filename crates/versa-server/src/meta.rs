@@ -16,10 +16,7 @@ pub fn new_uid() -> String {
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
         b = nanos.to_le_bytes();
     }
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+    versa_schema::objectmeta::uuid_v4(b)
 }
 
 /// Five random characters for `generateName`, from Kubernetes' alphabet.
