@@ -40,12 +40,14 @@
 //!   declarations, runtime semantics and costs.
 //!
 //! - [`plan`]: what evaluation works out once per expression (literal values, resolved
-//!   functions and variables, the schema field of each selection).
+//!   functions and variables, the schema field of each selection); `fast` (private): the fast
+//!   path of [`eval()`] for the common rules, exact or not taken.
+//! - [`field_path`]: `fieldPath` and `selectableFields` paths resolved against a schema;
+//!   `zone` (private): IANA time zones from the system's zone database.
 //!
-//! Not here yet: IANA time-zone names in the timestamp accessors, and the literal validators
-//! (duration, timestamp, regex). Backtick-quoted field names (`` self.`a-b` ``) are refused as
-//! Kubernetes refuses them: its environment does not enable cel-go's identifier escape syntax.
-//! `docs/cel.md` describes all of this for definition authors.
+//! Backtick-quoted field names (`` self.`a-b` ``) are refused as Kubernetes refuses them: its
+//! environment does not enable cel-go's identifier escape syntax. `docs/cel.md` describes all
+//! of this for definition authors.
 
 pub mod ast;
 pub mod check;
