@@ -140,8 +140,9 @@ enum Fv<'r> {
 impl Program {
     /// The fast form of a checked expression, when it has a `bool` result and every node is
     /// covered.
-    pub(crate) fn build(expr: &Expr, plan: &Plan, result_type: &Type) -> Option<Program> {
-        if *result_type != Type::Bool {
+    pub(crate) fn build(expr: &Expr, plan: &Plan, result_type: &Type, self_type: &DeclType) -> Option<Program> {
+        // Values the fast path does not cover would make every evaluation give up: no fast form.
+        if *result_type != Type::Bool || !covered(self_type) {
             return None;
         }
         let mut b = Lower { plan, accumulators: Vec::new(), depth: 0, max_depth: 0 };
@@ -200,6 +201,17 @@ fn fv_of<'r>(v: &'r Value<'_>) -> Fast<Fv<'r>> {
     })
 }
 
+/// Whether values of `decl` (and the elements of lists and maps of it) are ones the fast path
+/// covers: not doubles, unsigned integers or bytes.
+fn covered(decl: &DeclType) -> bool {
+    match &decl.kind {
+        DeclKind::Scalar(t) => !matches!(t, Type::Double | Type::Uint | Type::Bytes),
+        DeclKind::List { elem, .. } => covered(elem),
+        DeclKind::Map { value } => covered(value),
+        DeclKind::Object(_) => true,
+    }
+}
+
 /// Lowering of the syntax tree, using what the plan resolved.
 struct Lower<'p> {
     plan: &'p Plan,
@@ -229,7 +241,7 @@ impl Lower<'_> {
                 _ => return None,
             },
             ExprKind::Select { operand, test_only, .. } => match step {
-                Step::Field(Some(field)) => match self.lower(operand)? {
+                Step::Field(Some(field)) if covered(&field.ty) => match self.lower(operand)? {
                     Node::SelfVar => Node::VarField { var: Var::Itself, field: field.clone(), test_only: *test_only },
                     Node::OldSelfVar => Node::VarField { var: Var::Old, field: field.clone(), test_only: *test_only },
                     Node::Local(i) => {
@@ -820,6 +832,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Rules that would give up on every object get no fast form (they would pay twice).
+    #[test]
+    fn rules_over_uncovered_values_have_no_fast_form() {
+        let decl = schema();
+        for source in ["self.d > 1.0", "self.d == 1.5 || self.n == 1"] {
+            let compiled = compile_rule(source, &decl, &CompileOptions::default()).unwrap();
+            assert!(compiled.fast.is_none(), "{source}");
+        }
+        let structural = versa_schema::Structural::from_json(&json!({"type": "number"})).unwrap();
+        let number = DeclType::from_structural(&structural, false).unwrap();
+        assert!(compile_rule("self > 1.0", &number, &CompileOptions::default()).unwrap().fast.is_none());
+        let compiled = compile_rule("self.n == 1", &decl, &CompileOptions::default()).unwrap();
+        assert!(compiled.fast.is_some());
     }
 
     /// Random well-typed rules over the same schema, each evaluated both ways on every pair of

@@ -182,7 +182,7 @@ pub fn compile_expression(
         source: source.to_owned(),
         result_type: checked.result_type.clone(),
         patterns: ext::regex::LiteralPatterns::of(&ast.expr),
-        fast: fast::Program::build(&ast.expr, &plan, &checked.result_type),
+        fast: fast::Program::build(&ast.expr, &plan, &checked.result_type, self_type),
         plan,
         ast,
         checked,
