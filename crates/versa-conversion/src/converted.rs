@@ -113,8 +113,10 @@ fn validate(original: &Value, converted: &Value) -> Result<(), String> {
     if a != b {
         return Err(format!("must have the same kind: {a} != {b}"));
     }
+    // `metadata` looked up once in each object.
+    let (original_meta, converted_meta) = (original.get("metadata"), converted.get("metadata"));
     for (field, label) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
-        let (a, b) = (meta_str(original, field), meta_str(converted, field));
+        let (a, b) = (meta_str(original_meta, field), meta_str(converted_meta, field));
         if a != b {
             return Err(format!("must have the same {label}: {a} != {b}"));
         }

@@ -48,9 +48,10 @@ pub(crate) fn str_field<'a>(obj: &'a Value, key: &str) -> &'a str {
     obj.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-/// A string in `metadata`, `""` when absent or not a string (`GetName`, `GetNamespace`, `GetUID`).
-pub(crate) fn meta_str<'a>(obj: &'a Value, key: &str) -> &'a str {
-    obj.get("metadata").and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or("")
+/// A string in an object's `metadata` (given, as `obj.get("metadata")`), `""` when absent or
+/// not a string (`GetName`, `GetNamespace`, `GetUID`).
+pub(crate) fn meta_str<'a>(metadata: Option<&'a Value>, key: &str) -> &'a str {
+    metadata.and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Go's `%T` of a value decoded into `interface{}` by the unstructured decoder, which keeps
