@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use super::{FORMAT_TYPE, Opaque, Res, as_opaque, ceil_cost, list_of_strings, opaque, str_size, text};
+use super::{FORMAT_TYPE, Opaque, Res, as_opaque, ceil_cost, charged, list_of_strings, opaque, str_size, text};
 use crate::eval::{Interp, no_overload};
 use crate::types::Type;
 use crate::value::Value;
@@ -104,32 +104,23 @@ pub(crate) fn call<'a>(
 ) -> Option<Res<'a>> {
     if !member && function == "format.named" {
         let name = args.first().and_then(text)?;
-        if let Err(e) = interp.charge(1) {
-            return Some(Err(e));
-        }
-        return Some(Ok(Value::Optional(named(name).map(|f| Arc::new(opaque(Opaque::Format(f)))))));
+        return Some(charged(interp, 1, || {
+            Ok(Value::Optional(named(name).map(|f| Arc::new(opaque(Opaque::Format(f))))))
+        }));
     }
     if !member && args.is_empty() {
         let f = named(function.strip_prefix("format.")?)?;
-        if let Err(e) = interp.charge(1) {
-            return Some(Err(e));
-        }
-        return Some(Ok(opaque(Opaque::Format(f))));
+        return Some(charged(interp, 1, || Ok(opaque(Opaque::Format(f)))));
     }
     if member && function == "validate" {
         let Some(Opaque::Format(f)) = args.first().and_then(as_opaque) else { return None };
         let Some(s) = args.get(1).and_then(text) else { return Some(Err(no_overload(function))) };
         let str_cost = ceil_cost((1.0 + str_size(&args[1]) as f64) * 0.1);
         let re_cost = ceil_cost(f.max_regex_size as f64 * 0.25);
-        if let Err(e) = interp.charge(str_cost.saturating_mul(re_cost)) {
-            return Some(Err(e));
-        }
-        let errors = (f.validate)(s);
-        return Some(Ok(Value::Optional(if errors.is_empty() {
-            None
-        } else {
-            Some(Arc::new(list_of_strings(errors)))
-        })));
+        return Some(charged(interp, str_cost.saturating_mul(re_cost), || {
+            let errors = (f.validate)(s);
+            Ok(Value::Optional(if errors.is_empty() { None } else { Some(Arc::new(list_of_strings(errors))) }))
+        }));
     }
     None
 }

@@ -121,28 +121,38 @@ pub(crate) fn call<'a>(
     member: bool,
     args: &[Value<'a>],
 ) -> Option<Res<'a>> {
-    if let Some(r) = strings::call(interp, function, member, args) {
-        return Some(r);
-    }
-    if let Some(r) = lists::call(interp, function, member, args) {
-        return Some(r);
-    }
-    if let Some(r) = regex::call(interp, function, member, args) {
-        return Some(r);
-    }
-    if let Some(r) = quantity::call(interp, function, member, args) {
-        return Some(r);
-    }
-    if let Some(r) = net::call(interp, function, member, args) {
-        return Some(r);
-    }
-    if let Some(r) = url::call(interp, function, member, args) {
-        return Some(r);
-    }
-    if let Some(r) = semver::call(interp, function, member, args) {
-        return Some(r);
-    }
-    format::call(interp, function, member, args)
+    strings::call(interp, function, member, args)
+        .or_else(|| lists::call(interp, function, member, args))
+        .or_else(|| regex::call(interp, function, member, args))
+        .or_else(|| quantity::call(interp, function, member, args))
+        .or_else(|| net::call(interp, function, member, args))
+        .or_else(|| url::call(interp, function, member, args))
+        .or_else(|| semver::call(interp, function, member, args))
+        .or_else(|| format::call(interp, function, member, args))
+}
+
+/// Charges a library call's `cost`, then computes its result: the charge's error (a
+/// cancellation) instead when the cost is over a limit.
+pub(crate) fn charged<'a>(interp: &mut Interp<'a, '_>, cost: u64, result: impl FnOnce() -> Res<'a>) -> Res<'a> {
+    interp.charge(cost)?;
+    result()
+}
+
+/// The library's conversion of the string `arg` (`quantity(s)`, `url(s)`, `semver(s)`), or its
+/// test (`isQuantity(s)`, ...: `check`), charged a tenth of the string's size as Kubernetes
+/// charges it: the value `parse` makes of it, whether it parses, or the parse error.
+pub(crate) fn parse_string<'a, T, E: Into<String>>(
+    interp: &mut Interp<'a, '_>,
+    arg: &Value<'_>,
+    check: bool,
+    parse: impl FnOnce() -> Result<T, E>,
+    value: impl FnOnce(T) -> Opaque,
+) -> Res<'a> {
+    charged(interp, ceil_cost(str_size(arg) as f64 * 0.1), || match (check, parse()) {
+        (true, r) => Ok(Value::Bool(r.is_ok())),
+        (false, Ok(v)) => Ok(opaque(value(v))),
+        (false, Err(e)) => Err(EvalError::new(e)),
+    })
 }
 
 /// `ceil(x)` as a cost, saturating.

@@ -12,7 +12,7 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::{CIDR_TYPE, IP_TYPE, Opaque, Res, as_opaque, ceil_cost, opaque, str_size, text};
+use super::{CIDR_TYPE, IP_TYPE, Opaque, Res, as_opaque, ceil_cost, charged, opaque, str_size, text};
 use crate::eval::{EvalError, Interp, no_overload};
 use crate::types::Type;
 use crate::value::Value;
@@ -258,10 +258,7 @@ pub(crate) fn call<'a>(
         }
         _ => return None,
     };
-    if let Err(e) = interp.charge(cost) {
-        return Some(Err(e));
-    }
-    Some(result())
+    Some(charged(interp, cost, result))
 }
 
 fn ip_accessor<'a>(function: &str, ip: Ip) -> Value<'a> {

@@ -13,7 +13,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use super::{Opaque, QUANTITY_TYPE, Res, as_opaque, ceil_cost, opaque, str_size, text};
+use super::{Opaque, QUANTITY_TYPE, Res, as_opaque, charged, opaque, parse_string, text};
 use crate::eval::{EvalError, Interp, no_overload};
 use crate::types::Type;
 use crate::value::Value;
@@ -217,15 +217,7 @@ pub(crate) fn call<'a>(
     match (function, member) {
         ("quantity" | "isQuantity", false) => {
             let s = args.first().and_then(text)?;
-            if let Err(e) = interp.charge(ceil_cost(str_size(&args[0]) as f64 * 0.1)) {
-                return Some(Err(e));
-            }
-            let parsed = parse(s);
-            Some(match (function, parsed) {
-                ("isQuantity", r) => Ok(Value::Bool(r.is_ok())),
-                (_, Ok(q)) => Ok(opaque(Opaque::Quantity(q))),
-                (_, Err(e)) => Err(EvalError::new(e)),
-            })
+            Some(parse_string(interp, &args[0], function == "isQuantity", || parse(s), Opaque::Quantity))
         }
         (
             "sign" | "isInteger" | "asInteger" | "asApproximateFloat" | "add" | "sub" | "isGreaterThan" | "isLessThan"
@@ -233,10 +225,7 @@ pub(crate) fn call<'a>(
             true,
         ) => {
             let q = args.first().and_then(quantity_of)?;
-            if let Err(e) = interp.charge(1) {
-                return Some(Err(e));
-            }
-            Some(member_call(function, q, &args[1..]))
+            Some(charged(interp, 1, || member_call(function, q, &args[1..])))
         }
         _ => None,
     }

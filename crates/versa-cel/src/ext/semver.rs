@@ -9,8 +9,8 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use super::{Opaque, Res, SEMVER_TYPE, as_opaque, ceil_cost, opaque, str_size, text};
-use crate::eval::{EvalError, Interp, no_overload};
+use super::{Opaque, Res, SEMVER_TYPE, as_opaque, charged, parse_string, text};
+use crate::eval::{Interp, no_overload};
 use crate::types::Type;
 use crate::value::Value;
 
@@ -202,23 +202,13 @@ pub(crate) fn call<'a>(
                 Some(Value::Bool(b)) => *b,
                 Some(_) => return Some(Err(no_overload(function))),
             };
-            if let Err(e) = interp.charge(ceil_cost(str_size(&args[0]) as f64 * 0.1)) {
-                return Some(Err(e));
-            }
-            let parsed = if normalize { normalize_and_parse(s) } else { parse(s) };
-            Some(match (function, parsed) {
-                ("isSemver", r) => Ok(Value::Bool(r.is_ok())),
-                (_, Ok(v)) => Ok(opaque(Opaque::Semver(v))),
-                (_, Err(e)) => Err(EvalError::new(e)),
-            })
+            let parsed = || if normalize { normalize_and_parse(s) } else { parse(s) };
+            Some(parse_string(interp, &args[0], function == "isSemver", parsed, Opaque::Semver))
         }
         ("major" | "minor" | "patch" | "isGreaterThan" | "isLessThan" | "compareTo", true) => {
             let v = args.first().and_then(semver_of)?;
-            if let Err(e) = interp.charge(1) {
-                return Some(Err(e));
-            }
             let as_int = |n: u64| Value::Int(n as i64);
-            Some(match (function, &args[1..]) {
+            Some(charged(interp, 1, || match (function, &args[1..]) {
                 ("major", []) => Ok(as_int(v.major)),
                 ("minor", []) => Ok(as_int(v.minor)),
                 ("patch", []) => Ok(as_int(v.patch)),
@@ -234,7 +224,7 @@ pub(crate) fn call<'a>(
                     None => Err(no_overload(function)),
                 },
                 _ => Err(no_overload(function)),
-            })
+            }))
         }
         _ => None,
     }

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Opaque, Res, URL_TYPE, as_opaque, ceil_cost, list_of_strings, opaque, str_size, text};
-use crate::eval::{EvalError, Interp};
+use super::{Opaque, Res, URL_TYPE, as_opaque, charged, list_of_strings, parse_string, text};
+use crate::eval::Interp;
 use crate::types::Type;
 use crate::value::{Map, Value};
 
@@ -246,31 +246,27 @@ pub(crate) fn call<'a>(
     match (function, member) {
         ("url" | "isURL", false) => {
             let s = args.first().and_then(text)?;
-            if let Err(e) = interp.charge(ceil_cost(str_size(&args[0]) as f64 * 0.1)) {
-                return Some(Err(e));
-            }
-            Some(match (function, parse(s)) {
-                ("isURL", r) => Ok(Value::Bool(r.is_ok())),
-                (_, Ok(u)) => Ok(opaque(Opaque::Url(u))),
-                (_, Err(e)) => Err(EvalError::new(format!("URL parse error during conversion from string: {e}"))),
-            })
+            let parsed = || parse(s).map_err(|e| format!("URL parse error during conversion from string: {e}"));
+            Some(parse_string(interp, &args[0], function == "isURL", parsed, Opaque::Url))
         }
         ("getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath" | "getQuery", true) => {
             let Some(Opaque::Url(u)) = args.first().and_then(as_opaque) else { return None };
-            if let Err(e) = interp.charge(1) {
-                return Some(Err(e));
-            }
-            Some(Ok(match function {
-                "getScheme" => Value::string(u.scheme.clone()),
-                "getHost" => Value::string(u.host.clone()),
-                "getHostname" => Value::string(u.hostname()),
-                "getPort" => Value::string(u.port()),
-                "getEscapedPath" => Value::string(u.escaped_path()),
-                _ => {
-                    let entries =
-                        u.query().into_iter().map(|(k, v)| (Value::string(k), list_of_strings(v))).collect::<Vec<_>>();
-                    Value::Map(Map::Owned(std::sync::Arc::new(entries)))
-                }
+            Some(charged(interp, 1, || {
+                Ok(match function {
+                    "getScheme" => Value::string(u.scheme.clone()),
+                    "getHost" => Value::string(u.host.clone()),
+                    "getHostname" => Value::string(u.hostname()),
+                    "getPort" => Value::string(u.port()),
+                    "getEscapedPath" => Value::string(u.escaped_path()),
+                    _ => {
+                        let entries = u
+                            .query()
+                            .into_iter()
+                            .map(|(k, v)| (Value::string(k), list_of_strings(v)))
+                            .collect::<Vec<_>>();
+                        Value::Map(Map::Owned(std::sync::Arc::new(entries)))
+                    }
+                })
             }))
         }
         _ => None,
