@@ -20,7 +20,7 @@
 #![recursion_limit = "512"]
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use versa_cel::{CompileOptions, DeclType, SchemaRules, compile_message_expression, compile_rule, estimate_cost};
@@ -29,6 +29,10 @@ use versa_schema::pipeline::{self, ResourceKind};
 
 #[path = "support/seed.rs"]
 mod seed;
+
+#[path = "../../versa-schema/benches/support/rounds.rs"]
+mod rounds;
+use rounds::time;
 use seed::{object, schema};
 
 /// Every rule (and messageExpression) of the schema with the schema node it sits on.
@@ -96,27 +100,6 @@ fn per_rule(schema_json: &Value, rule_count: usize, admitted: &[Value], olds: &[
         let source = found.iter().find(|(_, _, _, m)| !m).map_or("?", |(_, _, s, _)| s.as_str());
         println!("  {:>7.0} ns  {source}", t.as_secs_f64() * 1e9 / admitted.len() as f64);
     }
-}
-
-/// Runs each of `passes` in interleaved rounds for about `budget` and returns the median time
-/// of a pass for each (as `versa-schema`'s pipeline benchmark does).
-fn time<const N: usize>(budget: Duration, mut passes: [&mut dyn FnMut(); N]) -> [Duration; N] {
-    for pass in passes.iter_mut() {
-        pass(); // warm up
-    }
-    let mut samples: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::new());
-    let start = Instant::now();
-    while start.elapsed() < budget || samples[0].len() < 5 {
-        for (pass, times) in passes.iter_mut().zip(samples.iter_mut()) {
-            let t = Instant::now();
-            pass();
-            times.push(t.elapsed());
-        }
-    }
-    samples.map(|mut times| {
-        times.sort();
-        times[times.len() / 2]
-    })
 }
 
 fn main() {

@@ -9,7 +9,11 @@
 //! Run: `cargo bench -p versa-schema` (prints MB/s and the ratio; not a test, asserts nothing).
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+#[path = "support/rounds.rs"]
+mod rounds;
+use rounds::time;
 
 use serde_json::{Value, json};
 use versa_schema::Structural;
@@ -95,28 +99,6 @@ fn nested(i: usize, depth: usize) -> Value {
         v = json!({"child": v, "n": d, "s": "abc"});
     }
     json!({"apiVersion": "deep.example.com/v1", "kind": "Deep", "metadata": {"name": format!("deep-{i}"), "namespace": "default"}, "spec": v})
-}
-
-/// Runs each of `passes` (one pass over the corpus each) in interleaved rounds for about
-/// `budget`, and returns the median time of a pass for each. Interleaving makes a change of load
-/// on the shared machine weigh on all of them alike; the median ignores the rounds it hit.
-fn time<const N: usize>(budget: Duration, mut passes: [&mut dyn FnMut(); N]) -> [Duration; N] {
-    for pass in passes.iter_mut() {
-        pass(); // warm up
-    }
-    let mut samples: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::new());
-    let start = Instant::now();
-    while start.elapsed() < budget || samples[0].len() < 5 {
-        for (pass, times) in passes.iter_mut().zip(samples.iter_mut()) {
-            let t = Instant::now();
-            pass();
-            times.push(t.elapsed());
-        }
-    }
-    samples.map(|mut times| {
-        times.sort();
-        times[times.len() / 2]
-    })
 }
 
 fn run(name: &str, schema: &Value, objects: &[Value], kind: &ResourceKind<'_>) {
