@@ -916,7 +916,7 @@ fn cel(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
         cpu(&without),
         target_max(added, 20.0, "%")
     );
-    let rules = seed_rule_count();
+    let rules = seed::rule_count();
     println!(
         "| CEL per rule evaluation (CPU difference ÷ {rules} rules) | {:.0} ns | | | |",
         (cpu(&with) - cpu(&without)) * 1e3 / rules as f64
@@ -1048,17 +1048,6 @@ fn servable(node: &mut Value, rules: bool) {
             servable(child, rules);
         }
     }
-}
-
-/// How many rules the seed's schema has.
-fn seed_rule_count() -> usize {
-    fn count(node: &Value) -> usize {
-        let own = node.get("x-kubernetes-validations").and_then(Value::as_array).map_or(0, Vec::len);
-        let properties = node.get("properties").and_then(Value::as_object).into_iter().flatten().map(|(_, c)| count(c));
-        let nested = ["items", "additionalProperties"].into_iter().filter_map(|k| node.get(k)).map(count);
-        own + properties.sum::<usize>() + nested.sum::<usize>()
-    }
-    count(&seed::schema())
 }
 
 /// Object `i` of the seed's corpus in `group` at `generation`, with `rv` as its

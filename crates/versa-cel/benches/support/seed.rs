@@ -163,3 +163,30 @@ pub fn object(i: usize, generation: i64) -> Value {
         "status": {"availableReplicas": 2}
     })
 }
+
+/// Every rule (and messageExpression) of the schema with the schema node it sits on.
+pub fn rules_with_nodes(node: &Value, is_root: bool, out: &mut Vec<(Value, bool, String, bool)>) {
+    for r in node.get("x-kubernetes-validations").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(rule) = r.get("rule").and_then(Value::as_str) {
+            out.push((node.clone(), is_root, rule.to_owned(), false));
+        }
+        if let Some(m) = r.get("messageExpression").and_then(Value::as_str) {
+            out.push((node.clone(), is_root, m.to_owned(), true));
+        }
+    }
+    for (_, child) in node.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        rules_with_nodes(child, false, out);
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = node.get(key).filter(|c| c.is_object()) {
+            rules_with_nodes(child, false, out);
+        }
+    }
+}
+
+/// How many rules (not counting messageExpressions) the seed's schema has.
+pub fn rule_count() -> usize {
+    let mut found = Vec::new();
+    rules_with_nodes(&schema(), true, &mut found);
+    found.iter().filter(|(_, _, _, is_message)| !is_message).count()
+}
