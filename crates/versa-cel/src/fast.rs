@@ -159,7 +159,9 @@ impl Program {
         limit: u64,
     ) -> Result<(bool, u64), Bail> {
         let self_value = activation.self_value.as_ref().map(fv_of).transpose()?;
-        let old_self = activation.old_self.as_ref().map(fv_of).transpose()?;
+        // `oldSelf` as `optional_type` (`optionalOldSelf`) is not covered: a rule gives up only
+        // where it reads it.
+        let old_self = activation.old_self.as_ref().and_then(|v| fv_of(v).ok());
         let self_index = match &activation.self_value {
             Some(Value::Object(o)) => o.index.map(|ix| (o.json, ix)),
             _ => None,
@@ -847,6 +849,21 @@ mod tests {
         assert!(compile_rule("self > 1.0", &number, &CompileOptions::default()).unwrap().fast.is_none());
         let compiled = compile_rule("self.n == 1", &decl, &CompileOptions::default()).unwrap();
         assert!(compiled.fast.is_some());
+    }
+
+    /// With `optionalOldSelf`, `oldSelf` is an optional, which the fast path does not cover:
+    /// rules that do not read it still get through.
+    #[test]
+    fn an_optional_old_self_only_stops_rules_that_read_it() {
+        let decl = schema();
+        let opts = CompileOptions { optional_old_self: true, ..CompileOptions::default() };
+        let objects = objects();
+        let act = Activation::for_rule(&objects[0], None, &decl, true).unwrap();
+        for (source, fast) in [("self.n == 3", true), ("!oldSelf.hasValue() || self.n == 3", false)] {
+            let compiled = compile_rule(source, &decl, &opts).unwrap();
+            let ran = compiled.fast.as_ref().is_some_and(|p| p.run(&act, &compiled.patterns, u64::MAX).is_ok());
+            assert_eq!(ran, fast, "{source}");
+        }
     }
 
     /// Random well-typed rules over the same schema, each evaluated both ways on every pair of
