@@ -17,6 +17,7 @@ pub mod pipeline;
 pub mod prune;
 pub mod structural;
 pub mod structural_check;
+pub mod text;
 pub mod validation;
 mod walk;
 

@@ -3,6 +3,8 @@
 #![allow(dead_code, reason = "each test binary uses a subset")]
 #![allow(clippy::expect_used, clippy::panic, reason = "test code: a malformed case file should fail loudly")]
 
+pub mod generate;
+
 use std::path::PathBuf;
 
 use serde_json::Value;
