@@ -137,14 +137,14 @@ impl WebhookClient {
 
     /// POSTs `body` (JSON) and returns the answer's body when the status is 2xx and the body is
     /// not empty. The error is the reason kube prints after `conversion webhook for ... failed: `.
-    pub(crate) async fn post(&self, body: Vec<u8>) -> Result<Bytes, String> {
+    pub(crate) async fn post(&self, body: Bytes) -> Result<Bytes, String> {
         let deadline = self.timeout.map(|t| Instant::now() + t);
         let limit = MIN_RESPONSE_LIMIT.max(body.len().saturating_mul(4));
         let request = http::Request::post(self.uri.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, */*")
             .header(USER_AGENT, AGENT)
-            .body(Full::new(Bytes::from(body)))
+            .body(Full::new(body))
             .map_err(|e| self.transport(&e.to_string()))?;
         let response = match within(deadline, self.client.request(request)).await {
             None => return Err(self.transport("context deadline exceeded")),

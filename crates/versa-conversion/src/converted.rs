@@ -12,46 +12,195 @@
 //! being converted — the version it is at, not the target. versa converts a batch in one call
 //! and words each object's error as kube words it for that object alone. (kube's list path,
 //! `returned invalid converted object at index N`, is not reached when serving.)
+//!
+//! For a read, an object can skip the tree: when the caller wants text and gives the target
+//! schema, [`as_text`] checks the object on its text and writes it pruned
+//! ([`versa_schema::text`]) with the original metadata put in — the bytes the tree path would
+//! write — provided every check passes, the labels and annotations came back unchanged and
+//! pruning would remove nothing. Anything else (every error included) takes the tree path.
+//! Debug builds take both and compare them.
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use versa_schema::Path;
 use versa_schema::names::{validate_annotations, validate_labels};
+use versa_schema::{Path, Structural};
 
+use crate::Converted;
 use crate::gv::{GroupVersion, go_type, gvk_string, meta_str, str_field};
 use crate::parallel::{PARALLEL_MIN, in_two};
 
+/// What is done to each converted object once checked: the caller's pruning and coercion
+/// (`finish`), and — for a read that wants text — the target schema that lets an object be
+/// checked and pruned on its text.
+#[derive(Clone, Copy)]
+pub(crate) struct Finish<'a> {
+    pub(crate) tree: &'a (dyn Fn(&mut Value) + Sync),
+    /// The schema `tree` prunes with, when it does (and nothing else): [`as_text`] may stand
+    /// in for it.
+    pub(crate) text: Option<&'a Structural>,
+}
+
 /// Checks `converted` (as many as `originals`, same order; unparsed) against the objects sent,
 /// for a conversion to `desired`, restores their metadata — moved out of the originals, which
-/// are spent — and hands each to `finish` (the caller's pruning and coercion). The first error
-/// in object order is returned.
+/// are spent — and finishes each. `written`: each original's `metadata` as the review wrote it
+/// (for the text path; may be empty). The first error in object order is returned.
 pub(crate) fn check(
     desired: GroupVersion<'_>,
     originals: Vec<Value>,
+    written: &[&[u8]],
     converted: &[&RawValue],
-    finish: &(dyn Fn(&mut Value) + Sync),
-) -> Result<Vec<Value>, String> {
+    finish: Finish<'_>,
+) -> Result<Vec<Converted>, String> {
     let mut originals = originals;
+    let run = |(objs, written, raws): (Vec<Value>, &[&[u8]], &[&RawValue])| -> Result<Vec<Converted>, String> {
+        let written = written.iter().copied().chain(std::iter::repeat(&[][..]));
+        objs.into_iter().zip(written).zip(raws).map(|((o, w), c)| one(desired, o, w, c, finish)).collect()
+    };
     if originals.len() < PARALLEL_MIN || converted.len() != originals.len() {
-        return originals.into_iter().zip(converted).map(|(o, c)| one(desired, o, c, finish)).collect();
+        return run((originals, written, converted));
     }
     // The two halves at once: parsing, checking and coercing the objects, and freeing what is
     // left of the originals, is most of a webhook conversion's own cost.
     let half = originals.len() / 2;
     let second: Vec<Value> = originals.split_off(half);
     let (first_raw, second_raw) = converted.split_at(half);
-    let run = |(objs, raws): (Vec<Value>, &[&RawValue])| -> Result<Vec<Value>, String> {
-        objs.into_iter().zip(raws).map(|(o, c)| one(desired, o, c, finish)).collect()
-    };
-    let (first, second) = in_two((originals, first_raw), (second, second_raw), run);
+    let (first_written, second_written) = written.split_at(half.min(written.len()));
+    let (first, second) = in_two((originals, first_written, first_raw), (second, second_written, second_raw), run);
     // The first error in object order.
     let mut out = first?;
     out.extend(second.ok_or("conversion: a helper thread failed")??);
     Ok(out)
 }
 
-/// One object: parsed, checked, its metadata restored, finished.
+/// One object: on its text if it can be, else parsed, checked, its metadata restored,
+/// finished.
 fn one(
+    desired: GroupVersion<'_>,
+    mut original: Value,
+    written: &[u8],
+    converted: &RawValue,
+    finish: Finish<'_>,
+) -> Result<Converted, String> {
+    if let Some(schema) = finish.text {
+        #[cfg(debug_assertions)]
+        let copy = original.clone();
+        if let Some(done) = as_text(desired, &mut original, written, converted.get(), schema) {
+            #[cfg(debug_assertions)]
+            same_as_the_tree_path(desired, copy, converted, finish, &done);
+            return Ok(done);
+        }
+    }
+    tree(desired, original, converted, finish.tree).map(Converted::Value)
+}
+
+/// Debug builds: the text path's object is the tree path's, written.
+#[cfg(debug_assertions)]
+fn same_as_the_tree_path(
+    desired: GroupVersion<'_>,
+    original: Value,
+    converted: &RawValue,
+    finish: Finish<'_>,
+    done: &Converted,
+) {
+    let want = tree(desired, original, converted, finish.tree).map(|v| serde_json::to_vec(&v).unwrap_or_default());
+    let Converted::Json { json, .. } = done else { return };
+    assert!(
+        want.as_ref() == Ok(json),
+        "the text path of a converted object differs from the tree path\n  object {}\n  text   {}\n  tree   {want:?}",
+        converted.get(),
+        String::from_utf8_lossy(json)
+    );
+}
+
+/// The metadata fields of a converted object that the checks read, borrowed from its text: a
+/// string with escapes, a duplicated field or a wrong type fails to decode, and leaves the
+/// object to the tree path.
+#[derive(serde::Deserialize)]
+struct ConvertedMeta<'a> {
+    #[serde(borrow, default)]
+    name: Option<&'a str>,
+    #[serde(borrow, default)]
+    namespace: Option<&'a str>,
+    #[serde(borrow, default)]
+    uid: Option<&'a str>,
+    #[serde(borrow, default)]
+    labels: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    annotations: Option<&'a RawValue>,
+}
+
+/// The text path of [`one`]: the object written as the tree path would write it, with the
+/// original's metadata (taken out of `original`; `written` is how the review wrote it), if
+/// every check passes, the labels and annotations are the original's and pruning with `schema`
+/// removes nothing; otherwise `None`, and `original` is as it was.
+fn as_text(
+    desired: GroupVersion<'_>,
+    original: &mut Value,
+    written: &[u8],
+    text: &str,
+    schema: &Structural,
+) -> Option<Converted> {
+    let mut json = Vec::with_capacity(text.len() + 64);
+    let found = versa_schema::text::prune_resource_text(text, schema, &mut json)?;
+    if GroupVersion::parse(found.api_version?) != desired {
+        return None;
+    }
+    let kind = found.kind?;
+    if kind.is_empty() || kind != str_field(original, "kind") {
+        return None;
+    }
+    // The webhook handed the metadata back as it was sent (byte for byte): every check on it
+    // passes, and restoring it changes nothing.
+    let as_sent = !written.is_empty() && found.metadata.as_bytes() == written;
+    if !as_sent {
+        check_metadata(original, found.metadata)?;
+    }
+    let Some(Value::Object(metadata)) = original.as_object_mut()?.remove("metadata") else { return None };
+    let at = found.metadata_at;
+    let after = json.len() - at;
+    if as_sent {
+        json.extend_from_slice(written);
+    } else {
+        serde_json::to_writer(&mut json, &metadata).ok()?;
+    }
+    // Written at the end, moved to its place.
+    json.get_mut(at..)?.rotate_left(after);
+    Some(Converted::Json { json, metadata })
+}
+
+/// The checks of the tree path on a converted object's metadata (`text`), made on the text:
+/// name, namespace and uid are the original's, and so are labels and annotations. `None` when
+/// any is not so (or cannot be told from the text).
+fn check_metadata(original: &Value, text: &str) -> Option<()> {
+    if !text.starts_with('{') {
+        return None;
+    }
+    let meta: ConvertedMeta<'_> = serde_json::from_str(text).ok()?;
+    let original_meta = original.get("metadata")?.as_object()?;
+    for (got, field) in [(meta.name, "name"), (meta.namespace, "namespace"), (meta.uid, "uid")] {
+        if got.unwrap_or("") != original_meta.get(field).and_then(Value::as_str).unwrap_or("") {
+            return None;
+        }
+    }
+    for (got, field) in [(meta.labels, "labels"), (meta.annotations, "annotations")] {
+        let unchanged = match (got, original_meta.get(field)) {
+            (None, None) => true,
+            // As serde writes it (Go and serde webhooks), else in any spelling.
+            (Some(got), Some(had)) => {
+                serde_json::to_string(had).is_ok_and(|h| h == got.get())
+                    || serde_json::from_str::<Value>(got.get()).is_ok_and(|g| g == *had)
+            }
+            _ => false,
+        };
+        if !unchanged {
+            return None;
+        }
+    }
+    Some(())
+}
+
+/// One object parsed, checked, its metadata restored, finished.
+fn tree(
     desired: GroupVersion<'_>,
     mut original: Value,
     converted: &RawValue,
@@ -193,6 +342,7 @@ fn restore_object_meta(original_meta: Option<Value>, converted: &mut Value) -> R
 mod tests {
     use super::*;
     use serde_json::json;
+    use versa_schema::Structural;
 
     const DESIRED: GroupVersion<'static> = GroupVersion { group: "stable.example.com", version: "v2" };
 
@@ -217,9 +367,81 @@ mod tests {
     }
 
     fn run(originals: &[Value], converted: Vec<Value>) -> Result<Vec<Value>, String> {
-        let text: Vec<String> = converted.iter().map(Value::to_string).collect();
-        let raws: Vec<&RawValue> = text.iter().map(|t| serde_json::from_str(t).unwrap()).collect();
-        check(DESIRED, originals.to_vec(), &raws, &|_| {})
+        let got = run_both(originals, converted.iter().map(Value::to_string).collect())?;
+        Ok(got.into_iter().map(|c| c.into_value().unwrap()).collect())
+    }
+
+    /// The version's schema: `spec.cronSpec`.
+    fn schema() -> Structural {
+        Structural::from_json(&json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"cronSpec": {"type": "string"}}},
+        }}))
+        .unwrap()
+    }
+
+    /// Checks `texts` against `originals` for a read that wants text (pruning with
+    /// [`schema`]), and for one that does not; both must give the same objects, or the same
+    /// error.
+    fn run_both(originals: &[Value], texts: Vec<String>) -> Result<Vec<Converted>, String> {
+        let raws: Vec<&RawValue> = texts.iter().map(|t| serde_json::from_str(t).unwrap()).collect();
+        let schema = schema();
+        let prune = |v: &mut Value| versa_schema::pipeline::prune_and_coerce(v, &schema);
+        let as_values = check(DESIRED, originals.to_vec(), &[], &raws, Finish { tree: &prune, text: None });
+        // With the originals' metadata as the review wrote it, and without.
+        let metadata: Vec<Vec<u8>> = originals.iter().map(|o| serde_json::to_vec(&o["metadata"]).unwrap()).collect();
+        let written: Vec<&[u8]> = metadata.iter().map(Vec::as_slice).collect();
+        let text = Finish { tree: &prune, text: Some(&schema) };
+        let for_reading = check(DESIRED, originals.to_vec(), &written, &raws, text);
+        let without_written = check(DESIRED, originals.to_vec(), &[], &raws, text);
+        let as_json = |r: &Result<Vec<Converted>, String>| {
+            r.clone().map(|all| {
+                all.iter()
+                    .map(|c| {
+                        let mut out = Vec::new();
+                        c.write(&mut out).unwrap();
+                        String::from_utf8(out).unwrap()
+                    })
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(as_json(&as_values), as_json(&for_reading), "the text path and the tree path differ");
+        assert_eq!(as_json(&without_written), as_json(&for_reading), "the text path and the tree path differ");
+        for_reading
+    }
+
+    #[test]
+    fn reads_take_the_text_path_when_nothing_changes_but_the_version() {
+        let originals = [original("a"), original("b")];
+        // As a webhook might write them: keys in its own order, whitespace, escapes.
+        let texts = vec![
+            converted("a", |_| {}).to_string(),
+            r#"{ "kind": "CronTab", "apiVersion": "stable.example.com/v2",
+                "metadata": {"uid": "uid-b", "name": "b", "namespace": "default", "resourceVersion": "99",
+                             "labels": {"app": "cron"}, "annotations": {"note":"x"}},
+                "spec": {"cronSpec": "* * * * *\/5"} }"#
+                .to_owned(),
+        ];
+        let got = run_both(&originals, texts).unwrap();
+        assert!(got.iter().all(|c| matches!(c, Converted::Json { .. })), "{got:?}");
+        // The original metadata, resourceVersion included.
+        assert_eq!(got[1].clone().into_value().unwrap(), converted("b", |_| {}));
+    }
+
+    #[test]
+    fn reads_take_the_tree_path_when_something_changes() {
+        type Edit = fn(&mut Value);
+        let cases: &[(&str, Edit)] = &[
+            ("a label changed", |v| v["metadata"]["labels"]["app"] = json!("other")),
+            ("annotations removed", |v| {
+                v["metadata"].as_object_mut().unwrap().remove("annotations");
+            }),
+            ("an unknown field", |v| v["spec"]["extra"] = json!(1)),
+            ("a null to drop", |v| v["spec"]["cronSpec"] = json!(null)),
+        ];
+        for (name, edit) in cases {
+            let got = run_both(&[original("a")], vec![converted("a", edit).to_string()]).unwrap();
+            assert!(matches!(got[0], Converted::Value(_)), "{name}: {got:?}");
+        }
     }
 
     #[test]

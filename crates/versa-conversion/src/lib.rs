@@ -32,12 +32,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceValidation;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use versa_apiextensions::ResourceDefinition;
 use versa_schema::Structural;
 use versa_schema::field::go_quote;
 use versa_schema::objectmeta::Malformed;
 
+use crate::converted::Finish;
 use crate::gv::{GroupVersion, str_field};
 use crate::webhook::WebhookConverter;
 
@@ -97,6 +98,60 @@ pub struct ConversionError {
 impl ConversionError {
     fn new(message: impl Into<String>) -> Self {
         ConversionError { message: message.into() }
+    }
+}
+
+/// An object converted for a read ([`Converter::convert_for_reading`]): a value, or — for an
+/// object a webhook converted, when nothing in it needed pruning and its metadata is the
+/// original's — the JSON text `serde_json` writes for that value, with its `metadata` (the
+/// reader's selectors need it). Both forms write the same bytes.
+#[derive(Clone, PartialEq)]
+pub enum Converted {
+    Value(Value),
+    Json {
+        /// The whole object, as `serde_json::to_vec` writes it.
+        json: Vec<u8>,
+        /// Its `metadata`.
+        metadata: Map<String, Value>,
+    },
+}
+
+impl std::fmt::Debug for Converted {
+    /// The text as text.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Converted::Value(v) => f.debug_tuple("Value").field(v).finish(),
+            Converted::Json { json, .. } => f.debug_tuple("Json").field(&String::from_utf8_lossy(json)).finish(),
+        }
+    }
+}
+
+impl Converted {
+    /// The object's `metadata`, if it has one that is an object.
+    pub fn metadata(&self) -> Option<&Map<String, Value>> {
+        match self {
+            Converted::Value(v) => v.get("metadata").and_then(Value::as_object),
+            Converted::Json { metadata, .. } => Some(metadata),
+        }
+    }
+
+    /// The object as a value (text is parsed).
+    pub fn into_value(self) -> Result<Value, serde_json::Error> {
+        match self {
+            Converted::Value(v) => Ok(v),
+            Converted::Json { json, .. } => serde_json::from_slice(&json),
+        }
+    }
+
+    /// Appends the object's JSON to `out`.
+    pub fn write(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        match self {
+            Converted::Value(v) => serde_json::to_writer(out, v),
+            Converted::Json { json, .. } => {
+                out.extend_from_slice(json);
+                Ok(())
+            }
+        }
     }
 }
 
@@ -192,8 +247,31 @@ impl Converter {
     ///
     /// The objects must already be pruned and coerced with the schema of the version they are at
     /// (what the server does when it reads or admits them): a `None` conversion between versions
-    /// with identical schemas relies on it and only changes `apiVersion`.
-    pub async fn convert(&self, mut objects: Vec<Value>, to_version: &str) -> Result<Vec<Value>, ConversionError> {
+    /// with identical schemas relies on it and only changes `apiVersion`, and a converted
+    /// object's metadata, which is the original's, is not coerced again.
+    pub async fn convert(&self, objects: Vec<Value>, to_version: &str) -> Result<Vec<Value>, ConversionError> {
+        let converted = self.run(objects, to_version, false).await?;
+        // Without text asked for, every object is a value.
+        converted.into_iter().map(|c| c.into_value().map_err(|e| ConversionError::new(e.to_string()))).collect()
+    }
+
+    /// [`Converter::convert`] for a read that answers with JSON: an object a webhook converted
+    /// may come back as its text ([`Converted::Json`]), which spares parsing it into a value
+    /// and writing it out again — most of what checking a large webhook answer costs.
+    pub async fn convert_for_reading(
+        &self,
+        objects: Vec<Value>,
+        to_version: &str,
+    ) -> Result<Vec<Converted>, ConversionError> {
+        self.run(objects, to_version, true).await
+    }
+
+    async fn run(
+        &self,
+        mut objects: Vec<Value>,
+        to_version: &str,
+        text: bool,
+    ) -> Result<Vec<Converted>, ConversionError> {
         let target = GroupVersion { group: &self.group, version: to_version };
         if !self.has_version(to_version) {
             return Err(ConversionError::new(format!("request to convert CR to an invalid group/version: {target}")));
@@ -209,7 +287,7 @@ impl Converter {
         let desired = target.to_string();
         let pending: Vec<usize> =
             (0..objects.len()).filter(|&i| str_field(&objects[i], "apiVersion") != desired).collect();
-        match &self.strategy {
+        let webhook = match &self.strategy {
             Strategy::None => {
                 for i in pending {
                     // Objects arrive pruned and coerced with the schema of the version they are
@@ -227,25 +305,28 @@ impl Converter {
                         self.set_version_and_coerce(&mut objects[i], &desired, to_version);
                     }
                 }
+                return Ok(objects.into_iter().map(Converted::Value).collect());
             }
-            Strategy::Webhook(webhook) => {
-                let (empty, send): (Vec<usize>, Vec<usize>) =
-                    pending.into_iter().partition(|&i| is_empty_object(&objects[i]));
-                for i in empty {
-                    self.set_version_and_coerce(&mut objects[i], &desired, to_version);
-                }
-                if !send.is_empty() {
-                    // Moved out, not copied: their metadata goes into the converted objects.
-                    let originals: Vec<Value> = send.iter().map(|&i| std::mem::take(&mut objects[i])).collect();
-                    let finish = |obj: &mut Value| self.coerce(obj, to_version);
-                    let converted = webhook.convert(originals, target, &finish).await.map_err(ConversionError::new)?;
-                    for (i, obj) in send.into_iter().zip(converted) {
-                        objects[i] = obj;
-                    }
-                }
+            Strategy::Webhook(webhook) => webhook,
+        };
+        let (empty, send): (Vec<usize>, Vec<usize>) = pending.into_iter().partition(|&i| is_empty_object(&objects[i]));
+        for i in empty {
+            self.set_version_and_coerce(&mut objects[i], &desired, to_version);
+        }
+        // Moved out, not copied: their metadata goes into the converted objects.
+        let sent: Vec<Value> = send.iter().map(|&i| std::mem::take(&mut objects[i])).collect();
+        let mut out: Vec<Converted> = objects.into_iter().map(Converted::Value).collect();
+        if !sent.is_empty() {
+            let tree = |obj: &mut Value| self.coerce(obj, to_version);
+            // Only pruning (and coercion) may be done on the text.
+            let schema = self.schemas.get(to_version).map(Arc::as_ref).filter(|_| text && self.prune);
+            let finish = Finish { tree: &tree, text: schema };
+            let converted = webhook.convert(sent, target, finish).await.map_err(ConversionError::new)?;
+            for (i, obj) in send.into_iter().zip(converted) {
+                out[i] = obj;
             }
         }
-        Ok(objects)
+        Ok(out)
     }
 
     fn has_version(&self, version: &str) -> bool {

@@ -12,6 +12,7 @@
 //! Everything here is pure: bytes and values in, values or messages out.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -59,13 +60,15 @@ impl ReviewVersion {
     }
 }
 
-/// The body of the request: a review asking for `objects` at `desired_api_version`.
+/// The body of the request: a review asking for `objects` at `desired_api_version`; and where
+/// in it each object's `metadata` value is written (an empty range for an object without one),
+/// which a converted object's metadata is compared with ([`crate::converted`]).
 pub(crate) fn request_body(
     version: ReviewVersion,
     uid: &str,
     desired_api_version: &str,
     objects: &[&Value],
-) -> Vec<u8> {
+) -> (Vec<u8>, Vec<Range<usize>>) {
     // Serialised from borrowed parts: the objects are written once, never copied into a tree.
     #[derive(serde::Serialize)]
     struct Request<'a> {
@@ -86,38 +89,74 @@ pub(crate) fn request_body(
         kind: REVIEW_KIND,
         request: Request { uid, desired_api_version, objects },
     };
-    if objects.len() < PARALLEL_MIN {
-        return serde_json::to_vec(&review(objects)).unwrap_or_default();
-    }
-    // A large batch: the review without objects ends `"objects":[]}}`; the objects, written in
-    // two halves at once, go between the brackets.
+    // The review without objects ends `"objects":[]}}`; the objects go between the brackets.
     let envelope = serde_json::to_vec(&review(&[])).unwrap_or_default();
     let Some(head) = envelope.strip_suffix(b"]}}") else {
-        return serde_json::to_vec(&review(objects)).unwrap_or_default();
+        let body = serde_json::to_vec(&review(objects)).unwrap_or_default();
+        return (body, vec![0..0; objects.len()]);
     };
-    let write = |objects: &[&Value]| -> Vec<u8> {
-        let mut out = Vec::with_capacity(objects.len() * 512);
-        for (i, obj) in objects.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            // Writing a `Value` into a vector cannot fail.
-            let _ = serde_json::to_writer(&mut out, obj);
-        }
-        out
-    };
-    let (first, second) = objects.split_at(objects.len() / 2);
-    let (first, second) = match in_two(first, second, write) {
-        (first, Some(second)) => (first, second),
-        (first, None) => (first, write(second)),
-    };
-    let mut body = Vec::with_capacity(head.len() + first.len() + second.len() + 4);
+    let mut body = Vec::with_capacity(head.len() + objects.len() * 512);
     body.extend_from_slice(head);
-    body.extend_from_slice(&first);
-    body.push(b',');
-    body.extend_from_slice(&second);
+    let mut spans = Vec::with_capacity(objects.len());
+    let mut append = |(written, mut at): (Vec<u8>, Vec<Range<usize>>), body: &mut Vec<u8>| {
+        let offset = body.len();
+        body.extend_from_slice(&written);
+        spans.extend(at.drain(..).map(|r| if r.is_empty() { r } else { r.start + offset..r.end + offset }));
+    };
+    if objects.len() < PARALLEL_MIN {
+        append(write_objects(objects), &mut body);
+    } else {
+        // A large batch: written in two halves at once.
+        let (first, second) = objects.split_at(objects.len() / 2);
+        let (first, second) = match in_two(first, second, write_objects) {
+            (first, Some(second)) => (first, second),
+            (first, None) => (first, write_objects(second)),
+        };
+        append(first, &mut body);
+        body.push(b',');
+        append(second, &mut body);
+    }
     body.extend_from_slice(b"]}}");
-    body
+    (body, spans)
+}
+
+/// `objects`, comma-separated, as `serde_json` writes them; and where each one's `metadata`
+/// value is.
+fn write_objects(objects: &[&Value]) -> (Vec<u8>, Vec<Range<usize>>) {
+    let mut out = Vec::with_capacity(objects.len() * 512);
+    let mut spans = Vec::with_capacity(objects.len());
+    for (i, obj) in objects.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        spans.push(write_object(&mut out, obj));
+    }
+    (out, spans)
+}
+
+/// `obj` as `serde_json` writes it (members in the map's order); returns where its `metadata`
+/// value is. Writing into a vector cannot fail.
+fn write_object(out: &mut Vec<u8>, obj: &Value) -> Range<usize> {
+    let Value::Object(map) = obj else {
+        let _ = serde_json::to_writer(&mut *out, obj);
+        return 0..0;
+    };
+    let mut metadata = 0..0;
+    out.push(b'{');
+    for (i, (k, v)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let _ = serde_json::to_writer(&mut *out, k);
+        out.push(b':');
+        let start = out.len();
+        let _ = serde_json::to_writer(&mut *out, v);
+        if k == "metadata" {
+            metadata = start..out.len();
+        }
+    }
+    out.push(b'}');
+    metadata
 }
 
 /// Decodes and checks a webhook's answer (a 2xx body, not empty) to the review `uid` sent in
@@ -518,7 +557,8 @@ mod tests {
     #[test]
     fn request_shape() {
         let obj = json!({"apiVersion": "example.com/v1beta1", "kind": "CronTab", "metadata": {"name": "a"}});
-        let body = request_body(ReviewVersion::V1beta1, UID, "example.com/v1", &[&obj]);
+        let (body, spans) = request_body(ReviewVersion::V1beta1, UID, "example.com/v1", &[&obj]);
+        assert_eq!(&body[spans[0].clone()], br#"{"name":"a"}"#);
         let got: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(
             got,
@@ -531,13 +571,29 @@ mod tests {
     }
 
     #[test]
+    fn objects_are_written_as_serde_writes_them() {
+        for obj in
+            [json!({"b": 1, "a": {"x": [1, "\u{1}"]}, "metadata": {"name": "a"}, "é": null}), json!([1]), json!("s")]
+        {
+            let mut out = Vec::new();
+            let span = write_object(&mut out, &obj);
+            assert_eq!(out, serde_json::to_vec(&obj).unwrap(), "{obj}");
+            let want = obj.get("metadata").map(|m| serde_json::to_vec(m).unwrap()).unwrap_or_default();
+            assert_eq!(out[span].to_vec(), want, "{obj}");
+        }
+    }
+
+    #[test]
     fn a_large_batch_is_written_in_two_halves_as_it_would_be_whole() {
         for n in [PARALLEL_MIN, PARALLEL_MIN + 1] {
             let objects: Vec<Value> = (0..n)
                 .map(|i| json!({"apiVersion": "example.com/v1beta1", "kind": "CronTab", "metadata": {"name": format!("o{i}")}}))
                 .collect();
             let refs: Vec<&Value> = objects.iter().collect();
-            let body = request_body(ReviewVersion::V1, UID, "example.com/v1", &refs);
+            let (body, spans) = request_body(ReviewVersion::V1, UID, "example.com/v1", &refs);
+            for (obj, span) in objects.iter().zip(spans) {
+                assert_eq!(body[span].to_vec(), serde_json::to_vec(&obj["metadata"]).unwrap());
+            }
             let got: Value = serde_json::from_slice(&body).unwrap();
             let whole = json!({
                 "apiVersion": "apiextensions.k8s.io/v1",

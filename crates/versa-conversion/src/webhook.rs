@@ -8,10 +8,13 @@
 
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use ring::rand::SystemRandom;
 use serde_json::Value;
 
+use crate::Converted;
 use crate::client::WebhookClient;
+use crate::converted::Finish;
 use crate::gv::{GroupVersion, gvk_string, str_field};
 use crate::review::{self, ReviewVersion};
 use crate::{BuildError, Options};
@@ -44,8 +47,9 @@ impl WebhookConverter {
         Ok(WebhookConverter { client, review, rng: SystemRandom::new(), definition: def.name().to_owned() })
     }
 
-    /// Converts `originals` (at least one) to `desired` in one call. The result has the
-    /// originals' order and metadata (but the webhook's labels and annotations).
+    /// Converts `originals` (at least one) to `desired` in one call, each finished as `finish`
+    /// says. The result has the originals' order and metadata (but the webhook's labels and
+    /// annotations).
     ///
     /// A failed call is reported as kube reports it for the object it converts alone: naming the
     /// group, version and kind that object is at — here the first object sent.
@@ -53,18 +57,20 @@ impl WebhookConverter {
         &self,
         originals: Vec<Value>,
         desired: GroupVersion<'_>,
-        finish: &(dyn Fn(&mut Value) + Sync),
-    ) -> Result<Vec<Value>, String> {
+        finish: Finish<'_>,
+    ) -> Result<Vec<Converted>, String> {
         let gvk =
             originals.first().map(|o| gvk_string(str_field(o, "apiVersion"), str_field(o, "kind"))).unwrap_or_default();
         let uid = review::new_uid(&self.rng)
             .map_err(|_| format!("conversion webhook for {gvk} failed: cannot generate a request uid"))?;
         let desired_api_version = desired.to_string();
         let refs: Vec<&Value> = originals.iter().collect();
-        let body = review::request_body(self.review, &uid, &desired_api_version, &refs);
+        let (body, spans) = review::request_body(self.review, &uid, &desired_api_version, &refs);
         drop(refs);
+        // Kept (shared, not copied) for the originals' metadata as written.
+        let body = Bytes::from(body);
         let started = Instant::now();
-        let answer = self.client.post(body).await;
+        let answer = self.client.post(body.clone()).await;
         self.trace(&uid, &desired_api_version, originals.len(), started.elapsed(), answer.is_ok());
         let answer = answer.map_err(|reason| format!("conversion webhook for {gvk} failed: {reason}"))?;
         let converted = review::converted_objects(self.review, &uid, &answer)
@@ -76,7 +82,8 @@ impl WebhookConverter {
                 originals.len()
             ));
         }
-        crate::converted::check(desired, originals, &converted, finish)
+        let written: Vec<&[u8]> = spans.into_iter().map(|r| body.get(r).unwrap_or_default()).collect();
+        crate::converted::check(desired, originals, &written, &converted, finish)
     }
 
     fn trace(&self, uid: &str, desired: &str, objects: usize, took: Duration, ok: bool) {

@@ -5,7 +5,8 @@
 //! Reading: parse → (custom resources) coerce metadata, prune and default with the schema of
 //! the version it is stored at → convert to the request version (the resource's converter: one
 //! call for a whole batch, so a LIST page makes at most one webhook call) → set
-//! `resourceVersion`. Writing: convert to the storage version → drop `resourceVersion` →
+//! `resourceVersion`. A read that answers with JSON asks the converter for text where it has
+//! it ([`Converted::Json`]: objects a webhook converted), and writes that as it is. Writing: convert to the storage version → drop `resourceVersion` →
 //! serialise. Conversion happens here and nowhere else (DESIGN.md: only at the storage
 //! boundary). A conversion failure is a 500 with the converter's message, and nothing is
 //! written.
@@ -14,6 +15,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use serde_json::Value;
+use versa_conversion::Converted;
 use versa_schema::pipeline;
 use versa_storage::KeyValue;
 
@@ -48,16 +50,27 @@ fn stored_version<'a>(res: &Resource, obj: &'a Value) -> &'a str {
 /// Converts a batch of objects to `version` with the resource's converter, recording the
 /// conversion metrics. Definitions (one version) are returned as they are.
 pub async fn convert(ctx: &Ctx, objects: Vec<Value>, version: &str) -> Result<Vec<Value>, Status> {
+    let converted = convert_as(ctx, objects, version, false).await?;
+    // Without text asked for, every object is a value.
+    converted.into_iter().map(|c| c.into_value().map_err(|e| Status::internal(e.to_string()))).collect()
+}
+
+/// [`convert`], with objects as text where the converter has them (`text`).
+async fn convert_as(ctx: &Ctx, objects: Vec<Value>, version: &str, text: bool) -> Result<Vec<Converted>, Status> {
     let res = &ctx.res;
     if res.flavor != Flavor::Custom || objects.iter().all(|o| stored_version(res, o) == version) {
-        return Ok(objects);
+        return Ok(objects.into_iter().map(Converted::Value).collect());
     }
     let converter = match &res.converter {
         Ok(c) => c,
         Err(message) => return Err(Status::unknown(message.clone())),
     };
     let started = Instant::now();
-    let result = converter.convert(objects, version).await;
+    let result = if text {
+        converter.convert_for_reading(objects, version).await
+    } else {
+        converter.convert(objects, version).await.map(|all| all.into_iter().map(Converted::Value).collect())
+    };
     let metrics = &ctx.state.metrics;
     metrics.conversion(res.definition.name(), converter.strategy(), result.is_ok(), started.elapsed().as_secs_f64());
     result.map_err(|e| Status::unknown(e.message))
@@ -71,11 +84,36 @@ pub async fn from_storage(ctx: &Ctx, kv: &KeyValue) -> Result<Value, Status> {
 
 /// The request forms of stored objects, converted in one batch.
 pub async fn from_storage_batch(ctx: &Ctx, kvs: &[KeyValue]) -> Result<Vec<Value>, Status> {
+    let converted = from_storage_as(ctx, kvs, false).await?;
+    converted.into_iter().map(|c| c.into_value().map_err(|e| Status::internal(e.to_string()))).collect()
+}
+
+/// The request forms of stored objects, converted in one batch, for an answer in JSON: as text
+/// where the converter has it.
+pub async fn from_storage_for_json(ctx: &Ctx, kvs: &[KeyValue]) -> Result<Vec<Converted>, Status> {
+    from_storage_as(ctx, kvs, true).await
+}
+
+async fn from_storage_as(ctx: &Ctx, kvs: &[KeyValue], text: bool) -> Result<Vec<Converted>, Status> {
     let decoded = kvs.iter().map(|kv| decode_stored(&ctx.res, kv)).collect::<Result<Vec<_>, _>>()?;
-    let mut converted = convert(ctx, decoded, &ctx.version).await?;
+    let mut converted = convert_as(ctx, decoded, &ctx.version, text).await?;
     // The converter keeps metadata, but resourceVersion is ours to say.
     for (obj, kv) in converted.iter_mut().zip(kvs) {
-        set_resource_version(obj, kv.mod_revision);
+        match obj {
+            Converted::Value(v) => set_resource_version(v, kv.mod_revision),
+            // Text carries the metadata it was read with, resourceVersion set; should it not,
+            // it becomes a value again.
+            Converted::Json { metadata, .. } => {
+                let rv = metadata.get("resourceVersion").and_then(Value::as_str);
+                if rv.is_none_or(|rv| rv.parse() != Ok(kv.mod_revision)) {
+                    let mut v = std::mem::replace(obj, Converted::Value(Value::Null))
+                        .into_value()
+                        .map_err(|e| Status::internal(e.to_string()))?;
+                    set_resource_version(&mut v, kv.mod_revision);
+                    *obj = Converted::Value(v);
+                }
+            }
+        }
     }
     Ok(converted)
 }

@@ -9,10 +9,11 @@
 
 use http::StatusCode;
 use serde_json::{Map, Value, json};
+use versa_conversion::Converted;
 use versa_schema::{Error as FieldError, ErrorList, Path};
 use versa_storage::{ContinueToken, ListOptions};
 
-use super::objects::{from_storage, from_storage_batch};
+use super::objects::{from_storage, from_storage_batch, from_storage_for_json};
 use super::{Answer, Ctx, Shape, shape};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
@@ -60,25 +61,55 @@ impl Filter {
         Ok(Filter { labels, fields })
     }
 
-    /// Whether a request-form object passes both selectors.
     /// No selector at all.
     pub fn is_everything(&self) -> bool {
         self.labels.is_empty() && self.fields.is_empty()
     }
 
+    /// Whether a request-form object passes both selectors.
     pub fn matches(&self, obj: &Value) -> bool {
         let empty = Map::new();
         let labels = obj.pointer("/metadata/labels").and_then(Value::as_object).unwrap_or(&empty);
-        self.labels.matches(labels) && self.fields.matches(|field| field_value(obj, field))
+        self.labels.matches(labels) && self.fields.matches(|field| printed(descend(obj, field.split('.'))?))
+    }
+
+    /// Whether the field selector reads only `metadata` (which converted text carries beside
+    /// it; other fields need the object as a value).
+    fn reads_only_metadata(&self) -> bool {
+        self.fields.fields().all(|f| f.starts_with("metadata."))
+    }
+
+    /// [`Filter::matches`] for a converted object; text is asked only metadata fields (see
+    /// [`Filter::reads_only_metadata`]).
+    fn matches_converted(&self, obj: &Converted) -> bool {
+        let metadata = match obj {
+            Converted::Value(v) => return self.matches(v),
+            Converted::Json { metadata, .. } => metadata,
+        };
+        let empty = Map::new();
+        let labels = metadata.get("labels").and_then(Value::as_object).unwrap_or(&empty);
+        self.labels.matches(labels)
+            && self.fields.matches(|field| {
+                let mut parts = field.split('.');
+                if parts.next() != Some("metadata") {
+                    return None;
+                }
+                printed(descend(metadata.get(parts.next()?)?, parts)?)
+            })
     }
 }
 
-/// A field's value as a field selector compares it (`fmt.Sprint` of the value; absent → "").
-fn field_value(obj: &Value, field: &str) -> Option<String> {
-    let mut v = obj;
-    for part in field.split('.') {
+/// The value at the end of `parts` below `v`.
+fn descend<'a, 'p>(mut v: &'a Value, parts: impl Iterator<Item = &'p str>) -> Option<&'a Value> {
+    for part in parts {
         v = v.get(part)?;
     }
+    Some(v)
+}
+
+/// A field's value as a field selector compares it (`fmt.Sprint` of the value; `null` as
+/// absent).
+fn printed(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
         Value::Null => None,
@@ -166,13 +197,12 @@ fn include_object(ctx: &Ctx) -> Result<IncludeObject, Status> {
 
 /// One page of a list: request-form objects, the revision read at, the next token.
 #[derive(Debug)]
-pub struct Page {
-    pub items: Vec<Value>,
+pub struct Page<T = Value> {
+    pub items: Vec<T>,
     pub revision: i64,
     pub continue_token: Option<String>,
 }
 
-/// Reads the collection as the list options ask.
 /// `limit` and the revision to list at (0: the latest), from the list options.
 async fn list_params(ctx: &Ctx) -> Result<(usize, i64), Status> {
     let limit = match ctx.query.get("limit").unwrap_or("") {
@@ -195,6 +225,18 @@ async fn list_params(ctx: &Ctx) -> Result<(usize, i64), Status> {
 
 /// Reads the collection as the list options ask.
 pub async fn read_page(ctx: &Ctx, filter: &Filter) -> Result<Page, Status> {
+    let page = read_converted(ctx, filter, false).await?;
+    let items = page.items.into_iter().map(|c| c.into_value().map_err(|e| Status::internal(e.to_string())));
+    Ok(Page { items: items.collect::<Result<_, _>>()?, revision: page.revision, continue_token: page.continue_token })
+}
+
+/// Reads the collection as the list options ask, for an answer in JSON: objects as text where
+/// the converter has them.
+async fn read_page_for_json(ctx: &Ctx, filter: &Filter) -> Result<Page<Converted>, Status> {
+    read_converted(ctx, filter, filter.reads_only_metadata()).await
+}
+
+async fn read_converted(ctx: &Ctx, filter: &Filter, text: bool) -> Result<Page<Converted>, Status> {
     let (limit, mut revision) = list_params(ctx).await?;
     let prefix = ctx.collection_prefix();
     let store = &ctx.state.store;
@@ -206,10 +248,14 @@ pub async fn read_page(ctx: &Ctx, filter: &Filter) -> Result<Page, Status> {
         revision = page.revision;
         let mut last_key = None;
         // One conversion for the whole store page (selectors apply to converted objects).
-        let objects = from_storage_batch(ctx, &page.items).await?;
+        let objects = if text {
+            from_storage_for_json(ctx, &page.items).await?
+        } else {
+            from_storage_batch(ctx, &page.items).await?.into_iter().map(Converted::Value).collect()
+        };
         for (kv, obj) in page.items.iter().zip(objects) {
             last_key = Some(kv.key.clone());
-            if filter.matches(&obj) {
+            if filter.matches_converted(&obj) {
                 items.push(obj);
                 if limit > 0 && items.len() == limit {
                     break;
@@ -254,8 +300,22 @@ fn list_error(ctx: &Ctx, e: versa_storage::Error) -> Status {
 /// `GET .../<plural>` (without `watch`).
 pub async fn list(ctx: &Ctx) -> Answer {
     let filter = Filter::from_query(ctx)?;
-    if filter.is_everything() && ctx.wants_plain_json() {
-        return list_rendered(ctx).await;
+    if ctx.wants_plain_json() {
+        if filter.is_everything() {
+            return list_rendered(ctx).await;
+        }
+        let page = read_page_for_json(ctx, &filter).await?;
+        let size = page.items.len() * 512;
+        let list = list_json(ctx, page.revision, page.continue_token.as_deref(), size, |out| {
+            for (i, item) in page.items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                item.write(out).map_err(|e| Status::internal(e.to_string()))?;
+            }
+            Ok(())
+        })?;
+        return Ok(ctx.respond_json_bytes(StatusCode::OK, list));
     }
     let page = read_page(ctx, &filter).await?;
     let rv = page.revision.to_string();
@@ -293,27 +353,42 @@ async fn list_rendered(ctx: &Ctx) -> Answer {
     let page = ctx.state.store.list(&ctx.collection_prefix(), options).await.map_err(|e| list_error(ctx, e))?;
     let items = ctx.state.render.render_all(ctx, &page.items).await?;
     let size: usize = items.iter().map(|b| b.len() + 1).sum();
-    let mut meta = json!({"resourceVersion": page.revision.to_string()});
-    if let Some(c) = &page.continue_token {
+    let list = list_json(ctx, page.revision, page.continue_token.as_deref(), size, |out| {
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(item);
+        }
+        Ok(())
+    })?;
+    Ok(ctx.respond_json_bytes(StatusCode::OK, list))
+}
+
+/// The `<Kind>List` document as JSON, its items written by `items` (comma-separated), in
+/// `serde_json`'s key order as the value path writes it. `size`: about the items' length.
+fn list_json(
+    ctx: &Ctx,
+    revision: i64,
+    continue_token: Option<&str>,
+    size: usize,
+    items: impl FnOnce(&mut Vec<u8>) -> Result<(), Status>,
+) -> Result<Vec<u8>, Status> {
+    let mut meta = json!({"resourceVersion": revision.to_string()});
+    if let Some(c) = continue_token {
         meta["continue"] = json!(c);
     }
-    // Keys in serde_json's order (sorted), as the Value path writes them.
     let mut out = Vec::with_capacity(size + 256);
     out.extend_from_slice(b"{\"apiVersion\":");
     let _ = serde_json::to_writer(&mut out, &ctx.api_version());
     out.extend_from_slice(b",\"items\":[");
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(item);
-    }
+    items(&mut out)?;
     out.extend_from_slice(b"],\"kind\":");
     let _ = serde_json::to_writer(&mut out, &ctx.res.list_kind);
     out.extend_from_slice(b",\"metadata\":");
     let _ = serde_json::to_writer(&mut out, &meta);
     out.push(b'}');
-    Ok(ctx.respond_json_bytes(StatusCode::OK, out))
+    Ok(out)
 }
 
 /// The `<Kind>List` document.

@@ -11,10 +11,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use bytes::Bytes;
+use versa_conversion::Converted;
 use versa_storage::KeyValue;
 
 use super::Ctx;
-use super::objects::from_storage_batch;
+use super::objects::from_storage_for_json;
 use crate::status::Status;
 
 /// Bytes of rendered objects kept at most.
@@ -55,10 +56,14 @@ impl RenderCache {
         let missing: Vec<KeyValue> =
             kvs.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(kv, _)| kv.clone()).collect();
         if !missing.is_empty() {
-            let objects = from_storage_batch(ctx, &missing).await?;
+            let objects = from_storage_for_json(ctx, &missing).await?;
             let mut rendered = Vec::with_capacity(missing.len());
-            for obj in &objects {
-                rendered.push(Bytes::from(serde_json::to_vec(obj).map_err(|e| Status::internal(e.to_string()))?));
+            for obj in objects {
+                let json = match obj {
+                    Converted::Json { json, .. } => json,
+                    Converted::Value(v) => serde_json::to_vec(&v).map_err(|e| Status::internal(e.to_string()))?,
+                };
+                rendered.push(Bytes::from(json));
             }
             let mut inner = self.lock();
             for (kv, bytes) in missing.iter().zip(&rendered) {
