@@ -99,16 +99,13 @@ impl<'a> Writer<'a, '_> {
         let level = self.members.len();
         let content = self.open()?;
         while let Some(key) = self.key()? {
-            if !is_meta_field(key) {
-                self.member(key, s, keep)?;
-                continue;
-            }
-            // Coercion looks inside these only where embedded resources are specified.
-            if s.properties.get(key).or(ap).is_some_and(|c| c.below.embedded_resources) {
-                return None;
-            }
             let start = self.begin_member(key);
-            if key == "metadata" {
+            if !is_meta_field(key) {
+                self.member_value(key, s, keep)?;
+            } else if s.properties.get(key).or(ap).is_some_and(|c| c.below.embedded_resources) {
+                // Coercion looks inside these only where embedded resources are specified.
+                return None;
+            } else if key == "metadata" {
                 self.ws();
                 let from = self.at;
                 self.skip()?;
@@ -172,25 +169,56 @@ impl<'a> Writer<'a, '_> {
         self.members.push(Member { key, start, end });
     }
 
-    /// One member of an object with schema `s`, whose key has been read (walk.rs `object`).
-    fn member(&mut self, key: &'a str, s: &Structural, keep: bool) -> Step {
-        let start = self.begin_member(key);
+    /// The value of member `key` of an object with schema `s` (walk.rs `object`).
+    fn member_value(&mut self, key: &str, s: &Structural, keep: bool) -> Step {
         let child = match s.properties.get(key) {
             Some(p) => Some(p),
             None => match &s.additional_properties {
                 Some(ap) => ap.schema(),
-                None if keep => {
-                    self.any()?;
-                    self.end_member(key, start);
-                    return Some(());
-                }
+                None if keep => return self.any(),
                 // An unknown field: pruned.
                 None => return None,
             },
         };
-        self.field(child)?;
-        self.end_member(key, start);
-        Some(())
+        self.field(child)
+    }
+
+    /// An object below the top, each member's value written by `value` (given its key).
+    fn object(&mut self, mut value: impl FnMut(&mut Self, &'a str) -> Step) -> Step {
+        let level = self.members.len();
+        let content = self.open()?;
+        while let Some(key) = self.key()? {
+            let start = self.begin_member(key);
+            value(self, key)?;
+            self.end_member(key, start);
+        }
+        self.close(level, content, None).map(drop)
+    }
+
+    /// An array, each item written by `item`.
+    fn array(&mut self, mut item: impl FnMut(&mut Self) -> Step) -> Step {
+        self.expect(b'[')?;
+        self.out.push(b'[');
+        self.ws();
+        if self.peek()? == b']' {
+            self.at += 1;
+            self.out.push(b']');
+            return Some(());
+        }
+        loop {
+            self.ws();
+            item(self)?;
+            self.ws();
+            let next = self.peek()?;
+            if !matches!(next, b',' | b']') {
+                return None;
+            }
+            self.at += 1;
+            self.out.push(next);
+            if next == b']' {
+                return Some(());
+            }
+        }
     }
 
     /// Closes an object whose members were recorded from `level` on and written from
@@ -239,104 +267,39 @@ impl<'a> Writer<'a, '_> {
     /// An object or array with schema `s` (walk.rs `visit`).
     fn visit(&mut self, s: Option<&Structural>, keep_unknown: bool) -> Step {
         let Some(s) = s else {
-            // Nothing is specified in here: objects are emptied, arrays looked into.
+            // Nothing is specified in here: objects are emptied (so only an empty one stays
+            // as it is), arrays looked into.
             return match self.peek()? {
-                b'{' => {
-                    let level = self.members.len();
-                    let content = self.open()?;
-                    self.key()?.is_none().then_some(())?;
-                    self.close(level, content, None).map(drop)
-                }
-                _ => self.array(None, false),
+                b'{' => self.object(|_, _| None),
+                _ => self.items(None, false),
             };
         };
         let keep = keep_unknown || s.preserve_unknown_fields;
         match self.peek()? {
             b'{' if s.embedded_resource => None,
-            b'{' => {
-                let level = self.members.len();
-                let content = self.open()?;
-                while let Some(key) = self.key()? {
-                    self.member(key, s, keep)?;
-                }
-                self.close(level, content, None).map(drop)
-            }
+            b'{' => self.object(|w, key| w.member_value(key, s, keep)),
             _ => {
                 let item = s.items.as_deref();
                 // Under preserve-unknown-fields, items without a schema are left alone.
-                if item.is_none() && keep { self.any() } else { self.array(item, keep) }
+                if item.is_none() && keep { self.any() } else { self.items(item, keep) }
             }
         }
     }
 
     /// An array whose items have schema `item` (walk.rs `items`).
-    fn array(&mut self, item: Option<&Structural>, keep: bool) -> Step {
-        self.expect(b'[')?;
-        self.out.push(b'[');
-        self.ws();
-        if self.peek()? == b']' {
-            self.at += 1;
-            self.out.push(b']');
-            return Some(());
-        }
-        loop {
-            self.ws();
-            match self.peek()? {
-                b'{' | b'[' => self.visit(item, keep)?,
-                _ => self.scalar()?,
-            }
-            self.ws();
-            match self.peek()? {
-                b',' => {
-                    self.at += 1;
-                    self.out.push(b',');
-                }
-                b']' => {
-                    self.at += 1;
-                    self.out.push(b']');
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
+    fn items(&mut self, item: Option<&Structural>, keep: bool) -> Step {
+        self.array(|w| match w.peek()? {
+            b'{' | b'[' => w.visit(item, keep),
+            _ => w.scalar(),
+        })
     }
 
     /// Any value, where nothing is pruned (under preserve-unknown-fields).
     fn any(&mut self) -> Step {
         self.ws();
         match self.peek()? {
-            b'{' => {
-                let level = self.members.len();
-                let content = self.open()?;
-                while let Some(key) = self.key()? {
-                    let start = self.begin_member(key);
-                    self.any()?;
-                    self.end_member(key, start);
-                }
-                self.close(level, content, None).map(drop)
-            }
-            b'[' => {
-                self.expect(b'[')?;
-                self.out.push(b'[');
-                self.ws();
-                if self.peek()? == b']' {
-                    self.at += 1;
-                    self.out.push(b']');
-                    return Some(());
-                }
-                loop {
-                    self.any()?;
-                    self.ws();
-                    let next = self.peek()?;
-                    self.at += 1;
-                    self.out.push(next);
-                    match next {
-                        b',' => {}
-                        b']' => return Some(()),
-                        _ => return None,
-                    }
-                }
-            }
+            b'{' => self.object(|w, _| w.any()),
+            b'[' => self.array(Self::any),
             _ => self.scalar(),
         }
     }

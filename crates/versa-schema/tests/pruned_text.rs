@@ -8,8 +8,8 @@
 
 mod common;
 
-use common::generate::{Rng, as_resource, object_for, schema, vary};
-use serde_json::{Map, Value, json};
+use common::generate::{Rng, as_resource, root_object, root_schema, vary};
+use serde_json::{Value, json};
 use versa_schema::Structural;
 use versa_schema::pipeline::{self, ResourceKind};
 use versa_schema::text::prune_resource_text;
@@ -137,19 +137,10 @@ fn pruned_text_is_the_pruned_tree_written() {
     let (mut ran, mut fast) = (0, 0);
     let mut failures = Vec::new();
     for i in 0..600 {
-        let mut props = Map::new();
-        for _ in 0..1 + r.below(3) {
-            let key = ["spec", "status", "a", "b", "c"][r.below(5)].to_owned();
-            let depth = 1 + r.below(4);
-            props.insert(key, schema(&mut r, depth));
-        }
-        let root = json!({"type": "object", "properties": props});
+        let root = root_schema(&mut r, &["spec", "status", "a", "b", "c"]);
         let schema = Structural::from_json(&root).unwrap();
         for j in 0..10 {
-            let mut object = Value::Null;
-            while !object.is_object() {
-                object = object_for(&mut r, &root, 7);
-            }
+            let mut object = root_object(&mut r, &root);
             if j % 3 == 1 {
                 vary(&mut r, &mut object, 4);
             }

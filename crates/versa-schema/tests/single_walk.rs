@@ -10,9 +10,9 @@
 
 mod common;
 
-use common::generate::{Rng, as_resource, object_for, schema, vary};
+use common::generate::{Rng, as_resource, root_object, root_schema, vary};
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use versa_schema::objectmeta::{self, Malformed};
 use versa_schema::pipeline::{self, ResourceKind};
 use versa_schema::{ErrorList, Structural, default, prune};
@@ -138,18 +138,9 @@ fn the_single_walk_is_the_separate_walks_on_generated_schemas() {
     let mut failures = Vec::new();
     let mut ran = 0;
     for i in 0..400 {
-        let mut props = Map::new();
-        for _ in 0..1 + r.below(3) {
-            let key = ["spec", "status", "a", "b", "c", "metadata"][r.below(6)].to_owned();
-            let depth = 1 + r.below(4);
-            props.insert(key, schema(&mut r, depth));
-        }
-        let root = json!({"type": "object", "properties": props});
+        let root = root_schema(&mut r, &["spec", "status", "a", "b", "c", "metadata"]);
         for j in 0..10 {
-            let mut object = Value::Null;
-            while !object.is_object() {
-                object = object_for(&mut r, &root, 7);
-            }
+            let mut object = root_object(&mut r, &root);
             if j % 2 == 1 {
                 vary(&mut r, &mut object, 4);
             }

@@ -260,3 +260,24 @@ pub fn object_for(r: &mut Rng, s: &Value, depth: usize) -> Value {
         _ => scalar(r),
     }
 }
+
+/// A resource's root schema: an object with one to three properties named from `keys`, each a
+/// random schema one to four levels deep.
+pub fn root_schema(r: &mut Rng, keys: &[&str]) -> Value {
+    let mut props = Map::new();
+    for _ in 0..1 + r.below(3) {
+        let key = keys[r.below(keys.len())].to_owned();
+        let depth = 1 + r.below(4);
+        props.insert(key, schema(r, depth));
+    }
+    json!({"type": "object", "properties": props})
+}
+
+/// An object for the root schema `root` (never a scalar).
+pub fn root_object(r: &mut Rng, root: &Value) -> Value {
+    let mut object = Value::Null;
+    while !object.is_object() {
+        object = object_for(r, root, 7);
+    }
+    object
+}
