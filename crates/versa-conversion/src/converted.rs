@@ -51,42 +51,86 @@ pub(crate) fn check(
     converted: &[&RawValue],
     finish: Finish<'_>,
 ) -> Result<Vec<Converted>, String> {
-    let mut originals = originals;
-    let run = |(objs, written, raws): (Vec<Value>, &[&[u8]], &[&RawValue])| -> Result<Vec<Converted>, String> {
-        let written = written.iter().copied().chain(std::iter::repeat(&[][..]));
-        objs.into_iter().zip(written).zip(raws).map(|((o, w), c)| one(desired, o, w, c, finish)).collect()
+    // The text path's output buffers are allocated here, and what it leaves of the originals
+    // is freed here: on the caller's thread, which allocated the originals and frees the
+    // output, since freeing another thread's memory costs the allocator several times more.
+    let buffers = match finish.text {
+        Some(_) => converted.iter().map(|c| Vec::with_capacity(c.get().len() + 64)).collect(),
+        None => Vec::new(),
     };
-    if originals.len() < PARALLEL_MIN || converted.len() != originals.len() {
-        return run((originals, written, converted));
+    let mut first = Part { originals, written, converted, buffers };
+    let run = |part: Part<'_>| {
+        let mut spent = Vec::with_capacity(part.originals.len());
+        let written = part.written.iter().copied().chain(std::iter::repeat(&[][..]));
+        let buffers = part.buffers.into_iter().chain(std::iter::repeat_with(Vec::new));
+        let converted: Result<Vec<Converted>, String> = part
+            .originals
+            .into_iter()
+            .zip(written.zip(buffers))
+            .zip(part.converted)
+            .map(|((o, (w, b)), c)| one(desired, o, w, c, b, finish, &mut spent))
+            .collect();
+        (converted, spent)
+    };
+    if first.originals.len() < PARALLEL_MIN || first.converted.len() != first.originals.len() {
+        return run(first).0;
     }
-    // The two halves at once: parsing, checking and coercing the objects, and freeing what is
-    // left of the originals, is most of a webhook conversion's own cost.
-    let half = originals.len() / 2;
-    let second: Vec<Value> = originals.split_off(half);
-    let (first_raw, second_raw) = converted.split_at(half);
-    let (first_written, second_written) = written.split_at(half.min(written.len()));
-    let (first, second) = in_two((originals, first_written, first_raw), (second, second_written, second_raw), run);
+    // The two halves at once: checking and pruning the objects is most of a webhook
+    // conversion's own cost.
+    let second = first.split_off(first.originals.len() / 2);
+    let ((first, spent), second) = in_two(first, second, run);
+    drop(spent);
+    let (second, spent) = second.ok_or("conversion: a helper thread failed")?;
+    drop(spent);
     // The first error in object order.
     let mut out = first?;
-    out.extend(second.ok_or("conversion: a helper thread failed")??);
+    out.extend(second?);
     Ok(out)
 }
 
-/// One object: on its text if it can be, else parsed, checked, its metadata restored,
-/// finished.
+/// A run of objects to check: the originals, their metadata as the review wrote it, the
+/// webhook's texts, and output buffers for the text path (each may be shorter: missing ones
+/// are empty).
+struct Part<'a> {
+    originals: Vec<Value>,
+    written: &'a [&'a [u8]],
+    converted: &'a [&'a RawValue],
+    buffers: Vec<Vec<u8>>,
+}
+
+impl<'a> Part<'a> {
+    /// The objects from `at` on, taken out.
+    fn split_off(&mut self, at: usize) -> Part<'a> {
+        let (written, written_after) = self.written.split_at(at.min(self.written.len()));
+        let (converted, converted_after) = self.converted.split_at(at.min(self.converted.len()));
+        (self.written, self.converted) = (written, converted);
+        Part {
+            originals: self.originals.split_off(at.min(self.originals.len())),
+            written: written_after,
+            converted: converted_after,
+            buffers: self.buffers.split_off(at.min(self.buffers.len())),
+        }
+    }
+}
+
+/// One object: on its text (written into `buffer`) if it can be — what is left of the
+/// original then goes to `spent` — else parsed, checked, its metadata restored, finished.
 fn one(
     desired: GroupVersion<'_>,
     mut original: Value,
     written: &[u8],
     converted: &RawValue,
+    buffer: Vec<u8>,
     finish: Finish<'_>,
+    spent: &mut Vec<Value>,
 ) -> Result<Converted, String> {
     if let Some(schema) = finish.text {
         #[cfg(debug_assertions)]
         let copy = original.clone();
-        if let Some(done) = as_text(desired, &mut original, written, converted.get(), schema) {
+        if let Some(done) = as_text(desired, &mut original, written, converted.get(), schema, buffer) {
             #[cfg(debug_assertions)]
             same_as_the_tree_path(desired, copy, converted, finish, &done);
+            spent.push(original);
             return Ok(done);
         }
     }
@@ -129,7 +173,7 @@ struct ConvertedMeta<'a> {
     annotations: Option<&'a RawValue>,
 }
 
-/// The text path of [`one`]: the object written as the tree path would write it, with the
+/// The text path of [`one`]: the object written (into `json`) as the tree path would write it, with the
 /// original's metadata (taken out of `original`; `written` is how the review wrote it), if
 /// every check passes, the labels and annotations are the original's and pruning with `schema`
 /// removes nothing; otherwise `None`, and `original` is as it was.
@@ -139,8 +183,9 @@ fn as_text(
     written: &[u8],
     text: &str,
     schema: &Structural,
+    mut json: Vec<u8>,
 ) -> Option<Converted> {
-    let mut json = Vec::with_capacity(text.len() + 64);
+    json.clear();
     let found = versa_schema::text::prune_resource_text(text, schema, &mut json)?;
     if GroupVersion::parse(found.api_version?) != desired {
         return None;
@@ -153,7 +198,12 @@ fn as_text(
     // passes, and restoring it changes nothing.
     let as_sent = !written.is_empty() && found.metadata.as_bytes() == written;
     if !as_sent {
+        found.metadata_parses().then_some(())?;
         check_metadata(original, found.metadata)?;
+    }
+    // Taken only when it is an object, so that `original` is left as it was otherwise.
+    if !original.get("metadata").is_some_and(Value::is_object) {
+        return None;
     }
     let Some(Value::Object(metadata)) = original.as_object_mut()?.remove("metadata") else { return None };
     let at = found.metadata_at;
@@ -425,6 +475,16 @@ mod tests {
         assert!(got.iter().all(|c| matches!(c, Converted::Json { .. })), "{got:?}");
         // The original metadata, resourceVersion included.
         assert_eq!(got[1].clone().into_value().unwrap(), converted("b", |_| {}));
+    }
+
+    #[test]
+    fn metadata_that_does_not_parse_fails_as_on_the_tree_path() {
+        let good = converted("a", |_| {}).to_string();
+        for (bad, want) in [(r#""x":1e400,"#, "number out of range"), (r#""x":"\ud800","#, "hex escape")] {
+            let text = good.replacen(r#""metadata":{"#, &format!(r#""metadata":{{{bad}"#), 1);
+            let err = run_both(&[original("a")], vec![text]).unwrap_err();
+            assert!(err.contains(want), "{err}");
+        }
     }
 
     #[test]

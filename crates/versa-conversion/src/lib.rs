@@ -318,8 +318,13 @@ impl Converter {
         let mut out: Vec<Converted> = objects.into_iter().map(Converted::Value).collect();
         if !sent.is_empty() {
             let tree = |obj: &mut Value| self.coerce(obj, to_version);
-            // Only pruning (and coercion) may be done on the text.
-            let schema = self.schemas.get(to_version).map(Arc::as_ref).filter(|_| text && self.prune);
+            // Only pruning (and coercion) may be done on the text; and the original metadata is
+            // put back as it is, which needs it coerced already (by its version's schema).
+            let coerced = || {
+                sent.iter().all(|o| self.schemas.contains_key(GroupVersion::parse(str_field(o, "apiVersion")).version))
+            };
+            let schema =
+                self.schemas.get(to_version).map(Arc::as_ref).filter(|_| text && self.prune).filter(|_| coerced());
             let finish = Finish { tree: &tree, text: schema };
             let converted = webhook.convert(sent, target, finish).await.map_err(ConversionError::new)?;
             for (i, obj) in send.into_iter().zip(converted) {

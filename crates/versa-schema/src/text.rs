@@ -9,8 +9,9 @@
 //! again). It gives up — returns `None`, and the caller takes the tree path — as soon as the tree
 //! path would do something the text path does not: remove a field (unknown, or a `null` that is
 //! not nullable), clear an object under a boolean `additionalProperties`, coerce an embedded
-//! resource, drop a malformed `apiVersion` or `kind`; or when the text has a duplicated key, or a
-//! key written with escapes. Everything it accepts comes out exactly as the tree path writes it;
+//! resource, drop a malformed `apiVersion` or `kind`; or when the text has a duplicated key, a
+//! key written with escapes, or anything valid JSON allows and `serde_json` does not parse into
+//! a value (numbers beyond `f64`, lone surrogates, nesting deeper than its limit). Everything it accepts comes out exactly as the tree path writes it;
 //! `tests/pruned_text.rs` compares both on generated schemas and texts.
 //!
 //! The resource's own `metadata` is not written: the caller supplies it (conversion restores
@@ -21,6 +22,11 @@ use serde_json::Value;
 use crate::prune::is_meta_field;
 use crate::structural::Structural;
 
+/// The deepest nesting of objects and arrays `serde_json` parses (its recursion limit, 128,
+/// counts one more): deeper text gives up, as parsing it fails. It also bounds the recursion
+/// here.
+const MAX_DEPTH: usize = 127;
+
 /// What [`prune_resource_text`] found at the top of the resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResourceText<'a> {
@@ -28,12 +34,26 @@ pub struct ResourceText<'a> {
     pub api_version: Option<&'a str>,
     /// The `kind` string, if there is one (a non-string gives up).
     pub kind: Option<&'a str>,
-    /// The text of the `metadata` value, as written (there always is one: without it the
-    /// walk gives up).
+    /// The text of the `metadata` value, as written (there always is one: without it the walk
+    /// gives up). Only its end was found: see [`ResourceText::metadata_parses`].
     pub metadata: &'a str,
     /// The offset in the output where the `metadata` value goes: the output has
     /// `"metadata":` and then, at this offset, the rest of the object.
     pub metadata_at: usize,
+}
+
+impl ResourceText<'_> {
+    /// Whether the `metadata` text parses into a `serde_json::Value` where it stands: valid
+    /// JSON may hold what `serde_json` refuses (numbers beyond `f64`, lone surrogates, nesting
+    /// beyond its limit). Text `serde_json` wrote itself needs no asking.
+    pub fn metadata_parses(&self) -> bool {
+        let mut out = Vec::with_capacity(self.metadata.len());
+        let mut w =
+            Writer { text: self.metadata, at: 0, out: &mut out, depth: 1, members: Vec::new(), scratch: Vec::new() };
+        let read = w.any().is_some();
+        w.ws();
+        read && w.at == self.metadata.len()
+    }
 }
 
 /// Appends to `out` what `serde_json::to_vec` writes for the resource `text` (a JSON object,
@@ -44,7 +64,7 @@ pub struct ResourceText<'a> {
 ///
 /// The caller vouches for the metadata it puts in: that coercing it changes nothing.
 pub fn prune_resource_text<'a>(text: &'a str, schema: &Structural, out: &mut Vec<u8>) -> Option<ResourceText<'a>> {
-    let mut w = Writer { text, at: 0, out, members: Vec::new(), scratch: Vec::new() };
+    let mut w = Writer { text, at: 0, out, depth: 0, members: Vec::new(), scratch: Vec::new() };
     w.ws();
     let found = w.resource(schema)?;
     w.ws();
@@ -62,6 +82,8 @@ struct Writer<'a, 'o> {
     text: &'a str,
     /// The read position in `text`.
     at: usize,
+    /// How many objects and arrays the read position is in.
+    depth: usize,
     out: &'o mut Vec<u8>,
     /// The members of the objects being written, innermost last: each object uses the part
     /// above where it started.
@@ -128,6 +150,7 @@ impl<'a> Writer<'a, '_> {
     /// Writes `{` after consuming it; returns where the members start in the output.
     fn open(&mut self) -> Option<usize> {
         self.expect(b'{')?;
+        self.deeper()?;
         self.out.push(b'{');
         Some(self.out.len())
     }
@@ -198,11 +221,13 @@ impl<'a> Writer<'a, '_> {
     /// An array, each item written by `item`.
     fn array(&mut self, mut item: impl FnMut(&mut Self) -> Step) -> Step {
         self.expect(b'[')?;
+        self.deeper()?;
         self.out.push(b'[');
         self.ws();
         if self.peek()? == b']' {
             self.at += 1;
             self.out.push(b']');
+            self.depth -= 1;
             return Some(());
         }
         loop {
@@ -216,6 +241,7 @@ impl<'a> Writer<'a, '_> {
             self.at += 1;
             self.out.push(next);
             if next == b']' {
+                self.depth -= 1;
                 return Some(());
             }
         }
@@ -249,6 +275,7 @@ impl<'a> Writer<'a, '_> {
         }
         self.members.truncate(level);
         self.out.push(b'}');
+        self.depth -= 1;
         Some(found)
     }
 
@@ -392,7 +419,8 @@ impl<'a> Writer<'a, '_> {
         Some(())
     }
 
-    /// Skips a value without writing it (the text is valid JSON: brackets are only counted).
+    /// Skips a value without writing it or checking it (the text is valid JSON: brackets are
+    /// only counted).
     fn skip(&mut self) -> Step {
         let bytes = self.text.as_bytes();
         let mut depth = 0usize;
@@ -428,6 +456,12 @@ impl<'a> Writer<'a, '_> {
             }
         }
     }
+
+    /// One level deeper, within the nesting `serde_json` parses.
+    fn deeper(&mut self) -> Step {
+        self.depth += 1;
+        (self.depth <= MAX_DEPTH).then_some(())
+    }
 }
 
 /// Whether the four hex digits of a `\u` escape are what serde writes for that character: it
@@ -459,10 +493,12 @@ mod tests {
         .unwrap()
     }
 
-    /// The output with `META` where the metadata goes, or `None`.
+    /// The output with `META` where the metadata goes, or `None` (also when the metadata
+    /// does not parse).
     fn run(text: &str) -> Option<String> {
         let mut out = Vec::new();
         let found = prune_resource_text(text, &schema(), &mut out)?;
+        found.metadata_parses().then_some(())?;
         out.splice(found.metadata_at..found.metadata_at, b"META".iter().copied());
         Some(String::from_utf8(out).unwrap())
     }
@@ -515,6 +551,30 @@ mod tests {
             r#"{"metadata":{}} x"#,
         ] {
             assert_eq!(run(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn gives_up_where_parsing_the_text_fails() {
+        for text in [
+            r#"{"metadata":{"x":1e400}}"#,
+            r#"{"metadata":{"x":"\ud800"}}"#,
+            r#"{"metadata":{},"spec":{"free":{"x":1e400}}}"#,
+            r#"{"metadata":{},"spec":{"free":{"x":"\udc00"}}}"#,
+        ] {
+            assert!(serde_json::from_str::<Value>(text).is_err(), "{text}");
+            assert_eq!(run(text), None, "{text}");
+        }
+        // Nesting: up to serde's limit, and not beyond, both in the metadata and below.
+        for n in 120..130 {
+            let deep = format!("{}{}", "[".repeat(n), "]".repeat(n));
+            for text in [
+                format!(r#"{{"metadata":{{"x":{deep}}}}}"#),
+                format!(r#"{{"metadata":{{}},"spec":{{"free":{{"x":{deep}}}}}}}"#),
+            ] {
+                let parses = serde_json::from_str::<Value>(&text).is_ok();
+                assert_eq!(run(&text).is_some(), parses, "{n} deep: {text}");
+            }
         }
     }
 

@@ -125,6 +125,7 @@ fn tree(text: &str, schema: &Structural) -> Option<Vec<u8>> {
 fn text_path(text: &str, schema: &Structural) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     let found = prune_resource_text(text, schema, &mut out)?;
+    found.metadata_parses().then_some(())?;
     let meta = serde_json::to_vec(&metadata()).unwrap();
     out.splice(found.metadata_at..found.metadata_at, meta);
     Some(out)
