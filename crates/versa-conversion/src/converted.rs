@@ -173,10 +173,10 @@ struct ConvertedMeta<'a> {
     annotations: Option<&'a RawValue>,
 }
 
-/// The text path of [`one`]: the object written (into `json`) as the tree path would write it, with the
-/// original's metadata (taken out of `original`; `written` is how the review wrote it), if
-/// every check passes, the labels and annotations are the original's and pruning with `schema`
-/// removes nothing; otherwise `None`, and `original` is as it was.
+/// The text path of [`one`]: the object written (into `json`) as the tree path would write
+/// it, with the original's metadata (taken out of `original`; `written` is how the review
+/// wrote it), if every check passes, the labels and annotations are the original's and
+/// pruning with `schema` removes nothing; otherwise `None`, and `original` is as it was.
 fn as_text(
     desired: GroupVersion<'_>,
     original: &mut Value,

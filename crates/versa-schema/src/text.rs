@@ -11,8 +11,9 @@
 //! not nullable), clear an object under a boolean `additionalProperties`, coerce an embedded
 //! resource, drop a malformed `apiVersion` or `kind`; or when the text has a duplicated key, a
 //! key written with escapes, or anything valid JSON allows and `serde_json` does not parse into
-//! a value (numbers beyond `f64`, lone surrogates, nesting deeper than its limit). Everything it accepts comes out exactly as the tree path writes it;
-//! `tests/pruned_text.rs` compares both on generated schemas and texts.
+//! a value (numbers beyond `f64`, lone surrogates, nesting deeper than its limit). Everything
+//! it accepts comes out exactly as the tree path writes it; `tests/pruned_text.rs` compares
+//! both on generated schemas and texts.
 //!
 //! The resource's own `metadata` is not written: the caller supplies it (conversion restores
 //! the original object's metadata), at the offset [`ResourceText::metadata_at`].

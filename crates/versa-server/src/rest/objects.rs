@@ -6,9 +6,9 @@
 //! the version it is stored at → convert to the request version (the resource's converter: one
 //! call for a whole batch, so a LIST page makes at most one webhook call) → set
 //! `resourceVersion`. A read that answers with JSON asks the converter for text where it has
-//! it ([`Converted::Json`]: objects a webhook converted), and writes that as it is. Writing: convert to the storage version → drop `resourceVersion` →
-//! serialise. Conversion happens here and nowhere else (DESIGN.md: only at the storage
-//! boundary). A conversion failure is a 500 with the converter's message, and nothing is
+//! it ([`Converted::Json`]: objects a webhook converted), and writes that as it is. Writing:
+//! convert to the storage version → drop `resourceVersion` → serialise. Conversion happens
+//! here and nowhere else (DESIGN.md: only at the storage boundary). A conversion failure is a 500 with the converter's message, and nothing is
 //! written.
 
 use std::time::Instant;
