@@ -127,14 +127,6 @@ impl std::fmt::Debug for Converted {
 }
 
 impl Converted {
-    /// The object's `metadata`, if it has one that is an object.
-    pub fn metadata(&self) -> Option<&Map<String, Value>> {
-        match self {
-            Converted::Value(v) => v.get("metadata").and_then(Value::as_object),
-            Converted::Json { metadata, .. } => Some(metadata),
-        }
-    }
-
     /// The object as a value (text is parsed).
     pub fn into_value(self) -> Result<Value, serde_json::Error> {
         match self {

@@ -98,10 +98,10 @@ pub(crate) fn request_body(
     let mut body = Vec::with_capacity(head.len() + objects.len() * 512);
     body.extend_from_slice(head);
     let mut spans = Vec::with_capacity(objects.len());
-    let mut append = |(written, mut at): (Vec<u8>, Vec<Range<usize>>), body: &mut Vec<u8>| {
+    let mut append = |(written, at): (Vec<u8>, Vec<Range<usize>>), body: &mut Vec<u8>| {
         let offset = body.len();
         body.extend_from_slice(&written);
-        spans.extend(at.drain(..).map(|r| if r.is_empty() { r } else { r.start + offset..r.end + offset }));
+        spans.extend(at.into_iter().map(|r| if r.is_empty() { r } else { r.start + offset..r.end + offset }));
     };
     if objects.len() < PARALLEL_MIN {
         append(write_objects(objects), &mut body);

@@ -49,8 +49,8 @@ impl ResourceText<'_> {
     /// beyond its limit). Text `serde_json` wrote itself needs no asking.
     pub fn metadata_parses(&self) -> bool {
         let mut out = Vec::with_capacity(self.metadata.len());
-        let mut w =
-            Writer { text: self.metadata, at: 0, out: &mut out, depth: 1, members: Vec::new(), scratch: Vec::new() };
+        // The metadata stands one level down, in the resource.
+        let mut w = Writer::new(self.metadata, &mut out, 1);
         let read = w.any().is_some();
         w.ws();
         read && w.at == self.metadata.len()
@@ -65,7 +65,7 @@ impl ResourceText<'_> {
 ///
 /// The caller vouches for the metadata it puts in: that coercing it changes nothing.
 pub fn prune_resource_text<'a>(text: &'a str, schema: &Structural, out: &mut Vec<u8>) -> Option<ResourceText<'a>> {
-    let mut w = Writer { text, at: 0, out, depth: 0, members: Vec::new(), scratch: Vec::new() };
+    let mut w = Writer::new(text, out, 0);
     w.ws();
     let found = w.resource(schema)?;
     w.ws();
@@ -96,7 +96,12 @@ struct Writer<'a, 'o> {
 /// `None` gives up.
 type Step = Option<()>;
 
-impl<'a> Writer<'a, '_> {
+impl<'a, 'o> Writer<'a, 'o> {
+    /// A writer of `text` into `out`, which starts `depth` objects and arrays down.
+    fn new(text: &'a str, out: &'o mut Vec<u8>, depth: usize) -> Self {
+        Writer { text, at: 0, out, depth, members: Vec::new(), scratch: Vec::new() }
+    }
+
     fn peek(&self) -> Option<u8> {
         self.text.as_bytes().get(self.at).copied()
     }

@@ -8,8 +8,8 @@
 //! `resourceVersion`. A read that answers with JSON asks the converter for text where it has
 //! it ([`Converted::Json`]: objects a webhook converted), and writes that as it is. Writing:
 //! convert to the storage version → drop `resourceVersion` → serialise. Conversion happens
-//! here and nowhere else (DESIGN.md: only at the storage boundary). A conversion failure is a 500 with the converter's message, and nothing is
-//! written.
+//! here and nowhere else (DESIGN.md: only at the storage boundary). A conversion failure is a
+//! 500 with the converter's message, and nothing is written.
 
 use std::time::Instant;
 
@@ -50,8 +50,11 @@ fn stored_version<'a>(res: &Resource, obj: &'a Value) -> &'a str {
 /// Converts a batch of objects to `version` with the resource's converter, recording the
 /// conversion metrics. Definitions (one version) are returned as they are.
 pub async fn convert(ctx: &Ctx, objects: Vec<Value>, version: &str) -> Result<Vec<Value>, Status> {
-    let converted = convert_as(ctx, objects, version, false).await?;
-    // Without text asked for, every object is a value.
+    values(convert_as(ctx, objects, version, false).await?)
+}
+
+/// Converted objects as values (those converted without text asked for are values already).
+pub fn values(converted: Vec<Converted>) -> Result<Vec<Value>, Status> {
     converted.into_iter().map(|c| c.into_value().map_err(|e| Status::internal(e.to_string()))).collect()
 }
 
@@ -84,8 +87,7 @@ pub async fn from_storage(ctx: &Ctx, kv: &KeyValue) -> Result<Value, Status> {
 
 /// The request forms of stored objects, converted in one batch.
 pub async fn from_storage_batch(ctx: &Ctx, kvs: &[KeyValue]) -> Result<Vec<Value>, Status> {
-    let converted = from_storage_as(ctx, kvs, false).await?;
-    converted.into_iter().map(|c| c.into_value().map_err(|e| Status::internal(e.to_string()))).collect()
+    values(from_storage_as(ctx, kvs, false).await?)
 }
 
 /// The request forms of stored objects, converted in one batch, for an answer in JSON: as text
@@ -94,7 +96,9 @@ pub async fn from_storage_for_json(ctx: &Ctx, kvs: &[KeyValue]) -> Result<Vec<Co
     from_storage_as(ctx, kvs, true).await
 }
 
-async fn from_storage_as(ctx: &Ctx, kvs: &[KeyValue], text: bool) -> Result<Vec<Converted>, Status> {
+/// The request forms of stored objects, converted in one batch: as text where the converter
+/// has it, if `text`.
+pub async fn from_storage_as(ctx: &Ctx, kvs: &[KeyValue], text: bool) -> Result<Vec<Converted>, Status> {
     let decoded = kvs.iter().map(|kv| decode_stored(&ctx.res, kv)).collect::<Result<Vec<_>, _>>()?;
     let mut converted = convert_as(ctx, decoded, &ctx.version, text).await?;
     // The converter keeps metadata, but resourceVersion is ours to say.

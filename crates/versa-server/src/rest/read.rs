@@ -13,7 +13,7 @@ use versa_conversion::Converted;
 use versa_schema::{Error as FieldError, ErrorList, Path};
 use versa_storage::{ContinueToken, ListOptions};
 
-use super::objects::{from_storage, from_storage_batch, from_storage_for_json};
+use super::objects::{from_storage, from_storage_as, values};
 use super::{Answer, Ctx, Shape, shape};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
@@ -226,8 +226,7 @@ async fn list_params(ctx: &Ctx) -> Result<(usize, i64), Status> {
 /// Reads the collection as the list options ask.
 pub async fn read_page(ctx: &Ctx, filter: &Filter) -> Result<Page, Status> {
     let page = read_converted(ctx, filter, false).await?;
-    let items = page.items.into_iter().map(|c| c.into_value().map_err(|e| Status::internal(e.to_string())));
-    Ok(Page { items: items.collect::<Result<_, _>>()?, revision: page.revision, continue_token: page.continue_token })
+    Ok(Page { items: values(page.items)?, revision: page.revision, continue_token: page.continue_token })
 }
 
 /// Reads the collection as the list options ask, for an answer in JSON: objects as text where
@@ -248,11 +247,7 @@ async fn read_converted(ctx: &Ctx, filter: &Filter, text: bool) -> Result<Page<C
         revision = page.revision;
         let mut last_key = None;
         // One conversion for the whole store page (selectors apply to converted objects).
-        let objects = if text {
-            from_storage_for_json(ctx, &page.items).await?
-        } else {
-            from_storage_batch(ctx, &page.items).await?.into_iter().map(Converted::Value).collect()
-        };
+        let objects = from_storage_as(ctx, &page.items, text).await?;
         for (kv, obj) in page.items.iter().zip(objects) {
             last_key = Some(kv.key.clone());
             if filter.matches_converted(&obj) {
