@@ -716,3 +716,92 @@ async fn aggregator_probe_and_namespace_deletion() {
     let left = send(&aggregator, "GET", doomed, &controller, None).await.json();
     assert_eq!(left["items"], json!([]));
 }
+
+/// A kubeconfig for the real kubectl straight to versa, as a client-CA user in `system:masters`
+/// (what a cluster admin's certificate looks like to an aggregated server).
+fn admin_kubeconfig(cluster: &Cluster, dir: &Path) -> PathBuf {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let (cert, key) = cluster.client_ca.client("admin", &ADMIN);
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: versa\n  cluster:\n    server: https://{}\n    \
+         certificate-authority-data: {}\nusers:\n- name: admin\n  user:\n    client-certificate-data: {}\n    \
+         client-key-data: {}\ncontexts:\n- name: admin@versa\n  context:\n    cluster: versa\n    user: admin\n\
+         current-context: admin@versa\n",
+        cluster.versa.address,
+        b64(&cluster.serving_ca),
+        b64(&cert),
+        b64(&key),
+    );
+    let path = dir.join("admin.kubeconfig");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Issue 15, defect 3: behind kube-apiserver, whose garbage collector acts on versa's objects,
+/// `kubectl delete --cascade=orphan|foreground` sets the `orphan` / `foregroundDeletion`
+/// finalizer and `deletionTimestamp` exactly as kube-apiserver does, so that the collector
+/// orphans the dependents (or deletes them first) and then removes the finalizer; the
+/// default (`Background`) deletes at once. Before, orphaning deleted the dependents.
+#[tokio::test]
+async fn delete_propagation_sets_the_garbage_collectors_finalizers() {
+    let cluster = Cluster::start();
+    let aggregator = cluster.aggregator();
+    define(&aggregator, &crontabs("stable.example.com", &[("v1", true)])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = admin_kubeconfig(&cluster, dir.path());
+    let admin = as_user("admin", &ADMIN);
+    let tabs = "/apis/stable.example.com/v1/namespaces/default/crontabs";
+    let make = |name: &str, finalizers: &[&str]| {
+        json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+               "metadata": {"name": name, "finalizers": finalizers}, "spec": {"replicas": 1}})
+    };
+    for (name, finalizers) in
+        [("orphaned", &[][..]), ("foreground", &[]), ("background", &[]), ("held", &["example.com/hold"][..])]
+    {
+        let r = send(&aggregator, "POST", tabs, &admin, Some(&make(name, finalizers))).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let get = |name: &'static str| {
+        let (aggregator, admin) = (&aggregator, &admin);
+        async move { send(aggregator, "GET", &format!("{tabs}/{name}"), admin, None).await }
+    };
+
+    // Through the real kubectl (discovery from versa, DeleteOptions in the body).
+    ok(kubectl(&config, &["delete", "crontab", "orphaned", "--cascade=orphan", "--wait=false"]));
+    ok(kubectl(&config, &["delete", "crontab", "foreground", "--cascade=foreground", "--wait=false"]));
+    ok(kubectl(&config, &["delete", "crontab", "background", "--wait=false"]));
+    let orphaned = get("orphaned").await.json();
+    assert_eq!(orphaned["metadata"]["finalizers"], json!(["orphan"]), "{orphaned}");
+    assert!(orphaned["metadata"]["deletionTimestamp"].is_string(), "{orphaned}");
+    assert_eq!(orphaned["metadata"]["deletionGracePeriodSeconds"], json!(0));
+    assert_eq!(orphaned["metadata"]["generation"], json!(2), "kube's markAsDeleting moves generation on");
+    let foreground = get("foreground").await.json();
+    assert_eq!(foreground["metadata"]["finalizers"], json!(["foregroundDeletion"]), "{foreground}");
+    assert!(foreground["metadata"]["deletionTimestamp"].is_string(), "{foreground}");
+    assert_eq!(get("background").await.status, 404, "Background deletes at once");
+
+    // Another finalizer stays; a later delete may change the policy, never the timestamp.
+    let path = format!("{tabs}/held");
+    let orphan = json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Orphan"});
+    let held = send(&aggregator, "DELETE", &path, &admin, Some(&orphan)).await.json();
+    assert_eq!(held["metadata"]["finalizers"], json!(["example.com/hold", "orphan"]), "{held}");
+    let stamp = held["metadata"]["deletionTimestamp"].clone();
+    let background = json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
+    let held = send(&aggregator, "DELETE", &path, &admin, Some(&background)).await.json();
+    assert_eq!(held["metadata"]["finalizers"], json!(["example.com/hold"]), "{held}");
+    assert_eq!(held["metadata"]["deletionTimestamp"], stamp);
+    // The deprecated orphanDependents is honoured too.
+    let deprecated = json!({"kind": "DeleteOptions", "apiVersion": "v1", "orphanDependents": true});
+    let held = send(&aggregator, "DELETE", &path, &admin, Some(&deprecated)).await.json();
+    assert_eq!(held["metadata"]["finalizers"], json!(["example.com/hold", "orphan"]), "{held}");
+
+    // kube's garbage collector, having orphaned the dependents, removes its finalizer as a
+    // metadata client does: the object goes.
+    let gc = as_user("system:serviceaccount:kube-system:generic-garbage-collector", &["system:serviceaccounts"]);
+    let mut remove = gc.clone();
+    remove.push(("Content-Type", "application/merge-patch+json"));
+    let body = json!({"metadata": {"finalizers": null}}).to_string();
+    let r = aggregator.request("PATCH", &format!("{tabs}/orphaned"), &remove, body).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(get("orphaned").await.status, 404);
+}

@@ -1005,6 +1005,192 @@ async fn finalizers_and_preconditions() {
     checks.finish();
 }
 
+/// Issue 15, defect 3, standalone half: `propagationPolicy` is validated as kube validates
+/// DeleteOptions, and — with no garbage collector to remove them — adds no `orphan` or
+/// `foregroundDeletion` finalizer (kube-apiserver with garbage collection disabled does the
+/// same): the object goes at once. Cluster mode, where kube's collector acts, is in cluster.rs.
+#[tokio::test]
+async fn propagation_policy_without_a_garbage_collector() {
+    let s = server().await;
+    let c = &s.client;
+    define(c, &crontab_definition()).await;
+    let mut checks = Checks::default();
+    for (name, options) in [
+        ("orphaned", json!({"propagationPolicy": "Orphan"})),
+        ("foreground", json!({"propagationPolicy": "Foreground"})),
+        ("background", json!({"propagationPolicy": "Background"})),
+        ("orphan-dependents", json!({"orphanDependents": true})),
+    ] {
+        create(c, CT, &crontab(name, json!({}))).await;
+        let r = c.delete_with(&format!("{CT}/{name}"), &options).await;
+        checks.eq(&format!("{name}: deleted at once"), &json!([r.status, r.json()["kind"]]), &json!([200, "Status"]));
+        checks.eq(&format!("{name}: gone"), &json!(c.get(&format!("{CT}/{name}")).await.status), &json!(404));
+    }
+    create(c, CT, &crontab("kept", json!({}))).await;
+    let r = c.delete_with(&format!("{CT}/kept"), &json!({"propagationPolicy": "Orphan", "orphanDependents": true})).await;
+    checks.status(
+        "both orphanDependents and propagationPolicy",
+        &r,
+        422,
+        "Invalid",
+        "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Invalid value: \"Orphan\": orphanDependents and deletionPropagation cannot be both set",
+    );
+    let r = c.delete_with(&format!("{CT}/kept"), &json!({"propagationPolicy": "Sometimes"})).await;
+    checks.status(
+        "an unknown policy",
+        &r,
+        422,
+        "Invalid",
+        "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"Sometimes\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
+    );
+    let r = c.request("DELETE", &format!("{CT}/kept?propagationPolicy=Sometimes"), &[], Vec::new()).await;
+    checks.eq("the policy as a query parameter is validated too", &json!(r.status), &json!(422));
+    checks.eq("invalid options keep the object", &json!(c.get(&format!("{CT}/kept")).await.status), &json!(200));
+    checks.finish();
+}
+
+/// Issue 15, defect 4: a metadata-only client shaped as client-go's `metadata` client (the one
+/// kube's garbage collector, namespace controller and quota use) — its exact `Accept` headers
+/// for get, list, watch, patch, create and delete — gets exactly the kinds and fields kube
+/// sends: PartialObjectMetadata for objects, PartialObjectMetadataList for lists, bookmarks
+/// included, and a 406 where the asked form does not fit.
+#[tokio::test]
+async fn metadata_only_clients() {
+    // client-go k8s.io/client-go/metadata: Get, Watch, Patch ask for PartialObjectMetadata;
+    // List for PartialObjectMetadataList; protobuf first (versa, as kube for custom
+    // resources, has none and takes the JSON entry).
+    const OBJECT: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+    const LIST: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+    let s = server().await;
+    let c = &s.client;
+    define(c, &crontab_definition()).await;
+    let mut checks = Checks::default();
+    let ns = "/apis/stable.example.com/v1/namespaces/meta/crontabs";
+    let partial = |what: &str, checks: &mut Checks, obj: &Value, name: &str| {
+        checks.eq(
+            &format!("{what}: kind, apiVersion, name"),
+            &json!([obj["kind"], obj["apiVersion"], obj["metadata"]["name"]]),
+            &json!(["PartialObjectMetadata", "meta.k8s.io/v1", name]),
+        );
+        checks.check(&format!("{what}: no spec"), obj.get("spec").is_none(), obj);
+        checks.check(&format!("{what}: uid"), obj["metadata"]["uid"].is_string(), obj);
+        checks.check(&format!("{what}: resourceVersion"), obj["metadata"]["resourceVersion"].is_string(), obj);
+    };
+
+    // Create and get.
+    let r = c
+        .request("POST", ns, &[("content-type", "application/json"), ("accept", OBJECT)], serde_json::to_vec(&labelled("m1", json!({"app": "a"}))).unwrap())
+        .await;
+    checks.eq("create: code", &json!(r.status), &json!(201));
+    partial("create", &mut checks, &r.json(), "m1");
+    let m1 = c.get(&format!("{ns}/m1")).await.json();
+    let r = c.get_with(&format!("{ns}/m1"), &[("accept", OBJECT)]).await;
+    checks.eq("get: code", &json!(r.status), &json!(200));
+    let got = r.json();
+    partial("get", &mut checks, &got, "m1");
+    checks.eq("get: labels", &got["metadata"]["labels"], &json!({"app": "a"}));
+    checks.eq("get: the object's metadata", &got["metadata"], &m1["metadata"]);
+
+    // List.
+    create(c, ns, &crontab("m2", json!({}))).await;
+    let r = c.get_with(ns, &[("accept", LIST)]).await;
+    checks.eq("list: code", &json!(r.status), &json!(200));
+    let list = r.json();
+    checks.eq(
+        "list: kind, apiVersion",
+        &json!([list["kind"], list["apiVersion"]]),
+        &json!(["PartialObjectMetadataList", "meta.k8s.io/v1"]),
+    );
+    checks.check("list: resourceVersion", list["metadata"]["resourceVersion"].is_string(), &list);
+    for (i, name) in ["m1", "m2"].iter().enumerate() {
+        partial(&format!("list item {i}"), &mut checks, &list["items"][i], name);
+    }
+    // Paged: the continue token is in the list's metadata.
+    let r = c.get_with(&format!("{ns}?limit=1"), &[("accept", LIST)]).await;
+    checks.check("list page: continue", r.json()["metadata"]["continue"].is_string(), r.text());
+
+    // The other form is refused as kube refuses it.
+    let r = c.get_with(ns, &[("accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")]).await;
+    checks.status(
+        "list as PartialObjectMetadata",
+        &r,
+        406,
+        "NotAcceptable",
+        "you requested PartialObjectMetadata, but the requested object is a list (*unstructured.UnstructuredList)",
+    );
+    let r = c.get_with(&format!("{ns}/m1"), &[("accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")]).await;
+    checks.status(
+        "get as PartialObjectMetadataList",
+        &r,
+        406,
+        "NotAcceptable",
+        "you requested PartialObjectMetadataList, but the requested object is not a list (*unstructured.Unstructured)",
+    );
+
+    // Watch as an informer starts it (sendInitialEvents, bookmarks): initial ADDED events, the
+    // end-of-initial-events BOOKMARK, then changes — every object PartialObjectMetadata.
+    let mut w = c
+        .watch(
+            &format!("{ns}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
+            &[("accept", OBJECT)],
+        )
+        .await;
+    checks.eq("watch: code", &json!(w.status), &json!(200));
+    let mut initial = Vec::new();
+    let bookmark = loop {
+        let ev = w.event(EVENT_WAIT, "metadata watch: initial events").await;
+        if ev["type"] == "BOOKMARK" && !ev["object"]["metadata"]["annotations"].is_null() {
+            break ev;
+        }
+        checks.check(
+            "watch: bookmarks are PartialObjectMetadata",
+            ev["type"] != "BOOKMARK" || ev["object"]["kind"] == "PartialObjectMetadata",
+            &ev,
+        );
+        if ev["type"] == "ADDED" {
+            partial("watch: initial ADDED", &mut checks, &ev["object"], name(&ev["object"]));
+            initial.push(name(&ev["object"]).to_owned());
+        }
+    };
+    initial.sort();
+    checks.eq("watch: initial objects", &json!(initial), &json!(["m1", "m2"]));
+    checks.eq(
+        "watch: end-of-initial-events bookmark",
+        &json!([bookmark["object"]["kind"], bookmark["object"]["apiVersion"], bookmark["object"]["metadata"]["annotations"]]),
+        &json!(["PartialObjectMetadata", "meta.k8s.io/v1", {"k8s.io/initial-events-end": "true"}]),
+    );
+    checks.check("watch: bookmark resourceVersion", bookmark["object"]["metadata"]["resourceVersion"].is_string(), &bookmark);
+
+    // Patch as the garbage collector patches ownerReferences; the answer and the event are
+    // metadata only.
+    let owner = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "6b4fd4a5-6e55-4c4b-9b5b-9d1c1c1c1c1c"}]);
+    let r = c
+        .request(
+            "PATCH",
+            &format!("{ns}/m1"),
+            &[("content-type", "application/merge-patch+json"), ("accept", OBJECT)],
+            serde_json::to_vec(&json!({"metadata": {"ownerReferences": owner}})).unwrap(),
+        )
+        .await;
+    checks.eq("patch: code", &json!(r.status), &json!(200));
+    let patched = r.json();
+    partial("patch", &mut checks, &patched, "m1");
+    checks.eq("patch: ownerReferences", &patched["metadata"]["ownerReferences"], &owner);
+    let ev = w.event(EVENT_WAIT, "metadata watch: MODIFIED").await;
+    checks.eq("watch: MODIFIED", &json!(event_id(&ev)), &json!(["MODIFIED", "m1"]));
+    partial("watch: MODIFIED", &mut checks, &ev["object"], "m1");
+
+    // Delete: an object held by a finalizer answers its metadata; one deleted at once a Status.
+    c.merge_patch(&format!("{ns}/m2"), &json!({"metadata": {"finalizers": ["example.com/hold"]}})).await;
+    let r = c.request("DELETE", &format!("{ns}/m2"), &[("accept", OBJECT)], Vec::new()).await;
+    let marked = r.json();
+    partial("delete (marked)", &mut checks, &marked, "m2");
+    checks.check("delete (marked): deletionTimestamp", marked["metadata"]["deletionTimestamp"].is_string(), &marked);
+    let r = c.request("DELETE", &format!("{ns}/m1"), &[("accept", OBJECT)], Vec::new()).await;
+    checks.eq("delete: a Status", &json!([r.status, r.json()["kind"], r.json()["status"]]), &json!([200, "Status", "Success"]));
+    checks.finish();
+}
+
 // 6. List: selectors, paging, resourceVersion.
 
 #[tokio::test]
@@ -1362,7 +1548,9 @@ async fn metrics_exposition() {
         r#"apiserver_request_total{verb="LIST",group="stable.example.com",version="v1",resource="crontabs",subresource="",scope="namespace",code="200"} 1"#,
         r#"apiserver_request_total{verb="POST",group="stable.example.com",version="v1",resource="crontabs",subresource="",scope="namespace",code="201"} 1"#,
         "apiserver_request_duration_seconds_bucket{",
-        "versa_served_resources 2",
+        // The definitions API's two faces (ResourceDefinition, CustomResourceDefinition) and
+        // the crontabs.
+        "versa_served_resources 3",
         "versa_storage_up 1",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");

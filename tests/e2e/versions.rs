@@ -1079,12 +1079,17 @@ async fn webhook_failures_change_nothing() {
             checks.check(&format!("{slug}: the webhook was called"), webhook.calls() >= 1, webhook.calls());
         }
 
-        // LIST at v1beta1 (another call, so another request uid).
+        // LIST at v1beta1 (another call, so another request uid). It converts every object of
+        // the page, those of earlier cases too (nothing a webhook answered is kept), so the
+        // count and the object a message names depend on them.
         let r = c.get(&pizzas("v1beta1")).await;
-        let list_fragments: &[&str] = if case.mode == Mode::WrongUid {
-            &["conversion webhook for ", "failed: expected response.uid=\""]
-        } else {
-            &fragments
+        let list_fragments: &[&str] = match case.mode {
+            Mode::WrongUid => &["conversion webhook for ", "failed: expected response.uid=\""],
+            Mode::WrongCount => &["conversion webhook for ", " objects, expected "],
+            Mode::ChangedUid => {
+                &["conversion webhook for ", "must have the same UID: ", " != 11111111-1111-1111-1111-111111111111"]
+            }
+            _ => &fragments,
         };
         checks.conversion_failure(&format!("{slug}: LIST"), &r, "", list_fragments);
 
@@ -1253,6 +1258,64 @@ async fn webhook_failures_change_nothing() {
 
 /// `v1` (storage) with `spec.cronSpec`, `v2` with the same field renamed `spec.schedule`, and
 /// the None strategy: exactly what the tutorial says not to do.
+/// Issue 15, defect 2: what a webhook answered is never kept across requests. A webhook fixed
+/// (or broken) under the same URL is seen by the very next read — GET and LIST, raw and through
+/// kubectl — while reads at the storage version, which need no webhook, may still be served
+/// from the render cache.
+#[tokio::test]
+async fn webhook_answers_are_never_kept() {
+    let webhook = Webhook::start();
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), &[]).await;
+    let c = &s.client;
+    define(c, &pizza_definition(webhook.conversion(&["v1"]), "v1alpha1")).await;
+    let mut checks = Checks::default();
+    let name = "kept";
+    create(c, &pizzas("v1alpha1"), &pizza_alpha(name, &["mozzarella", "tomato", "tomato"])).await;
+    let beta = format!("pizzas.v1beta1.{PIZZA}");
+    let label = |obj: &Value| obj["metadata"]["labels"][webhook::ADDED_LABEL.0].clone();
+
+    // Converted twice in a row: the webhook is asked each time.
+    webhook.reset();
+    let got = c.get(&pizza_path("v1beta1", name)).await.json();
+    checks.eq("first GET at v1beta1", &got["spec"]["toppings"], &beta_toppings(&[("mozzarella", 1), ("tomato", 2)]));
+    c.get(&pizza_path("v1beta1", name)).await;
+    c.get(&pizzas("v1beta1")).await;
+    checks.eq("webhook calls for GET, GET, LIST", &json!(webhook.calls()), &json!(3));
+
+    // The webhook now answers differently (a new build under the same URL): seen at once.
+    webhook.set_mode(Mode::ChangedLabels);
+    let out = ok(kubectl(&s.versa, &["get", &beta, name, "-o", "json"]));
+    let got: Value = serde_json::from_str(&out).unwrap();
+    checks.eq("kubectl get after the webhook changed", &label(&got), &json!(webhook::ADDED_LABEL.1));
+    let list = c.get(&pizzas("v1beta1")).await.json();
+    checks.eq("LIST after the webhook changed", &label(&list["items"][0]), &json!(webhook::ADDED_LABEL.1));
+
+    // The webhook now fails: reads at v1beta1 fail with its message, none is answered from before.
+    webhook.set_mode(Mode::Failed("the oven is cold".into()));
+    let r = c.get(&pizza_path("v1beta1", name)).await;
+    checks.conversion_failure("GET after the webhook broke", &r, "", &["failed: the oven is cold"]);
+    let r = c.get(&pizzas("v1beta1")).await;
+    checks.conversion_failure("LIST after the webhook broke", &r, "", &["failed: the oven is cold"]);
+    let out = kubectl(&s.versa, &["get", &beta, name, "-o", "json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    checks.check("kubectl get after the webhook broke fails", !out.status.success(), &stderr);
+    checks.check("kubectl shows the webhook's message", stderr.contains("the oven is cold"), &stderr);
+
+    // Reads at the storage version need no webhook.
+    webhook.reset();
+    checks.code("GET at v1alpha1 while the webhook fails", &c.get(&pizza_path("v1alpha1", name)).await, 200);
+    checks.code("LIST at v1alpha1 while the webhook fails", &c.get(&pizzas("v1alpha1")).await, 200);
+    checks.eq("webhook calls for reads at the storage version", &json!(webhook.calls()), &json!(0));
+
+    // Fixed again: the right answer, at once.
+    webhook.set_mode(Mode::Convert);
+    let got = c.get(&pizza_path("v1beta1", name)).await.json();
+    checks.eq("GET after the webhook was fixed", &label(&got), &Value::Null);
+    checks.eq("toppings after the webhook was fixed", &got["spec"]["toppings"], &beta_toppings(&[("mozzarella", 1), ("tomato", 2)]));
+    checks.finish();
+}
+
 fn renamed_field_definition() -> Value {
     let schema = |field: &str| {
         json!({"openAPIV3Schema": {"type": "object", "properties": {

@@ -232,6 +232,16 @@ impl Converter {
         }
     }
 
+    /// Whether a conversion's result depends only on the object and the definition, so that it
+    /// may be kept across requests: `None`. A webhook's answers may change at any time (another
+    /// build rolled out under the same URL), so they are never kept.
+    pub fn is_deterministic(&self) -> bool {
+        match self.strategy {
+            Strategy::None => true,
+            Strategy::Webhook(_) => false,
+        }
+    }
+
     /// Converts `objects` (each at the version its `apiVersion` names) to `to_version`, keeping
     /// their order. With a webhook, one call for the whole batch: only the objects not already at
     /// `to_version` are sent, and not those made of only `apiVersion` and `kind` (kube's

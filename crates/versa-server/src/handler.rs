@@ -37,6 +37,10 @@ pub struct State {
     pub conversion: versa_conversion::Options,
     /// How storage migrations run.
     pub migration: crate::migration::MigrationOptions,
+    /// Whether a garbage collector acts on `ownerReferences` and the `orphan` /
+    /// `foregroundDeletion` finalizers: kube's, in cluster mode. Standalone has none, so deletes
+    /// behave as in a kube-apiserver with garbage collection disabled.
+    pub garbage_collection: bool,
     /// Rendered objects (the LIST and GET fast path).
     pub render: crate::rest::render::RenderCache,
     /// Cancelled when the server shuts down: watches and the controller end.

@@ -150,18 +150,27 @@ impl ServerConfig {
             store: self.store,
             keys: versa_storage::Keys::new(&self.key_prefix),
             auth,
-            registry: registry::Registry::new(),
+            // Standalone, the definitions are CustomResourceDefinitions too; behind
+            // kube-apiserver that group is kube's.
+            registry: if cluster.is_some() {
+                registry::Registry::new()
+            } else {
+                registry::Registry::with_faces(&[registry::Face::ResourceDefinition, registry::Face::CustomResourceDefinition])
+            },
             openapi: std::sync::Mutex::new(openapi::OpenApiCache::new()),
             metrics: metrics::Metrics::new(),
             conversion: self.conversion,
             migration: self.migration,
+            garbage_collection: cluster.is_some(),
             render: Default::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),
         });
-        // The definitions API is published like any served resource.
+        // The definitions API (each face) is published like any served resource.
         let snapshot = state.registry.snapshot();
-        if let (Ok(mut openapi), Some(own)) = (state.openapi.lock(), snapshot.resources().next()) {
-            openapi.upsert(&own.definition, own.kept());
+        if let Ok(mut openapi) = state.openapi.lock() {
+            for own in snapshot.resources() {
+                openapi.upsert(&own.definition, own.kept());
+            }
         }
         Ok(Prepared { listener, tls, trust, kubeconfig, cluster, state })
     }

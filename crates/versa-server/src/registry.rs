@@ -7,7 +7,11 @@
 //! request never sees half of an update, and no request compiles anything.
 //!
 //! The definitions API itself (`versa.dev/v1` `resourcedefinitions`) is a [`Resource`] too,
-//! built by [`Resource::definitions`], so that one REST implementation serves both.
+//! built by [`Resource::definitions`], so that one REST implementation serves both. In
+//! standalone mode the same objects have a second face, `apiextensions.k8s.io/v1`
+//! `customresourcedefinitions` ([`Face::CustomResourceDefinition`]): one stored object, two
+//! kinds, so that any CRD manifest installs unchanged. Behind kube-apiserver that group is
+//! kube's, and versa does not serve it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,6 +37,38 @@ pub enum Flavor {
     Custom,
     /// `versa.dev/v1` `resourcedefinitions`: definition validation and the deletion finalizer.
     Definitions,
+}
+
+/// Which kind the definitions API answers with. Both faces are the same stored objects (kept
+/// as `versa.dev/v1` `ResourceDefinition`); only `apiVersion`, `kind` and the names differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Face {
+    /// `versa.dev/v1` `resourcedefinitions` (short name `rd`).
+    ResourceDefinition,
+    /// `apiextensions.k8s.io/v1` `customresourcedefinitions` (short names `crd`, `crds`), as
+    /// kube-apiserver serves it; standalone mode only.
+    CustomResourceDefinition,
+}
+
+/// The group of the CustomResourceDefinition face.
+pub const CRD_GROUP: &str = "apiextensions.k8s.io";
+
+impl Face {
+    /// `(group, version, plural, singular, kind, short names, categories)`.
+    fn names(self) -> (&'static str, &'static str, &'static str, &'static str, &'static str, &'static [&'static str], &'static [&'static str]) {
+        match self {
+            Face::ResourceDefinition => (GROUP, VERSION, "resourcedefinitions", "resourcedefinition", KIND, &["rd"], &[]),
+            Face::CustomResourceDefinition => (
+                CRD_GROUP,
+                "v1",
+                "customresourcedefinitions",
+                "customresourcedefinition",
+                "CustomResourceDefinition",
+                &["crd", "crds"],
+                &["api-extensions"],
+            ),
+        }
+    }
 }
 
 /// One served resource, compiled.
@@ -166,24 +202,25 @@ impl Resource {
         Compact { def: self.definition.clone(), schemas: self.schemas.clone() }
     }
 
-    /// The definitions API as a resource.
-    pub fn definitions() -> Resource {
+    /// The definitions API as a resource, with one of its faces.
+    pub fn definitions(face: Face) -> Resource {
+        let (group, version, plural, singular, kind, short_names, categories) = face.names();
         Resource {
             id: next_id(),
             flavor: Flavor::Definitions,
-            definition: Arc::new(definitions_definition()),
+            definition: Arc::new(definitions_definition(face)),
             schemas: Arc::default(),
-            group: GROUP.to_owned(),
-            plural: "resourcedefinitions".to_owned(),
-            singular: "resourcedefinition".to_owned(),
-            kind: KIND.to_owned(),
-            list_kind: format!("{KIND}List"),
-            short_names: vec!["rd".to_owned()],
-            categories: Vec::new(),
+            group: group.to_owned(),
+            plural: plural.to_owned(),
+            singular: singular.to_owned(),
+            kind: kind.to_owned(),
+            list_kind: format!("{kind}List"),
+            short_names: short_names.iter().map(|s| (*s).to_owned()).collect(),
+            categories: categories.iter().map(|s| (*s).to_owned()).collect(),
             namespaced: false,
-            storage_version: VERSION.to_owned(),
+            storage_version: version.to_owned(),
             versions: vec![Version {
-                name: VERSION.to_owned(),
+                name: version.to_owned(),
                 served: true,
                 schema: None,
                 rules: SchemaRules::default(),
@@ -195,6 +232,15 @@ impl Resource {
             }],
             terminating: false,
             converter: Err("the definitions API has one version".into()),
+        }
+    }
+
+    /// The group and plural the objects are stored under: the definitions API's for both of
+    /// its faces, the resource's own otherwise.
+    pub fn stored_as(&self) -> (&str, &str) {
+        match self.flavor {
+            Flavor::Definitions => (GROUP, "resourcedefinitions"),
+            Flavor::Custom => (&self.group, &self.plural),
         }
     }
 
@@ -238,20 +284,24 @@ fn next_id() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// A ResourceDefinition describing the definitions API itself, for discovery and OpenAPI: its
-/// spec and status are open objects there (their shape is the CRD's, documented upstream).
-fn definitions_definition() -> ResourceDefinition {
+/// A ResourceDefinition describing the definitions API itself (one face of it), for discovery
+/// and OpenAPI: its spec and status are open objects there (their shape is the CRD's,
+/// documented upstream).
+fn definitions_definition(face: Face) -> ResourceDefinition {
+    let (group, version, plural, singular, kind, short_names, categories) = face.names();
+    let names = serde_json::json!({"plural": plural, "singular": singular, "kind": kind,
+                                   "listKind": format!("{kind}List"), "shortNames": short_names,
+                                   "categories": categories});
     let doc = serde_json::json!({
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {"name": format!("resourcedefinitions.{GROUP}")},
+        "metadata": {"name": format!("{plural}.{group}")},
         "spec": {
-            "group": GROUP,
+            "group": group,
             "scope": "Cluster",
-            "names": {"plural": "resourcedefinitions", "singular": "resourcedefinition", "kind": KIND,
-                      "listKind": format!("{KIND}List"), "shortNames": ["rd"]},
+            "names": names,
             "versions": [{
-                "name": VERSION, "served": true, "storage": true,
+                "name": version, "served": true, "storage": true,
                 "schema": {"openAPIV3Schema": {"type": "object", "properties": {
                     "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
                              "description": "The shape of apiextensions.k8s.io/v1 CustomResourceDefinitionSpec."},
@@ -259,9 +309,8 @@ fn definitions_definition() -> ResourceDefinition {
                 "subresources": {"status": {}},
             }],
         },
-        "status": {"conditions": [{"type": "Established", "status": "True"}], "storedVersions": [VERSION],
-                   "acceptedNames": {"plural": "resourcedefinitions", "singular": "resourcedefinition", "kind": KIND,
-                                     "listKind": format!("{KIND}List"), "shortNames": ["rd"]}},
+        "status": {"conditions": [{"type": "Established", "status": "True"}], "storedVersions": [version],
+                   "acceptedNames": names},
     });
     ResourceDefinition::from_document(&doc).unwrap_or_default()
 }
@@ -322,15 +371,23 @@ impl Default for Registry {
 }
 
 impl Registry {
-    /// A registry serving only the definitions API.
+    /// A registry serving only the definitions API (`versa.dev/v1`).
     pub fn new() -> Registry {
+        Registry::with_faces(&[Face::ResourceDefinition])
+    }
+
+    /// A registry serving only the definitions API, with these faces.
+    pub fn with_faces(faces: &[Face]) -> Registry {
         let registry = Registry {
             current: RwLock::new(Arc::new(Snapshot::default())),
             ready: AtomicBool::new(false),
             changes: tokio::sync::watch::Sender::new(0),
         };
         registry.update(|by_name| {
-            by_name.insert(format!("resourcedefinitions.{GROUP}"), Arc::new(Resource::definitions()));
+            for face in faces {
+                let resource = Resource::definitions(*face);
+                by_name.insert(resource.definition.name().to_owned(), Arc::new(resource));
+            }
         });
         registry
     }

@@ -47,6 +47,11 @@ impl Status {
         }
     }
 
+    /// 406 `NotAcceptable`: the answer cannot take the form the client asked for.
+    pub fn not_acceptable(message: impl Into<String>) -> Self {
+        Status { code: StatusCode::NOT_ACCEPTABLE, reason: "NotAcceptable", message: message.into(), details: None }
+    }
+
     /// 400 `BadRequest`.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Status { code: StatusCode::BAD_REQUEST, reason: "BadRequest", message: message.into(), details: None }

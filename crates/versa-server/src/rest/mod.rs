@@ -21,7 +21,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::codec;
 use crate::handler::State;
@@ -75,14 +75,16 @@ impl Ctx {
 
     /// The store key of object `name` in the request's namespace.
     pub fn key(&self, name: &str) -> String {
-        self.state.keys.object(&self.res.group, &self.res.plural, self.namespace.as_deref(), name)
+        let (group, plural) = self.res.stored_as();
+        self.state.keys.object(group, plural, self.namespace.as_deref(), name)
     }
 
     /// The store prefix of the request's collection (one namespace, or all).
     pub fn collection_prefix(&self) -> String {
+        let (group, plural) = self.res.stored_as();
         match &self.namespace {
-            Some(ns) => self.state.keys.namespace(&self.res.group, &self.res.plural, ns),
-            None => self.state.keys.resource(&self.res.group, &self.res.plural),
+            Some(ns) => self.state.keys.namespace(group, plural, ns),
+            None => self.state.keys.resource(group, plural),
         }
     }
 
@@ -119,6 +121,32 @@ impl Ctx {
 }
 
 impl Ctx {
+    /// One object's answer in the shape the client asked for, as kube's
+    /// `transformResponseObject` gives it for every verb (reads, writes, deletes): the object,
+    /// its PartialObjectMetadata, or a one-row Table. A `Status` (a delete's success) goes as it
+    /// is; PartialObjectMetadataList for one object is a 406, kube's words. Only objects of the
+    /// resource's own kind become Table rows (a Scale goes as it is).
+    pub fn respond_object(&self, code: StatusCode, obj: &Value) -> Answer {
+        if obj.get("kind").and_then(Value::as_str) == Some("Status") && obj.get("apiVersion") == Some(&json!("v1")) {
+            return Ok(self.respond(code, obj));
+        }
+        Ok(match shape(&self.headers) {
+            Shape::Object => self.respond(code, obj),
+            Shape::Metadata => self.respond(code, &crate::table::partial_object_metadata(obj)),
+            Shape::MetadataList => {
+                return Err(Status::not_acceptable(
+                    "you requested PartialObjectMetadataList, but the requested object is not a list (*unstructured.Unstructured)",
+                ));
+            }
+            Shape::Table if obj.get("kind").and_then(Value::as_str) == Some(self.res.kind.as_str()) => {
+                let include = read::include_object(self)?;
+                let table = self.ver().table.table(&[obj], None, include, std::time::SystemTime::now());
+                self.respond(code, &table)
+            }
+            Shape::Table => self.respond(code, obj),
+        })
+    }
+
     /// Whether the answer is plain JSON objects (no Table, no metadata-only, no YAML): then
     /// rendered objects can be sent as they are.
     pub fn wants_plain_json(&self) -> bool {
@@ -152,8 +180,10 @@ pub enum Shape {
     Object,
     /// `meta.k8s.io/v1` Table.
     Table,
-    /// `meta.k8s.io/v1` PartialObjectMetadata(List).
+    /// `meta.k8s.io/v1` PartialObjectMetadata: one object's metadata.
     Metadata,
+    /// `meta.k8s.io/v1` PartialObjectMetadataList: a list of them.
+    MetadataList,
 }
 
 /// Reads the `Accept` header: the first acceptable entry wins, as kube's negotiation does.
@@ -182,7 +212,8 @@ pub fn shape(headers: &HeaderMap) -> Shape {
         }
         match as_ {
             "Table" => return Shape::Table,
-            "PartialObjectMetadata" | "PartialObjectMetadataList" => return Shape::Metadata,
+            "PartialObjectMetadata" => return Shape::Metadata,
+            "PartialObjectMetadataList" => return Shape::MetadataList,
             _ => {}
         }
     }

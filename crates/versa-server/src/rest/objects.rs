@@ -28,11 +28,15 @@ use crate::status::Status;
 fn decode_stored(res: &Resource, kv: &KeyValue) -> Result<Value, Status> {
     let mut obj: Value = serde_json::from_slice(&kv.value)
         .map_err(|e| Status::internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
-    if res.flavor == Flavor::Custom {
-        let stored_at = stored_version(res, &obj).to_owned();
-        if let Some(schema) = res.version(&stored_at).and_then(|v| v.schema.as_deref()) {
-            pipeline::on_read(&mut obj, schema);
+    match res.flavor {
+        Flavor::Custom => {
+            let stored_at = stored_version(res, &obj).to_owned();
+            if let Some(schema) = res.version(&stored_at).and_then(|v| v.schema.as_deref()) {
+                pipeline::on_read(&mut obj, schema);
+            }
         }
+        // The definitions API has one version per face: the object takes the face's type.
+        Flavor::Definitions => set_type_meta(&mut obj, &res.api_version(&res.storage_version), &res.kind),
     }
     set_resource_version(&mut obj, kv.mod_revision);
     Ok(obj)
@@ -91,15 +95,38 @@ pub async fn from_storage_batch(ctx: &Ctx, kvs: &[KeyValue]) -> Result<Vec<Value
 }
 
 /// The request forms of stored objects, converted in one batch, for an answer in JSON: as text
-/// where the converter has it.
-pub async fn from_storage_for_json(ctx: &Ctx, kvs: &[KeyValue]) -> Result<Vec<Converted>, Status> {
-    from_storage_as(ctx, kvs, true).await
+/// where the converter has it; and for each, whether it may be kept across requests.
+///
+/// An object may be kept when it depends only on its stored bytes and the compiled resource:
+/// when it needed no conversion, or its conversion is the definition's own (`None`). What a
+/// webhook answers may change at any time — a fixed webhook rolled out under the same URL must
+/// be seen at once — so objects a webhook converted are never kept (issue 15, defect 2).
+pub async fn from_storage_for_json(ctx: &Ctx, kvs: &[KeyValue]) -> Result<(Vec<Converted>, Vec<bool>), Status> {
+    let decoded = decode_all(ctx, kvs)?;
+    let deterministic = match &ctx.res.converter {
+        Ok(c) => c.is_deterministic(),
+        Err(_) => false,
+    };
+    let keep = decoded
+        .iter()
+        .map(|o| deterministic || ctx.res.flavor != Flavor::Custom || stored_version(&ctx.res, o) == ctx.version)
+        .collect();
+    Ok((finish(ctx, kvs, decoded, true).await?, keep))
 }
 
 /// The request forms of stored objects, converted in one batch: as text where the converter
 /// has it, if `text`.
 pub async fn from_storage_as(ctx: &Ctx, kvs: &[KeyValue], text: bool) -> Result<Vec<Converted>, Status> {
-    let decoded = kvs.iter().map(|kv| decode_stored(&ctx.res, kv)).collect::<Result<Vec<_>, _>>()?;
+    let decoded = decode_all(ctx, kvs)?;
+    finish(ctx, kvs, decoded, text).await
+}
+
+fn decode_all(ctx: &Ctx, kvs: &[KeyValue]) -> Result<Vec<Value>, Status> {
+    kvs.iter().map(|kv| decode_stored(&ctx.res, kv)).collect()
+}
+
+/// Converts decoded stored objects to the request version and sets their `resourceVersion`.
+async fn finish(ctx: &Ctx, kvs: &[KeyValue], decoded: Vec<Value>, text: bool) -> Result<Vec<Converted>, Status> {
     let mut converted = convert_as(ctx, decoded, &ctx.version, text).await?;
     // The converter keeps metadata, but resourceVersion is ours to say.
     for (obj, kv) in converted.iter_mut().zip(kvs) {
@@ -141,10 +168,22 @@ pub async fn to_storage(ctx: &Ctx, obj: &Value) -> Result<Bytes, Status> {
             .next()
             .ok_or_else(|| Status::internal("the converter returned no object; nothing was written"))?;
     }
+    if ctx.res.flavor == Flavor::Definitions {
+        // Whatever face it came through, a definition is kept as a ResourceDefinition.
+        set_type_meta(&mut stored, versa_apiextensions::types::API_VERSION, versa_apiextensions::types::KIND);
+    }
     if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("resourceVersion");
     }
     serde_json::to_vec(&stored).map(Bytes::from).map_err(|e| Status::internal(e.to_string()))
+}
+
+/// Sets `apiVersion` and `kind`.
+pub fn set_type_meta(obj: &mut Value, api_version: &str, kind: &str) {
+    if let Some(o) = obj.as_object_mut() {
+        o.insert("apiVersion".to_owned(), Value::String(api_version.to_owned()));
+        o.insert("kind".to_owned(), Value::String(kind.to_owned()));
+    }
 }
 
 /// Sets `metadata.resourceVersion` to the store revision.

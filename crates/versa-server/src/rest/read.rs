@@ -28,14 +28,7 @@ pub async fn get(ctx: &Ctx) -> Answer {
         return Ok(ctx.respond_json_bytes(StatusCode::OK, bytes));
     }
     let obj = from_storage(ctx, &kv).await?;
-    Ok(match shape(&ctx.headers) {
-        Shape::Object => ctx.respond(StatusCode::OK, &obj),
-        Shape::Metadata => ctx.respond(StatusCode::OK, &partial_object_metadata(&obj)),
-        Shape::Table => {
-            let table = ctx.ver().table.table(&[&obj], None, include_object(ctx)?, std::time::SystemTime::now());
-            ctx.respond(StatusCode::OK, &table)
-        }
-    })
+    ctx.respond_object(StatusCode::OK, &obj)
 }
 
 /// The selectors and paging of a list or watch request.
@@ -186,7 +179,7 @@ fn read_at(ctx: &Ctx) -> Result<ReadAt, Status> {
     })
 }
 
-fn include_object(ctx: &Ctx) -> Result<IncludeObject, Status> {
+pub(super) fn include_object(ctx: &Ctx) -> Result<IncludeObject, Status> {
     match ctx.query.get("includeObject").unwrap_or("") {
         "" | "Metadata" => Ok(IncludeObject::Metadata),
         "None" => Ok(IncludeObject::None),
@@ -317,6 +310,11 @@ pub async fn list(ctx: &Ctx) -> Answer {
     Ok(match shape(&ctx.headers) {
         Shape::Object => ctx.respond(StatusCode::OK, &list_object(ctx, page)),
         Shape::Metadata => {
+            return Err(Status::not_acceptable(
+                "you requested PartialObjectMetadata, but the requested object is a list (*unstructured.UnstructuredList)",
+            ));
+        }
+        Shape::MetadataList => {
             let mut meta = json!({"resourceVersion": rv});
             if let Some(c) = &page.continue_token {
                 meta["continue"] = json!(c);

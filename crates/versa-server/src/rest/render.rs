@@ -2,9 +2,11 @@
 //!
 //! Reading an object means parsing its stored JSON, coercing, pruning and defaulting it with
 //! its version's schema, converting it and serialising it again — most of what a large LIST
-//! costs. The result depends only on the stored bytes (identified by key and modification
-//! revision), the compiled resource (its build id) and the requested version, so it is cached
-//! under exactly those, and a LIST of unchanged objects becomes a concatenation. The cache is
+//! costs. Unless a webhook converted it, the result depends only on the stored bytes
+//! (identified by key and modification revision), the compiled resource (its build id) and the
+//! requested version, so it is cached under exactly those, and a LIST of unchanged objects
+//! becomes a concatenation. Objects a webhook converted are never cached: its answers can
+//! change at any time (`objects::from_storage_for_json` says which may be kept). The cache is
 //! bounded ([`CACHE_BYTES`]); when full it starts over, which is crude but never wrong.
 
 use std::collections::HashMap;
@@ -56,7 +58,7 @@ impl RenderCache {
         let missing: Vec<KeyValue> =
             kvs.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(kv, _)| kv.clone()).collect();
         if !missing.is_empty() {
-            let objects = from_storage_for_json(ctx, &missing).await?;
+            let (objects, keep) = from_storage_for_json(ctx, &missing).await?;
             let mut rendered = Vec::with_capacity(missing.len());
             for obj in objects {
                 let json = match obj {
@@ -66,7 +68,7 @@ impl RenderCache {
                 rendered.push(Bytes::from(json));
             }
             let mut inner = self.lock();
-            for (kv, bytes) in missing.iter().zip(&rendered) {
+            for ((kv, bytes), _) in missing.iter().zip(&rendered).zip(&keep).filter(|(_, keep)| **keep) {
                 if inner.bytes + bytes.len() > CACHE_BYTES {
                     inner.entries.clear();
                     inner.bytes = 0;

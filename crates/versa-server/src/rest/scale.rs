@@ -74,7 +74,7 @@ pub async fn get(ctx: &Ctx) -> Answer {
     let spec = scale_spec(ctx)?;
     let kv = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(super::write::storage_error(ctx))?;
     let obj = from_storage(ctx, &kv.ok_or_else(|| ctx.not_found())?).await?;
-    Ok(ctx.respond(StatusCode::OK, &to_scale(ctx, &obj, &spec)?))
+    ctx.respond_object(StatusCode::OK, &to_scale(ctx, &obj, &spec)?)
 }
 
 /// `PUT .../<name>/scale`.
@@ -132,7 +132,7 @@ async fn write_scale(ctx: &mut Ctx, make: impl Fn(&Value) -> Result<Value, Statu
         match super::write::apply_update(ctx, &current, new, super::Part::Main, &[]).await {
             Ok(answer) => {
                 let (_, updated) = answer;
-                return Ok(ctx.respond(StatusCode::OK, &to_scale(ctx, &updated, &spec)?));
+                return ctx.respond_object(StatusCode::OK, &to_scale(ctx, &updated, &spec)?);
             }
             Err(s) if s.reason == "Conflict" && precondition.is_empty() => continue,
             Err(s) => return Err(s),

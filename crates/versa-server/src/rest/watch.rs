@@ -157,7 +157,7 @@ pub async fn watch(ctx: &Ctx) -> Answer {
                 }
             }
             if let Start::Initial { end_bookmark: true } = start {
-                let mut bookmark = bookmark_object(&ctx, from);
+                let mut bookmark = bookmark_object(&ctx, &stream, from);
                 bookmark["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
                 if !send_raw(&tx, "BOOKMARK", &bookmark).await {
                     return;
@@ -220,9 +220,16 @@ fn watch_error(from: i64, e: versa_storage::Error) -> Status {
     }
 }
 
-/// `{kind, apiVersion, metadata: {resourceVersion}}` — a bookmark's object.
-fn bookmark_object(ctx: &Ctx, revision: i64) -> Value {
-    json!({"kind": ctx.res.kind, "apiVersion": ctx.api_version(), "metadata": {"resourceVersion": revision.to_string()}})
+/// `{kind, apiVersion, metadata: {resourceVersion}}` — a bookmark's object; for a metadata-only
+/// watch its PartialObjectMetadata, as kube transforms every event's object (issue 15,
+/// defect 4: client-go's metadata informers decode bookmarks as PartialObjectMetadata).
+fn bookmark_object(ctx: &Ctx, stream: &Stream, revision: i64) -> Value {
+    let bookmark =
+        json!({"kind": ctx.res.kind, "apiVersion": ctx.api_version(), "metadata": {"resourceVersion": revision.to_string()}});
+    match stream.shape {
+        Shape::Metadata => crate::table::partial_object_metadata(&bookmark),
+        _ => bookmark,
+    }
 }
 
 /// Turns one store event into zero or one watch events.
@@ -230,7 +237,7 @@ async fn forward(tx: &mpsc::Sender<Bytes>, stream: &mut Stream, ctx: &Ctx, event
     let (kind, obj) = match event {
         WatchEvent::Progress { revision } => {
             if stream.bookmarks {
-                return send_raw(tx, "BOOKMARK", &bookmark_object(ctx, revision)).await;
+                return send_raw(tx, "BOOKMARK", &bookmark_object(ctx, stream, revision)).await;
             }
             return true;
         }
@@ -302,7 +309,8 @@ impl Stream {
 /// Sends one event with the object in the shape the client asked for.
 async fn send(tx: &mpsc::Sender<Bytes>, stream: &mut Stream, ctx: &Ctx, kind: &str, obj: &Value) -> bool {
     let object = match stream.shape {
-        Shape::Object => obj.clone(),
+        // kube sends the object as it is when it cannot take the asked form (a list's form).
+        Shape::Object | Shape::MetadataList => obj.clone(),
         Shape::Metadata => crate::table::partial_object_metadata(obj),
         Shape::Table => {
             let include = match ctx.query.get("includeObject") {

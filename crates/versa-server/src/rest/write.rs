@@ -10,7 +10,9 @@
 //! 5. answer at the request version with the new `resourceVersion`.
 //!
 //! Deletion honours finalizers: an object that has some is only marked (`deletionTimestamp`),
-//! and is deleted by the update that removes the last one.
+//! and is deleted by the update that removes the last one. `propagationPolicy` sets the
+//! garbage collector's finalizers (`orphan`, `foregroundDeletion`) as kube-apiserver does, when
+//! there is a garbage collector to act on them (cluster mode: kube's).
 
 use std::collections::BTreeSet;
 
@@ -20,7 +22,7 @@ use versa_schema::pipeline::{self, ResourceKind};
 use versa_schema::{BadValue, Error as FieldError, ErrorList, ErrorType, Path};
 use versa_storage::KeyValue;
 
-use super::objects::{from_storage, name_of, set_resource_version, stored_elsewhere, to_storage};
+use super::objects::{from_storage, name_of, set_resource_version, set_type_meta, stored_elsewhere, to_storage};
 use super::read::{Filter, list_object, read_page};
 use super::{Answer, Ctx, Part};
 use crate::codec::{self, Decoded};
@@ -165,6 +167,9 @@ fn admit(
                 Some(old) => definitions::admit_update(obj, old, part == Part::Status),
             };
             let unknown = result.map_err(|errs| invalid(&errs))?;
+            // Definitions are decoded and defaulted in their ResourceDefinition form; the
+            // answer is in the face the request came through.
+            set_type_meta(obj, &ctx.api_version(), &res.kind);
             if let Some(old) = old {
                 let errs = pipeline::validate_update(obj, old);
                 if !errs.is_empty() {
@@ -349,12 +354,12 @@ pub async fn create(ctx: &mut Ctx, body: &[u8]) -> Answer {
         if ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(storage_error(ctx))?.is_some() {
             return Err(Status::already_exists(&ctx.res.group, &ctx.res.plural, &ctx.name));
         }
-        return Ok(ctx.respond(StatusCode::CREATED, &obj));
+        return ctx.respond_object(StatusCode::CREATED, &obj);
     }
     let bytes = to_storage(ctx, &obj).await?;
     let kv = ctx.state.store.create(&ctx.key(&ctx.name), bytes).await.map_err(storage_error(ctx))?;
     let answer = if stored_elsewhere(ctx) { from_storage(ctx, &kv).await? } else { stored_form(obj, &kv) };
-    Ok(ctx.respond(StatusCode::CREATED, &answer))
+    ctx.respond_object(StatusCode::CREATED, &answer)
 }
 
 /// `PUT .../<name>` and `PUT .../<name>/status`.
@@ -385,7 +390,7 @@ pub async fn update(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
         return Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name));
     }
     let (code, obj) = apply_update(ctx, &current, obj, part, &duplicates).await?;
-    Ok(ctx.respond(code, &obj))
+    ctx.respond_object(code, &obj)
 }
 
 /// The rest of an update once the new object is known and the current one read: subresource
@@ -523,7 +528,7 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
         match apply_update(ctx, &current, patched, part, &[]).await {
             Err(s) if s.reason == "Conflict" && !precondition && attempt < PATCH_ATTEMPTS => continue,
             Err(s) => return Err(s),
-            Ok((code, obj)) => return Ok(ctx.respond(code, &obj)),
+            Ok((code, obj)) => return ctx.respond_object(code, &obj),
         }
     }
 }
@@ -553,51 +558,125 @@ fn patch_status(ctx: &Ctx, e: &patch::PatchError) -> Status {
     status
 }
 
-/// `DeleteOptions` from the body (empty: defaults) — preconditions and dry run.
+/// `DeleteOptions` from the query and the body (empty: defaults) — preconditions, dry run and
+/// how dependents are garbage-collected.
 #[derive(Debug, Default)]
 struct DeleteOptions {
     uid: Option<String>,
     resource_version: Option<String>,
     dry_run: bool,
+    /// `orphanDependents` (deprecated, still honoured by kube).
+    orphan_dependents: Option<bool>,
+    /// `propagationPolicy`: `Orphan`, `Background` or `Foreground`.
+    propagation: Option<String>,
 }
 
 fn delete_options(ctx: &Ctx, body: &[u8]) -> Result<DeleteOptions, Status> {
     let mut opts = DeleteOptions { dry_run: ctx.dry_run()?, ..Default::default() };
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(opts);
-    }
-    let format = codec::body_format(&ctx.headers)?;
-    let value = codec::decode(body, format)?.value;
-    opts.uid = value.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_owned);
-    opts.resource_version = value.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(str::to_owned);
-    if value.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All")) {
-        opts.dry_run = true;
-    }
-    match value.get("propagationPolicy").and_then(Value::as_str) {
-        None | Some("Orphan" | "Background" | "Foreground") => {}
-        Some(other) => {
-            return Err(Status::invalid(
-                "meta.k8s.io",
-                "DeleteOptions",
-                "",
-                &ErrorList(vec![FieldError::not_supported(
-                    Path::new("propagationPolicy"),
-                    other,
-                    &["Foreground", "Background", "Orphan", "nil"],
-                )]),
-            ));
+    // DeleteOptions may come as query parameters too (client-go's `DeleteCollection` and
+    // `kubectl delete --raw` send them that way); the body wins where both are given.
+    opts.propagation = ctx.query.get("propagationPolicy").filter(|p| !p.is_empty()).map(str::to_owned);
+    opts.orphan_dependents = match ctx.query.get("orphanDependents") {
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        _ => None,
+    };
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        let format = codec::body_format(&ctx.headers)?;
+        let value = codec::decode(body, format)?.value;
+        opts.uid = value.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_owned);
+        opts.resource_version =
+            value.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(str::to_owned);
+        if value.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All")) {
+            opts.dry_run = true;
+        }
+        if let Some(p) = value.get("propagationPolicy").and_then(Value::as_str) {
+            opts.propagation = Some(p.to_owned());
+        }
+        if let Some(o) = value.get("orphanDependents").and_then(Value::as_bool) {
+            opts.orphan_dependents = Some(o);
         }
     }
+    // apimachinery's ValidateDeleteOptions.
+    let mut errs = ErrorList::default();
+    if let (Some(_), Some(p)) = (opts.orphan_dependents, &opts.propagation) {
+        errs.push(FieldError::invalid(
+            Path::new("propagationPolicy"),
+            BadValue::from(p.as_str()),
+            "orphanDependents and deletionPropagation cannot be both set",
+        ));
+    }
+    match opts.propagation.as_deref() {
+        None | Some("Orphan" | "Background" | "Foreground") => {}
+        Some(other) => errs.push(FieldError::not_supported(
+            Path::new("propagationPolicy"),
+            other,
+            &["Foreground", "Background", "Orphan", "nil"],
+        )),
+    }
+    if !errs.is_empty() {
+        return Err(Status::invalid("meta.k8s.io", "DeleteOptions", "", &errs));
+    }
     Ok(opts)
+}
+
+/// The finalizer that makes kube's garbage collector orphan an object's dependents before the
+/// object goes (`metav1.FinalizerOrphanDependents`).
+pub const ORPHAN_FINALIZER: &str = "orphan";
+/// The finalizer that makes it delete the dependents first (`metav1.FinalizerDeleteDependents`).
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+
+/// The finalizers an object gets when deleted with `opts`, if they change — kube's
+/// `deletionFinalizersForGarbageCollection`. The explicit options win (`orphanDependents`, then
+/// `propagationPolicy`), else a garbage-collection finalizer the object already has; custom
+/// resources default to `Background`, which needs no finalizer. Without a garbage collector
+/// (standalone mode: nothing would ever remove these finalizers) nothing changes, as in a
+/// kube-apiserver whose garbage collection is disabled.
+fn finalizers_for_deletion(ctx: &Ctx, obj: &Value, opts: &DeleteOptions) -> Option<Vec<Value>> {
+    if !ctx.state.garbage_collection || ctx.res.flavor != Flavor::Custom {
+        return None;
+    }
+    let current: Vec<Value> =
+        obj.pointer("/metadata/finalizers").and_then(Value::as_array).cloned().unwrap_or_default();
+    let has = |name: &str| current.iter().any(|f| f == name);
+    let from_finalizers = if has(ORPHAN_FINALIZER) {
+        Some("Orphan")
+    } else if has(FOREGROUND_FINALIZER) {
+        Some("Foreground")
+    } else {
+        None
+    };
+    let policy = match (opts.orphan_dependents, opts.propagation.as_deref()) {
+        (Some(true), _) => "Orphan",
+        (Some(false), _) => "Background",
+        (None, Some(p)) => p,
+        (None, None) => from_finalizers.unwrap_or("Background"),
+    };
+    let mut wanted: Vec<Value> =
+        current.iter().filter(|f| **f != ORPHAN_FINALIZER && **f != FOREGROUND_FINALIZER).cloned().collect();
+    match policy {
+        "Orphan" => wanted.push(json!(ORPHAN_FINALIZER)),
+        "Foreground" => wanted.push(json!(FOREGROUND_FINALIZER)),
+        _ => {}
+    }
+    let as_set = |v: &[Value]| v.iter().filter_map(Value::as_str).map(str::to_owned).collect::<BTreeSet<_>>();
+    (as_set(&current) != as_set(&wanted)).then_some(wanted)
 }
 
 /// `DELETE .../<name>`.
 pub async fn delete(ctx: &Ctx, body: &[u8]) -> Answer {
     let opts = delete_options(ctx, body)?;
-    delete_one(ctx, &ctx.name, &opts).await.map(|(code, value)| ctx.respond(code, &value))
+    let (code, value) = delete_one(ctx, &ctx.name, &opts).await?;
+    ctx.respond_object(code, &value)
 }
 
 /// Deletes (or marks) one object; returns the answer's code and body.
+///
+/// kube's generic store for resources without graceful deletion: preconditions first; then, if
+/// the object has finalizers or the options change its garbage-collection finalizers, the
+/// finalizers are set and — while any remain — the object is only marked (`deletionTimestamp`
+/// kept if it was already set, `deletionGracePeriodSeconds: 0`, `generation` moved on the first
+/// mark) and answered; otherwise it is deleted.
 async fn delete_one(ctx: &Ctx, name: &str, opts: &DeleteOptions) -> Result<(StatusCode, Value), Status> {
     let key = ctx.key(name);
     let (group, plural) = (&ctx.res.group, &ctx.res.plural);
@@ -625,18 +704,21 @@ async fn delete_one(ctx: &Ctx, name: &str, opts: &DeleteOptions) -> Result<(Stat
             );
             return Err(Status::conflict_with(group, kind, name, &why));
         }
+        let new_finalizers = finalizers_for_deletion(ctx, &obj, opts);
+        if let (Some(finalizers), Some(meta)) = (&new_finalizers, meta_mut(&mut obj)) {
+            meta.insert("finalizers".into(), Value::Array(finalizers.clone()));
+        }
         let finalizers = obj.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
         let marked = obj.pointer("/metadata/deletionTimestamp").is_some();
         let outcome = if ctx.res.flavor == Flavor::Definitions || finalizers {
-            if marked {
+            if marked && new_finalizers.is_none() {
+                // Marked already, and nothing to change: kube's update is a no-op.
                 return Ok((StatusCode::OK, obj));
             }
-            let now = meta::now();
             if ctx.res.flavor == Flavor::Definitions {
-                definitions::mark_deleted(&mut obj, &now);
-            } else if let Some(meta) = meta_mut(&mut obj) {
-                meta.insert("deletionTimestamp".into(), json!(now));
-                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+                definitions::mark_deleted(&mut obj, &meta::now());
+            } else {
+                mark_deleting(&mut obj);
             }
             if opts.dry_run {
                 return Ok((StatusCode::OK, obj));
@@ -664,6 +746,19 @@ async fn delete_one(ctx: &Ctx, name: &str, opts: &DeleteOptions) -> Result<(Stat
             Err(e) => return Err(storage_error(ctx)(e)),
         }
     }
+}
+
+/// kube's `markAsDeleting`: `deletionTimestamp` set unless it already is (to an earlier time),
+/// `deletionGracePeriodSeconds: 0`, and `generation` moved on when the object is first marked.
+fn mark_deleting(obj: &mut Value) {
+    let Some(meta) = meta_mut(obj) else { return };
+    if !meta.contains_key("deletionTimestamp") {
+        if let Some(generation) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+            meta.insert("generation".into(), json!(generation + 1));
+        }
+        meta.insert("deletionTimestamp".into(), json!(meta::now()));
+    }
+    meta.insert("deletionGracePeriodSeconds".into(), json!(0));
 }
 
 /// `DELETE .../<plural>`: every object the selectors match, one by one; answers the list of

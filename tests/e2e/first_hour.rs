@@ -1,0 +1,136 @@
+//! A new user's first hour (issue 21), end to end with the real `versa serve` and the real
+//! `kubectl`: CustomResourceDefinition manifests install unchanged — standalone versa serves
+//! `apiextensions.k8s.io/v1` `customresourcedefinitions` as a second face of its
+//! ResourceDefinitions (one object, two kinds) — and a kind nobody defined gets kubectl's own
+//! `no matches for kind`.
+//!
+//! The manifest is the seed tutorial's own CRD (`../shared/seeds/001_caebc94cf39d3735.txt`,
+//! "Extend the Kubernetes API with CustomResourceDefinitions"), taken from the text as it is.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+use versa_e2e::{Versa, fails, ok};
+
+/// The tutorial's first manifest: from its `apiVersion: apiextensions.k8s.io/v1` line to the
+/// blank line that ends it.
+fn seed_crd() -> String {
+    let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/seeds/001_caebc94cf39d3735.txt");
+    let text = std::fs::read_to_string(&seed).unwrap_or_else(|e| panic!("{}: {e}", seed.display()));
+    let start = text.find("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition").expect("the seed's CRD");
+    let rest = &text[start..];
+    let end = rest.find("\n\n").unwrap_or(rest.len());
+    format!("{}\n", &rest[..end])
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn json(out: String) -> Value {
+    serde_json::from_str(&out).unwrap()
+}
+
+/// kubectl, retried while it fails with `retry_on` in its error (discovery of a resource that
+/// was served a moment ago).
+fn kubectl_settled(versa: &Versa, args: &[&str], retry_on: &str) -> String {
+    for _ in 0..100 {
+        let out = versa.kubectl(args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if out.status.success() {
+            return String::from_utf8(out.stdout).unwrap();
+        }
+        assert!(stderr.contains(retry_on), "kubectl {args:?}: {stderr}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("kubectl {args:?} kept failing");
+}
+
+#[test]
+fn crd_manifests_install_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(dir.path());
+    let files = dir.path();
+    let crd = write(files, "resourcedefinition.yaml", &seed_crd());
+
+    // The tutorial's commands, with the manifest as it is.
+    let out = ok(versa.kubectl(&["apply", "-f", &crd]));
+    assert_eq!(out.trim(), "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com created");
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/crontabs.stable.example.com", "--timeout=60s"]));
+    let tab = write(
+        files,
+        "my-crontab.yaml",
+        "apiVersion: \"stable.example.com/v1\"\nkind: CronTab\nmetadata:\n  name: my-new-cron-object\nspec:\n  cronSpec: \"* * * * */5\"\n  image: my-awesome-cron-image\n",
+    );
+    let out = kubectl_settled(&versa, &["apply", "-f", &tab], "no matches for kind");
+    assert_eq!(out.trim(), "crontab.stable.example.com/my-new-cron-object created");
+    let got = json(ok(versa.kubectl(&["get", "ct", "my-new-cron-object", "-o", "json"])));
+    assert_eq!(got["spec"]["image"], "my-awesome-cron-image");
+
+    // One object, two kinds.
+    let as_crd = json(ok(versa.kubectl(&["get", "crd", "crontabs.stable.example.com", "-o", "json"])));
+    let as_rd = json(ok(versa.kubectl(&["get", "rd", "crontabs.stable.example.com", "-o", "json"])));
+    assert_eq!((&as_crd["apiVersion"], &as_crd["kind"]), (&"apiextensions.k8s.io/v1".into(), &"CustomResourceDefinition".into()));
+    assert_eq!((&as_rd["apiVersion"], &as_rd["kind"]), (&"versa.dev/v1".into(), &"ResourceDefinition".into()));
+    for field in ["/metadata/uid", "/metadata/resourceVersion", "/spec", "/status"] {
+        assert_eq!(as_crd.pointer(field), as_rd.pointer(field), "{field}");
+    }
+    assert_eq!(as_crd["status"]["acceptedNames"]["kind"], "CronTab");
+    let names = |kind: &str| ok(versa.kubectl(&["get", kind, "-o", "name"]));
+    assert_eq!(names("crd").trim(), "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com");
+    assert_eq!(names("rd").trim(), "resourcedefinition.versa.dev/crontabs.stable.example.com");
+
+    // Applied again, changed: an update through the CRD face; seen through the other.
+    let changed = seed_crd().replace("    shortNames:\n    - ct", "    shortNames:\n    - ct\n    - cts");
+    let out = ok(versa.kubectl(&["apply", "-f", &write(files, "changed.yaml", &changed)]));
+    assert_eq!(out.trim(), "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com configured");
+    let as_rd = json(ok(versa.kubectl(&["get", "rd", "crontabs.stable.example.com", "-o", "json"])));
+    assert_eq!(as_rd["spec"]["names"]["shortNames"], serde_json::json!(["ct", "cts"]));
+    assert_eq!(as_rd["metadata"]["generation"], 2);
+
+    // A ResourceDefinition created through versa's face is a CRD too.
+    let widget = seed_crd()
+        .replace("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition", "apiVersion: versa.dev/v1\nkind: ResourceDefinition")
+        .replace("crontabs.stable.example.com", "widgets.stable.example.com")
+        .replace("plural: crontabs", "plural: widgets")
+        .replace("singular: crontab", "singular: widget")
+        .replace("kind: CronTab", "kind: Widget")
+        .replace("- ct", "- wd");
+    ok(versa.kubectl(&["create", "-f", &write(files, "widget.yaml", &widget)]));
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/widgets.stable.example.com", "--timeout=60s"]));
+
+    // Discovery and the schema, as kubectl reads them.
+    let resources = ok(versa.kubectl(&["api-resources", "--api-group=apiextensions.k8s.io", "-o", "wide"]));
+    assert!(resources.contains("customresourcedefinitions") && resources.contains("crd,crds"), "{resources}");
+    let explained = ok(versa.kubectl(&["explain", "crd"]));
+    assert!(explained.contains("KIND:       CustomResourceDefinition"), "{explained}");
+
+    // Bad input: kube's words for a CRD (kubectl prints an Invalid status its own way, from
+    // the details' kind and name).
+    let bad = seed_crd().replace("name: crontabs.stable.example.com", "name: wrong.stable.example.com");
+    let err = fails(versa.kubectl(&["create", "-f", &write(files, "bad.yaml", &bad)]));
+    assert!(
+        err.contains("The CustomResourceDefinition \"wrong.stable.example.com\" is invalid: metadata.name: Invalid value: \"wrong.stable.example.com\": must be spec.names.plural+\".\"+spec.group"),
+        "{err}"
+    );
+
+    // A kind nobody defined: kubectl's own message.
+    let nope = write(files, "nope.yaml", "apiVersion: example.com/v1\nkind: Nope\nmetadata:\n  name: x\n");
+    let err = fails(versa.kubectl(&["apply", "-f", &nope]));
+    assert!(err.contains("no matches for kind \"Nope\" in version \"example.com/v1\""), "{err}");
+    assert!(err.contains("ensure CRDs are installed first"), "{err}");
+
+    // Deleting the CRD deletes its objects, then the CRD; the same manifest installs again.
+    ok(versa.kubectl(&["delete", "-f", &crd, "--timeout=60s"]));
+    let left = ok(versa.kubectl(&["get", "crd", "-o", "name"]));
+    assert_eq!(left.trim(), "customresourcedefinition.apiextensions.k8s.io/widgets.stable.example.com");
+    ok(versa.kubectl(&["create", "-f", &crd]));
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/crontabs.stable.example.com", "--timeout=60s"]));
+    let out = kubectl_settled(&versa, &["get", "crontabs", "-o", "name"], "the server doesn't have a resource type");
+    assert_eq!(out.trim(), "", "the objects went with the first definition");
+}
