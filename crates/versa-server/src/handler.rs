@@ -238,29 +238,51 @@ fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Respo
     }
 }
 
-/// `/openapi/v2` in JSON. Protobuf is refused with 406 (kube-aggregator and `kubectl` fall back
-/// to what the server offers where they can).
+/// `/openapi/v2`, as kube-openapi serves it: JSON, or gnostic's `openapi.v2.Document` protobuf
+/// when `Accept` prefers `application/com.github.proto-openapi.spec.v2@v1.0+protobuf` (or the
+/// `.v2.v1.0+protobuf` spelling) — what kubectl's OpenAPI getter asks for. Negotiation honours
+/// q-values and wildcards, JSON first (`openapi_proto::negotiate`); nothing acceptable is a 406.
+/// Both forms carry the JSON's hash as `ETag` (a matching `If-None-Match` gets 304, which is
+/// how kube-aggregator polls) and `Vary: Accept`.
 fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> {
+    use crate::openapi_proto::{Format, PROTOBUF_CONTENT_TYPE, negotiate};
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let json_ok = accept.is_empty()
-        || accept.split(',').any(|e| {
-            let m = e.split(';').next().unwrap_or("").trim();
-            matches!(m, "application/json" | "*/*" | "application/*")
-        });
-    if !json_ok {
-        return Status {
-            code: StatusCode::NOT_ACCEPTABLE,
-            reason: "NotAcceptable",
-            message: "only the following media types are accepted: application/json".into(),
-            details: None,
-        }
-        .into_response();
-    }
-    let doc = match state.openapi.lock() {
-        Ok(o) => o.v2(),
-        Err(_) => return Status::internal("OpenAPI cache unavailable").into_response(),
+    let vary = |mut response: Response<Body>| {
+        response.headers_mut().insert(header::VARY, header::HeaderValue::from_static("Accept"));
+        response
     };
-    bytes_response(StatusCode::OK, "application/json", doc)
+    let Some(format) = negotiate(accept) else {
+        let message = format!(
+            "only the following media types are accepted: application/json, {PROTOBUF_CONTENT_TYPE}, application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+        );
+        return vary(Status::not_acceptable(message).into_response());
+    };
+    let Ok(openapi) = state.openapi.lock() else {
+        return Status::internal("OpenAPI cache unavailable").into_response();
+    };
+    let etag = format!("\"{}\"", openapi.v2_etag());
+    let matched = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').map(str::trim).any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag));
+    let mut response = if matched {
+        let mut response = Response::new(full(Bytes::new()));
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+        response
+    } else {
+        match format {
+            Format::Json => bytes_response(StatusCode::OK, "application/json", openapi.v2()),
+            Format::Protobuf => match openapi.v2_protobuf() {
+                Ok(bytes) => bytes_response(StatusCode::OK, PROTOBUF_CONTENT_TYPE, bytes),
+                Err(e) => return Status::internal(format!("OpenAPI v2 protobuf: {e}")).into_response(),
+            },
+        }
+    };
+    drop(openapi);
+    if let Ok(value) = header::HeaderValue::from_str(&etag) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    vary(response)
 }
 
 /// One group-version's OpenAPI v3 document, as kube-openapi serves it: `ETag` is the hash; a

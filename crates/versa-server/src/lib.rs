@@ -27,6 +27,7 @@ pub mod meta;
 pub mod metrics;
 pub mod migration;
 pub mod openapi;
+mod openapi_proto;
 pub mod patch;
 pub mod pki;
 pub mod registry;

@@ -28,7 +28,9 @@
 //!
 //! [`OpenApiCache`] keeps one pre-built part per definition, so a definition change rebuilds only
 //! that part; the v2 document and each v3 group-version document are assembled (and hashed as
-//! kube-openapi does: uppercase hex SHA-512 of the JSON) on first use after a change.
+//! kube-openapi does: uppercase hex SHA-512 of the JSON) on first use after a change. The v2
+//! document's protobuf form (`openapi_proto`) is converted from its JSON on the first request
+//! for it after a change, and shares the JSON's hash as `ETag`, as kube-openapi's does.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -71,8 +73,16 @@ const LIST_METADATA_DESCRIPTION: &str = "Standard list metadata. More info: http
 #[derive(Debug, Default)]
 pub struct OpenApiCache {
     parts: BTreeMap<String, Arc<DefinitionPart>>,
-    v2: Mutex<Option<Bytes>>,
+    v2: Mutex<Option<V2Memo>>,
     v3_hashes: Mutex<BTreeMap<(String, String), String>>,
+}
+
+/// The assembled v2 document: its JSON, and what is derived from it when first asked for.
+#[derive(Debug)]
+struct V2Memo {
+    json: Bytes,
+    etag: Option<String>,
+    protobuf: Option<Bytes>,
 }
 
 /// Everything one definition contributes: its v2 part per served version, and the definition
@@ -119,13 +129,34 @@ impl OpenApiCache {
 
     /// `/openapi/v2` as JSON bytes, memoized until the next change.
     pub fn v2(&self) -> Bytes {
+        self.with_v2(|memo| memo.json.clone())
+    }
+
+    /// The `ETag` of `/openapi/v2` (unquoted): [`etag`] of the JSON, for both forms (answers
+    /// vary by `Accept`). Memoized with the document.
+    pub fn v2_etag(&self) -> String {
+        self.with_v2(|memo| memo.etag.get_or_insert_with(|| etag(&memo.json)).clone())
+    }
+
+    /// `/openapi/v2` as gnostic's `openapi.v2.Document` protobuf, converted from the JSON on
+    /// first use and memoized with it.
+    pub fn v2_protobuf(&self) -> Result<Bytes, serde_json::Error> {
+        self.with_v2(|memo| {
+            if let Some(bytes) = &memo.protobuf {
+                return Ok(bytes.clone());
+            }
+            let bytes = Bytes::from(crate::openapi_proto::document(&memo.json)?);
+            memo.protobuf = Some(bytes.clone());
+            Ok(bytes)
+        })
+    }
+
+    /// Runs `f` on the memoized v2 document, assembling it first if a change dropped it.
+    fn with_v2<T>(&self, f: impl FnOnce(&mut V2Memo) -> T) -> T {
         let mut memo = self.v2.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(bytes) = memo.as_ref() {
-            return bytes.clone();
-        }
-        let bytes = Bytes::from(self.assemble_v2());
-        *memo = Some(bytes.clone());
-        bytes
+        let memo =
+            memo.get_or_insert_with(|| V2Memo { json: Bytes::from(self.assemble_v2()), etag: None, protobuf: None });
+        f(memo)
     }
 
     /// `/openapi/v3`: `{"paths": {"apis/<g>/<v>": {"serverRelativeURL":
