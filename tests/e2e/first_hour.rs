@@ -134,3 +134,88 @@ fn crd_manifests_install_unchanged() {
     let out = kubectl_settled(&versa, &["get", "crontabs", "-o", "name"], "the server doesn't have a resource type");
     assert_eq!(out.trim(), "", "the objects went with the first definition");
 }
+
+/// Standalone versa serves the core `v1` Namespaces and Events operators need, with kube's
+/// namespace lifecycle: `default`, `kube-system`, `kube-public` exist and stay; nothing is
+/// created in a missing or terminating namespace; `kubectl delete namespace` deletes every
+/// custom object in it (waiting for their finalizers), then the namespace.
+#[test]
+fn namespaces_as_kube_has_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(dir.path());
+    let files = dir.path();
+    let crd = write(files, "resourcedefinition.yaml", &seed_crd());
+    ok(versa.kubectl(&["apply", "-f", &crd]));
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/crontabs.stable.example.com", "--timeout=60s"]));
+
+    // Discovery: the core group has v1 with namespaces and events.
+    let core = json(ok(versa.kubectl(&["get", "--raw", "/api"])));
+    assert_eq!(core["versions"], serde_json::json!(["v1"]));
+    let resources = ok(versa.kubectl(&["api-resources", "--api-group=", "-o", "name"]));
+    assert_eq!(resources.split_whitespace().collect::<Vec<_>>(), ["events", "namespaces"], "{resources}");
+    let initial = ok(versa.kubectl(&["get", "namespaces", "-o", "name"]));
+    assert_eq!(initial.split_whitespace().collect::<Vec<_>>(), ["namespace/default", "namespace/kube-public", "namespace/kube-system"]);
+
+    // A namespace, as kubectl applies it: Active, the kubernetes finalizer, the name label.
+    let ns = write(files, "team.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n");
+    assert_eq!(ok(versa.kubectl(&["apply", "-f", &ns])).trim(), "namespace/team created");
+    let team = json(ok(versa.kubectl(&["get", "namespace", "team", "-o", "json"])));
+    assert_eq!(team["status"]["phase"], "Active");
+    assert_eq!(team["spec"]["finalizers"], serde_json::json!(["kubernetes"]));
+    assert_eq!(team["metadata"]["labels"]["kubernetes.io/metadata.name"], "team");
+
+    // Custom objects in it; none in a namespace that does not exist.
+    let tab = |name: &str, ns: &str, finalizer: bool| {
+        let finalizers = if finalizer { "\n  finalizers: [example.com/hold]" } else { "" };
+        write(
+            files,
+            &format!("{ns}-{name}.yaml"),
+            &format!("apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: {name}\n  namespace: {ns}{finalizers}\nspec:\n  image: busybox\n"),
+        )
+    };
+    let out = kubectl_settled(&versa, &["apply", "-f", &tab("a", "team", false)], "no matches for kind");
+    assert_eq!(out.trim(), "crontab.stable.example.com/a created");
+    ok(versa.kubectl(&["apply", "-f", &tab("held", "team", true)]));
+    ok(versa.kubectl(&["apply", "-f", &tab("elsewhere", "default", false)]));
+    let err = fails(versa.kubectl(&["apply", "-f", &tab("lost", "nowhere", false)]));
+    assert!(err.contains("namespaces \"nowhere\" not found"), "{err}");
+
+    // An Event, as operators record them.
+    let event = write(
+        files,
+        "event.yaml",
+        "apiVersion: v1\nkind: Event\nmetadata:\n  name: a.1\n  namespace: team\ninvolvedObject:\n  apiVersion: stable.example.com/v1\n  kind: CronTab\n  name: a\n  namespace: team\nreason: Created\nmessage: hello\ntype: Normal\nsource:\n  component: test\n",
+    );
+    ok(versa.kubectl(&["create", "-f", &event]));
+    let events = ok(versa.kubectl(&["get", "events", "-n", "team", "-o", "jsonpath={.items[*].message}"]));
+    assert_eq!(events, "hello");
+
+    // Deleting: Terminating while an object's finalizer holds it; no new content meanwhile.
+    ok(versa.kubectl(&["delete", "namespace", "team", "--wait=false"]));
+    let team = json(ok(versa.kubectl(&["get", "namespace", "team", "-o", "json"])));
+    assert_eq!(team["status"]["phase"], "Terminating");
+    let err = fails(versa.kubectl(&["apply", "-f", &tab("late", "team", false)]));
+    assert!(
+        err.contains("crontabs.stable.example.com \"late\" is forbidden: unable to create new content in namespace team because it is being terminated"),
+        "{err}"
+    );
+    for _ in 0..300 {
+        let left = ok(versa.kubectl(&["get", "crontabs", "-n", "team", "-o", "name"]));
+        if left.trim() == "crontab.stable.example.com/held" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let held = json(ok(versa.kubectl(&["get", "crontab", "held", "-n", "team", "-o", "json"])));
+    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
+    ok(versa.kubectl(&["patch", "crontab", "held", "-n", "team", "--type=merge", "-p", "{\"metadata\":{\"finalizers\":null}}"]));
+    ok(versa.kubectl(&["wait", "--for=delete", "namespace/team", "--timeout=60s"]));
+    let err = fails(versa.kubectl(&["get", "namespace", "team"]));
+    assert!(err.contains("namespaces \"team\" not found"), "{err}");
+    assert_eq!(ok(versa.kubectl(&["get", "crontabs", "-A", "-o", "name"])).trim(), "crontab.stable.example.com/elsewhere");
+    assert_eq!(ok(versa.kubectl(&["get", "events", "-A", "-o", "name"])).trim(), "", "the namespace's events went with it");
+
+    // The initial namespaces stay.
+    let err = fails(versa.kubectl(&["delete", "namespace", "default"]));
+    assert!(err.contains("namespaces \"default\" is forbidden: this namespace may not be deleted"), "{err}");
+}

@@ -195,11 +195,21 @@ fn labelled(name: &str, labels: Value) -> Value {
     obj
 }
 
-/// Creates an object (must answer 201) and returns it.
+/// Creates an object (must answer 201) and returns it; its namespace is created first when
+/// missing (standalone versa refuses creates in a missing namespace, as kube does).
 async fn create(c: &Client, collection: &str, obj: &Value) -> Value {
+    ensure_namespace(c, collection).await;
     let r = c.post(collection, obj).await;
     assert_eq!(r.status, 201, "creating {}: {}", obj["metadata"]["name"], r.text());
     r.json()
+}
+
+/// Creates the namespace of a `.../namespaces/<ns>/...` path unless it exists.
+async fn ensure_namespace(c: &Client, path: &str) {
+    let Some(ns) = path.split("/namespaces/").nth(1).and_then(|rest| rest.split('/').next()) else { return };
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+    let r = c.post("/api/v1/namespaces", &namespace).await;
+    assert!(r.status == 201 || r.status == 409, "creating namespace {ns}: {}", r.text());
 }
 
 /// `metadata.name` of each item of a list.
@@ -1066,6 +1076,7 @@ async fn metadata_only_clients() {
     define(c, &crontab_definition()).await;
     let mut checks = Checks::default();
     let ns = "/apis/stable.example.com/v1/namespaces/meta/crontabs";
+    ensure_namespace(c, ns).await;
     let partial = |what: &str, checks: &mut Checks, obj: &Value, name: &str| {
         checks.eq(
             &format!("{what}: kind, apiVersion, name"),
@@ -1548,9 +1559,9 @@ async fn metrics_exposition() {
         r#"apiserver_request_total{verb="LIST",group="stable.example.com",version="v1",resource="crontabs",subresource="",scope="namespace",code="200"} 1"#,
         r#"apiserver_request_total{verb="POST",group="stable.example.com",version="v1",resource="crontabs",subresource="",scope="namespace",code="201"} 1"#,
         "apiserver_request_duration_seconds_bucket{",
-        // The definitions API's two faces (ResourceDefinition, CustomResourceDefinition) and
-        // the crontabs.
-        "versa_served_resources 3",
+        // The definitions API's two faces (ResourceDefinition, CustomResourceDefinition),
+        // Namespaces, Events and the crontabs.
+        "versa_served_resources 5",
         "versa_storage_up 1",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");

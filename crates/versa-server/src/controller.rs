@@ -121,7 +121,7 @@ async fn sync(state: &Arc<State>, cleanups: &Running) -> anyhow::Result<()> {
     let snapshot = state.registry.snapshot();
     for res in snapshot.resources() {
         let name = res.definition.name();
-        if res.flavor == crate::registry::Flavor::Custom && !known.contains_key(name) {
+        if res.flavor == crate::registry::Flavor::Custom && res.builtin.is_none() && !known.contains_key(name) {
             unserve(state, name);
         }
     }
@@ -524,7 +524,7 @@ async fn cleanup(state: &Arc<State>, name: &str) {
 
 /// One pass over the objects under `prefix`: objects without finalizers are deleted, objects
 /// with finalizers are marked for deletion. Returns how many were there.
-async fn delete_objects(state: &State, prefix: &str) -> versa_storage::Result<usize> {
+pub(crate) async fn delete_objects(state: &State, prefix: &str) -> versa_storage::Result<usize> {
     let page = state.store.list(prefix, ListOptions::default()).await?;
     let count = page.items.len();
     let now = meta::now();

@@ -38,19 +38,21 @@ const VERBS: [&str; 8] = ["delete", "deletecollection", "get", "list", "patch", 
 const TERMINATING_VERBS: [&str; 5] = ["delete", "deletecollection", "get", "list", "watch"];
 const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
 
-/// `/api`: `APIVersions` without any version — versa serves no legacy (core) group.
+/// `/api`: `APIVersions` — `v1` when the core kinds are served (standalone mode), else none
+/// (behind kube-apiserver the core group is kube's).
 ///
-/// Prefer answering `/api` with [`aggregated_empty`] when the client accepts aggregated
-/// discovery, and with 404 otherwise (what a generic extension apiserver does): client-go
-/// tolerates a 404 there, but an `APIVersions` answer makes it add an empty group and give up
-/// aggregated discovery for `/apis` too (`downloadLegacy` in discovery_client.go).
-pub fn api_versions() -> Value {
-    json!({"kind": "APIVersions", "versions": [], "serverAddressByClientCIDRs": []})
+/// Prefer answering `/api` with [`aggregated`] of the core definitions when the client accepts
+/// aggregated discovery: client-go gives up aggregated discovery for `/apis` too when `/api`
+/// answers the legacy form (`downloadLegacy` in discovery_client.go).
+pub fn api_versions(core: &[&ResourceDefinition]) -> Value {
+    let versions: Vec<String> = groups(core).remove("").unwrap_or_default();
+    json!({"kind": "APIVersions", "versions": versions, "serverAddressByClientCIDRs": []})
 }
 
-/// `/api` in the aggregated form: an empty `APIGroupDiscoveryList`.
-pub fn aggregated_empty() -> Value {
-    json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": []})
+/// The definitions split into the core group's (`""`, served under `/api`) and the named
+/// groups' (under `/apis`).
+pub fn split_core<'d>(defs: &[&'d ResourceDefinition]) -> (Vec<&'d ResourceDefinition>, Vec<&'d ResourceDefinition>) {
+    defs.iter().partition(|d| d.spec.group.is_empty())
 }
 
 /// `/apis`: the `APIGroupList`.
@@ -116,7 +118,7 @@ pub fn resource_list(defs: &[&ResourceDefinition], group: &str, version: &str) -
     Some(json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
-        "groupVersion": format!("{group}/{version}"),
+        "groupVersion": if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") },
         "resources": resources,
     }))
 }
@@ -137,8 +139,14 @@ pub fn aggregated(defs: &[&ResourceDefinition]) -> Value {
                 json!({"version": version, "resources": resources, "freshness": "Current"})
             })
             .collect();
-        // ObjectMeta always serialises creationTimestamp, as `null` here.
-        items.push(json!({"metadata": {"name": group, "creationTimestamp": null}, "versions": versions}));
+        // ObjectMeta always serialises creationTimestamp, as `null` here; the core group has
+        // no name (omitted, as kube omits empty names).
+        let metadata = if group.is_empty() {
+            json!({"creationTimestamp": null})
+        } else {
+            json!({"name": group, "creationTimestamp": null})
+        };
+        items.push(json!({"metadata": metadata, "versions": versions}));
     }
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
 }
@@ -446,11 +454,14 @@ mod tests {
                 ],
             })
         );
-        assert_eq!(aggregated(&[]), aggregated_empty());
+        assert_eq!(
+            aggregated(&[]),
+            json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": []})
+        );
     }
 
     #[test]
     fn legacy_root() {
-        assert_eq!(api_versions(), json!({"kind": "APIVersions", "versions": [], "serverAddressByClientCIDRs": []}));
+        assert_eq!(api_versions(&[]), json!({"kind": "APIVersions", "versions": [], "serverAddressByClientCIDRs": []}));
     }
 }

@@ -154,6 +154,17 @@ async fn authenticated(
                     None => Status::not_found_path().into_response(),
                 };
             }
+            if let Some(version) = trimmed.strip_prefix("/api/")
+                && !version.contains('/')
+            {
+                let snapshot = state.registry.snapshot();
+                let defs = snapshot.definitions();
+                let (core, _) = discovery::split_core(&defs);
+                return match discovery::resource_list(&core, "", version) {
+                    Some(doc) => json_response(StatusCode::OK, &doc),
+                    None => Status::not_found_path().into_response(),
+                };
+            }
             if let Some(rest) = trimmed.strip_prefix("/apis/") {
                 let snapshot = state.registry.snapshot();
                 let defs = snapshot.definitions();
@@ -181,6 +192,10 @@ async fn resource(state: Arc<State>, info: &RequestInfo, req: Request<Incoming>)
     if res.served_version(&info.api_version).is_none() {
         return Status::not_found_path().into_response();
     }
+    // A namespace is the namespace of its own requests (kube's RequestInfo, which authorization
+    // sees); the object itself is cluster-scoped.
+    let own_namespace = res.builtin == Some(crate::registry::Builtin::Namespace) && info.namespace == info.name;
+    let info = &if own_namespace { RequestInfo { namespace: String::new(), ..info.clone() } } else { info.clone() };
     let has_namespace = !info.namespace.is_empty();
     let scope_ok = if res.namespaced {
         has_namespace || matches!(info.verb.as_str(), "list" | "watch" | "deletecollection") && info.name.is_empty()
@@ -215,24 +230,26 @@ const AGGREGATED_CONTENT_TYPE: &str = discovery::AGGREGATED_V2_CONTENT_TYPE;
 
 fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Response<Body> {
     let aggregated = wants_aggregated(headers);
+    let snapshot = state.registry.snapshot();
+    let defs = snapshot.definitions();
+    let (core, named) = discovery::split_core(&defs);
     if path == "/api" {
         return if aggregated {
-            let empty = discovery::aggregated_empty();
-            bytes_response(StatusCode::OK, AGGREGATED_CONTENT_TYPE, serde_json::to_vec(&empty).unwrap_or_default())
+            let doc = discovery::aggregated(&core);
+            bytes_response(StatusCode::OK, AGGREGATED_CONTENT_TYPE, serde_json::to_vec(&doc).unwrap_or_default())
         } else {
-            json_response(StatusCode::OK, &discovery::api_versions())
+            json_response(StatusCode::OK, &discovery::api_versions(&core))
         };
     }
-    let snapshot = state.registry.snapshot();
     if aggregated {
         // Built once per snapshot; each answer shares the bytes.
         let doc = snapshot.discovery.aggregated.get_or_init(|| {
-            Bytes::from(serde_json::to_vec(&discovery::aggregated(&snapshot.definitions())).unwrap_or_default())
+            Bytes::from(serde_json::to_vec(&discovery::aggregated(&named)).unwrap_or_default())
         });
         bytes_response(StatusCode::OK, AGGREGATED_CONTENT_TYPE, doc.clone())
     } else {
         let doc = snapshot.discovery.group_list.get_or_init(|| {
-            Bytes::from(serde_json::to_vec(&discovery::group_list(&snapshot.definitions())).unwrap_or_default())
+            Bytes::from(serde_json::to_vec(&discovery::group_list(&named)).unwrap_or_default())
         });
         bytes_response(StatusCode::OK, "application/json", doc.clone())
     }

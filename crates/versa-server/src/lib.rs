@@ -26,6 +26,7 @@ pub mod kube;
 pub mod meta;
 pub mod metrics;
 pub mod migration;
+mod namespaces;
 pub mod openapi;
 mod openapi_proto;
 pub mod patch;
@@ -151,12 +152,12 @@ impl ServerConfig {
             store: self.store,
             keys: versa_storage::Keys::new(&self.key_prefix),
             auth,
-            // Standalone, the definitions are CustomResourceDefinitions too; behind
-            // kube-apiserver that group is kube's.
+            // Standalone, the definitions are CustomResourceDefinitions too, and Namespaces
+            // and Events are served; behind kube-apiserver those are kube's.
             registry: if cluster.is_some() {
                 registry::Registry::new()
             } else {
-                registry::Registry::with_faces(&[registry::Face::ResourceDefinition, registry::Face::CustomResourceDefinition])
+                registry::Registry::standalone()
             },
             openapi: std::sync::Mutex::new(openapi::OpenApiCache::new()),
             metrics: metrics::Metrics::new(),
@@ -193,6 +194,7 @@ impl Prepared {
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send) -> anyhow::Result<()> {
         let controller = tokio::spawn(controller::run(self.state.clone()));
         tokio::spawn(probe_storage(self.state.clone()));
+        tokio::spawn(namespaces::run(self.state.clone()));
         if let Some((cluster, tasks)) = self.cluster {
             tasks.spawn(self.state.shutdown.clone());
             tokio::spawn(apiservice::run(self.state.clone(), cluster));

@@ -71,6 +71,60 @@ impl Face {
     }
 }
 
+/// The core (`v1`) kinds standalone versa serves itself, because operators need them before
+/// anything else (kopf, controller-runtime's namespace handling and event recorders): served
+/// through the same REST implementation as custom resources, from built-in definitions, with
+/// the kind's own rules where kube has them (`rest/core.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    /// `v1` `namespaces`, with kube's lifecycle (phase, the `kubernetes` finalizer, content
+    /// removed by versa's namespace controller).
+    Namespace,
+    /// `v1` `events`, kept for a while (`--event-ttl`) as kube keeps them.
+    Event,
+}
+
+impl Builtin {
+    /// The definition the resource is built from: names, scope, and a schema that keeps what
+    /// the kind holds (an Event's fields are many and flat, so they are kept as they come).
+    fn definition(self) -> ResourceDefinition {
+        let doc = match self {
+            Builtin::Namespace => serde_json::json!({
+                "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "namespaces"},
+                "spec": {
+                    "group": "", "scope": "Cluster",
+                    "names": {"plural": "namespaces", "singular": "namespace", "kind": "Namespace",
+                              "listKind": "NamespaceList", "shortNames": ["ns"]},
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                        "subresources": {"status": {}},
+                        "additionalPrinterColumns": [
+                            {"name": "Status", "type": "string", "jsonPath": ".status.phase"},
+                            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
+                        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                            "spec": {"type": "object", "properties": {
+                                "finalizers": {"type": "array", "items": {"type": "string"}}}},
+                            "status": {"type": "object", "properties": {
+                                "phase": {"type": "string"},
+                                "conditions": {"type": "array", "items": {"type": "object",
+                                    "x-kubernetes-preserve-unknown-fields": true}}}}}}}}],
+                },
+            }),
+            Builtin::Event => serde_json::json!({
+                "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "events"},
+                "spec": {
+                    "group": "", "scope": "Namespaced",
+                    "names": {"plural": "events", "singular": "event", "kind": "Event",
+                              "listKind": "EventList", "shortNames": ["ev"]},
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object",
+                            "x-kubernetes-preserve-unknown-fields": true}}}],
+                },
+            }),
+        };
+        ResourceDefinition::from_document(&doc).unwrap_or_default()
+    }
+}
+
 /// One served resource, compiled.
 #[derive(Debug)]
 pub struct Resource {
@@ -101,6 +155,8 @@ pub struct Resource {
     /// Converts objects between the versions, or why it could not be built (every conversion
     /// then fails with that message).
     pub converter: Result<Arc<Converter>, String>,
+    /// A core kind versa serves itself (standalone), with its own rules.
+    pub builtin: Option<Builtin>,
 }
 
 /// One version of a resource, compiled.
@@ -194,7 +250,16 @@ impl Resource {
             converter,
             definition: kept.def,
             schemas: kept.schemas,
+            builtin: None,
         }
+    }
+
+    /// A core kind, built from its built-in definition.
+    pub fn core(builtin: Builtin) -> Resource {
+        let def = builtin.definition();
+        let mut resource = Resource::build(&def, Compact::of(&def), &ConversionOptions::default());
+        resource.builtin = Some(builtin);
+        resource
     }
 
     /// The compact definition this resource holds.
@@ -232,6 +297,7 @@ impl Resource {
             }],
             terminating: false,
             converter: Err("the definitions API has one version".into()),
+            builtin: None,
         }
     }
 
@@ -254,9 +320,9 @@ impl Resource {
         self.versions.iter().find(|v| v.name == name)
     }
 
-    /// `group/version` for `version`.
+    /// `group/version` for `version` (just `version` for the core group).
     pub fn api_version(&self, version: &str) -> String {
-        format!("{}/{version}", self.group)
+        if self.group.is_empty() { version.to_owned() } else { format!("{}/{version}", self.group) }
     }
 }
 
@@ -374,6 +440,24 @@ impl Registry {
     /// A registry serving only the definitions API (`versa.dev/v1`).
     pub fn new() -> Registry {
         Registry::with_faces(&[Face::ResourceDefinition])
+    }
+
+    /// Standalone mode's registry: the definitions API with both faces, and the core kinds
+    /// operators need (Namespaces, Events).
+    pub fn standalone() -> Registry {
+        let registry = Registry::with_faces(&[Face::ResourceDefinition, Face::CustomResourceDefinition]);
+        registry.update(|by_name| {
+            for builtin in [Builtin::Namespace, Builtin::Event] {
+                let resource = Resource::core(builtin);
+                by_name.insert(resource.definition.name().to_owned(), Arc::new(resource));
+            }
+        });
+        registry
+    }
+
+    /// The served resource of a core kind, if this registry serves it.
+    pub fn core(&self, builtin: Builtin) -> Option<Arc<Resource>> {
+        self.snapshot().resources().find(|r| r.builtin == Some(builtin)).cloned()
     }
 
     /// A registry serving only the definitions API, with these faces.

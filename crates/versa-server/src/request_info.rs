@@ -59,7 +59,9 @@ pub fn parse(method: &Method, path: &str, query: Option<&str>) -> RequestInfo {
     let mut rest: &[&str] = rest;
     // `namespaces/<ns>/<resource>...` is namespaced; `namespaces` and `namespaces/<ns>` alone
     // are the namespaces resource itself.
-    if rest[0] == "namespaces" && rest.len() > 2 {
+    // `namespaces/<ns>/status` and `namespaces/<ns>/finalize` are subresources of the
+    // namespace (kube's namespaceSubresources).
+    if rest[0] == "namespaces" && rest.len() > 2 && !matches!(rest[2], "status" | "finalize") {
         info.namespace = rest[1].to_string();
         rest = &rest[2..];
     }
@@ -164,6 +166,9 @@ mod tests {
                 "delete versa.dev/v1 - resourcedefinitions/crontabs.stable.example.com/",
             ),
             ("GET", "/api/v1/namespaces/kube-system", None, "get /v1 kube-system namespaces/kube-system/"),
+            ("PUT", "/api/v1/namespaces/team/finalize", None, "update /v1 team namespaces/team/finalize"),
+            ("GET", "/api/v1/namespaces/team/status", None, "get /v1 team namespaces/team/status"),
+            ("POST", "/api/v1/namespaces/team/events", None, "create /v1 team events//"),
         ];
         for (method, path, query, want) in cases {
             let info = parse(&method.parse().unwrap(), path, query);

@@ -8,6 +8,7 @@
 //! set from the store's revision). Every answer is JSON (or YAML, or a Table, when asked) and
 //! every error a `metav1.Status`.
 
+pub mod core;
 mod objects;
 mod read;
 pub(crate) mod render;
@@ -275,6 +276,10 @@ pub async fn serve(
             Method::PATCH => scale::patch(&mut ctx, b).await,
             _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
         },
+        ("finalize", false) if core::is_namespace(&ctx) => match parts.method {
+            Method::PUT => write::update(&mut ctx, b, Part::Finalize).await,
+            _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
+        },
         // An unknown (or disabled) subresource of an object: kube answers as for a missing
         // object.
         (_, false) => Err(ctx.not_found()),
@@ -297,6 +302,8 @@ pub enum Part {
     Main,
     /// `/status`: only `status`.
     Status,
+    /// A Namespace's `/finalize`: only `spec.finalizers`.
+    Finalize,
 }
 
 /// The result type of verb handlers.

@@ -24,6 +24,7 @@ use versa_storage::KeyValue;
 
 use super::objects::{from_storage, name_of, set_resource_version, set_type_meta, stored_elsewhere, to_storage};
 use super::read::{Filter, list_object, read_page};
+use super::core::{self, NamespaceDelete};
 use super::{Answer, Ctx, Part};
 use crate::codec::{self, Decoded};
 use crate::definitions;
@@ -330,6 +331,15 @@ fn prepare_create(ctx: &Ctx, obj: &mut Value) {
     {
         o.remove("status");
     }
+    if ctx.res.builtin.is_some() {
+        // The core kinds have no generation in kube.
+        if let Some(meta) = meta_mut(obj) {
+            meta.remove("generation");
+        }
+    }
+    if core::is_namespace(ctx) {
+        core::prepare_create_namespace(obj);
+    }
 }
 
 /// `POST .../<plural>`.
@@ -347,6 +357,7 @@ pub async fn create(ctx: &mut Ctx, body: &[u8]) -> Answer {
             Some(json!({"name": ctx.name, "group": ctx.res.group, "kind": ctx.res.plural})),
         ));
     }
+    super::core::admit_create_in_namespace(ctx).await?;
     prepare_create(ctx, &mut obj);
     admit_reporting(ctx, &mut obj, None, Part::Main, &duplicates)?;
     if ctx.dry_run()? {
@@ -407,7 +418,9 @@ pub(super) async fn apply_update(
     admit_reporting(ctx, &mut new, Some(&old), part, duplicates)?;
     set_generation(ctx, &mut new, &old, part);
     let deleting = old.pointer("/metadata/deletionTimestamp").is_some();
-    let no_finalizers = new.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(|f| f.is_empty());
+    let empty = |path: &str| new.pointer(path).and_then(Value::as_array).is_none_or(|f| f.is_empty());
+    // A namespace also waits for its `spec.finalizers` (kube's ShouldDeleteDuringUpdate).
+    let no_finalizers = empty("/metadata/finalizers") && (!core::is_namespace(ctx) || empty("/spec/finalizers"));
     if deleting && no_finalizers {
         // The last finalizer is gone: the object goes.
         if !ctx.dry_run()? {
@@ -465,6 +478,10 @@ fn prepare_update(ctx: &Ctx, new: &mut Value, old: &Value, part: Part) {
             }
         }
         Part::Main => {}
+        Part::Finalize => core::prepare_finalize(new, old),
+    }
+    if core::is_namespace(ctx) && part != Part::Finalize {
+        core::prepare_update_namespace(new, old);
     }
     let old_meta = old.get("metadata");
     if let Some(meta) = meta_mut(new) {
@@ -486,7 +503,7 @@ fn prepare_update(ctx: &Ctx, new: &mut Value, old: &Value, part: Part) {
 /// Bumps `generation` when anything outside `metadata` (and, behind the status subresource,
 /// `status`) changed; `/status` writes never bump it.
 fn set_generation(ctx: &Ctx, new: &mut Value, old: &Value, part: Part) {
-    if part == Part::Status {
+    if part == Part::Status || ctx.res.builtin.is_some() {
         return;
     }
     let outside_meta = |v: &Value| -> Vec<(String, Value)> {
@@ -703,6 +720,26 @@ async fn delete_one(ctx: &Ctx, name: &str, opts: &DeleteOptions) -> Result<(Stat
                 current.mod_revision
             );
             return Err(Status::conflict_with(group, kind, name, &why));
+        }
+        if core::is_namespace(ctx) {
+            match core::delete_namespace(&obj, name) {
+                NamespaceDelete::Refuse(status) => return Err(status),
+                NamespaceDelete::Mark(mut marked) => {
+                    if opts.dry_run {
+                        return Ok((StatusCode::OK, marked));
+                    }
+                    let bytes = to_storage(ctx, &marked).await?;
+                    match ctx.state.store.update(&key, bytes, current.mod_revision).await {
+                        Ok(kv) => {
+                            set_resource_version(&mut marked, kv.mod_revision);
+                            return Ok((StatusCode::OK, marked));
+                        }
+                        Err(versa_storage::Error::Conflict { .. }) => continue,
+                        Err(e) => return Err(storage_error(ctx)(e)),
+                    }
+                }
+                NamespaceDelete::Proceed => {}
+            }
         }
         let new_finalizers = finalizers_for_deletion(ctx, &obj, opts);
         if let (Some(finalizers), Some(meta)) = (&new_finalizers, meta_mut(&mut obj)) {

@@ -1,0 +1,174 @@
+//! The rules of the core kinds standalone versa serves itself (`registry::Builtin`), as
+//! kube-apiserver's strategies and its NamespaceLifecycle admission have them:
+//!
+//! - a Namespace is created `Active` with the `kubernetes` finalizer in `spec.finalizers` and
+//!   the `kubernetes.io/metadata.name` label; updates keep `spec.finalizers` (only `/finalize`
+//!   changes them) and `status`; the first delete marks it `Terminating`, and it goes once
+//!   versa's namespace controller (`crate::namespaces`) has removed its content and the
+//!   `kubernetes` finalizer. `default`, `kube-system` and `kube-public` may not be deleted.
+//! - nothing is created in a namespace that does not exist or is being terminated, with kube's
+//!   messages (other verbs are not refused, as in kube).
+
+use http::StatusCode;
+use serde_json::{Value, json};
+
+use super::Ctx;
+use crate::meta::{self, meta_mut};
+use crate::registry::Builtin;
+use crate::status::Status;
+
+/// The finalizer of `spec.finalizers` that holds a namespace until its content is gone.
+pub const KUBERNETES_FINALIZER: &str = "kubernetes";
+/// The label every namespace carries with its own name.
+pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+/// Namespaces that exist from the start and may not be deleted.
+pub const IMMORTAL: [&str; 3] = ["default", "kube-system", "kube-public"];
+
+/// Whether the request's resource is the Namespace kind.
+pub fn is_namespace(ctx: &Ctx) -> bool {
+    ctx.res.builtin == Some(Builtin::Namespace)
+}
+
+/// A new namespace object as created with nothing but its name.
+pub fn new_namespace(name: &str) -> Value {
+    let mut obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    prepare_create_namespace(&mut obj);
+    if let Some(meta) = meta_mut(&mut obj) {
+        meta.insert("uid".into(), json!(meta::new_uid()));
+        meta.insert("creationTimestamp".into(), json!(meta::now()));
+    }
+    obj
+}
+
+/// kube's namespace strategy on create: phase `Active`, the `kubernetes` finalizer, the name
+/// label.
+pub fn prepare_create_namespace(obj: &mut Value) {
+    let Some(o) = obj.as_object_mut() else { return };
+    o.insert("status".into(), json!({"phase": "Active"}));
+    let spec = o.entry("spec").or_insert_with(|| json!({}));
+    if !spec.is_object() {
+        *spec = json!({});
+    }
+    let finalizers = spec.as_object_mut().map(|s| s.entry("finalizers").or_insert_with(|| json!([])));
+    if let Some(list) = finalizers.and_then(Value::as_array_mut)
+        && !list.iter().any(|f| f == KUBERNETES_FINALIZER)
+    {
+        list.push(json!(KUBERNETES_FINALIZER));
+    }
+    name_label(obj);
+}
+
+/// kube's namespace strategy on update: `spec.finalizers` come from the old object (the main
+/// endpoint and `/status` never change them); the name label stays.
+pub fn prepare_update_namespace(new: &mut Value, old: &Value) {
+    let finalizers = old.pointer("/spec/finalizers").cloned();
+    if let Some(o) = new.as_object_mut() {
+        let spec = o.entry("spec").or_insert_with(|| json!({}));
+        if let Some(spec) = spec.as_object_mut() {
+            match finalizers {
+                Some(f) => spec.insert("finalizers".into(), f),
+                None => spec.remove("finalizers"),
+            };
+        }
+    }
+    name_label(new);
+}
+
+/// `/finalize`: only `spec.finalizers` change.
+pub fn prepare_finalize(new: &mut Value, old: &Value) {
+    let finalizers = new.pointer("/spec/finalizers").cloned();
+    *new = old.clone();
+    if let Some(o) = new.as_object_mut() {
+        let spec = o.entry("spec").or_insert_with(|| json!({}));
+        if let Some(spec) = spec.as_object_mut() {
+            match finalizers {
+                Some(f) => spec.insert("finalizers".into(), f),
+                None => spec.remove("finalizers"),
+            };
+        }
+    }
+}
+
+fn name_label(obj: &mut Value) {
+    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_owned();
+    if let Some(meta) = meta_mut(obj) {
+        let labels = meta.entry("labels").or_insert_with(|| json!({}));
+        if let Some(labels) = labels.as_object_mut() {
+            labels.insert(NAME_LABEL.into(), json!(name));
+        }
+    }
+}
+
+/// What a delete of a namespace does before the generic delete: `None` when it should go on
+/// as any delete (its content and `spec.finalizers` are gone); otherwise the answer — the
+/// namespace marked `Terminating` (to be stored), or kube's refusal.
+pub enum NamespaceDelete {
+    /// Store this marked object and answer it.
+    Mark(Value),
+    /// Answer this error.
+    Refuse(Status),
+    /// Delete as any object.
+    Proceed,
+}
+
+/// kube's namespace REST `Delete`, and NamespaceLifecycle's immortal namespaces.
+pub fn delete_namespace(obj: &Value, name: &str) -> NamespaceDelete {
+    if IMMORTAL.contains(&name) {
+        return NamespaceDelete::Refuse(Status::forbidden(
+            format!("namespaces {name:?} is forbidden: this namespace may not be deleted"),
+            Some(json!({"name": name, "kind": "namespaces"})),
+        ));
+    }
+    let spec_finalizers = obj.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+    if obj.pointer("/metadata/deletionTimestamp").is_none() {
+        let mut marked = obj.clone();
+        if let Some(meta) = meta_mut(&mut marked) {
+            meta.insert("deletionTimestamp".into(), json!(meta::now()));
+            meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+        }
+        if let Some(o) = marked.as_object_mut() {
+            let status = o.entry("status").or_insert_with(|| json!({}));
+            if let Some(status) = status.as_object_mut() {
+                status.insert("phase".into(), json!("Terminating"));
+            }
+        }
+        return NamespaceDelete::Mark(marked);
+    }
+    if spec_finalizers {
+        return NamespaceDelete::Refuse(Status {
+            code: StatusCode::CONFLICT,
+            reason: "Conflict",
+            message: format!(
+                "Operation cannot be fulfilled on namespaces {name:?}: The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system."
+            ),
+            details: Some(json!({"name": name, "kind": "namespaces"})),
+        });
+    }
+    NamespaceDelete::Proceed
+}
+
+/// NamespaceLifecycle for a create of a namespaced object: the namespace must exist and not be
+/// terminating. Only where versa serves Namespaces (standalone).
+pub async fn admit_create_in_namespace(ctx: &Ctx) -> Result<(), Status> {
+    let Some(namespace) = ctx.namespace.as_deref().filter(|_| ctx.res.namespaced) else { return Ok(()) };
+    let Some(namespaces) = ctx.state.registry.core(Builtin::Namespace) else { return Ok(()) };
+    let (group, plural) = namespaces.stored_as();
+    let key = ctx.state.keys.object(group, plural, None, namespace);
+    let kv = ctx.state.store.get(&key).await.map_err(super::write::storage_error(ctx))?;
+    let Some(kv) = kv else { return Err(Status::not_found("", "namespaces", namespace)) };
+    let obj: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
+    let terminating = obj.pointer("/metadata/deletionTimestamp").is_some()
+        || obj.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating");
+    if !terminating {
+        return Ok(());
+    }
+    let who = crate::status::qualified(&ctx.res.group, &ctx.res.plural);
+    let subject = if ctx.name.is_empty() { who } else { format!("{who} {:?}", ctx.name) };
+    Err(Status::forbidden(
+        format!("{subject} is forbidden: unable to create new content in namespace {namespace} because it is being terminated"),
+        Some(json!({
+            "name": ctx.name, "group": ctx.res.group, "kind": ctx.res.plural,
+            "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {namespace} is being terminated"), "field": "metadata.namespace"}],
+        })),
+    ))
+}
