@@ -8,16 +8,23 @@
 //! of the worst-case string (`contains` the product of both sizes, `matches` the string size
 //! times a quarter of the pattern size), `in` on a list its size, and a comprehension (`all`,
 //! `exists`, `filter`, `map`, `transformList`, ...) runs its loop condition and step once per
-//! element of the worst-case range. A two-variable comprehension's variables are sized as
-//! cel-go sizes them: a list's element by its items, a map's value by additionalProperties, a
-//! list index as an int. Worst-case sizes come from the [`DeclType`] of `self`: `maxItems`,
-//! `maxProperties`, `maxLength` (×4 bytes), or, when absent, what fits in a 3 MiB request.
+//! element of the worst-case range. Worst-case sizes come from the [`DeclType`] of `self`:
+//! `maxItems`, `maxProperties`, `maxLength` (×4 bytes), or, when absent, what fits in a 3 MiB
+//! request, found by following an expression's field path (see [`FieldPath`]): an iteration
+//! variable's is its range's plus `@items`, `@keys`, `@values` or `@indices`, so a list's
+//! element is sized by its items, a map's value by additionalProperties, a list index as an int.
+//! Calls have no path; cel-go sizes some results itself: string and list concatenations (the sum
+//! of both sides), `string(bytes)` and `bytes(string)` (the other conversions give none),
+//! `?:`, `strings.quote`, and the entries of list and map literals. A call with a `dyn`
+//! argument is estimated for every overload the argument may call, and covers them all.
 //!
 //! The functions of the Kubernetes libraries ([`crate::ext`]) are estimated as Kubernetes'
 //! `library.CostEstimator.EstimateCallCost` estimates them, and cel-go's list and set
 //! extensions with their own estimators (which cel-go consults first); see `library_cost`.
 
-use crate::ast::{ACCUMULATOR_VAR, ExprKind, LEGACY_ACCUMULATOR_VAR, Literal, op};
+use std::collections::HashMap;
+
+use crate::ast::{ACCUMULATOR_VAR, ExprKind, Literal, op};
 use crate::types::{DeclKind, DeclType, MAX_REQUEST_SIZE_BYTES, Type};
 use crate::{CompiledExpression, Expr};
 
@@ -66,36 +73,6 @@ impl CostEstimate {
     }
 }
 
-/// The element a list-building comprehension appends in its step (`@result + [elem]`, possibly
-/// under a filter's `?:`): `x` for `filter`, the mapped expression for `map` and
-/// `transformList`. `None` for any other comprehension.
-fn appended_element(c: &crate::ast::Comprehension) -> Option<&Expr> {
-    fn find<'e>(e: &'e Expr, accu: &str) -> Option<&'e Expr> {
-        match &e.kind {
-            ExprKind::Call { function, args, .. } if function == op::ADD => match args.as_slice() {
-                [a, b] if matches!(&a.kind, ExprKind::Ident(n) if n == accu) => match &b.kind {
-                    ExprKind::List { elements, .. } if elements.len() == 1 => elements.first(),
-                    _ => None,
-                },
-                _ => None,
-            },
-            ExprKind::Call { args, .. } => args.iter().find_map(|a| find(a, accu)),
-            _ => None,
-        }
-    }
-    if !matches!(&c.accu_init.kind, ExprKind::List { elements, .. } if elements.is_empty()) {
-        return None;
-    }
-    find(&c.loop_step, &c.accu_var)
-}
-
-/// Whether a comprehension keeps some of its range's elements as they are: an empty list
-/// accumulator whose step appends the iteration variable itself (`filter`).
-fn is_filter(c: &crate::ast::Comprehension) -> bool {
-    c.iter_var2.is_none()
-        && appended_element(c).is_some_and(|x| matches!(&x.kind, ExprKind::Ident(n) if *n == c.iter_var))
-}
-
 /// How many times data of a type whose smallest JSON form is `min_serialized_size` bytes can
 /// occur in one request (apiextensions `maxCardinality`): one comma per element assumed.
 pub fn max_cardinality(min_serialized_size: i64) -> u64 {
@@ -108,15 +85,21 @@ pub fn estimate_cost(compiled: &CompiledExpression, self_type: &DeclType) -> Cos
     let mut c = Coster {
         compiled,
         root: self_type,
-        iter_ranges: Vec::new(),
-        paths: Vec::new(),
-        sizes: Vec::new(),
-        element_sizes: Vec::new(),
+        locals: Vec::new(),
+        paths: HashMap::new(),
+        sizes: HashMap::new(),
+        entries: HashMap::new(),
     };
     c.cost(&compiled.ast.expr)
 }
 
-/// A path from `self` through fields, `@items`, `@keys` and `@values`, for size lookups.
+/// A path from a variable through fields, `@items`, `@keys`, `@values` and `@indices`, for
+/// size lookups (cel-go's field paths). A variable's, a selection's, an index's and an
+/// iteration variable's path extend their operand's, and the operand may have none: a call,
+/// a literal, a comprehension. Such a path starts with what was appended (`["f"]` for
+/// `dyn(self.obj).f`, `["@items"]` for `x` in `[a, b].all(x, ...)`), and since Kubernetes'
+/// size estimator skips a path's first element (the variable), it is looked up from `self`:
+/// upstream's estimate, kept as it is.
 type FieldPath = Vec<String>;
 
 /// What a comprehension variable is bound to in each iteration.
@@ -130,18 +113,56 @@ enum IterRole {
     Value,
 }
 
+/// The sizes of a container's entries, when cel-go can tell them (`entrySizeEstimate`): list
+/// and map literals, and what is built from them (`+` on lists, `?:`, `map()`/`filter()`
+/// results, `dyn()`, bindings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct EntrySize {
+    list: bool,
+    /// A list's index (always 1) or a map's key.
+    key: CostEstimate,
+    /// A list's element or a map's value.
+    val: CostEstimate,
+}
+
+impl EntrySize {
+    /// cel-go `entrySizeEstimate.union`: unknown unless both are known.
+    fn union(a: Option<EntrySize>, b: Option<EntrySize>) -> Option<EntrySize> {
+        let (a, b) = (a?, b?);
+        Some(EntrySize { list: a.list, key: a.key.union(b.key), val: a.val.union(b.val) })
+    }
+}
+
+/// A comprehension's accumulator, a binding (`cel.bind`, `optMap`, `sortBy`) or an iteration
+/// variable, as cel-go's coster tracks it in scope.
+struct LocalVar {
+    name: String,
+    path: FieldPath,
+    size: Option<CostEstimate>,
+    entry: Option<EntrySize>,
+}
+
+/// cel-go's estimate of one overload of a call: its cost (arguments included) and, when known,
+/// the size of its result.
+type CallEstimate = (CostEstimate, Option<CostEstimate>);
+
+/// How many bytes or code points, at least and at most (cel-go `SizeEstimate`); kept as a
+/// [`CostEstimate`], whose arithmetic is the same.
+type SizeEstimate = CostEstimate;
+
+const UNKNOWN_SIZE: SizeEstimate = CostEstimate { min: 0, max: u64::MAX };
+
 struct Coster<'a> {
     compiled: &'a CompiledExpression,
     root: &'a DeclType,
-    /// Comprehension variables in scope, innermost last, with their range and what of it they
-    /// are bound to.
-    iter_ranges: Vec<(String, &'a Expr, IterRole)>,
-    paths: Vec<(u32, FieldPath)>,
-    /// Sizes computed for comprehension and concatenation results.
-    sizes: Vec<(u32, CostEstimate)>,
-    /// The size of the elements of lists built by `map()` and `transformList()` (cel-go's
-    /// entry sizes): the mapped expression's.
-    element_sizes: Vec<(u32, CostEstimate)>,
+    /// Variables in scope, innermost last.
+    locals: Vec<LocalVar>,
+    /// Field paths of identifiers, selections and indexes, by node id.
+    paths: HashMap<u32, FieldPath>,
+    /// Sizes computed for call and comprehension results, by node id.
+    sizes: HashMap<u32, SizeEstimate>,
+    /// Entry sizes of containers, by node id.
+    entries: HashMap<u32, EntrySize>,
 }
 
 impl<'a> Coster<'a> {
@@ -149,115 +170,163 @@ impl<'a> Coster<'a> {
         self.compiled.checked.types.get(e.id as usize).cloned().unwrap_or(Type::Dyn)
     }
 
+    fn local(&self, name: &str) -> Option<&LocalVar> {
+        self.locals.iter().rev().find(|v| v.name == name)
+    }
+
+    /// The field path of `e`, `None` when it has none (or an empty one).
     fn path(&self, e: &Expr) -> Option<&FieldPath> {
-        self.paths.iter().rev().find(|(id, _)| *id == e.id).map(|(_, p)| p)
+        self.paths.get(&e.id).filter(|p| !p.is_empty())
+    }
+
+    /// `e`'s path with `step` appended (a path of its own when `e` has none).
+    fn path_with(&self, e: &Expr, step: &str) -> FieldPath {
+        let mut p = self.path(e).cloned().unwrap_or_default();
+        p.push(step.to_owned());
+        p
+    }
+
+    /// cel-go `computeEntrySize`.
+    fn entry(&self, e: &Expr) -> Option<EntrySize> {
+        if let Some(s) = self.entries.get(&e.id) {
+            return Some(*s);
+        }
+        match &e.kind {
+            ExprKind::Ident(name) => self.local(name).and_then(|v| v.entry),
+            _ => None,
+        }
+    }
+
+    /// cel-go `pushLocalVar`: an accumulator or a binding, with its initializer's path and sizes.
+    fn push_local(&mut self, name: &str, init: &Expr) {
+        let var = LocalVar {
+            name: name.to_owned(),
+            path: self.path(init).cloned().unwrap_or_default(),
+            size: self.size_opt(init),
+            entry: self.entry(init),
+        };
+        self.locals.push(var);
+    }
+
+    /// cel-go `pushIterSingle`/`pushIterKey`/`pushIterValue`: an iteration variable's path is
+    /// its range's plus `@items`, `@indices`, `@keys` or `@values`, by whether the range is a
+    /// list.
+    fn push_iter(&mut self, name: &str, range: &Expr, role: IterRole) {
+        let entry = self.entry(range);
+        let list = entry.map_or(matches!(self.ty(range), Type::List(_)), |s| s.list);
+        let (step, size) = match (role, list) {
+            (IterRole::Single | IterRole::Value, true) => ("@items", entry.map(|s| s.val)),
+            (IterRole::Single | IterRole::Key, false) => ("@keys", entry.map(|s| s.key)),
+            (IterRole::Key, true) => ("@indices", entry.map(|s| s.key)),
+            (IterRole::Value, false) => ("@values", entry.map(|s| s.val)),
+        };
+        let path = self.path_with(range, step);
+        self.locals.push(LocalVar { name: name.to_owned(), path, size, entry: None });
     }
 
     fn cost(&mut self, e: &'a Expr) -> CostEstimate {
         match &e.kind {
             ExprKind::Literal(_) => CostEstimate::default(),
             ExprKind::Ident(name) => {
-                let path = match self.iter_ranges.iter().rev().find(|(v, _, _)| v == name) {
-                    Some((_, range, role)) => {
-                        // cel-go's pushIterSingle/pushIterKey/pushIterValue: `@indices` names
-                        // no schema node, so a list index is sized by its type (an int).
-                        let suffix = match (self.ty(range), role) {
-                            (Type::List(_), IterRole::Single | IterRole::Value) => Some("@items"),
-                            (Type::List(_), IterRole::Key) => Some("@indices"),
-                            (Type::Map(..), IterRole::Single | IterRole::Key) => Some("@keys"),
-                            (Type::Map(..), IterRole::Value) => Some("@values"),
-                            _ => None,
-                        };
-                        match (self.path(range).cloned(), suffix) {
-                            (Some(mut p), Some(s)) => {
-                                p.push(s.to_owned());
-                                Some(p)
-                            }
-                            // An element of a list `map()` built: the mapped expression's size.
-                            (None, Some("@items")) => {
-                                if let Some((_, size)) = self.element_sizes.iter().rev().find(|(id, _)| *id == range.id)
-                                {
-                                    self.sizes.push((e.id, *size));
-                                }
-                                None
-                            }
-                            _ => None,
-                        }
-                    }
-                    // Accumulators have no path: their size is not the schema's.
-                    None if name == ACCUMULATOR_VAR || name == LEGACY_ACCUMULATOR_VAR => None,
-                    None => Some(vec![name.clone()]),
-                };
-                if let Some(p) = path {
-                    self.paths.push((e.id, p));
-                }
+                let path = self.local(name).map_or_else(|| vec![name.clone()], |v| v.path.clone());
+                self.paths.insert(e.id, path);
                 CostEstimate::fixed(1)
             }
             ExprKind::Select { operand, field, test_only } => {
+                // `has()` costs nothing of its own: Kubernetes turns cel-go's presence test
+                // cost off (`PresenceTestHasCost(false)`).
                 if *test_only {
-                    return CostEstimate::fixed(1).add(self.cost(operand));
+                    return self.cost(operand);
                 }
                 let mut sum = self.cost(operand);
                 if matches!(self.ty(operand), Type::Map(..) | Type::Object(_) | Type::Param(_)) {
                     sum = sum.add(CostEstimate::fixed(1));
                 }
-                if let Some(mut p) = self.path(operand).cloned() {
-                    p.push(field.clone());
-                    self.paths.push((e.id, p));
-                }
+                let path = self.path_with(operand, field);
+                self.paths.insert(e.id, path);
                 sum
             }
             ExprKind::Call { function, target, args } => self.call(e, function, target.as_deref(), args),
             ExprKind::List { elements, .. } => {
-                elements.iter().fold(CostEstimate::fixed(LIST_CREATE_BASE_COST), |s, el| s.add(self.cost(el)))
+                let mut sum = CostEstimate::fixed(LIST_CREATE_BASE_COST);
+                let mut item = CostEstimate { min: if elements.is_empty() { 0 } else { u64::MAX }, max: 0 };
+                for el in elements {
+                    sum = sum.add(self.cost(el));
+                    item = item.union(self.size(el));
+                }
+                self.entries.insert(e.id, EntrySize { list: true, key: CostEstimate::fixed(1), val: item });
+                sum
             }
-            ExprKind::Map { entries } => entries.iter().fold(CostEstimate::fixed(MAP_CREATE_BASE_COST), |s, en| {
-                let k = self.cost(&en.key);
-                s.add(k).add(self.cost(&en.value))
-            }),
+            ExprKind::Map { entries } => {
+                let mut sum = CostEstimate::fixed(MAP_CREATE_BASE_COST);
+                let start = CostEstimate { min: if entries.is_empty() { 0 } else { u64::MAX }, max: 0 };
+                let (mut key, mut val) = (start, start);
+                for en in entries {
+                    sum = sum.add(self.cost(&en.key));
+                    sum = sum.add(self.cost(&en.value));
+                    key = key.union(self.size(&en.key));
+                    val = val.union(self.size(&en.value));
+                }
+                self.entries.insert(e.id, EntrySize { list: false, key, val });
+                sum
+            }
             ExprKind::Struct { fields, .. } => {
                 fields.iter().fold(CostEstimate::fixed(STRUCT_CREATE_BASE_COST), |s, f| s.add(self.cost(&f.value)))
             }
+            ExprKind::Comprehension(c) if is_bind(c) => {
+                // cel-go `costBind`: the value once, the result once, with the variable bound.
+                let sum = self.cost(&c.iter_range).add(self.cost(&c.accu_init));
+                self.push_local(&c.accu_var, &c.accu_init);
+                let sum = sum.add(self.cost(&c.result));
+                self.locals.pop();
+                self.copy_sizes(e, &c.result);
+                sum
+            }
             ExprKind::Comprehension(c) => {
                 let mut sum = self.cost(&c.iter_range).add(self.cost(&c.accu_init));
-                let scope_base = self.iter_ranges.len();
+                let scope_base = self.locals.len();
+                self.push_local(&c.accu_var, &c.accu_init);
                 match &c.iter_var2 {
-                    None => self.iter_ranges.push((c.iter_var.clone(), &c.iter_range, IterRole::Single)),
+                    None => self.push_iter(&c.iter_var, &c.iter_range, IterRole::Single),
                     Some(var2) => {
-                        self.iter_ranges.push((c.iter_var.clone(), &c.iter_range, IterRole::Key));
-                        self.iter_ranges.push((var2.clone(), &c.iter_range, IterRole::Value));
+                        self.push_iter(&c.iter_var, &c.iter_range, IterRole::Key);
+                        self.push_iter(var2, &c.iter_range, IterRole::Value);
                     }
                 }
                 let loop_cost = self.cost(&c.loop_condition);
                 let step_cost = self.cost(&c.loop_step);
-                self.iter_ranges.truncate(scope_base);
+                self.locals.truncate(scope_base + 1);
                 sum = sum.add(self.cost(&c.result));
+                self.locals.truncate(scope_base);
                 let range = self.size(&c.iter_range);
-                // A comprehension building a list or map (`map`, `filter`) has as many entries as
-                // its range; one folding into a value (`all`, `exists`) has that value's size.
-                let result_size = match c.accu_init.kind {
-                    ExprKind::List { .. } | ExprKind::Map { .. } => Some(range),
-                    ExprKind::Literal(_) => Some(self.size(&c.accu_init)),
-                    _ => None,
-                };
-                if let Some(size) = result_size {
-                    self.sizes.push((e.id, size));
-                }
-                // A filter's result holds elements of its range: they keep the range's element
-                // sizes (cel-go carries them through), so `l.filter(...).all(x, ...)` costs
-                // `x` as an element of `l`.
-                if is_filter(c) {
-                    if let Some(p) = self.path(&c.iter_range).cloned() {
-                        self.paths.push((e.id, p));
+                // A comprehension folding into a value (`all`, `exists`) has that value's size;
+                // one building a list or map (`map`, `filter`) as many entries as its range, and
+                // the entry sizes of what its step builds.
+                match c.accu_init.kind {
+                    ExprKind::Literal(_) => {
+                        let size = self.size(&c.accu_init);
+                        self.sizes.insert(e.id, size);
                     }
-                } else if let Some(elem) = appended_element(c) {
-                    // A mapped list's elements have the mapped expression's size (cel-go 0.23
-                    // and later), so `l.map(x, x.name).all(n, ...)` costs `n` as a name.
-                    let size = self.size(elem);
-                    self.element_sizes.push((e.id, size));
+                    ExprKind::List { .. } | ExprKind::Map { .. } => {
+                        self.sizes.insert(e.id, range);
+                        if let Some(entry) = self.entry(&c.loop_step) {
+                            self.entries.insert(e.id, entry);
+                        }
+                    }
+                    _ => {}
                 }
                 sum.add(range.multiply(step_cost.add(loop_cost)))
             }
+        }
+    }
+
+    /// cel-go `copySizeEstimates`: `dst` gets `src`'s size and entry sizes (not its path).
+    fn copy_sizes(&mut self, dst: &Expr, src: &Expr) {
+        if let Some(size) = self.size_opt(src) {
+            self.sizes.insert(dst.id, size);
+        }
+        if let Some(entry) = self.entry(src) {
+            self.entries.insert(dst.id, entry);
         }
     }
 
@@ -272,17 +341,13 @@ impl<'a> Coster<'a> {
                 return self.call(e, &name, None, args);
             }
         }
-        // `dyn(x)` only switches type checking off: x plus one, with x's size.
+        // `dyn(x)` only switches type checking off: x plus one, with x's sizes but not its path.
         if function == "dyn"
             && target.is_none()
             && let [arg] = args
         {
             let cost = self.cost(arg);
-            let size = self.size(arg);
-            self.sizes.push((e.id, size));
-            if let Some(p) = self.path(arg).cloned() {
-                self.paths.push((e.id, p));
-            }
+            self.copy_sizes(e, arg);
             return CostEstimate::fixed(1).add(cost);
         }
         let arg_costs: Vec<CostEstimate> = args.iter().map(|a| self.cost(a)).collect();
@@ -293,78 +358,134 @@ impl<'a> Coster<'a> {
         }
         if let Some((cost, size)) = self.library_cost(function, target, args) {
             if let Some(size) = size {
-                self.sizes.push((e.id, size));
+                self.sizes.insert(e.id, size);
             }
             return sum.add(cost).add(arg_sum);
         }
-        let is_string_like = |t: &Type| matches!(t, Type::String | Type::Bytes);
-        let fn_cost = match (function, target, args) {
+        // cel-go estimates every overload the checker found for the call (more than one when
+        // an argument is `dyn`) and takes the range covering them all, and the union of the
+        // result sizes they give; without one, the result is sized as any expression.
+        let mut fn_cost: Option<CostEstimate> = None;
+        let mut result: Option<SizeEstimate> = None;
+        for params in matching_overloads(function, target.is_some(), &self.arg_types(target, args)) {
+            let (cost, size) = self.overload_cost(e, function, &params, target, args, &arg_costs, arg_sum);
+            fn_cost = Some(fn_cost.map_or(cost, |c| c.union(cost)));
+            if let Some(size) = size {
+                result = Some(result.map_or(size, |r| r.union(size)));
+            }
+            // An index has its container's entry size, and extends its path.
+            if function == op::INDEX
+                && let [container, _] = args
+            {
+                let step = match params.first() {
+                    Some(Type::List(_)) => Some("@items"),
+                    Some(Type::Map(..)) => Some("@values"),
+                    _ => None,
+                };
+                if let Some(step) = step {
+                    result = self.entry(container).map(|s| s.val);
+                    let path = self.path_with(container, step);
+                    self.paths.insert(e.id, path);
+                }
+            }
+            if result.is_none() {
+                result = self.size_opt(e);
+            }
+        }
+        if let Some(size) = result {
+            self.sizes.insert(e.id, size);
+        }
+        sum.add(fn_cost.unwrap_or_else(|| CostEstimate::fixed(1).add(arg_sum)))
+    }
+
+    fn arg_types(&self, target: Option<&Expr>, args: &[Expr]) -> Vec<Type> {
+        target.into_iter().chain(args).map(|a| self.ty(a)).collect()
+    }
+
+    /// cel-go's `functionCost` for one overload of a standard function, given by its parameter
+    /// types (the receiver's first).
+    #[allow(clippy::too_many_arguments, reason = "the call as cel-go's coster sees it")]
+    fn overload_cost(
+        &mut self,
+        e: &Expr,
+        function: &str,
+        params: &[Type],
+        target: Option<&Expr>,
+        args: &[Expr],
+        arg_costs: &[CostEstimate],
+        arg_sum: CostEstimate,
+    ) -> CallEstimate {
+        let string_like = |t: Option<&Type>| matches!(t, Some(Type::String | Type::Bytes));
+        let (first, second) = (params.first(), params.get(1));
+        match (function, target, args) {
             (op::LOGICAL_AND | op::LOGICAL_OR, None, [_, _]) => {
                 let (l, r) = (arg_costs[0], arg_costs[1]);
-                CostEstimate { min: l.min, max: l.add(r).max }
+                (CostEstimate { min: l.min, max: l.add(r).max }, None)
             }
-            (op::CONDITIONAL, None, [_, _, _]) => {
-                let (c, t, f) = (arg_costs[0], arg_costs[1], arg_costs[2]);
-                c.add(t.union(f))
+            (op::CONDITIONAL, None, [_, t, f]) => {
+                let size = self.size(t).union(self.size(f));
+                if let Some(entry) = EntrySize::union(self.entry(t), self.entry(f)) {
+                    self.entries.insert(e.id, entry);
+                }
+                (arg_costs[0].add(arg_costs[1].union(arg_costs[2])), Some(size))
             }
-            ("startsWith" | "endsWith", Some(_), [prefix]) => {
-                self.size(prefix).scale(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum)
+            // string(bytes): a traversal; at least a quarter of the bytes in code points.
+            ("string", None, [b]) if first == Some(&Type::Bytes) => {
+                let sz = self.size(b);
+                (
+                    sz.scale(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum),
+                    Some(CostEstimate { min: sz.min / 4, max: sz.max }),
+                )
+            }
+            // bytes(string): a traversal; up to four bytes a code point (cel-go multiplies as Go
+            // does, without saturating).
+            ("bytes", None, [s]) if first == Some(&Type::String) => {
+                let sz = self.size(s);
+                let size = CostEstimate { min: sz.min, max: sz.max.wrapping_mul(4) };
+                (sz.scale(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum), Some(size))
+            }
+            ("startsWith" | "endsWith", Some(_), [prefix]) if first == Some(&Type::String) => {
+                (self.size(prefix).scale(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum), None)
             }
             ("matches", Some(t), [pattern]) => {
                 let s = self.size(t).add(CostEstimate::fixed(1)).scale(STRING_TRAVERSAL_COST_FACTOR);
                 let r = self.size(pattern).scale(REGEX_STRING_LENGTH_COST_FACTOR);
-                s.multiply(r).add(arg_sum)
+                (s.multiply(r).add(arg_sum), None)
             }
-            ("contains", Some(t), [sub]) if is_string_like(&self.ty(t)) => {
+            ("contains", Some(t), [sub]) if first == Some(&Type::String) => {
                 let s = self.size(t).scale(STRING_TRAVERSAL_COST_FACTOR);
                 let sub = self.size(sub).scale(STRING_TRAVERSAL_COST_FACTOR);
-                s.multiply(sub).add(arg_sum)
+                (s.multiply(sub).add(arg_sum), None)
             }
-            (op::IN, None, [_, list]) if matches!(self.ty(list), Type::List(_)) => self.size(list).add(arg_sum),
-            (op::ADD, None, [l, r]) if matches!(self.ty(l), Type::String | Type::Bytes | Type::List(_)) => {
-                let (ls, rs) = (self.size(l), self.size(r));
-                let size = ls.add(rs);
-                self.sizes.push((e.id, size));
-                if matches!(self.ty(l), Type::List(_)) {
-                    CostEstimate::fixed(1).add(arg_sum)
+            (op::IN, None, [_, list]) if matches!(second, Some(Type::List(_))) => (self.size(list).add(arg_sum), None),
+            // Concatenation: the result is as long as both operands; strings and bytes are
+            // copied, lists are not.
+            (op::ADD, None, [l, r]) if string_like(first) || matches!(first, Some(Type::List(_))) => {
+                let size = self.size(l).add(self.size(r));
+                if let Some(entry) = EntrySize::union(self.entry(l), self.entry(r)) {
+                    self.entries.insert(e.id, entry);
+                }
+                if matches!(first, Some(Type::List(_))) {
+                    (CostEstimate::fixed(1).add(arg_sum), Some(size))
                 } else {
-                    size.scale(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum)
+                    (size.scale(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum), Some(size))
                 }
             }
-            (
-                op::EQUALS | op::NOT_EQUALS | op::LESS | op::LESS_EQUALS | op::GREATER | op::GREATER_EQUALS,
-                None,
-                [l, r],
-            ) if function == op::EQUALS
-                || function == op::NOT_EQUALS
-                || (is_string_like(&self.ty(l)) && is_string_like(&self.ty(r))) =>
+            (op::EQUALS | op::NOT_EQUALS, None, [l, r])
+            | (op::LESS | op::LESS_EQUALS | op::GREATER | op::GREATER_EQUALS, None, [l, r])
+                if function == op::EQUALS || function == op::NOT_EQUALS || string_like(first) =>
             {
                 let smallest_max = self.size(l).max.min(self.size(r).max);
                 let min = u64::from(smallest_max > 0);
-                CostEstimate { min, max: smallest_max }.scale(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum)
+                (CostEstimate { min, max: smallest_max }.scale(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum), None)
             }
-            _ => CostEstimate::fixed(1).add(arg_sum),
-        };
-        if function == op::INDEX
-            && let [container, _] = args
-            && let Some(mut p) = self.path(container).cloned()
-        {
-            match self.ty(container) {
-                Type::List(_) => p.push("@items".into()),
-                Type::Map(..) => p.push("@values".into()),
-                _ => {}
-            }
-            self.paths.push((e.id, p));
+            _ => (CostEstimate::fixed(1).add(arg_sum), None),
         }
-        sum.add(fn_cost)
     }
 
-    /// The size of the elements of list `e` (Kubernetes' `listElementNode`): a mapped list's
-    /// element size, the schema's `@items` size when the list has a path, else unknown.
+    /// The size of the elements of list `e` (Kubernetes' `listElementNode`): the schema's
+    /// `@items` size when the list has a path, else unknown.
     fn element_size(&self, e: &Expr) -> CostEstimate {
-        if let Some((_, size)) = self.element_sizes.iter().rev().find(|(id, _)| *id == e.id) {
-            return *size;
-        }
         if let Some(p) = self.path(e) {
             let mut p = p.clone();
             p.push("@items".into());
@@ -372,7 +493,7 @@ impl<'a> Coster<'a> {
                 return CostEstimate { min: 0, max };
             }
         }
-        CostEstimate { min: 0, max: u64::MAX }
+        UNKNOWN_SIZE
     }
 
     /// Kubernetes' `EstimateCallCost` for its libraries, and cel-go's estimators for the
@@ -426,9 +547,13 @@ impl<'a> Coster<'a> {
             }
             // cel-go's strings extension.
             ("format", Some(t), [_]) => (self.size(t).scale(STF), None),
+            // cel-go's core estimator: every character may be escaped, and two quotes are
+            // added (computed as Go computes it, wrapping: an unbounded string's quote has a
+            // maximum size of 0).
             ("strings.quote", None, [s]) => {
                 let sz = self.size(s);
-                (sz.scale(STF), Some(CostEstimate { min: sz.min, max: sz.max.saturating_mul(4) }))
+                let size = CostEstimate { min: sz.min.wrapping_add(2), max: sz.max.wrapping_mul(2).wrapping_add(2) };
+                (sz.scale(STF), Some(size))
             }
             // Kubernetes' library.CostEstimator.
             ("isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf", Some(t), _) => match target_ty {
@@ -496,6 +621,12 @@ impl<'a> Coster<'a> {
                 let re_cost = self.size(pattern).scale(REGEX_STRING_LENGTH_COST_FACTOR);
                 (str_cost.multiply(re_cost), Some(CostEstimate { min: 0, max: sz.max }))
             }
+            // Parsing a string into a library type is a traversal of the string (Kubernetes
+            // 1.34 and later; before, these cost 1), `ip.isCanonical` two.
+            ("quantity" | "isQuantity" | "semver" | "isSemver" | "cidr" | "isIP" | "isCIDR" | "ip", None, [s, ..]) => {
+                (self.size(s).scale(STF), None)
+            }
+            ("ip.isCanonical", None, [s]) => (self.size(s).scale(2.0 * STF), None),
             ("ip", Some(_), []) => (fixed(1), None),
             ("containsIP" | "containsCIDR", Some(_), [other]) => {
                 let sz = CostEstimate { min: 4, max: 16 };
@@ -519,11 +650,17 @@ impl<'a> Coster<'a> {
         })
     }
 
-    /// cel-go `sizeEstimate`: a literal's or computed size, else the schema's worst case, else 1
-    /// for scalars and unbounded for the rest.
-    fn size(&self, e: &Expr) -> CostEstimate {
-        if let Some((_, s)) = self.sizes.iter().rev().find(|(id, _)| *id == e.id) {
-            return *s;
+    /// cel-go `sizeOrUnknown`: [`Self::size_opt`], or unbounded.
+    fn size(&self, e: &Expr) -> SizeEstimate {
+        self.size_opt(e).unwrap_or(UNKNOWN_SIZE)
+    }
+
+    /// cel-go `computeSize`: a computed size, a literal's, the schema's worst case for a path,
+    /// 1 for scalars, a variable's own (an accumulator's or binding's initializer's), else
+    /// unknown.
+    fn size_opt(&self, e: &Expr) -> Option<SizeEstimate> {
+        if let Some(s) = self.sizes.get(&e.id) {
+            return Some(*s);
         }
         let literal = match &e.kind {
             ExprKind::Literal(Literal::String(s)) => Some(s.chars().count() as u64),
@@ -534,36 +671,82 @@ impl<'a> Coster<'a> {
             _ => None,
         };
         if let Some(n) = literal {
-            return CostEstimate::fixed(n);
+            return Some(CostEstimate::fixed(n));
         }
         if let Some(p) = self.path(e)
             && let Some(max) = self.schema_size(p)
         {
-            return CostEstimate { min: 0, max };
+            return Some(CostEstimate { min: 0, max });
         }
-        match self.ty(e) {
-            Type::Bool | Type::Double | Type::Duration | Type::Int | Type::Timestamp | Type::Uint => {
-                CostEstimate::fixed(1)
-            }
-            _ => CostEstimate { min: 0, max: u64::MAX },
+        if is_scalar(&self.ty(e)) {
+            return Some(CostEstimate::fixed(1));
+        }
+        match &e.kind {
+            ExprKind::Ident(name) => self.local(name).and_then(|v| v.size),
+            _ => None,
         }
     }
 
     /// Kubernetes' `sizeEstimator.EstimateSize`: follows the path below the root (whatever
-    /// variable it starts from, as upstream) to the declared type's maximum element count.
+    /// its first element, as upstream) to the declared type's maximum element count. `@items`
+    /// and `@values` both step into a list's items or a map's values, `@keys` into a map's
+    /// keys (Kubernetes' plain `StringType`, which declares no size).
     fn schema_size(&self, path: &FieldPath) -> Option<u64> {
         let mut node = self.root;
-        for step in path.iter().skip(1) {
+        let steps = path.get(1..).unwrap_or_default();
+        for (i, step) in steps.iter().enumerate() {
             node = match (&node.kind, step.as_str()) {
-                (DeclKind::List { elem, .. }, "@items") => elem,
-                (DeclKind::Map { value }, "@values") => value,
-                // Keys are Kubernetes' plain `StringType`, which declares no size.
-                (DeclKind::Map { .. }, "@keys") => return Some(0),
+                (DeclKind::List { elem, .. }, "@items" | "@values") => elem,
+                (DeclKind::Map { value }, "@items" | "@values") => value,
+                (DeclKind::Map { .. }, "@keys") => return (i + 1 == steps.len()).then_some(0),
                 (DeclKind::Object(o), field) => &o.fields.get(field)?.ty,
                 _ => return None,
             };
         }
         Some(node.max_elements.unwrap_or(0).max(0) as u64)
+    }
+}
+
+/// cel-go `isScalar`: a type of constant size (not strings, bytes or containers).
+fn is_scalar(t: &Type) -> bool {
+    match t {
+        Type::Bool | Type::Double | Type::Duration | Type::Int | Type::Timestamp | Type::Uint => true,
+        Type::Optional(inner) => is_scalar(inner),
+        _ => false,
+    }
+}
+
+/// cel-go `isBind`: the comprehension `cel.bind` (and `optMap`, `sortBy`) expands to.
+fn is_bind(c: &crate::ast::Comprehension) -> bool {
+    matches!(&c.iter_range.kind, ExprKind::List { elements, .. } if elements.is_empty())
+        && matches!(c.loop_condition.kind, ExprKind::Literal(Literal::Bool(false)))
+        && c.accu_var != ACCUMULATOR_VAR
+}
+
+/// The parameter types (the receiver's first) of the overloads of `function` the checker can
+/// have chosen for arguments of types `args`: one, unless an argument is `dyn` (cel-go keeps
+/// every overload such an argument may call).
+fn matching_overloads(function: &str, member: bool, args: &[Type]) -> Vec<Vec<Type>> {
+    crate::check::overloads()
+        .get(function)
+        .into_iter()
+        .flatten()
+        .filter(|ov| {
+            ov.member == member
+                && ov.params.len() == args.len()
+                && args.iter().zip(&ov.params).all(|(a, p)| may_assign(a, p))
+        })
+        .map(|ov| ov.params.clone())
+        .collect()
+}
+
+/// Whether a checked argument of type `arg` can be passed for parameter `param`.
+fn may_assign(arg: &Type, param: &Type) -> bool {
+    match (arg, param) {
+        (Type::Dyn | Type::Param(_) | Type::Error, _) | (_, Type::Dyn | Type::Param(_)) => true,
+        (Type::List(_), Type::List(_)) | (Type::Map(..), Type::Map(..)) => true,
+        (Type::Optional(a), Type::Optional(p)) => may_assign(a, p),
+        (a, p) => a == p,
     }
 }
 

@@ -220,8 +220,12 @@ impl DeclType {
 
     /// [`DeclType::from_structural`] with an explicit name for the root object type.
     pub fn from_structural_named(s: &Structural, is_resource_root: bool, name: &str) -> Option<DeclType> {
+        // An int-or-string is as long as its maxLength allows (in bytes, 4 a code point; honoured
+        // since Kubernetes 1.34), else as the largest string a request can hold.
         if s.int_or_string {
-            return Some(DeclType::scalar(Type::Dyn, 1, Some(MAX_REQUEST_SIZE_BYTES - 2)));
+            let max_length = s.value_validation.as_deref().and_then(|v| v.max_length);
+            let max = max_length.map_or(MAX_REQUEST_SIZE_BYTES - 2, |m| m.max(0).saturating_mul(4));
+            return Some(DeclType::scalar(Type::Dyn, 1, Some(max)));
         }
         let with_meta;
         let s = if is_resource_root {
