@@ -177,7 +177,14 @@ struct State {
 impl FakeKube {
     /// Makes a CA and a serving certificate and starts serving on a free loopback port.
     pub fn start() -> FakeKube {
-        let (ca_pem, acceptor) = tls();
+        FakeKube::start_at("127.0.0.1:0".parse().unwrap(), tls())
+    }
+
+    /// Like [`FakeKube::start`], on `addr` and with `tls` made earlier by [`tls`]: a
+    /// kube-apiserver that comes up after its clients were given its address and CA.
+    pub fn start_at(addr: SocketAddr, tls: (String, Arc<rustls::ServerConfig>)) -> FakeKube {
+        let (ca_pem, config) = tls;
+        let acceptor = TlsAcceptor::from(config);
         let state = Arc::new(Mutex::new(State {
             authentication: None,
             tokens: BTreeMap::new(),
@@ -189,7 +196,7 @@ impl FakeKube {
             revision: 0,
             created: now(),
         }));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let listener = std::net::TcpListener::bind(addr).unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -355,11 +362,10 @@ struct Call<'a> {
     body: &'a [u8],
 }
 
-/// A CA and a serving certificate for `127.0.0.1` and `localhost`: the CA's PEM and the acceptor.
-fn tls() -> (String, TlsAcceptor) {
-    let (ca, config) =
-        versa_e2e::serving_tls("versa e2e fake kube-apiserver CA", "kube-apiserver", &[b"h2", b"http/1.1"]);
-    (ca, TlsAcceptor::from(config))
+/// A CA and a serving certificate for `127.0.0.1` and `localhost`: the CA's PEM and the server
+/// configuration.
+pub fn tls() -> (String, Arc<rustls::ServerConfig>) {
+    versa_e2e::serving_tls("versa e2e fake kube-apiserver CA", "kube-apiserver", &[b"h2", b"http/1.1"])
 }
 
 async fn serve_connection(state: Arc<Mutex<State>>, acceptor: TlsAcceptor, tcp: tokio::net::TcpStream) {

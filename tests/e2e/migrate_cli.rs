@@ -4,11 +4,17 @@
 //! `versa migrate run --wait` asks for it and follows it to the end; `status` then shows the
 //! trimmed stored versions and `MigrationSucceeded`. Also the errors users meet: an unknown
 //! definition (kubectl's `Error from server (NotFound)`), a missing kubeconfig, a bad name.
+//!
+//! And kubeconfigs as kubectl reads them (issue 21): a user whose credential comes from an
+//! `exec` plugin (a shell script printing an ExecCredential with versa's admin certificate), a
+//! `KUBECONFIG=a:b` list merged (with a missing file skipped), `--context`, and plain `http://`
+//! through a real `kubectl proxy`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
 
+use std::io::{BufRead as _, BufReader};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use versa_e2e::{Versa, ok};
@@ -237,4 +243,142 @@ fn unreachable_server() {
     let (code, _, stderr) = text(&out);
     assert_eq!(code, Some(2));
     assert!(stderr.starts_with("error: unable to connect to the server 127.0.0.1:"), "{stderr}");
+}
+
+/// `versa migrate status NAME` with `KUBECONFIG` set to `list` (no `--kubeconfig`), plus `args`.
+fn migrate_with_env(dir: &Path, list: &std::ffi::OsStr, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(versa_e2e::versa_bin())
+        .args(["migrate", "status", NAME])
+        .args(args)
+        .env("KUBECONFIG", list)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    text(&out)
+}
+
+#[test]
+fn kubeconfigs_as_kubectl_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let versa = Versa::start(&data);
+    apply(&versa, "definition.yaml", &definition("v1alpha1"));
+    ok(versa.kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        &format!("resourcedefinitions/{NAME}"),
+    ]));
+    let expected_row = [NAME, "v1alpha1", "v1alpha1", "-"];
+
+    // An exec credential plugin: a script that prints an ExecCredential carrying versa's admin
+    // client certificate (what cloud plugins do with tokens or certificates), and notes that it
+    // ran and what kube told it (KUBERNETES_EXEC_INFO).
+    let read = |file: &str| std::fs::read_to_string(data.join(file)).unwrap();
+    let credential = serde_json::json!({
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"clientCertificateData": read("admin.crt"), "clientKeyData": read("admin.key")},
+    });
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::fs::write(plugins.join("credential.json"), credential.to_string()).unwrap();
+    let calls = plugins.join("calls");
+    let script = plugins.join("versa-credential");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$KUBERNETES_EXEC_INFO\" >> '{}'\ncat '{}'\n",
+            calls.display(),
+            plugins.join("credential.json").display()
+        ),
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&script, permissions).unwrap();
+
+    // Two files, merged: `a` has the contexts (current: one whose server is not there), `b` the
+    // cluster and the user with the plugin (its command relative to `b`'s directory).
+    let a = dir.path().join("a.kubeconfig");
+    std::fs::write(
+        &a,
+        "apiVersion: v1\nkind: Config\ncurrent-context: elsewhere\ncontexts:\n\
+         - name: elsewhere\n  context: {cluster: nowhere, user: plugin}\n\
+         - name: versa\n  context: {cluster: versa, user: plugin}\n\
+         clusters:\n- name: nowhere\n  cluster: {server: 'https://127.0.0.1:1'}\n",
+    )
+    .unwrap();
+    let b = plugins.join("b.kubeconfig");
+    std::fs::write(
+        &b,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: versa\n  cluster:\n    server: https://{}\n    \
+             certificate-authority: {}\nusers:\n- name: plugin\n  user:\n    exec:\n      \
+             apiVersion: client.authentication.k8s.io/v1\n      command: ./versa-credential\n      \
+             interactiveMode: Never\n",
+            versa.address,
+            data.join("ca.crt").display()
+        ),
+    )
+    .unwrap();
+    let list = std::env::join_paths([dir.path().join("missing.kubeconfig"), a.clone(), b.clone()]).unwrap();
+
+    // The current context (from `a`) points nowhere...
+    let (code, _, stderr) = migrate_with_env(dir.path(), &list, &[]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.starts_with("error: unable to connect to the server 127.0.0.1:1: "), "{stderr}");
+    // ... --context picks the one that reaches versa, through the plugin's certificate.
+    let (code, stdout, stderr) = migrate_with_env(dir.path(), &list, &["--context", "versa"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(row(&stdout), expected_row, "{stdout}");
+    let exec_info = std::fs::read_to_string(&calls).unwrap();
+    assert!(exec_info.contains(r#""kind":"ExecCredential""#), "the plugin ran with KUBERNETES_EXEC_INFO: {exec_info}");
+    // An unknown context is named.
+    let (code, _, stderr) = migrate_with_env(dir.path(), &list, &["--context", "nope"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.starts_with("error: invalid kubeconfig ") && stderr.contains(r#"context "nope" is not defined"#),
+        "{stderr}"
+    );
+    // The flag names one file, which is then read alone (`b` has no context: nothing to use).
+    let out = Command::new(versa_e2e::versa_bin())
+        .args(["migrate", "status", NAME, "--kubeconfig"])
+        .arg(&b)
+        .env("KUBECONFIG", &list)
+        .output()
+        .unwrap();
+    let (code, _, stderr) = text(&out);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("current-context is not set"), "{stderr}");
+
+    // Plain http through `kubectl proxy`, which authenticates with the admin kubeconfig.
+    let mut proxy = versa_e2e::kubectl_command(&versa.kubeconfig())
+        .args(["proxy", "--port=0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(proxy.stdout.take().unwrap()).lines();
+    let proxy_address = loop {
+        let line = lines.next().expect("kubectl proxy exited").unwrap();
+        if let Some(address) = line.strip_prefix("Starting to serve on ") {
+            break address.trim().to_string();
+        }
+    };
+    let through_proxy = dir.path().join("proxy.kubeconfig");
+    std::fs::write(
+        &through_proxy,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: proxy\ncontexts:\n- name: proxy\n  context: {{cluster: proxy}}\n\
+             clusters:\n- name: proxy\n  cluster: {{server: 'http://{proxy_address}'}}\n"
+        ),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = migrate_with_env(dir.path(), through_proxy.as_os_str(), &[]);
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(row(&stdout), expected_row, "{stdout}");
+    assert!(versa.stop(), "versa exits 0 on SIGTERM");
 }

@@ -246,22 +246,12 @@ async fn report(
 mod tests {
     use super::*;
 
-    #[test]
-    fn ownership_and_sameness() {
+    // A runtime, because a kube client is built (no request is made).
+    #[tokio::test]
+    async fn ownership_and_sameness() {
         let cluster = Cluster {
-            kube: crate::kube::KubeClient::new(&crate::kube::Endpoint {
-                base_url: "https://127.0.0.1:1".into(),
-                tls_server_name: None,
-                tls: Arc::new(
-                    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                        .with_safe_default_protocol_versions()
-                        .unwrap()
-                        .with_root_certificates(rustls::RootCertStore::empty())
-                        .with_no_client_auth(),
-                ),
-                token: crate::kube::Token::None,
-            })
-            .unwrap(),
+            kube: crate::kube::KubeClient::new(crate::kube::Config::new("https://127.0.0.1:1".parse().unwrap()))
+                .unwrap(),
             service: crate::cluster::ServiceRef { namespace: "versa".into(), name: "versa".into(), port: 443 },
             ca_bundle: crate::cluster::CaBundle::Generated("CA".into()),
             resync: Duration::from_secs(30),

@@ -13,7 +13,17 @@
 //!   [`DEFAULT_RESYNC`] by default) so that a rotated front-proxy CA is picked up;
 //! - **delegated authentication and authorization** (`delegated.rs`) against kube-apiserver.
 //!
-//! The APIService registration that follows the served set is `apiservice.rs`.
+//! kube-apiserver need not be reachable when versa starts (in a cluster that is itself starting,
+//! or before the RBAC rules are applied): [`prepare`] tries once, and if that fails versa serves
+//! anyway — `/healthz` and `/livez` pass, `/readyz` fails with the reason ([`Startup`]), every
+//! other request gets 503 — while [`Tasks::spawn`] retries with backoff (1 s doubling up to
+//! [`MAX_RETRY_DELAY`]), logging each failure. Until the CA is read from its Secret the serving
+//! certificate comes from a throwaway CA; nothing but probes can use versa then anyway. Local
+//! mistakes (unreadable files, a kubeconfig whose credentials cannot be loaded) still end the
+//! start at once.
+//!
+//! The APIService registration that follows the served set is `apiservice.rs`; it starts once
+//! kube-apiserver has been reached.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -26,12 +36,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::Auth;
 use crate::delegated::{DelegatedAuthenticator, DelegatedAuthorizer, RequestHeaderConfig};
-use crate::kube::{Endpoint, KubeClient, KubeError};
+use crate::handler::State;
+use crate::kube::{KubeClient, KubeError};
 use crate::tls::{ClientTrust, ServingCert};
 
 /// How often, by default, the authentication ConfigMap, the CA and certificate files and the
 /// APIServices are checked for changes.
 pub const DEFAULT_RESYNC: Duration = Duration::from_secs(30);
+
+/// The longest wait between two attempts to reach kube-apiserver at start.
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
 
 /// The ConfigMap kube-apiserver publishes its client and front-proxy CAs in.
 pub const AUTHENTICATION_CONFIGMAP: &str =
@@ -41,11 +55,11 @@ pub const AUTHENTICATION_CONFIGMAP: &str =
 #[derive(Debug, Clone)]
 pub struct ClusterConfig {
     /// kube-apiserver (from `--kubeconfig` or the pod's service account).
-    pub kube: Endpoint,
+    pub kube: crate::kube::Config,
     /// For TokenReviews (`--authentication-kubeconfig`); default: `kube`.
-    pub authentication_kube: Option<Endpoint>,
+    pub authentication_kube: Option<crate::kube::Config>,
     /// For SubjectAccessReviews (`--authorization-kubeconfig`); default: `kube`.
-    pub authorization_kube: Option<Endpoint>,
+    pub authorization_kube: Option<crate::kube::Config>,
     /// `--tls-cert-file` and `--tls-private-key-file`.
     pub tls_files: Option<(PathBuf, PathBuf)>,
     /// `--apiservice-ca-file`: the `caBundle` for APIServices when the serving certificate
@@ -119,7 +133,7 @@ impl CaBundle {
     }
 }
 
-/// Cluster mode, running.
+/// Cluster mode, running (once kube-apiserver has been reached).
 #[derive(Debug)]
 pub struct Cluster {
     pub kube: KubeClient,
@@ -128,13 +142,38 @@ pub struct Cluster {
     pub resync: Duration,
 }
 
+/// Whether cluster mode is set up: `None` once kube-apiserver has been reached and the serving
+/// certificate, client CAs and front-proxy settings are in place; until then, why not.
+#[derive(Debug, Default)]
+pub struct Startup {
+    waiting: RwLock<Option<String>>,
+}
+
+impl Startup {
+    /// Why versa is not ready yet, if it is not.
+    pub fn pending(&self) -> Option<String> {
+        match self.waiting.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn set(&self, reason: Option<String>) {
+        match self.waiting.write() {
+            Ok(mut g) => *g = reason,
+            Err(poisoned) => *poisoned.into_inner() = reason,
+        }
+    }
+}
+
 /// What [`prepare`] hands to the server.
 #[derive(Debug)]
 pub struct Prepared {
     pub serving: Arc<ServingCert>,
     pub trust: Arc<ClientTrust>,
     pub auth: Auth,
-    pub cluster: Arc<Cluster>,
+    /// Read by `/readyz`.
+    pub startup: Arc<Startup>,
     /// Background work to start with the server.
     pub tasks: Tasks,
 }
@@ -147,61 +186,166 @@ pub struct Tasks {
     serving: Arc<ServingCert>,
     trust: Arc<ClientTrust>,
     requestheader: Arc<RwLock<RequestHeaderConfig>>,
+    /// The names a generated serving certificate carries.
+    hosts: Vec<String>,
+    startup: Arc<Startup>,
     current: AuthSources,
+    /// Set once kube-apiserver has been reached.
+    cluster: Option<Arc<Cluster>>,
 }
 
 impl Tasks {
-    pub fn spawn(self, shutdown: CancellationToken) {
+    /// Starts the background work: reloading certificate files; reaching kube-apiserver if
+    /// [`prepare`] could not; then APIService registration and the resync of the
+    /// authentication settings.
+    pub(crate) fn spawn(mut self, state: Arc<State>) {
+        let shutdown = state.shutdown.clone();
         if let Some((cert, key)) = self.config.tls_files.clone() {
             tokio::spawn(self.serving.clone().reload_from(cert, key, self.config.resync, shutdown.clone()));
         }
-        tokio::spawn(sync_authentication(self, shutdown));
+        tokio::spawn(async move {
+            let cluster = match self.cluster.clone() {
+                Some(cluster) => cluster,
+                None => match self.wait_for_kube(&shutdown).await {
+                    Some(cluster) => cluster,
+                    None => return,
+                },
+            };
+            tokio::spawn(crate::apiservice::run(state, cluster));
+            sync_authentication(self, shutdown).await;
+        });
+    }
+
+    /// Retries [`Tasks::connect`] with backoff until it succeeds (`None`: shut down first).
+    async fn wait_for_kube(&mut self, shutdown: &CancellationToken) -> Option<Arc<Cluster>> {
+        let mut delay = Duration::from_secs(1);
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = shutdown.cancelled() => return None,
+            }
+            match self.connect().await {
+                Ok(cluster) => {
+                    tracing::info!(kube = self.kube.base_url(), "reached kube-apiserver; cluster mode is ready");
+                    return Some(cluster);
+                }
+                Err(e) => {
+                    delay = (delay * 2).min(MAX_RETRY_DELAY);
+                    tracing::warn!(
+                        kube = self.kube.base_url(),
+                        error = format!("{e:#}"),
+                        retry_in_seconds = delay.as_secs(),
+                        "waiting for kube-apiserver"
+                    );
+                }
+            }
+        }
+    }
+
+    /// One attempt at what cluster mode needs from kube-apiserver: the serving CA (and a
+    /// certificate issued from it), the client CAs and front-proxy settings. On success they
+    /// are in force and [`Startup`] says ready; on failure it says why not.
+    async fn connect(&mut self) -> anyhow::Result<Arc<Cluster>> {
+        let result = self.try_connect().await;
+        match &result {
+            Ok(_) => self.startup.set(None),
+            Err(e) => self.startup.set(Some(format!("waiting for kube-apiserver at {}: {e:#}", self.kube.base_url()))),
+        }
+        result
+    }
+
+    async fn try_connect(&mut self) -> anyhow::Result<Arc<Cluster>> {
+        let config = &self.config;
+        let ca_bundle = match &config.tls_files {
+            Some((cert, _)) => match &config.apiservice_ca_file {
+                Some(file) => CaBundle::File(file.clone()),
+                None => CaBundle::ServingChain(cert.clone()),
+            },
+            None => {
+                let (ca_cert, ca_key) =
+                    serving_ca(&self.kube, &config.service.namespace, &config.serving_ca_secret).await?;
+                let (cert, key) = crate::pki::issue_serving(&ca_cert, &ca_key, &self.hosts)?;
+                self.serving.set(crate::tls::certified_key(cert.as_bytes(), key.as_bytes())?);
+                CaBundle::Generated(ca_cert)
+            }
+        };
+        let current = load_authentication(config, &self.kube).await?;
+        self.trust.set(current.client_ca.as_deref(), current.requestheader_ca.as_deref())?;
+        match self.requestheader.write() {
+            Ok(mut g) => *g = current.requestheader.clone(),
+            Err(poisoned) => *poisoned.into_inner() = current.requestheader.clone(),
+        }
+        self.current = current;
+        let cluster = Arc::new(Cluster {
+            kube: self.kube.clone(),
+            service: config.service.clone(),
+            ca_bundle,
+            resync: config.resync,
+        });
+        self.cluster = Some(cluster.clone());
+        Ok(cluster)
     }
 }
 
 /// Sets up cluster mode; `extra_hosts` are added to a generated serving certificate (the
-/// listen address, so that probes and tests can verify it too).
+/// listen address, so that probes and tests can verify it too). Reaches kube-apiserver once; if
+/// that fails, the server starts anyway and [`Tasks::spawn`] keeps trying.
 pub async fn prepare(config: ClusterConfig, extra_hosts: &[String]) -> anyhow::Result<Prepared> {
-    let kube = KubeClient::new(&config.kube)?;
+    let client = |c: &crate::kube::Config, flag: &str| {
+        KubeClient::new(c.clone()).map_err(|e| anyhow::anyhow!("{flag}: cannot build the kube-apiserver client: {e}"))
+    };
+    let kube = client(&config.kube, "--kubeconfig")?;
     let authn_kube = match &config.authentication_kube {
-        Some(e) => KubeClient::new(e)?,
+        Some(c) => client(c, "--authentication-kubeconfig")?,
         None => kube.clone(),
     };
     let authz_kube = match &config.authorization_kube {
-        Some(e) => KubeClient::new(e)?,
+        Some(c) => client(c, "--authorization-kubeconfig")?,
         None => kube.clone(),
     };
+    // Files named by flags are read now: a missing one is a mistake to report, not a reason to
+    // wait.
+    for file in [&config.client_ca_file, &config.requestheader.client_ca_file].into_iter().flatten() {
+        read_file(file)?;
+    }
 
-    let (serving, ca_bundle) = match &config.tls_files {
-        Some((cert, key)) => {
-            let bundle = match &config.apiservice_ca_file {
-                Some(file) => CaBundle::File(file.clone()),
-                None => CaBundle::ServingChain(cert.clone()),
-            };
-            (ServingCert::new(ServingCert::load(cert, key)?), bundle)
-        }
+    let mut hosts = config.service.dns_names();
+    hosts.extend(extra_hosts.iter().cloned());
+    let serving = match &config.tls_files {
+        Some((cert, key)) => ServingCert::new(ServingCert::load(cert, key)?),
         None => {
-            let (ca_cert, ca_key) = serving_ca(&kube, &config.service.namespace, &config.serving_ca_secret).await?;
-            let mut hosts = config.service.dns_names();
-            hosts.extend(extra_hosts.iter().cloned());
+            // Replaced by one from the CA in the Secret as soon as kube-apiserver is reached.
+            let (ca_cert, ca_key) = crate::pki::new_ca("versa-temporary-serving-ca")?;
             let (cert, key) = crate::pki::issue_serving(&ca_cert, &ca_key, &hosts)?;
-            let serving = ServingCert::new(crate::tls::certified_key(cert.as_bytes(), key.as_bytes())?);
-            (serving, CaBundle::Generated(ca_cert))
+            ServingCert::new(crate::tls::certified_key(cert.as_bytes(), key.as_bytes())?)
         }
     };
-
-    let current = load_authentication(&config, &kube).await?;
     let trust = ClientTrust::new();
-    trust.set(current.client_ca.as_deref(), current.requestheader_ca.as_deref())?;
-    let requestheader = Arc::new(RwLock::new(current.requestheader.clone()));
+    let requestheader = Arc::new(RwLock::new(RequestHeaderConfig::default()));
     let auth = Auth {
         authenticator: Arc::new(DelegatedAuthenticator::new(requestheader.clone(), authn_kube)),
         authorizer: Arc::new(DelegatedAuthorizer::new(authz_kube)),
     };
-    let cluster =
-        Arc::new(Cluster { kube: kube.clone(), service: config.service.clone(), ca_bundle, resync: config.resync });
-    let tasks = Tasks { config, kube, serving: serving.clone(), trust: trust.clone(), requestheader, current };
-    Ok(Prepared { serving, trust, auth, cluster, tasks })
+    let startup = Arc::new(Startup::default());
+    let mut tasks = Tasks {
+        config,
+        kube,
+        serving: serving.clone(),
+        trust: trust.clone(),
+        requestheader,
+        hosts,
+        startup: startup.clone(),
+        current: AuthSources::default(),
+        cluster: None,
+    };
+    if let Err(e) = tasks.connect().await {
+        tracing::warn!(
+            kube = tasks.kube.base_url(),
+            error = format!("{e:#}"),
+            "waiting for kube-apiserver (until it answers, only /healthz, /livez and /readyz are served)"
+        );
+    }
+    Ok(Prepared { serving, trust, auth, startup, tasks })
 }
 
 /// The CA versa issues its serving certificates from: read from the Secret, or generated and

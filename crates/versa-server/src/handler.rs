@@ -41,6 +41,9 @@ pub struct State {
     /// `foregroundDeletion` finalizers: kube's, in cluster mode. Standalone has none, so deletes
     /// behave as in a kube-apiserver with garbage collection disabled.
     pub garbage_collection: bool,
+    /// Cluster mode: whether kube-apiserver has been reached and the set-up is done (until then
+    /// `/readyz` fails with the reason and other requests get 503).
+    pub startup: Option<Arc<crate::cluster::Startup>>,
     /// Rendered objects (the LIST and GET fast path).
     pub render: crate::rest::render::RenderCache,
     /// Cancelled when the server shuts down: watches and the controller end.
@@ -75,6 +78,15 @@ async fn route(state: Arc<State>, client_cert: Option<Arc<ClientCert>>, req: Req
     let path = req.uri().path().to_string();
     if let Some(response) = health(&state, req.method(), &path).await {
         return response;
+    }
+    if let Some(reason) = state.startup.as_ref().and_then(|s| s.pending()) {
+        let status = Status {
+            code: StatusCode::SERVICE_UNAVAILABLE,
+            reason: "ServiceUnavailable",
+            message: format!("versa is not ready: {reason}"),
+            details: None,
+        };
+        return status.into_response();
     }
     let started = std::time::Instant::now();
     let method = req.method().clone();
@@ -333,7 +345,8 @@ fn bytes_response(code: StatusCode, content_type: &'static str, bytes: impl Into
     response
 }
 
-/// `/healthz`, `/livez`, `/readyz` (ready once storage answers).
+/// `/healthz`, `/livez`, `/readyz` (ready once storage answers, the definitions are loaded and,
+/// in cluster mode, kube-apiserver has been reached).
 async fn health(state: &State, method: &Method, path: &str) -> Option<Response<Body>> {
     let check = path.trim_end_matches('/');
     if !matches!(check, "/healthz" | "/livez" | "/readyz") {
@@ -343,6 +356,10 @@ async fn health(state: &State, method: &Method, path: &str) -> Option<Response<B
         return Some(Status::method_not_allowed(method).into_response());
     }
     if check == "/readyz" {
+        if let Some(reason) = state.startup.as_ref().and_then(|s| s.pending()) {
+            let body = format!("[-]kube-apiserver failed: {reason}\nreadyz check failed\n");
+            return Some(text_response(StatusCode::INTERNAL_SERVER_ERROR, body));
+        }
         if let Err(e) = state.store.current_revision().await {
             let body = format!("[-]storage failed: {e}\nreadyz check failed\n");
             return Some(text_response(StatusCode::INTERNAL_SERVER_ERROR, body));

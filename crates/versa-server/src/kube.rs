@@ -1,83 +1,40 @@
-//! The client versa uses to talk to kube-apiserver in cluster mode: reading the
+//! The client versa talks to kube-apiserver with: cluster mode (the
 //! `extension-apiserver-authentication` ConfigMap, TokenReviews, SubjectAccessReviews,
-//! APIServices and the Secret holding a generated CA.
+//! APIServices, the Secret holding a generated CA) and `versa migrate` (definitions of a running
+//! versa, through a kubeconfig).
 //!
-//! It is deliberately small: JSON in, JSON out, one pooled hyper client (HTTP/2 or HTTP/1.1 by
-//! ALPN) per [`Endpoint`]. Where the endpoint comes from (a kubeconfig, or the pod's
-//! service-account files) is the binary's business; this module gets the resolved URL, the
-//! rustls configuration that trusts the cluster's CA (and carries a client certificate if the
-//! kubeconfig has one) and the bearer token, if any. A token read from a file is re-read every
-//! minute, because the kubelet rotates projected service-account tokens.
-//!
-//! Every call is bounded: [`REQUEST_TIMEOUT`] for the whole exchange and [`MAX_RESPONSE_BYTES`]
-//! for the answer.
+//! The connection is kube-rs's [`kube::Client`], built from a [`kube::Config`] that the caller
+//! loaded (the binary reads kubeconfigs and the pod's service account with `kube::config`):
+//! TLS (rustls with ring), `http://` servers such as `kubectl proxy`, proxies, bearer tokens
+//! (token files re-read as the kubelet rotates them), client certificates and `exec` credential
+//! plugins are all kube-rs's. What this module adds is the JSON seam the rest of the server was
+//! written against — JSON in, JSON out, kube's `Status` answers turned into [`KubeError`] — and
+//! bounds on every call: [`REQUEST_TIMEOUT`] for the whole exchange (or the client's own, see
+//! [`KubeClient::with_timeout`]) and [`MAX_RESPONSE_BYTES`] for the answer.
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bytes::Bytes;
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
+use http::header::{ACCEPT, CONTENT_TYPE, USER_AGENT};
 use http::{Method, StatusCode};
-use http_body_util::{BodyExt as _, Full, Limited};
-use hyper_rustls::{FixedServerNameResolver, HttpsConnector};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
-use rustls::pki_types::ServerName;
+use http_body_util::{BodyExt as _, Limited};
 use serde_json::Value;
+
+pub use kube::Config;
 
 /// How long one call to kube-apiserver may take, answer included.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest answer accepted (an APIService list for thousands of versions fits).
 pub const MAX_RESPONSE_BYTES: usize = 64 << 20;
-/// How often a token file is re-read.
-const TOKEN_FILE_REFRESH: Duration = Duration::from_secs(60);
 
 const AGENT: &str = concat!("versa/", env!("CARGO_PKG_VERSION"));
-
-/// Where kube-apiserver is and how to talk to it.
-#[derive(Clone)]
-pub struct Endpoint {
-    /// `https://host:port[/prefix]`, without a trailing slash.
-    pub base_url: String,
-    /// The name to verify the serving certificate against, when not the URL's host.
-    pub tls_server_name: Option<String>,
-    /// Trust roots and (optionally) a client certificate.
-    pub tls: Arc<rustls::ClientConfig>,
-    pub token: Token,
-}
-
-impl std::fmt::Debug for Endpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Endpoint").field("base_url", &self.base_url).field("token", &self.token).finish()
-    }
-}
-
-/// A bearer token, if the identity is one.
-#[derive(Clone)]
-pub enum Token {
-    None,
-    Inline(String),
-    /// Re-read every minute (rotated service-account tokens).
-    File(PathBuf),
-}
-
-impl std::fmt::Debug for Token {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Token::None => f.write_str("None"),
-            Token::Inline(_) => f.write_str("Inline(<redacted>)"),
-            Token::File(path) => write!(f, "File({})", path.display()),
-        }
-    }
-}
 
 /// A failed call: the transport failed, or kube-apiserver answered with an error status.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum KubeError {
+    /// No answer: the connection, TLS, the credential plugin, or the timeout failed.
+    /// `connect` tells whether the server could not be reached at all.
     #[error("{method} {url}: {message}")]
-    Transport { method: String, url: String, message: String },
+    Transport { method: String, url: String, message: String, connect: bool },
     /// A non-2xx answer; `message` is the `Status` message when there is one.
     #[error("{method} {url}: {code} {message}")]
     Status { method: String, url: String, code: u16, reason: String, message: String },
@@ -101,50 +58,49 @@ impl KubeError {
     }
 }
 
-/// A pooled client for one endpoint.
-#[derive(Debug, Clone)]
+/// A client could not be built from the configuration (a bad certificate or key, a credential
+/// plugin that failed, an unsupported proxy).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(String);
+
+/// A pooled client for one kube-apiserver (cheap to clone: clones share the connections).
+#[derive(Clone)]
 pub struct KubeClient {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
+    client: kube::Client,
+    /// The server URL, for messages.
     base_url: String,
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
-    token: Token,
-    /// The token file's contents and when they were read.
-    cached_token: Mutex<Option<(Instant, String)>>,
+    timeout: Duration,
 }
 
-impl std::fmt::Debug for Inner {
+impl std::fmt::Debug for KubeClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KubeClient").field("base_url", &self.base_url).finish()
+        f.debug_struct("KubeClient").field("base_url", &self.base_url).finish_non_exhaustive()
     }
 }
 
 impl KubeClient {
-    pub fn new(endpoint: &Endpoint) -> anyhow::Result<KubeClient> {
-        let mut http = HttpConnector::new();
-        http.set_nodelay(true);
-        http.enforce_http(false);
-        let builder = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config((*endpoint.tls).clone()).https_only();
-        let builder = match &endpoint.tls_server_name {
-            Some(name) => {
-                let name =
-                    ServerName::try_from(name.clone()).map_err(|e| anyhow::anyhow!("tls-server-name {name:?}: {e}"))?;
-                builder.with_server_name_resolver(FixedServerNameResolver::new(name))
-            }
-            None => builder,
-        };
-        let connector = builder.enable_http1().enable_http2().wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new()).pool_timer(TokioTimer::new()).build(connector);
-        Ok(KubeClient {
-            inner: Arc::new(Inner {
-                base_url: endpoint.base_url.trim_end_matches('/').to_owned(),
-                client,
-                token: endpoint.token.clone(),
-                cached_token: Mutex::new(None),
-            }),
-        })
+    /// Builds the client (must be called inside a tokio runtime). A credential plugin that
+    /// returns a client certificate runs now; one that returns a token runs on the first call.
+    pub fn new(config: Config) -> Result<KubeClient, ConfigError> {
+        let base_url = config.cluster_url.to_string().trim_end_matches('/').to_owned();
+        let client = kube::Client::try_from(config).map_err(|e| ConfigError(describe(&e)))?;
+        Ok(KubeClient { client, base_url, timeout: REQUEST_TIMEOUT })
+    }
+
+    /// The same client with another bound on each call.
+    pub fn with_timeout(self, timeout: Duration) -> KubeClient {
+        KubeClient { timeout, ..self }
+    }
+
+    /// The server's URL (`https://host:port[/prefix]`).
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The kube-rs client underneath, for what the JSON calls do not cover (watches).
+    pub fn client(&self) -> &kube::Client {
+        &self.client
     }
 
     pub async fn get(&self, path: &str) -> Result<Value, KubeError> {
@@ -152,89 +108,71 @@ impl KubeClient {
     }
 
     pub async fn create(&self, path: &str, body: &Value) -> Result<Value, KubeError> {
-        self.call(Method::POST, path, Some(body)).await
+        self.call(Method::POST, path, Some(("application/json", body))).await
     }
 
     pub async fn replace(&self, path: &str, body: &Value) -> Result<Value, KubeError> {
-        self.call(Method::PUT, path, Some(body)).await
+        self.call(Method::PUT, path, Some(("application/json", body))).await
     }
 
     pub async fn delete(&self, path: &str) -> Result<Value, KubeError> {
         self.call(Method::DELETE, path, None).await
     }
 
-    /// One JSON call; `path` starts with `/api` or `/apis` and may carry a query.
-    pub async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, KubeError> {
-        let url = format!("{}{path}", self.inner.base_url);
-        let transport =
-            |message: String| KubeError::Transport { method: method.to_string(), url: url.clone(), message };
+    /// `PATCH` with a JSON merge patch (RFC 7386), as `kubectl patch --type merge` sends it.
+    pub async fn merge_patch(&self, path: &str, patch: &Value) -> Result<Value, KubeError> {
+        self.call(Method::PATCH, path, Some(("application/merge-patch+json", patch))).await
+    }
+
+    /// One JSON call; `path` starts with `/api` or `/apis` and may carry a query. `body` is the
+    /// content type and the document.
+    pub async fn call(&self, method: Method, path: &str, body: Option<(&str, &Value)>) -> Result<Value, KubeError> {
+        let url = format!("{}{path}", self.base_url);
+        let transport = |message: String, connect: bool| KubeError::Transport {
+            method: method.to_string(),
+            url: url.clone(),
+            message,
+            connect,
+        };
         let mut request = http::Request::builder()
             .method(method.clone())
-            .uri(&url)
+            .uri(path)
             .header(ACCEPT, "application/json")
             .header(USER_AGENT, AGENT);
-        if let Some(token) = self.token() {
-            request = request.header(AUTHORIZATION, format!("Bearer {token}"));
-        }
         let bytes = match body {
-            Some(b) => {
-                request = request.header(CONTENT_TYPE, "application/json");
-                Bytes::from(serde_json::to_vec(b).map_err(|e| transport(e.to_string()))?)
+            Some((content_type, document)) => {
+                request = request.header(CONTENT_TYPE, content_type);
+                serde_json::to_vec(document).map_err(|e| transport(e.to_string(), false))?
             }
-            None => Bytes::new(),
+            None => Vec::new(),
         };
-        let request = request.body(Full::new(bytes)).map_err(|e| transport(e.to_string()))?;
+        let request = request.body(kube::client::Body::from(bytes)).map_err(|e| transport(e.to_string(), false))?;
         let exchange = async {
-            let response = self.inner.client.request(request).await.map_err(|e| transport(describe(&e)))?;
+            let response = self.client.send(request).await.map_err(|e| transport(describe(&e), is_connect(&e)))?;
             let status = response.status();
             let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
                 .collect()
                 .await
-                .map_err(|e| transport(format!("reading the answer: {e}")))?
+                .map_err(|e| transport(format!("reading the answer: {}", describe(e.as_ref())), false))?
                 .to_bytes();
             Ok::<_, KubeError>((status, body))
         };
-        let (status, body) = tokio::time::timeout(REQUEST_TIMEOUT, exchange)
+        let (status, body) = tokio::time::timeout(self.timeout, exchange)
             .await
-            .map_err(|_| transport(format!("no answer within {}s", REQUEST_TIMEOUT.as_secs())))??;
+            .map_err(|_| transport(format!("no answer within {}s", self.timeout.as_secs()), false))??;
         let parsed: Option<Value> = serde_json::from_slice(&body).ok();
         if status.is_success() {
-            return parsed.ok_or_else(|| transport("the answer is not JSON".into()));
+            return parsed
+                .ok_or_else(|| transport(format!("status {}: the answer is not JSON", status.as_u16()), false));
         }
         Err(status_error(&method, &url, status, parsed.as_ref(), &body))
-    }
-
-    fn token(&self) -> Option<String> {
-        match &self.inner.token {
-            Token::None => None,
-            Token::Inline(token) => Some(token.clone()),
-            Token::File(path) => {
-                let mut cached = self.inner.cached_token.lock().ok()?;
-                if let Some((read, token)) = cached.as_ref()
-                    && read.elapsed() < TOKEN_FILE_REFRESH
-                {
-                    return Some(token.clone());
-                }
-                match std::fs::read_to_string(path) {
-                    Ok(token) => {
-                        let token = token.trim().to_owned();
-                        *cached = Some((Instant::now(), token.clone()));
-                        Some(token)
-                    }
-                    Err(e) => {
-                        tracing::warn!(path = %path.display(), error = %e, "cannot read the token file");
-                        cached.as_ref().map(|(_, t)| t.clone())
-                    }
-                }
-            }
-        }
     }
 }
 
 fn status_error(method: &Method, url: &str, status: StatusCode, parsed: Option<&Value>, body: &[u8]) -> KubeError {
     let field = |name: &str| parsed.and_then(|v| v.get(name)).and_then(Value::as_str).map(str::to_owned);
-    let message = field("message").unwrap_or_else(|| {
-        let text = String::from_utf8_lossy(&body[..body.len().min(512)]).trim().to_owned();
+    let message = field("message").filter(|m| !m.is_empty()).unwrap_or_else(|| {
+        let text = String::from_utf8_lossy(&body[..body.len().min(1024)]).trim().to_owned();
         if text.is_empty() { status.canonical_reason().unwrap_or("").to_owned() } else { text }
     });
     KubeError::Status {
@@ -246,11 +184,25 @@ fn status_error(method: &Method, url: &str, status: StatusCode, parsed: Option<&
     }
 }
 
-/// The innermost cause of a hyper client error (the outer ones say only "client error").
-fn describe(e: &hyper_util::client::legacy::Error) -> String {
-    let mut cause: &dyn std::error::Error = e;
+/// The innermost cause of an error (the outer ones say only "client error" or "service
+/// error").
+fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
     while let Some(inner) = cause.source() {
         cause = inner;
     }
     cause.to_string()
+}
+
+/// Whether the server could not be reached (resolving, connecting, the TLS handshake), as
+/// opposed to failing after a request went out.
+fn is_connect(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(e) = cause {
+        if e.downcast_ref::<hyper_util::client::legacy::Error>().is_some_and(|e| e.is_connect()) {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }

@@ -118,7 +118,7 @@ pub struct Prepared {
     trust: Arc<tls::ClientTrust>,
     /// Standalone mode's admin kubeconfig.
     kubeconfig: Option<PathBuf>,
-    cluster: Option<(Arc<cluster::Cluster>, cluster::Tasks)>,
+    cluster: Option<cluster::Tasks>,
     state: Arc<handler::State>,
 }
 
@@ -134,18 +134,19 @@ impl ServerConfig {
         hosts.dedup();
         let url_host = if host.contains(':') { format!("[{host}]") } else { host };
         let server_url = format!("https://{url_host}:{}", local.port());
-        let (tls, trust, auth, kubeconfig, cluster) = match self.cluster {
+        let (tls, trust, auth, kubeconfig, cluster, startup) = match self.cluster {
             None => {
                 let pki = pki::load_or_create(&self.data_dir, &hosts, &server_url)?;
                 let serving = tls::certified_key(pki.serving_cert_pem.as_bytes(), pki.serving_key_pem.as_bytes())?;
                 let trust = tls::ClientTrust::new();
                 trust.set(Some(&pki.ca_cert_pem), None)?;
-                (tls::server_config(tls::ServingCert::new(serving))?, trust, self.auth, Some(pki.kubeconfig), None)
+                let tls = tls::server_config(tls::ServingCert::new(serving))?;
+                (tls, trust, self.auth, Some(pki.kubeconfig), None, None)
             }
             Some(config) => {
                 let prepared = cluster::prepare(config, &hosts).await?;
                 let tls = tls::server_config(prepared.serving)?;
-                (tls, prepared.trust, prepared.auth, None, Some((prepared.cluster, prepared.tasks)))
+                (tls, prepared.trust, prepared.auth, None, Some(prepared.tasks), Some(prepared.startup))
             }
         };
         let state = Arc::new(handler::State {
@@ -164,6 +165,7 @@ impl ServerConfig {
             conversion: self.conversion,
             migration: self.migration,
             garbage_collection: cluster.is_some(),
+            startup,
             render: Default::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),
         });
@@ -195,9 +197,8 @@ impl Prepared {
         let controller = tokio::spawn(controller::run(self.state.clone()));
         tokio::spawn(probe_storage(self.state.clone()));
         tokio::spawn(namespaces::run(self.state.clone()));
-        if let Some((cluster, tasks)) = self.cluster {
-            tasks.spawn(self.state.shutdown.clone());
-            tokio::spawn(apiservice::run(self.state.clone(), cluster));
+        if let Some(tasks) = self.cluster {
+            tasks.spawn(self.state.clone());
         }
         let result = server::serve(self.listener, self.tls, self.trust, self.state.clone(), shutdown).await;
         self.state.shutdown.cancel();

@@ -10,6 +10,10 @@
 //! Progress is the definition's `StorageMigrating` condition; `status` shows it as a table and
 //! `run --wait` follows it.
 //!
+//! The server is found through a kubeconfig (`kubeconfig.rs`: `--kubeconfig`, `$KUBECONFIG`
+//! lists, `--context`, exec plugins, `kubectl proxy`) and reached with kube-rs's client
+//! (`versa_server::kube`), each call bounded by [`REQUEST_TIMEOUT`].
+//!
 //! Exit status: 0 on success; 1 when `run --wait` timed out; 2 on usage, kubeconfig, connection
 //! or server errors (printed as kubectl prints them: `Error from server (NotFound): ...`).
 
@@ -19,9 +23,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use versa_server::kube::{KubeClient as Client, KubeError};
 use versa_server::migration::REQUEST_ANNOTATION;
 
-use crate::kubeconfig::{self, Client, Kubeconfig};
+use crate::kubeconfig;
 
 /// The definitions collection.
 const DEFINITIONS: &str = "/apis/versa.dev/v1/resourcedefinitions";
@@ -31,6 +36,8 @@ const CONDITION: &str = "StorageMigrating";
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// Definitions per list page.
 const PAGE_SIZE: u32 = 500;
+/// How long one request may take, answer included.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -38,6 +45,9 @@ pub struct Args {
     /// `versa serve` writes it).
     #[arg(long, global = true, value_name = "FILE")]
     kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: its current-context).
+    #[arg(long, global = true, value_name = "NAME")]
+    context: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -67,16 +77,26 @@ enum Command {
 
 /// Runs the command; prints its own errors (kubectl's form for the server's).
 pub fn run(args: &Args) -> ExitCode {
-    let result = connect(args).and_then(|client| match &args.command {
-        Command::Status { names } => status(&client, names),
-        Command::Run { names, wait, timeout } => request(&client, names, wait.then_some(*timeout)),
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            warn!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(async {
+        let client = connect(args).await?;
+        match &args.command {
+            Command::Status { names } => status(&client, names).await,
+            Command::Run { names, wait, timeout } => request(&client, names, wait.then_some(*timeout)).await,
+        }
     });
     match result {
         Ok(Ended::Done) => ExitCode::SUCCESS,
         Ok(Ended::TimedOut) => ExitCode::from(1),
         Err(Failure::Reported) => ExitCode::from(2),
-        Err(Failure::Error(e)) => {
-            report(&e);
+        Err(Failure::Message(line)) => {
+            warn!("{line}");
             ExitCode::from(2)
         }
     }
@@ -93,41 +113,60 @@ enum Ended {
 enum Failure {
     /// Already printed.
     Reported,
-    Error(kubeconfig::Error),
+    /// The line to print.
+    Message(String),
 }
 
 impl From<kubeconfig::Error> for Failure {
     fn from(e: kubeconfig::Error) -> Self {
-        Failure::Error(e)
+        Failure::Message(format!("error: {e}"))
     }
 }
 
-fn report(e: &kubeconfig::Error) {
-    match e {
-        kubeconfig::Error::Server { .. } => warn!("{e}"),
-        _ => warn!("error: {e}"),
+impl From<KubeError> for Failure {
+    /// kubectl's wording: `Error from server (NotFound): <message>` for the server's refusals,
+    /// `unable to connect to the server` when it could not be reached.
+    fn from(e: KubeError) -> Self {
+        Failure::Message(match &e {
+            KubeError::Status { code, reason, message, .. } => match (reason.is_empty(), message.is_empty()) {
+                (false, _) => format!("Error from server ({reason}): {message}"),
+                (true, false) => format!("Error from server: {message}"),
+                (true, true) => format!("Error from server: status {code}"),
+            },
+            KubeError::Transport { url, message, connect: true, .. } => {
+                format!("error: unable to connect to the server {}: {message}", authority(url))
+            }
+            KubeError::Transport { .. } => format!("error: {e}"),
+        })
     }
 }
 
-fn connect(args: &Args) -> Result<Client, Failure> {
+/// `host:port` of a URL.
+fn authority(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    rest.split('/').next().unwrap_or(rest)
+}
+
+async fn connect(args: &Args) -> Result<Client, Failure> {
     let env = std::env::var_os("KUBECONFIG");
-    let path = kubeconfig::locate(args.kubeconfig.as_deref(), env.as_deref());
-    let config = Kubeconfig::load(&path)?;
-    Ok(Client::new(&config)?)
+    let files = kubeconfig::locate(args.kubeconfig.as_deref(), env.as_deref());
+    let config = kubeconfig::load(&files, args.context.as_deref()).await?;
+    let client = Client::new(config).map_err(|e| Failure::Message(format!("error: {e}")))?;
+    Ok(client.with_timeout(REQUEST_TIMEOUT))
 }
 
 /// `versa migrate status [NAME...]`.
-fn status(client: &Client, names: &[String]) -> Result<Ended, Failure> {
+async fn status(client: &Client, names: &[String]) -> Result<Ended, Failure> {
     let mut rows = Vec::new();
     let mut failed = false;
     if names.is_empty() {
-        rows = list(client)?.iter().map(Row::of).collect();
+        rows = list(client).await?.iter().map(Row::of).collect();
     } else {
         for name in names {
-            match get(client, name) {
+            match get(client, name).await {
                 Ok(def) => rows.push(Row::of(&def)),
-                Err(Failure::Error(e)) => {
-                    report(&e);
+                Err(Failure::Message(line)) => {
+                    warn!("{line}");
                     failed = true;
                 }
                 Err(Failure::Reported) => failed = true,
@@ -143,38 +182,38 @@ fn status(client: &Client, names: &[String]) -> Result<Ended, Failure> {
 }
 
 /// `versa migrate run [--wait [--timeout D]] NAME...`.
-fn request(client: &Client, names: &[String], wait: Option<Duration>) -> Result<Ended, Failure> {
+async fn request(client: &Client, names: &[String], wait: Option<Duration>) -> Result<Ended, Failure> {
     // Every name is checked before anything is asked of the server.
     for name in names {
         path_of(name)?;
     }
     let mut pending = Vec::new();
     for name in names {
-        let row = Row::of(&get(client, name)?);
+        let row = Row::of(&get(client, name).await?);
         if !row.needs_migration() {
             say!("resourcedefinition.versa.dev/{name} needs no migration (stored versions: {})", row.stored_column());
             continue;
         }
         let patch = json!({"metadata": {"annotations": {REQUEST_ANNOTATION: versa_server::meta::now()}}});
-        client.merge_patch(&path_of(name)?, &patch)?;
+        client.merge_patch(&path_of(name)?, &patch).await?;
         say!("resourcedefinition.versa.dev/{name} migration requested");
         pending.push(name.clone());
     }
     match wait {
-        Some(timeout) => follow(client, pending, timeout),
+        Some(timeout) => follow(client, pending, timeout).await,
         None => Ok(Ended::Done),
     }
 }
 
 /// Polls the definitions until each is migrated, printing each change of its progress.
-fn follow(client: &Client, mut pending: Vec<String>, timeout: Duration) -> Result<Ended, Failure> {
+async fn follow(client: &Client, mut pending: Vec<String>, timeout: Duration) -> Result<Ended, Failure> {
     // No deadline when the timeout is beyond what the clock can represent.
     let deadline = Instant::now().checked_add(timeout);
     let mut shown: HashMap<String, String> = HashMap::new();
     loop {
         let mut still = Vec::new();
         for name in pending {
-            let row = Row::of(&get(client, &name)?);
+            let row = Row::of(&get(client, &name).await?);
             let progress = row.migration_column();
             if !row.needs_migration() {
                 let detail = row
@@ -202,17 +241,17 @@ fn follow(client: &Client, mut pending: Vec<String>, timeout: Duration) -> Resul
             return Ok(Ended::TimedOut);
         }
         let left = deadline.map_or(POLL_INTERVAL, |d| d.saturating_duration_since(Instant::now()));
-        std::thread::sleep(POLL_INTERVAL.min(left));
+        tokio::time::sleep(POLL_INTERVAL.min(left)).await;
         pending = still;
     }
 }
 
-fn get(client: &Client, name: &str) -> Result<Value, Failure> {
-    Ok(client.get(&path_of(name)?)?)
+async fn get(client: &Client, name: &str) -> Result<Value, Failure> {
+    Ok(client.get(&path_of(name)?).await?)
 }
 
 /// Every definition, page by page.
-fn list(client: &Client) -> Result<Vec<Value>, Failure> {
+async fn list(client: &Client) -> Result<Vec<Value>, Failure> {
     let mut items = Vec::new();
     let mut token = String::new();
     loop {
@@ -220,7 +259,7 @@ fn list(client: &Client) -> Result<Vec<Value>, Failure> {
         if !token.is_empty() {
             path.push_str(&format!("&continue={}", query_escape(&token)));
         }
-        let mut page = client.get(&path)?;
+        let mut page = client.get(&path).await?;
         if let Some(Value::Array(more)) = page.get_mut("items").map(Value::take) {
             items.extend(more);
         }

@@ -132,23 +132,21 @@ struct ClusterArgs {
 }
 
 impl ClusterArgs {
-    /// The cluster-mode configuration, or `None` for standalone mode.
-    fn config(&self) -> anyhow::Result<Option<ClusterConfig>> {
-        use crate::kubeconfig::{self, Kubeconfig};
+    /// The cluster-mode configuration, or `None` for standalone mode. Nothing is asked of
+    /// kube-apiserver here (it may not be reachable yet).
+    async fn config(&self) -> anyhow::Result<Option<ClusterConfig>> {
+        use crate::kubeconfig;
         let main = match (&self.kubeconfig, std::env::var("KUBERNETES_SERVICE_HOST")) {
-            (Some(path), _) => Kubeconfig::load(path)?,
-            (None, Ok(host)) if !host.is_empty() => {
-                let port = std::env::var("KUBERNETES_SERVICE_PORT").unwrap_or_else(|_| "443".into());
-                kubeconfig::in_cluster(&host, &port)?
-            }
+            (Some(path), _) => kubeconfig::load(std::slice::from_ref(path), None).await?,
+            (None, Ok(host)) if !host.is_empty() => kubeconfig::in_cluster()?,
             _ => return Ok(None),
         };
-        let other = |path: &Option<PathBuf>| -> anyhow::Result<Option<versa_server::kube::Endpoint>> {
+        async fn other(path: &Option<PathBuf>) -> anyhow::Result<Option<versa_server::kube::Config>> {
             Ok(match path {
-                Some(p) => Some(kubeconfig::endpoint(&Kubeconfig::load(p)?)?),
+                Some(p) => Some(crate::kubeconfig::load(std::slice::from_ref(p), None).await?),
                 None => None,
             })
-        };
+        }
         let namespace = match &self.service_namespace {
             Some(ns) => ns.clone(),
             None => pod_namespace().context(
@@ -156,9 +154,9 @@ impl ClusterArgs {
             )?,
         };
         Ok(Some(ClusterConfig {
-            kube: kubeconfig::endpoint(&main)?,
-            authentication_kube: other(&self.authentication_kubeconfig)?,
-            authorization_kube: other(&self.authorization_kubeconfig)?,
+            kube: main,
+            authentication_kube: other(&self.authentication_kubeconfig).await?,
+            authorization_kube: other(&self.authorization_kubeconfig).await?,
             tls_files: self.tls_cert_file.clone().zip(self.tls_private_key_file.clone()),
             apiservice_ca_file: self.apiservice_ca_file.clone(),
             serving_ca_secret: self.serving_ca_secret.clone(),
@@ -204,11 +202,19 @@ enum LogFormat {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{Layer as _, fmt, registry};
     let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let subscriber = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(colour);
+    // kube-rs traces every failed call to kube-apiserver as an ERROR without saying which; versa
+    // logs the failures it acts on itself, with the URL and what it does next.
+    let filter =
+        Targets::new().with_default(LevelFilter::INFO).with_target("kube_client::client::builder", LevelFilter::OFF);
+    let layer = fmt::layer().with_writer(std::io::stderr).with_ansi(colour);
     let _ = match args.log_format {
-        LogFormat::Json => subscriber.json().try_init(),
-        LogFormat::Text => subscriber.try_init(),
+        LogFormat::Json => registry().with(layer.json().with_filter(filter)).try_init(),
+        LogFormat::Text => registry().with(layer.with_filter(filter)).try_init(),
     };
     // Request bodies may nest up to `versa_server::codec::MAX_DEPTH` levels, and decoding,
     // pruning, defaulting and validation recurse once per level; worker threads get stacks
@@ -249,7 +255,7 @@ async fn open_store(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
 async fn serve(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("cannot create data directory {}", args.data_dir.display()))?;
-    let cluster = args.cluster.config()?;
+    let cluster = args.cluster.config().await?;
     let mode = if cluster.is_some() { "cluster" } else { "standalone" };
     let store = open_store(&args).await?;
     let config = ServerConfig {
