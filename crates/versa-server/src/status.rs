@@ -198,11 +198,32 @@ impl Status {
         status
     }
 
-    /// The HTTP answer.
+    /// 503 `ServiceUnavailable` while storage cannot answer (etcd down, a disk error): clients
+    /// retry after `Retry-After` seconds, as with kube's `NewServiceUnavailable` plus a retry
+    /// hint. `/readyz` fails meanwhile.
+    pub fn storage_unavailable(message: impl Into<String>) -> Self {
+        Status {
+            code: StatusCode::SERVICE_UNAVAILABLE,
+            reason: "ServiceUnavailable",
+            message: message.into(),
+            details: Some(json!({"retryAfterSeconds": STORAGE_RETRY_AFTER_SECONDS})),
+        }
+    }
+
+    /// The HTTP answer; `details.retryAfterSeconds` also goes out as `Retry-After`, as
+    /// kube-apiserver's response writer does.
     pub fn into_response(self) -> Response<Body> {
-        crate::json_response(self.code, &self.to_json())
+        let retry_after = self.details.as_ref().and_then(|d| d.get("retryAfterSeconds")).and_then(Value::as_u64);
+        let mut response = crate::json_response(self.code, &self.to_json());
+        if let Some(seconds) = retry_after.filter(|s| *s > 0) {
+            response.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+        }
+        response
     }
 }
+
+/// How long clients are asked to wait before retrying while storage is unavailable.
+pub const STORAGE_RETRY_AFTER_SECONDS: u64 = 1;
 
 /// `resource.group` (just `resource` for the core group).
 pub fn qualified(group: &str, resource: &str) -> String {
@@ -232,5 +253,18 @@ mod tests {
             json!({}),
             "kube-apiserver sends empty details for unknown paths"
         );
+    }
+
+    /// Issue 15: storage that cannot answer is a 503 with `Retry-After`, not a 500.
+    #[test]
+    fn storage_unavailable_is_503_with_retry_after() {
+        let response = Status::storage_unavailable("storage unavailable: etcd is down").into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers().get(http::header::RETRY_AFTER).map(|v| v.as_bytes()), Some(&b"1"[..]));
+        let body = Status::storage_unavailable("storage unavailable: etcd is down").to_json();
+        assert_eq!(body["reason"], "ServiceUnavailable");
+        assert_eq!(body["details"]["retryAfterSeconds"], 1);
+        let other = Status::internal("boom").into_response();
+        assert!(other.headers().get(http::header::RETRY_AFTER).is_none());
     }
 }

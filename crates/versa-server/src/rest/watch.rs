@@ -216,6 +216,7 @@ fn watch_error(from: i64, e: versa_storage::Error) -> Status {
         versa_storage::Error::Expired { compacted, .. } => {
             Status::expired(format!("too old resource version: {from} ({compacted})"))
         }
+        e @ versa_storage::Error::Unavailable { .. } => Status::storage_unavailable(e.to_string()),
         other => Status::internal(other.to_string()),
     }
 }

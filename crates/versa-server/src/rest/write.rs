@@ -48,6 +48,7 @@ pub fn storage_error(ctx: &Ctx) -> impl Fn(versa_storage::Error) -> Status + '_ 
                 details: None,
             },
             versa_storage::Error::Expired { .. } => Status::expired(e.to_string()),
+            versa_storage::Error::Unavailable { .. } => Status::storage_unavailable(e.to_string()),
             other => Status::internal(other.to_string()),
         }
     }
