@@ -294,6 +294,11 @@ struct Cluster {
 
 impl Cluster {
     fn start() -> Cluster {
+        Self::start_with(&[])
+    }
+
+    /// [`Cluster::start`] with more `versa serve` flags.
+    fn start_with(extra: &[&str]) -> Cluster {
         let fake = FakeKube::start();
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("fake.kubeconfig");
@@ -318,7 +323,10 @@ impl Cluster {
                 // Pick up ConfigMap changes and repair APIServices within a second.
                 "--cluster-resync-period",
                 "1",
-            ],
+            ]
+            .into_iter()
+            .chain(extra.iter().copied())
+            .collect::<Vec<_>>(),
         );
         let secret = fake.secrets(NAMESPACE).remove("versa-serving-ca").expect("versa keeps its CA in a Secret");
         let b64 = secret["data"]["ca.crt"].as_str().unwrap();
@@ -804,4 +812,87 @@ async fn delete_propagation_sets_the_garbage_collectors_finalizers() {
     let r = aggregator.request("PATCH", &format!("{tabs}/orphaned"), &remove, body).await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(get("orphaned").await.status, 404);
+}
+
+/// Issue 15, request limits: over `--max-requests-inflight` a request is refused at once with
+/// kube's 429 and `Retry-After`, and does no work; mutating requests have their own limit;
+/// `system:masters` is never refused; a place is given back when its request is answered, and
+/// every request that was let in is answered normally. A read held in authorization (the fake's
+/// SubjectAccessReview waits for the test to let it go) keeps the only read-only place.
+#[tokio::test]
+async fn requests_over_the_in_flight_limits_get_429() {
+    let cluster = Cluster::start_with(&["--max-requests-inflight", "1", "--max-mutating-requests-inflight", "1"]);
+    let aggregator = cluster.aggregator();
+    define(&aggregator, &crontabs("stable.example.com", &[("v1", true)])).await;
+    let gate = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let held = gate.clone();
+    cluster.set_policy(move |spec| {
+        if spec["user"].as_str().is_some_and(|u| u.starts_with("slow")) {
+            let (open, changed) = &*held;
+            let mut open = open.lock().unwrap();
+            while !*open {
+                open = changed.wait(open).unwrap();
+            }
+        }
+        Verdict::allow()
+    });
+    let tabs = "/apis/stable.example.com/v1/namespaces/default/crontabs";
+    let alice = as_user("alice", &["system:authenticated"]);
+
+    let slow = tokio::spawn({
+        let c = aggregator.clone();
+        async move { send(&c, "GET", tabs, &as_user("slow", &["system:authenticated"]), None).await }
+    });
+    let fake = &cluster.fake;
+    eventually("the slow read is being authorized", || fake.access_reviews().iter().any(|r| r["user"] == "slow")).await;
+
+    // A flood of reads while the place is taken: each refused at once, as kube refuses it.
+    let flood: Vec<_> = (0..20)
+        .map(|_| {
+            let (c, alice) = (aggregator.clone(), alice.clone());
+            tokio::spawn(async move { send(&c, "GET", tabs, &alice, None).await })
+        })
+        .collect();
+    for r in flood {
+        let r = r.await.unwrap();
+        assert_eq!(r.status, 429, "{}", r.text());
+        assert_eq!(r.header("retry-after").as_deref(), Some("1"));
+        let body = r.json();
+        assert_eq!(
+            (&body["reason"], &body["message"], &body["details"]["retryAfterSeconds"]),
+            (&json!("TooManyRequests"), &json!("Too many requests, please try again later."), &json!(1))
+        );
+    }
+    // Writes have a limit of their own; system:masters always gets an answer.
+    let tab = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": "w"}});
+    let write = tokio::spawn({
+        let (c, alice, tab) = (aggregator.clone(), alice.clone(), tab.clone());
+        async move { send(&c, "POST", tabs, &alice, Some(&tab)).await }
+    });
+    let r = send(&aggregator, "GET", tabs, &as_user("admin", &ADMIN), None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    // Let the slow read go: it and the write are answered, and reads are served again.
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    let r = slow.await.unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = write.await.unwrap();
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = send(&aggregator, "GET", tabs, &alice, None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["items"][0]["metadata"]["name"], "w");
+
+    // `?timeout=` bounds a request: one held past it is answered 504, kube's words.
+    *gate.0.lock().unwrap() = false;
+    let r = send(&aggregator, "GET", &format!("{tabs}?timeout=1s"), &as_user("slow-again", &[]), None).await;
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    assert_eq!(r.status, 504, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        "Timeout: request did not complete within requested timeout - context deadline exceeded"
+    );
+    let r = send(&aggregator, "GET", &format!("{tabs}?timeout=later"), &alice, None).await;
+    assert_eq!(r.status, 400, "{}", r.text());
 }

@@ -1091,6 +1091,7 @@ impl Versa {
             cluster: None,
             conversion: Default::default(),
             migration: Default::default(),
+            limits: Default::default(),
         };
         let prepared = rt.block_on(config.complete()).unwrap();
         let addr = prepared.local_addr().unwrap();

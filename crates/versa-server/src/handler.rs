@@ -22,7 +22,7 @@ use crate::registry::Registry;
 use crate::auth::{Auth, ClientCert, Credentials, Decision, forbidden_message};
 use crate::request_info::RequestInfo;
 use crate::status::Status;
-use crate::{Body, discovery, full, json_response, request_info, rest};
+use crate::{Body, discovery, full, json_response, limits, request_info, rest};
 
 /// What every request shares.
 #[derive(Debug)]
@@ -44,6 +44,9 @@ pub struct State {
     /// Cluster mode: whether kube-apiserver has been reached and the set-up is done (until then
     /// `/readyz` fails with the reason and other requests get 503).
     pub startup: Option<Arc<crate::cluster::Startup>>,
+    /// Requests in flight and how long each may run (`limits.rs`).
+    pub limits: crate::limits::RequestLimits,
+    pub inflight: crate::limits::InFlight,
     /// Rendered objects (the LIST and GET fast path).
     pub render: crate::rest::render::RenderCache,
     /// Cancelled when the server shuts down: watches and the controller end.
@@ -115,6 +118,32 @@ async fn authenticated(
             return Status::unauthorized().into_response();
         }
     };
+    // kube's max-in-flight and timeout filters: after authentication, before authorization.
+    let _place = match state.inflight.admit(&user, info) {
+        Ok(place) => place,
+        Err(status) => return status.into_response(),
+    };
+    let deadline = match limits::deadline(info, req.uri().query(), &state.limits) {
+        Ok(deadline) => deadline,
+        Err(status) => return status.into_response(),
+    };
+    let work = authorized(state, user, info, path, req);
+    match deadline {
+        Some(deadline) => {
+            tokio::time::timeout(deadline, work).await.unwrap_or_else(|_| limits::timed_out().into_response())
+        }
+        None => work.await,
+    }
+}
+
+/// Authorizes and routes a request of an authenticated user.
+async fn authorized(
+    state: Arc<State>,
+    user: crate::auth::UserInfo,
+    info: &RequestInfo,
+    path: &str,
+    req: Request<Incoming>,
+) -> Response<Body> {
     let decision = state.auth.authorizer.authorize(&user, info).await;
     if let Decision::Error(message) = decision {
         return Status::internal(message).into_response();

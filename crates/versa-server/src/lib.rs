@@ -22,6 +22,7 @@ pub mod delegated;
 pub mod discovery;
 mod handler;
 pub mod jsonpath;
+pub mod limits;
 pub mod kube;
 pub mod meta;
 pub mod metrics;
@@ -108,6 +109,8 @@ pub struct ServerConfig {
     pub conversion: versa_conversion::Options,
     /// How storage migrations run.
     pub migration: migration::MigrationOptions,
+    /// Requests in flight and their duration.
+    pub limits: limits::RequestLimits,
 }
 
 /// A server ready to run: PKI loaded, TLS built, listener bound.
@@ -165,6 +168,8 @@ impl ServerConfig {
             conversion: self.conversion,
             migration: self.migration,
             garbage_collection: cluster.is_some(),
+            limits: self.limits,
+            inflight: limits::InFlight::new(&self.limits),
             startup,
             render: Default::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),

@@ -55,6 +55,18 @@ pub struct Args {
     /// Objects a storage migration rewrites per second at most.
     #[arg(long, default_value_t = 200)]
     migration_rate: u32,
+    /// Read-only requests served at once; more get 429 with Retry-After (0: no limit).
+    /// Watches are not counted; system:masters is never refused.
+    #[arg(long, default_value_t = 400)]
+    max_requests_inflight: usize,
+    /// Mutating requests (create, update, patch, delete) served at once; more get 429 (0: no
+    /// limit).
+    #[arg(long, default_value_t = 200)]
+    max_mutating_requests_inflight: usize,
+    /// Seconds a request may run before it is answered 504 (`?timeout=` may ask for less;
+    /// watches end by their own timeoutSeconds).
+    #[arg(long, default_value_t = 60)]
+    request_timeout: u64,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -271,6 +283,11 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         migration: versa_server::migration::MigrationOptions {
             automatic: args.auto_migrate,
             rate: args.migration_rate,
+        },
+        limits: versa_server::limits::RequestLimits {
+            max_requests_inflight: args.max_requests_inflight,
+            max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+            request_timeout: std::time::Duration::from_secs(args.request_timeout),
         },
     };
     let server = config.complete().await?;
