@@ -1605,6 +1605,60 @@ async fn definition_changes_apply_to_reads() {
     assert_eq!(list["items"][0]["spec"]["image"], "nginx", "{list}");
 }
 
+/// Issue 15, validation ratcheting (KEP-4008): after a schema is tightened, an update that
+/// leaves an invalid value as it was is accepted — removing a finalizer, changing a label or
+/// another field — while changing that value to another invalid one, or creating a new object
+/// with it, is refused with kube's message.
+#[tokio::test]
+async fn schema_errors_ratchet_on_unchanged_values() {
+    let s = server().await;
+    let c = &s.client;
+    define(c, &crontab_definition()).await;
+    let ns = "/apis/stable.example.com/v1/namespaces/r/crontabs";
+    let mut old = crontab("old", json!({"replicas": 8, "image": "a"}));
+    old["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    create(c, ns, &old).await;
+
+    // Tighten: replicas at most 5.
+    let mut patch = json!({"spec": {"versions": [
+        crontab_definition()["spec"]["versions"][0].clone(),
+        crontab_definition()["spec"]["versions"][1].clone(),
+    ]}});
+    patch["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["replicas"]["maximum"] =
+        json!(5);
+    let r = c.merge_patch(&format!("{RD}/crontabs.stable.example.com"), &patch).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let refused = poll("the tighter schema", || {
+        let c = c.clone();
+        async move {
+            let r = c.post(ns, &crontab("new", json!({"replicas": 8}))).await;
+            (r.status == 422).then_some(r.json())
+        }
+    })
+    .await;
+    assert_eq!(
+        refused["message"],
+        "CronTab.stable.example.com \"new\" is invalid: spec.replicas: Invalid value: 8: spec.replicas in body should be less than or equal to 5"
+    );
+
+    let path = format!("{ns}/old");
+    let r = c.merge_patch(&path, &json!({"metadata": {"labels": {"touched": "yes"}}})).await;
+    assert_eq!(r.status, 200, "a label: {}", r.text());
+    let r = c.merge_patch(&path, &json!({"spec": {"image": "b"}})).await;
+    assert_eq!(r.status, 200, "another field: {}", r.text());
+    let r = c.merge_patch(&path, &json!({"spec": {"replicas": 9}})).await;
+    assert_eq!(r.status, 422, "the invalid value changed: {}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        "CronTab.stable.example.com \"old\" is invalid: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5"
+    );
+    // The object can still be deleted: its finalizer removed, it goes.
+    assert_eq!(c.delete(&path).await.status, 200);
+    let r = c.merge_patch(&path, &json!({"metadata": {"finalizers": null}})).await;
+    assert_eq!(r.status, 200, "removing the finalizer: {}", r.text());
+    assert_eq!(c.get(&path).await.status, 404);
+}
+
 /// Past the kept history: a watch gets an ERROR event with a 410 Expired Status, an exact list
 /// a 410 — and clients re-list. The history is shrunk to a few events for this.
 #[tokio::test]

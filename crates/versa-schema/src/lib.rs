@@ -15,6 +15,7 @@ pub mod objectmeta;
 pub mod pattern;
 pub mod pipeline;
 pub mod prune;
+pub mod ratchet;
 pub mod structural;
 pub mod structural_check;
 pub mod text;

@@ -14,6 +14,7 @@ use crate::listtype;
 use crate::metadata;
 use crate::names;
 use crate::objectmeta::Malformed;
+use crate::ratchet;
 use crate::structural::Structural;
 use crate::validation;
 use crate::walk::{self, Steps};
@@ -39,10 +40,41 @@ pub struct Admitted {
 /// Defaults, prunes, coerces and validates `obj` in place — the write path of one object at
 /// one version. On error the object may be partly processed and must be discarded.
 pub fn admit(obj: &mut Value, schema: &Structural, kind: &ResourceKind<'_>) -> Result<Admitted, ErrorList> {
+    admit_with(obj, schema, kind, None)
+}
+
+/// [`admit`] for an update from `old`: value-validation errors about values that did not
+/// change are ratcheted away (`ratchet.rs`, KEP-4008), so a tightened schema never traps an
+/// existing object. Metadata, embedded-resource and list-type errors stand.
+pub fn admit_update(
+    obj: &mut Value,
+    old: &Value,
+    schema: &Structural,
+    kind: &ResourceKind<'_>,
+) -> Result<Admitted, ErrorList> {
+    admit_with(obj, schema, kind, Some(old))
+}
+
+fn admit_with(
+    obj: &mut Value,
+    schema: &Structural,
+    kind: &ResourceKind<'_>,
+    old: Option<&Value>,
+) -> Result<Admitted, ErrorList> {
+    let ratchet = |values: ErrorList, obj: &Value| match old {
+        Some(old) => ratchet::ratchet(values, obj, old, schema).0,
+        None => values,
+    };
     if schema.below.props_and_additional {
         // Not a structural schema: validation's order cannot follow the single walk's.
         let unknown_fields = normalise(obj, schema, Malformed::Reject)?;
-        let errs = validate(obj, schema, kind);
+        let mut errs = validate_type_meta(obj, kind);
+        if errs.is_empty() {
+            root_meta_errors(obj, kind, &mut errs);
+            errs.extend(ratchet(validation::validate(schema, obj), obj));
+            errs.extend(metadata::validate_embedded_resources(obj, schema, &Path::none()));
+            errs.extend(listtype::validate_list_set_and_map(schema, obj, &Path::none()));
+        }
         return if errs.is_empty() { Ok(Admitted { unknown_fields }) } else { Err(errs) };
     }
     // One walk defaults, prunes, coerces and validates node by node (`walk.rs`); the result is
@@ -58,7 +90,7 @@ pub fn admit(obj: &mut Value, schema: &Structural, kind: &ResourceKind<'_>) -> R
         return Err(errs);
     }
     root_meta_errors(obj, kind, &mut errs);
-    errs.0.extend(walked.values);
+    errs.extend(ratchet(ErrorList(walked.values), obj));
     errs.extend(walked.embedded);
     errs.0.extend(walked.list_types);
     if errs.is_empty() { Ok(Admitted { unknown_fields: walked.unknown }) } else { Err(errs) }

@@ -110,7 +110,18 @@ pub fn run(args: &Args) -> Result<Outcome> {
         let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(&name).to_owned();
         // As the server validates a write: the schema, the update rules, then the CEL rules
         // (with `--old`, transition rules too) unless the schema found a blocking error.
-        let (mut errs, schema_valid, unknown) = match pipeline::admit(&mut obj, schema, &kind) {
+        // The old object as the server would read it from storage; errors about values it
+        // shares with the new one are ratcheted, as on the server.
+        let old_read = old.as_ref().map(|o| {
+            let mut o = o.clone();
+            pipeline::on_read(&mut o, schema);
+            o
+        });
+        let admitted = match &old_read {
+            Some(old) => pipeline::admit_update(&mut obj, old, schema, &kind),
+            None => pipeline::admit(&mut obj, schema, &kind),
+        };
+        let (mut errs, schema_valid, unknown) = match admitted {
             Ok(admitted) => (ErrorList::new(), true, admitted.unknown_fields),
             Err(errs) => (errs, false, Vec::new()),
         };
@@ -120,13 +131,7 @@ pub fn run(args: &Args) -> Result<Outcome> {
         let rules = rules.entry(version.clone()).or_insert_with(|| SchemaRules::compile(schema));
         if !rules.is_empty() {
             if schema_valid || !has_blocking_error(&errs) {
-                // The old object as the server would read it from storage.
-                let old = old.as_ref().map(|o| {
-                    let mut o = o.clone();
-                    pipeline::on_read(&mut o, schema);
-                    o
-                });
-                let checked = rules.check(&obj, old.as_ref());
+                let checked = rules.check(&obj, old_read.as_ref());
                 errs.extend(checked.errors);
                 for w in checked.warnings {
                     warn!("Warning: {w}");

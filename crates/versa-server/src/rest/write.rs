@@ -188,7 +188,12 @@ fn admit(
             };
             let mut errs = ErrorList::new();
             let mut schema_valid = false;
-            let unknown = match pipeline::admit(obj, schema, &kind) {
+            // On updates, errors about values that did not change are ratcheted (KEP-4008).
+            let admitted = match old {
+                Some(old) => pipeline::admit_update(obj, old, schema, &kind),
+                None => pipeline::admit(obj, schema, &kind),
+            };
+            let unknown = match admitted {
                 Ok(admitted) => {
                     schema_valid = true;
                     admitted.unknown_fields
