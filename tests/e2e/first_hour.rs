@@ -153,6 +153,8 @@ fn namespaces_as_kube_has_them() {
     assert_eq!(core["versions"], serde_json::json!(["v1"]));
     let resources = ok(versa.kubectl(&["api-resources", "--api-group=", "-o", "name"]));
     assert_eq!(resources.split_whitespace().collect::<Vec<_>>(), ["events", "namespaces"], "{resources}");
+    let newer = ok(versa.kubectl(&["api-resources", "--api-group=events.k8s.io", "-o", "name"]));
+    assert_eq!(newer.trim(), "events.events.k8s.io");
     let initial = ok(versa.kubectl(&["get", "namespaces", "-o", "name"]));
     assert_eq!(initial.split_whitespace().collect::<Vec<_>>(), ["namespace/default", "namespace/kube-public", "namespace/kube-system"]);
 
@@ -187,8 +189,20 @@ fn namespaces_as_kube_has_them() {
         "apiVersion: v1\nkind: Event\nmetadata:\n  name: a.1\n  namespace: team\ninvolvedObject:\n  apiVersion: stable.example.com/v1\n  kind: CronTab\n  name: a\n  namespace: team\nreason: Created\nmessage: hello\ntype: Normal\nsource:\n  component: test\n",
     );
     ok(versa.kubectl(&["create", "-f", &event]));
+    // And as client-go's newer recorders write them (events.k8s.io/v1): the same Events,
+    // their fields named anew (`note` is `message`, `regarding` is `involvedObject`).
+    let event_v1 = write(
+        files,
+        "event-v1.yaml",
+        "apiVersion: events.k8s.io/v1\nkind: Event\nmetadata:\n  name: a.2\n  namespace: team\nregarding:\n  apiVersion: stable.example.com/v1\n  kind: CronTab\n  name: a\n  namespace: team\nreason: Synced\nnote: again\ntype: Normal\naction: Sync\neventTime: \"2026-11-24T10:00:00.000000Z\"\nreportingController: example.com/test\nreportingInstance: test-1\n",
+    );
+    ok(versa.kubectl(&["create", "-f", &event_v1]));
     let events = ok(versa.kubectl(&["get", "events", "-n", "team", "-o", "jsonpath={.items[*].message}"]));
-    assert_eq!(events, "hello");
+    assert_eq!(events, "hello again");
+    let core = json(ok(versa.kubectl(&["get", "events", "a.2", "-n", "team", "-o", "json"])));
+    assert_eq!((&core["apiVersion"], &core["involvedObject"]["name"], &core["reportingComponent"]), (&"v1".into(), &"a".into(), &"example.com/test".into()));
+    let newer = json(ok(versa.kubectl(&["get", "events.v1.events.k8s.io", "a.1", "-n", "team", "-o", "json"])));
+    assert_eq!((&newer["apiVersion"], &newer["note"], &newer["regarding"]["kind"]), (&"events.k8s.io/v1".into(), &"hello".into(), &"CronTab".into()));
 
     // Deleting: Terminating while an object's finalizer holds it; no new content meanwhile.
     ok(versa.kubectl(&["delete", "namespace", "team", "--wait=false"]));

@@ -82,6 +82,9 @@ pub enum Builtin {
     Namespace,
     /// `v1` `events`, kept for a while (`--event-ttl`) as kube keeps them.
     Event,
+    /// `events.k8s.io/v1` `events`: the same objects as [`Builtin::Event`], under the newer
+    /// field names (client-go's `tools/events` recorders write these).
+    EventV1,
 }
 
 impl Builtin {
@@ -113,6 +116,17 @@ impl Builtin {
                 "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "events"},
                 "spec": {
                     "group": "", "scope": "Namespaced",
+                    "names": {"plural": "events", "singular": "event", "kind": "Event",
+                              "listKind": "EventList", "shortNames": ["ev"]},
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object",
+                            "x-kubernetes-preserve-unknown-fields": true}}}],
+                },
+            }),
+            Builtin::EventV1 => serde_json::json!({
+                "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "events.events.k8s.io"},
+                "spec": {
+                    "group": "events.k8s.io", "scope": "Namespaced",
                     "names": {"plural": "events", "singular": "event", "kind": "Event",
                               "listKind": "EventList", "shortNames": ["ev"]},
                     "versions": [{"name": "v1", "served": true, "storage": true,
@@ -304,9 +318,10 @@ impl Resource {
     /// The group and plural the objects are stored under: the definitions API's for both of
     /// its faces, the resource's own otherwise.
     pub fn stored_as(&self) -> (&str, &str) {
-        match self.flavor {
-            Flavor::Definitions => (GROUP, "resourcedefinitions"),
-            Flavor::Custom => (&self.group, &self.plural),
+        match (self.flavor, self.builtin) {
+            (Flavor::Definitions, _) => (GROUP, "resourcedefinitions"),
+            (_, Some(Builtin::EventV1)) => ("", "events"),
+            (Flavor::Custom, _) => (&self.group, &self.plural),
         }
     }
 
@@ -447,7 +462,7 @@ impl Registry {
     pub fn standalone() -> Registry {
         let registry = Registry::with_faces(&[Face::ResourceDefinition, Face::CustomResourceDefinition]);
         registry.update(|by_name| {
-            for builtin in [Builtin::Namespace, Builtin::Event] {
+            for builtin in [Builtin::Namespace, Builtin::Event, Builtin::EventV1] {
                 let resource = Resource::core(builtin);
                 by_name.insert(resource.definition.name().to_owned(), Arc::new(resource));
             }

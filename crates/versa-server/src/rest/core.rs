@@ -8,6 +8,9 @@
 //!   `kubernetes` finalizer. `default`, `kube-system` and `kube-public` may not be deleted.
 //! - nothing is created in a namespace that does not exist or is being terminated, with kube's
 //!   messages (other verbs are not refused, as in kube).
+//! - `events.k8s.io/v1` Events are the core `v1` Events under other field names, as kube
+//!   converts them (`regarding` is `involvedObject`, `note` is `message`, …): stored in the core
+//!   form, converted at the storage boundary ([`event_from_core`], [`event_to_core`]).
 
 use http::StatusCode;
 use serde_json::{Value, json};
@@ -171,4 +174,36 @@ pub async fn admit_create_in_namespace(ctx: &Ctx) -> Result<(), Status> {
             "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {namespace} is being terminated"), "field": "metadata.namespace"}],
         })),
     ))
+}
+
+/// `(events.k8s.io/v1 name, core v1 name)` of the fields the two Event versions name apart.
+const EVENT_FIELDS: [(&str, &str); 7] = [
+    ("regarding", "involvedObject"),
+    ("note", "message"),
+    ("reportingController", "reportingComponent"),
+    ("deprecatedSource", "source"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+    ("deprecatedCount", "count"),
+];
+
+/// A stored (core v1) Event as an `events.k8s.io/v1` Event.
+pub fn event_from_core(obj: &mut Value) {
+    rename_event_fields(obj, false, "events.k8s.io/v1");
+}
+
+/// An `events.k8s.io/v1` Event as the core v1 Event it is stored as.
+pub fn event_to_core(obj: &mut Value) {
+    rename_event_fields(obj, true, "v1");
+}
+
+fn rename_event_fields(obj: &mut Value, to_core: bool, api_version: &str) {
+    let Some(o) = obj.as_object_mut() else { return };
+    for (v1, core) in EVENT_FIELDS {
+        let (from, to) = if to_core { (v1, core) } else { (core, v1) };
+        if let Some(v) = o.remove(from) {
+            o.insert(to.to_owned(), v);
+        }
+    }
+    o.insert("apiVersion".into(), json!(api_version));
 }

@@ -20,7 +20,7 @@ use versa_schema::pipeline;
 use versa_storage::KeyValue;
 
 use super::Ctx;
-use crate::registry::{Flavor, Resource};
+use crate::registry::{Builtin, Flavor, Resource};
 use crate::status::Status;
 
 /// Parses a stored object and applies the read-side schema steps at the version it is stored
@@ -29,6 +29,8 @@ fn decode_stored(res: &Resource, kv: &KeyValue) -> Result<Value, Status> {
     let mut obj: Value = serde_json::from_slice(&kv.value)
         .map_err(|e| Status::internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
     match res.flavor {
+        // events.k8s.io/v1 Events are the core v1 Events, their fields named anew.
+        Flavor::Custom if res.builtin == Some(Builtin::EventV1) => super::core::event_from_core(&mut obj),
         Flavor::Custom => {
             let stored_at = stored_version(res, &obj).to_owned();
             if let Some(schema) = res.version(&stored_at).and_then(|v| v.schema.as_deref()) {
@@ -47,6 +49,8 @@ fn stored_version<'a>(res: &Resource, obj: &'a Value) -> &'a str {
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     match api_version.split_once('/') {
         Some((g, v)) if g == res.group => v,
+        // The core group's objects say only their version (`v1`).
+        None if res.group.is_empty() => api_version,
         _ => "",
     }
 }
@@ -167,6 +171,9 @@ pub async fn to_storage(ctx: &Ctx, obj: &Value) -> Result<Bytes, Status> {
             .into_iter()
             .next()
             .ok_or_else(|| Status::internal("the converter returned no object; nothing was written"))?;
+    }
+    if ctx.res.builtin == Some(Builtin::EventV1) {
+        super::core::event_to_core(&mut stored);
     }
     if ctx.res.flavor == Flavor::Definitions {
         // Whatever face it came through, a definition is kept as a ResourceDefinition.
