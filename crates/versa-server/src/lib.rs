@@ -32,6 +32,7 @@ pub mod openapi;
 mod openapi_proto;
 pub mod patch;
 pub mod pki;
+mod protobuf;
 pub mod registry;
 pub mod request_info;
 mod rest;
