@@ -163,6 +163,10 @@ fn namespaces_as_kube_has_them() {
     assert_eq!(ok(versa.kubectl(&["apply", "-f", &ns])).trim(), "namespace/team created");
     let team = json(ok(versa.kubectl(&["get", "namespace", "team", "-o", "json"])));
     assert_eq!(team["status"]["phase"], "Active");
+    // As users type it: kubectl's typed client sends Kubernetes protobuf.
+    assert_eq!(ok(versa.kubectl(&["create", "namespace", "typed"])).trim(), "namespace/typed created");
+    let typed = json(ok(versa.kubectl(&["get", "namespace", "typed", "-o", "json"])));
+    assert_eq!((&typed["status"]["phase"], &typed["spec"]["finalizers"]), (&"Active".into(), &serde_json::json!(["kubernetes"])));
     assert_eq!(team["spec"]["finalizers"], serde_json::json!(["kubernetes"]));
     assert_eq!(team["metadata"]["labels"]["kubernetes.io/metadata.name"], "team");
 

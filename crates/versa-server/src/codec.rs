@@ -1,6 +1,7 @@
 //! Request bodies in, response bodies out.
 //!
-//! Bodies are JSON or YAML (by `Content-Type`), bounded before parsing: at most
+//! Bodies are JSON or YAML (by `Content-Type`) — for the core kinds also Kubernetes' protobuf,
+//! decoded by `protobuf.rs` — bounded before parsing: at most
 //! [`MAX_BODY_BYTES`] (3 MiB, kube-apiserver's `MaxRequestBodyBytes`; more is 413) and
 //! [`MAX_DEPTH`] levels of nesting (deeper is 400, never a stack overflow). Decoding also reports
 //! duplicate object keys by path, which `fieldValidation` turns into warnings or errors exactly as
@@ -40,6 +41,10 @@ pub struct Decoded {
 pub enum Format {
     Json,
     Yaml,
+    /// Kubernetes' protobuf (`application/vnd.kubernetes.protobuf`), for the core kinds only:
+    /// what client-go's typed clients send (`kubectl create namespace`, event recorders).
+    /// Decoded by `protobuf.rs`, which refuses any field it does not know.
+    Protobuf,
 }
 
 /// Media types accepted for request bodies, for the 415 message.
@@ -56,6 +61,23 @@ pub fn body_format(headers: &HeaderMap) -> Result<Format, Status> {
         other => Err(Status::unsupported_media_type(other, ACCEPTED)),
     }
 }
+
+/// The format of a request body to a core kind (`registry::Builtin`): JSON, YAML, or
+/// Kubernetes' protobuf as kube-apiserver accepts it for its compiled kinds.
+pub fn body_format_builtin(headers: &HeaderMap) -> Result<Format, Status> {
+    let media = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|ct| ct.to_str().ok())
+        .and_then(|ct| ct.split(';').next())
+        .map(|m| m.trim().to_ascii_lowercase());
+    match media.as_deref() {
+        Some("application/vnd.kubernetes.protobuf") => Ok(Format::Protobuf),
+        _ => body_format(headers).map_err(|e| Status { message: e.message.replace(ACCEPTED, ACCEPTED_BUILTIN), ..e }),
+    }
+}
+
+/// Media types accepted for bodies of the core kinds.
+const ACCEPTED_BUILTIN: &str = "application/json, application/yaml, application/vnd.kubernetes.protobuf";
 
 /// Decodes a body in `format`; errors are 413 or 400 with the decoder's message.
 pub fn decode(body: &[u8], format: Format) -> Result<Decoded, Status> {
@@ -105,6 +127,10 @@ fn decode_raw(body: &[u8], format: Format) -> Result<Decoded, DecodeError> {
             let mut de = serde_json::Deserializer::from_slice(body);
             let node = Node::deserialize(&mut de).and_then(|n| de.end().map(|()| n));
             node.map_err(|e| DecodeError::Malformed(format!("error decoding JSON: {}", json_message(&e))))?
+        }
+        Format::Protobuf => {
+            let value = crate::protobuf::decode(body).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+            return Ok(Decoded { value, duplicates: Vec::new() });
         }
         Format::Yaml => {
             let mut options = serde_saphyr::Options::default();

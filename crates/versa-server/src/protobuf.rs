@@ -93,7 +93,6 @@ type Result<T> = std::result::Result<T, ProtobufError>;
 
 /// Decodes a Kubernetes protobuf body (magic, `runtime.Unknown` envelope, object) into the
 /// object's JSON form, `kind` and `apiVersion` taken from the envelope.
-#[allow(dead_code, reason = "wired into the request path in the next commit")]
 pub fn decode(body: &[u8]) -> Result<Value> {
     let data = body.strip_prefix(MAGIC).ok_or(ProtobufError::Magic)?;
     if data.is_empty() {

@@ -106,9 +106,15 @@ fn report_fields(
     }
 }
 
+/// The format of the request's body: the core kinds also take Kubernetes' protobuf (client-go's
+/// typed clients send it); custom resources, as in kube, only JSON and YAML.
+fn body_format(ctx: &Ctx) -> Result<codec::Format, Status> {
+    if ctx.res.builtin.is_some() { codec::body_format_builtin(&ctx.headers) } else { codec::body_format(&ctx.headers) }
+}
+
 /// Decodes a create/update body: an object whose `apiVersion` (when set) is the request's.
 fn decode_object(ctx: &Ctx, body: &[u8]) -> Result<Decoded, Status> {
-    let format = codec::body_format(&ctx.headers)?;
+    let format = body_format(ctx)?;
     let mut decoded = codec::decode_object(body, format, &ctx.res.kind)?;
     if !decoded.value.is_object() {
         return Err(Status::bad_request(format!(
@@ -624,7 +630,7 @@ fn delete_options(ctx: &Ctx, body: &[u8]) -> Result<DeleteOptions, Status> {
         _ => None,
     };
     if !body.iter().all(u8::is_ascii_whitespace) {
-        let format = codec::body_format(&ctx.headers)?;
+        let format = body_format(ctx)?;
         let value = codec::decode(body, format)?.value;
         opts.uid = value.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_owned);
         opts.resource_version =
