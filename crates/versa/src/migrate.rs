@@ -41,8 +41,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The kubeconfig to use (default: $KUBECONFIG, else ./versa-data/admin.kubeconfig, where
-    /// `versa serve` writes it).
+    /// The kubeconfig to use (default: the files of $KUBECONFIG, merged, else
+    /// ./versa-data/admin.kubeconfig, where `versa serve` writes it).
     #[arg(long, global = true, value_name = "FILE")]
     kubeconfig: Option<PathBuf>,
     /// The kubeconfig context to use (default: its current-context).
