@@ -1,0 +1,25 @@
+//! versa-merge: server-side apply for custom resources — structured merge and field ownership.
+//!
+//! Kubernetes' server-side apply lives in two Go libraries: sigs.k8s.io/structured-merge-diff
+//! (field sets, merging and comparing objects by their schema, the `Updater` that tracks which
+//! manager owns which field) and the field manager of k8s.io/apimachinery (how those owners
+//! are written into `metadata.managedFields`, conflict errors, the caps and special managers).
+//! No Rust crate implements either, so this crate does, by hand, from their behaviour.
+//!
+//! It is pure: values in, values out, no I/O. It is **not yet wired into the server**; the
+//! PATCH handler (`application/apply-patch+yaml`) and the `managedFields` bookkeeping of
+//! create/update are the next step.
+//!
+//! Input safety: every walk recurses along the nesting of a JSON object or of a field set
+//! derived from one. Objects reach this crate through the server's decoder, which refuses
+//! nesting deeper than 128 levels, and serde_json refuses deeper `fieldsV1` text, so the
+//! recursion is bounded without a counter of its own.
+
+pub mod fieldsv1;
+pub mod path;
+pub mod set;
+mod value;
+
+pub use fieldsv1::FieldsV1Error;
+pub use path::{FieldPath, PathElement};
+pub use set::FieldSet;
