@@ -896,3 +896,129 @@ async fn requests_over_the_in_flight_limits_get_429() {
     let r = send(&aggregator, "GET", &format!("{tabs}?timeout=later"), &alice, None).await;
     assert_eq!(r.status, 400, "{}", r.text());
 }
+
+/// Cluster mode's audit log (issue 15): the user is the one kube-aggregator names in its
+/// front-proxy headers, the source IPs come through its X-Forwarded-For, the Audit-ID is the
+/// one it sends, the authorization decision and reason are the SubjectAccessReview's, and
+/// denied (403) and limited (429, which kube writes as text: only its code) requests are
+/// recorded as kube records them.
+#[tokio::test]
+async fn the_audit_log_names_the_proxied_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: None\n  users: [admin, slow]\n- level: Metadata\n",
+    )
+    .unwrap();
+    let log = dir.path().join("audit.log");
+    let cluster = Cluster::start_with(&[
+        "--audit-policy-file",
+        policy.to_str().unwrap(),
+        "--audit-log-path",
+        log.to_str().unwrap(),
+        "--max-requests-inflight",
+        "1",
+    ]);
+    let aggregator = cluster.aggregator();
+    define(&aggregator, &crontabs("stable.example.com", &[("v1", true)])).await;
+    let gate = Arc::new((Mutex::new(true), std::sync::Condvar::new()));
+    let held = gate.clone();
+    cluster.set_policy(move |spec| {
+        if spec["user"] == "slow" {
+            let (open, changed) = &*held;
+            let mut open = open.lock().unwrap();
+            while !*open {
+                open = changed.wait(open).unwrap();
+            }
+        }
+        match spec["user"].as_str() {
+            Some("mallory") => Verdict::deny("no crontabs for you"),
+            _ => {
+                Verdict { allowed: true, denied: false, reason: "RBAC: allowed by ClusterRoleBinding \"devs\"".into() }
+            }
+        }
+    });
+    let tabs = "/apis/stable.example.com/v1/namespaces/default/crontabs";
+    // What kube-aggregator adds when it proxies: the user, the client's address, the Audit-ID.
+    let proxied = |user: &'static str, id: &'static str| {
+        let mut headers = as_user(user, &["devs"]);
+        headers.extend([("X-Remote-Extra-Scopes", "view"), ("X-Forwarded-For", "198.51.100.3"), ("Audit-ID", id)]);
+        headers
+    };
+    let r = send(&aggregator, "GET", tabs, &proxied("alice", "agg-allowed"), None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("audit-id").as_deref(), Some("agg-allowed"));
+    let r = send(&aggregator, "GET", tabs, &proxied("mallory", "agg-denied"), None).await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    let forbidden = r.json();
+
+    // Hold a read in authorization; the next read is over the limit.
+    *gate.0.lock().unwrap() = false;
+    let slow = tokio::spawn({
+        let c = aggregator.clone();
+        async move { send(&c, "GET", tabs, &as_user("slow", &[]), None).await }
+    });
+    let fake = &cluster.fake;
+    eventually("the slow read is being authorized", || fake.access_reviews().iter().any(|r| r["user"] == "slow")).await;
+    let r = send(&aggregator, "GET", tabs, &proxied("alice", "agg-limited"), None).await;
+    assert_eq!(r.status, 429, "{}", r.text());
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    assert_eq!(slow.await.unwrap().status, 200);
+
+    let mut lines = Vec::new();
+    for _ in 0..100 {
+        lines = std::fs::read_to_string(&log).unwrap_or_default().lines().map(str::to_owned).collect::<Vec<_>>();
+        if lines.len() >= 6 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let events: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events.len(), 6, "{lines:#?}");
+    let user = json!({"username": "alice", "groups": ["devs", "system:authenticated"], "extra": {"scopes": ["view"]}});
+    let object_ref =
+        json!({"resource": "crontabs", "namespace": "default", "apiGroup": "stable.example.com", "apiVersion": "v1"});
+    let want = |id: &str, stage: &str, user: &Value, more: Value| {
+        let mut e = json!({"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": id,
+            "stage": stage, "requestURI": tabs, "verb": "list", "user": user,
+            "sourceIPs": ["198.51.100.3", "127.0.0.1"], "objectRef": object_ref});
+        for (k, v) in more.as_object().unwrap() {
+            e[k] = v.clone();
+        }
+        e
+    };
+    let strip = |mut e: Value| {
+        let o = e.as_object_mut().unwrap();
+        assert!(o.remove("requestReceivedTimestamp").is_some() && o.remove("stageTimestamp").is_some());
+        e
+    };
+    let mallory =
+        json!({"username": "mallory", "groups": ["devs", "system:authenticated"], "extra": {"scopes": ["view"]}});
+    let expected = [
+        want("agg-allowed", "RequestReceived", &user, json!({})),
+        want(
+            "agg-allowed",
+            "ResponseComplete",
+            &user,
+            json!({"responseStatus": {"metadata": {}, "code": 200},
+            "annotations": {"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": "RBAC: allowed by ClusterRoleBinding \"devs\""}}),
+        ),
+        want("agg-denied", "RequestReceived", &mallory, json!({})),
+        want(
+            "agg-denied",
+            "ResponseComplete",
+            &mallory,
+            json!({
+            "responseStatus": {"metadata": {}, "status": "Failure", "message": forbidden["message"], "reason": "Forbidden",
+                               "details": {"group": "stable.example.com", "kind": "crontabs"}, "code": 403},
+            "annotations": {"authorization.k8s.io/decision": "forbid", "authorization.k8s.io/reason": "no crontabs for you"}}),
+        ),
+        want("agg-limited", "RequestReceived", &user, json!({})),
+        want("agg-limited", "ResponseComplete", &user, json!({"responseStatus": {"metadata": {}, "code": 429}})),
+    ];
+    for (got, want) in events.into_iter().zip(expected) {
+        assert_eq!(strip(got), want);
+    }
+}

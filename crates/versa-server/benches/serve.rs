@@ -1092,6 +1092,7 @@ impl Versa {
             conversion: Default::default(),
             migration: Default::default(),
             limits: Default::default(),
+            audit: None,
         };
         let prepared = rt.block_on(config.complete()).unwrap();
         let addr = prepared.local_addr().unwrap();

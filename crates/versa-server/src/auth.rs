@@ -26,12 +26,16 @@ pub struct UserInfo {
 }
 
 /// The client certificate of a connection: its subject's common name and organizations
-/// (Kubernetes reads user and groups from these), and which CAs it chains to.
+/// (Kubernetes reads user and groups from these), which CAs it chains to, and its credential id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientCert {
     pub common_name: String,
     pub organizations: Vec<String>,
     pub trusted: Trusted,
+    /// `X509SHA256=<hex SHA-256 of the DER>`: kube's x509 authenticator puts it in the user's
+    /// extra as `authentication.kubernetes.io/credential-id` (it shows in audit events and
+    /// SubjectAccessReviews).
+    pub credential_id: String,
 }
 
 impl ClientCert {
@@ -41,14 +45,18 @@ impl ClientCert {
         let subject = cert.subject();
         let common_name = subject.iter_common_name().next().and_then(|c| c.as_str().ok()).unwrap_or("").to_string();
         let organizations = subject.iter_organization().filter_map(|o| o.as_str().ok().map(str::to_string)).collect();
-        Some(ClientCert { common_name, organizations, trusted })
+        let digest = ring::digest::digest(&ring::digest::SHA256, der);
+        let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        Some(ClientCert { common_name, organizations, trusted, credential_id: format!("X509SHA256={hex}") })
     }
 
-    /// The user a certificate from the client CA names: CN, with the O entries as groups.
+    /// The user a certificate from the client CA names: CN, with the O entries as groups, and
+    /// the certificate's credential id as kube's x509 authenticator records it.
     pub fn user(&self) -> UserInfo {
         let mut groups = self.organizations.clone();
         add_authenticated(&mut groups);
-        UserInfo { name: self.common_name.clone(), groups, ..Default::default() }
+        let extra = BTreeMap::from([(CREDENTIAL_ID_KEY.to_owned(), vec![self.credential_id.clone()])]);
+        UserInfo { name: self.common_name.clone(), groups, extra, ..Default::default() }
     }
 }
 
@@ -58,6 +66,9 @@ pub fn add_authenticated(groups: &mut Vec<String>) {
         groups.push(AUTHENTICATED_GROUP.to_string());
     }
 }
+
+/// The user-extra key of the credential a user authenticated with (kube's `CredentialIDKey`).
+pub const CREDENTIAL_ID_KEY: &str = "authentication.kubernetes.io/credential-id";
 
 /// The group every authenticated user is in.
 pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
@@ -82,7 +93,9 @@ pub trait Authenticator: Send + Sync + std::fmt::Debug {
 /// An authorizer's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    Allow,
+    /// Allowed, with the authorizer's reason (audited as `authorization.k8s.io/reason`; kube's
+    /// privileged-group authorizer gives none).
+    Allow(String),
     /// Denied, with an optional reason appended to the 403 message.
     Deny(String),
     /// The authorizer could not decide (its backend failed): 500.
@@ -113,7 +126,7 @@ pub struct MastersAuthorizer;
 impl Authorizer for MastersAuthorizer {
     fn authorize<'a>(&'a self, user: &'a UserInfo, _request: &'a RequestInfo) -> BoxFuture<'a, Decision> {
         let allowed = user.groups.iter().any(|g| g == crate::pki::ADMIN_GROUP);
-        Box::pin(async move { if allowed { Decision::Allow } else { Decision::Deny(String::new()) } })
+        Box::pin(async move { if allowed { Decision::Allow(String::new()) } else { Decision::Deny(String::new()) } })
     }
 }
 

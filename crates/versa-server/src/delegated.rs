@@ -311,7 +311,7 @@ impl Authorizer for DelegatedAuthorizer {
     fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> BoxFuture<'a, Decision> {
         Box::pin(async move {
             if user.groups.iter().any(|g| g == MASTERS) {
-                return Decision::Allow;
+                return Decision::Allow(String::new());
             }
             let spec = access_review_spec(user, request);
             let key = spec.to_string();
@@ -331,10 +331,11 @@ impl Authorizer for DelegatedAuthorizer {
                 }
             };
             let status = &answer["status"];
+            let reason = status["reason"].as_str().unwrap_or("").to_owned();
             let decision = if status["allowed"] == true && status["denied"] != true {
-                Decision::Allow
+                Decision::Allow(reason)
             } else {
-                Decision::Deny(status["reason"].as_str().unwrap_or("").to_owned())
+                Decision::Deny(reason)
             };
             self.answers.put(key, decision.clone());
             decision
@@ -352,6 +353,7 @@ mod tests {
             common_name: cn.into(),
             organizations: vec![],
             trusted: Trusted { client_ca: false, requestheader: true },
+            credential_id: String::new(),
         }
     }
 

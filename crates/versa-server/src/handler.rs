@@ -3,8 +3,15 @@
 //! authorizer allows. Then: `/version`, discovery (`/api`, `/apis[/<group>[/<version>]]`),
 //! OpenAPI, and resource requests, which go to the resource's REST handler (`rest/`) through
 //! the registry snapshot taken here.
+//!
+//! The audit log (`audit.rs`) follows kube's filter chain: a request that fails authentication
+//! (or names a bad `timeout`, which kube checks first) is recorded without a user; an
+//! authenticated one from `RequestReceived`, through the in-flight limit and authorization
+//! (whose decision becomes annotations), to its answer.
 
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
@@ -22,7 +29,7 @@ use crate::registry::Registry;
 use crate::auth::{Auth, ClientCert, Credentials, Decision, forbidden_message};
 use crate::request_info::RequestInfo;
 use crate::status::Status;
-use crate::{Body, discovery, full, json_response, limits, request_info, rest};
+use crate::{Body, audit, discovery, full, json_response, limits, request_info, rest};
 
 /// What every request shares.
 #[derive(Debug)]
@@ -49,6 +56,8 @@ pub struct State {
     pub inflight: crate::limits::InFlight,
     /// Rendered objects (the LIST and GET fast path).
     pub render: crate::rest::render::RenderCache,
+    /// The audit policy and log; `None` (no policy): nothing is audited.
+    pub audit: Option<audit::Auditor>,
     /// Cancelled when the server shuts down: watches and the controller end.
     pub shutdown: CancellationToken,
 }
@@ -57,9 +66,16 @@ pub struct State {
 const KUBE_MAJOR: &str = "1";
 const KUBE_MINOR: &str = "36";
 
-pub async fn handle(state: Arc<State>, client_cert: Option<Arc<ClientCert>>, req: Request<Incoming>) -> Response<Body> {
+pub async fn handle(
+    state: Arc<State>,
+    client_cert: Option<Arc<ClientCert>>,
+    peer: Option<IpAddr>,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    let received = SystemTime::now();
     let audit_id = audit_id(req.headers());
-    let mut response = route(state, client_cert, req).await;
+    let origin = Origin { audit_id: &audit_id, received, peer };
+    let mut response = route(state, client_cert, &origin, req).await;
     if let Ok(value) = header::HeaderValue::from_str(&audit_id) {
         response.headers_mut().insert(AUDIT_ID, value);
     }
@@ -67,8 +83,31 @@ pub async fn handle(state: Arc<State>, client_cert: Option<Arc<ClientCert>>, req
 }
 
 /// The header that ties a request to kube-apiserver's audit log: echoed when the aggregator
-/// sent one, made up otherwise (as kube-apiserver does).
-const AUDIT_ID: &str = "audit-id";
+/// sent one, made up otherwise (as kube-apiserver does); the audit events carry it as `auditID`.
+const AUDIT_ID: &str = audit::AUDIT_ID_HEADER;
+
+/// When and from where a request came, and its Audit-ID: what its audit events start from.
+#[derive(Debug, Clone, Copy)]
+struct Origin<'a> {
+    audit_id: &'a str,
+    received: SystemTime,
+    peer: Option<IpAddr>,
+}
+
+impl<'a> Origin<'a> {
+    fn arrival<'r>(&self, req: &'r Request<Incoming>) -> audit::Arrival<'r>
+    where
+        'a: 'r,
+    {
+        audit::Arrival {
+            audit_id: self.audit_id,
+            received: self.received,
+            uri: req.uri(),
+            headers: req.headers(),
+            peer: self.peer,
+        }
+    }
+}
 
 fn audit_id(headers: &http::HeaderMap) -> String {
     match headers.get(AUDIT_ID).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty() && v.len() <= 128) {
@@ -77,7 +116,12 @@ fn audit_id(headers: &http::HeaderMap) -> String {
     }
 }
 
-async fn route(state: Arc<State>, client_cert: Option<Arc<ClientCert>>, req: Request<Incoming>) -> Response<Body> {
+async fn route(
+    state: Arc<State>,
+    client_cert: Option<Arc<ClientCert>>,
+    origin: &Origin<'_>,
+    req: Request<Incoming>,
+) -> Response<Body> {
     let path = req.uri().path().to_string();
     if let Some(response) = health(&state, req.method(), &path).await {
         return response;
@@ -94,40 +138,87 @@ async fn route(state: Arc<State>, client_cert: Option<Arc<ClientCert>>, req: Req
     let started = std::time::Instant::now();
     let method = req.method().clone();
     let info = request_info::parse(req.method(), &path, req.uri().query());
-    let response = authenticated(state.clone(), client_cert, &info, &path, req).await;
+    let response = authenticated(state.clone(), client_cert, origin, &info, &path, req).await;
     let code = response.status().as_u16();
     state.metrics.observe(&info, &method, code, started.elapsed().as_secs_f64());
     tracing::debug!(verb = %info.verb, path = %path, code, "request");
     response
 }
 
-/// Authenticates, authorizes and routes a request.
+/// Authenticates, authorizes and routes a request, auditing it.
 async fn authenticated(
     state: Arc<State>,
     client_cert: Option<Arc<ClientCert>>,
+    origin: &Origin<'_>,
     info: &RequestInfo,
     path: &str,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
 ) -> Response<Body> {
+    // kube's request-deadline filter comes before authentication: a bad `timeout` is a 400
+    // whoever asks, audited without a user.
+    let deadline = match limits::deadline(info, req.uri().query(), &state.limits) {
+        Ok(deadline) => deadline,
+        Err(status) => return failed(&state, origin, info, &req, status).await,
+    };
     let credentials = Credentials { client_cert: client_cert.as_deref(), headers: req.headers() };
     let user = match state.auth.authenticator.authenticate(credentials).await {
         Ok(Some(user)) => user,
-        Ok(None) => return Status::unauthorized().into_response(),
+        Ok(None) => return failed(&state, origin, info, &req, Status::unauthorized()).await,
         Err(e) => {
             tracing::info!(error = %e, "authentication failed");
-            return Status::unauthorized().into_response();
+            return failed(&state, origin, info, &req, Status::unauthorized()).await;
         }
     };
-    // kube's max-in-flight and timeout filters: after authentication, before authorization.
+    let Some(auditor) = &state.audit else {
+        return admitted(state.clone(), user, info, path, req, deadline, None).await;
+    };
+    let Some(audit) = auditor.begin(origin.arrival(&req), &user, info, limits::is_long_running(info)) else {
+        return admitted(state.clone(), user, info, path, req, deadline, None).await;
+    };
+    audit.received().await;
+    // The REST layer adds the request body (rest::serve).
+    req.extensions_mut().insert(audit.record().clone());
+    let work = admitted(state.clone(), user, info, path, req, deadline, Some(audit.record()));
+    let response = audit::catch_panic(audit.record(), work).await;
+    audit.respond(response).await
+}
+
+/// A request refused before it had a user: kube audits it as one `ResponseStarted` event.
+async fn failed(
+    state: &State,
+    origin: &Origin<'_>,
+    info: &RequestInfo,
+    req: &Request<Incoming>,
+    status: Status,
+) -> Response<Body> {
+    match &state.audit {
+        Some(auditor) => auditor.failed(origin.arrival(req), info, status.into_response()).await,
+        None => status.into_response(),
+    }
+}
+
+/// The in-flight limit and the deadline, then authorization and the work.
+async fn admitted(
+    state: Arc<State>,
+    user: crate::auth::UserInfo,
+    info: &RequestInfo,
+    path: &str,
+    req: Request<Incoming>,
+    deadline: Option<std::time::Duration>,
+    audit: Option<&audit::Record>,
+) -> Response<Body> {
+    // kube's max-in-flight filter: after authentication (and auditing), before authorization.
     let _place = match state.inflight.admit(&user, info) {
         Ok(place) => place,
-        Err(status) => return status.into_response(),
+        Err(status) => {
+            // kube writes this 429 as text: its audit event has only the code.
+            if let Some(record) = audit {
+                record.text_answer();
+            }
+            return status.into_response();
+        }
     };
-    let deadline = match limits::deadline(info, req.uri().query(), &state.limits) {
-        Ok(deadline) => deadline,
-        Err(status) => return status.into_response(),
-    };
-    let work = authorized(state, user, info, path, req);
+    let work = authorized(state, user, info, path, req, audit);
     match deadline {
         Some(deadline) => {
             tokio::time::timeout(deadline, work).await.unwrap_or_else(|_| limits::timed_out().into_response())
@@ -136,15 +227,34 @@ async fn authenticated(
     }
 }
 
-/// Authorizes and routes a request of an authenticated user.
+/// Authorizes and routes a request of an authenticated user; the decision is audited as kube's
+/// authorization filter annotates it.
 async fn authorized(
     state: Arc<State>,
     user: crate::auth::UserInfo,
     info: &RequestInfo,
     path: &str,
     req: Request<Incoming>,
+    audit: Option<&audit::Record>,
 ) -> Response<Body> {
     let decision = state.auth.authorizer.authorize(&user, info).await;
+    if let Some(record) = audit {
+        match &decision {
+            Decision::Allow(reason) => {
+                record.annotate(audit::DECISION_ANNOTATION, "allow");
+                record.annotate(audit::REASON_ANNOTATION, reason);
+            }
+            Decision::Deny(reason) => {
+                record.annotate(audit::DECISION_ANNOTATION, "forbid");
+                record.annotate(audit::REASON_ANNOTATION, reason);
+            }
+            Decision::Error(_) => {
+                // kube answers with a plain-text 500.
+                record.annotate(audit::REASON_ANNOTATION, "internal error");
+                record.text_answer();
+            }
+        }
+    }
     if let Decision::Error(message) = decision {
         return Status::internal(message).into_response();
     }

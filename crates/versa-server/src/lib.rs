@@ -13,6 +13,7 @@
 //! → route (see `handler.rs`). Errors are `metav1.Status` objects (`status.rs`).
 
 pub mod apiservice;
+pub mod audit;
 pub mod auth;
 pub mod cluster;
 pub mod codec;
@@ -112,6 +113,8 @@ pub struct ServerConfig {
     pub migration: migration::MigrationOptions,
     /// Requests in flight and their duration.
     pub limits: limits::RequestLimits,
+    /// The audit policy and log (`audit.rs`); `None`: no auditing.
+    pub audit: Option<audit::AuditConfig>,
 }
 
 /// A server ready to run: PKI loaded, TLS built, listener bound.
@@ -153,6 +156,7 @@ impl ServerConfig {
                 (tls, prepared.trust, prepared.auth, None, Some(prepared.tasks), Some(prepared.startup))
             }
         };
+        let audit = self.audit.map(audit::Auditor::start).transpose()?;
         let state = Arc::new(handler::State {
             store: self.store,
             keys: versa_storage::Keys::new(&self.key_prefix),
@@ -173,6 +177,7 @@ impl ServerConfig {
             inflight: limits::InFlight::new(&self.limits),
             startup,
             render: Default::default(),
+            audit,
             shutdown: tokio_util::sync::CancellationToken::new(),
         });
         // The definitions API (each face) is published like any served resource.
@@ -209,6 +214,9 @@ impl Prepared {
         let result = server::serve(self.listener, self.tls, self.trust, self.state.clone(), shutdown).await;
         self.state.shutdown.cancel();
         let _ = controller.await;
+        if let Some(audit) = &self.state.audit {
+            audit.flush().await;
+        }
         result
     }
 }

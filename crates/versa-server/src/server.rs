@@ -66,7 +66,9 @@ pub async fn serve(
             });
             let service = service_fn(move |req| {
                 let (state, client_cert) = (state.clone(), client_cert.clone());
-                async move { Ok::<_, std::convert::Infallible>(handler::handle(state, client_cert, req).await) }
+                async move {
+                    Ok::<_, std::convert::Infallible>(handler::handle(state, client_cert, Some(peer.ip()), req).await)
+                }
             });
             let builder = auto::Builder::new(TokioExecutor::new());
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);

@@ -71,7 +71,78 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
     #[command(flatten)]
+    audit: AuditArgs,
+    #[command(flatten)]
     cluster: ClusterArgs,
+}
+
+/// The audit log: kube-apiserver's flags, its defaults and its meaning (docs/serving.md).
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Auditing")]
+struct AuditArgs {
+    /// audit.k8s.io/v1 Policy deciding what is audited (without it nothing is).
+    #[arg(long)]
+    audit_policy_file: Option<PathBuf>,
+    /// File the audit events are appended to, one JSON audit.k8s.io/v1 Event a line; `-` is
+    /// standard output.
+    #[arg(long)]
+    audit_log_path: Option<PathBuf>,
+    /// Days to keep rotated audit logs, by the time in their names (0: no limit).
+    #[arg(long, default_value_t = 366)]
+    audit_log_maxage: u32,
+    /// Rotated audit logs to keep (0: no limit).
+    #[arg(long, default_value_t = 100)]
+    audit_log_maxbackup: u32,
+    /// MiB the audit log may reach before it is rotated (0: never rotated).
+    #[arg(long, default_value_t = 100)]
+    audit_log_maxsize: u32,
+    /// Format of the audit log (kube's "legacy" one-line text is not written).
+    #[arg(long, value_enum, default_value_t = AuditLogFormat::Json)]
+    audit_log_format: AuditLogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum AuditLogFormat {
+    Json,
+}
+
+impl AuditArgs {
+    /// The audit configuration, as kube-apiserver reads its flags: the policy is loaded (and
+    /// refused when invalid) whenever given, but events are written only with both a policy
+    /// and a log path.
+    fn config(&self) -> anyhow::Result<Option<versa_server::audit::AuditConfig>> {
+        use versa_server::audit::{AuditConfig, LogConfig, Policy};
+        let policy = match &self.audit_policy_file {
+            Some(path) => {
+                let (policy, warnings) = Policy::load(path)?;
+                for warning in warnings {
+                    tracing::warn!(file = %path.display(), "audit policy contains errors, decoded leniently: {warning}");
+                }
+                Some(policy)
+            }
+            None => None,
+        };
+        Ok(match (policy, &self.audit_log_path) {
+            (Some(policy), Some(path)) => Some(AuditConfig {
+                policy,
+                log: LogConfig {
+                    path: path.clone(),
+                    max_age_days: self.audit_log_maxage,
+                    max_backups: self.audit_log_maxbackup,
+                    max_size_mb: self.audit_log_maxsize,
+                },
+            }),
+            (None, Some(_)) => {
+                tracing::info!("no --audit-policy-file: no audit events will be recorded");
+                None
+            }
+            (Some(_), None) => {
+                tracing::info!("no --audit-log-path: the audit policy is loaded but events go nowhere");
+                None
+            }
+            (None, None) => None,
+        })
+    }
 }
 
 /// Cluster mode: on when a kubeconfig is given or versa runs in a pod (`KUBERNETES_SERVICE_HOST`
@@ -267,6 +338,7 @@ async fn open_store(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
 async fn serve(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("cannot create data directory {}", args.data_dir.display()))?;
+    let audit = args.audit.config()?;
     let cluster = args.cluster.config().await?;
     let mode = if cluster.is_some() { "cluster" } else { "standalone" };
     let store = open_store(&args).await?;
@@ -289,6 +361,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
             max_mutating_requests_inflight: args.max_mutating_requests_inflight,
             request_timeout: std::time::Duration::from_secs(args.request_timeout),
         },
+        audit,
     };
     let server = config.complete().await?;
     let shutdown = shutdown_signal()?;

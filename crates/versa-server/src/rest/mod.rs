@@ -248,6 +248,9 @@ pub async fn serve(
         Err(status) => return status.into_response(),
     };
     let b = &body[..];
+    if let Some(record) = parts.extensions.get::<crate::audit::Record>() {
+        audit_body(record, &ctx, info, b);
+    }
     let result = match (info.subresource.as_str(), info.name.is_empty()) {
         ("", true) => match info.verb.as_str() {
             "list" => read::list(&ctx).await,
@@ -292,6 +295,83 @@ pub async fn serve(
             add_warnings(response.headers_mut(), ctx.warnings.iter());
             response
         }
+    }
+}
+
+/// Records what kube's audit records of a write's body: for a create or update, the object its
+/// decoder makes of the body (custom resources defaulted, pruned and with metadata round-tripped
+/// through `ObjectMeta`, whose zero `creationTimestamp` is `null`) — its name, uid and
+/// resourceVersion reach the object reference at every level; from level `Request` on, a
+/// patch as JSON and a delete's `DeleteOptions`. A body kube's decoder would refuse (malformed,
+/// another apiVersion, unknown or duplicate fields with `fieldValidation=Strict`) is not
+/// recorded: kube fails the request before it records the object.
+fn audit_body(record: &crate::audit::Record, ctx: &Ctx, info: &RequestInfo, body: &[u8]) {
+    use crate::audit::Level;
+    let decode = |format| codec::decode(body, format).ok().map(|d| d.value).filter(Value::is_object);
+    // The core kinds also take Kubernetes' protobuf; kube records what it decoded, as JSON.
+    let format = || {
+        if ctx.res.builtin.is_some() {
+            codec::body_format_builtin(&ctx.headers)
+        } else {
+            codec::body_format(&ctx.headers)
+        }
+    };
+    match info.verb.as_str() {
+        "create" | "update" => {
+            let Ok(format) = format() else { return };
+            let Ok(codec::Decoded { value: mut obj, duplicates }) = codec::decode(body, format) else { return };
+            let strict = ctx.query.get("fieldValidation") == Some("Strict");
+            if !obj.is_object() || (strict && !duplicates.is_empty()) {
+                return;
+            }
+            let custom = ctx.res.flavor == crate::registry::Flavor::Custom && ctx.res.builtin.is_none();
+            if custom && info.subresource != "scale" {
+                let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+                if !api_version.is_empty() && api_version != ctx.api_version() {
+                    return;
+                }
+                if let Some(schema) = &ctx.ver().schema {
+                    let malformed = versa_schema::objectmeta::Malformed::Reject;
+                    match versa_schema::pipeline::normalise(&mut obj, schema, malformed) {
+                        Ok(unknown) if !strict || unknown.is_empty() => {}
+                        _ => return,
+                    }
+                }
+                if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.entry("creationTimestamp").or_insert(Value::Null);
+                }
+            }
+            record.request_object(obj);
+        }
+        "patch" if record.level() >= Level::Request => {
+            let yaml =
+                ctx.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.contains("yaml"));
+            let format = if yaml { codec::Format::Yaml } else { codec::Format::Json };
+            if let Some(patch) = codec::decode(body, format).ok().map(|d| d.value) {
+                record.request_body(patch);
+            }
+        }
+        "delete" | "deletecollection" if record.level() >= Level::Request && !body.is_empty() => {
+            let Some(mut options) = format().ok().and_then(decode) else { return };
+            if let Some(o) = options.as_object_mut() {
+                const FIELDS: &[&str] = &[
+                    "kind",
+                    "apiVersion",
+                    "gracePeriodSeconds",
+                    "preconditions",
+                    "orphanDependents",
+                    "propagationPolicy",
+                    "dryRun",
+                    "ignoreStoreReadErrorWithClusterBreakingPotential",
+                ];
+                o.retain(|k, _| FIELDS.contains(&k.as_str()));
+                // Decoded with meta.k8s.io/v1 DeleteOptions as the default kind.
+                o.entry("kind").or_insert_with(|| json!("DeleteOptions"));
+                o.entry("apiVersion").or_insert_with(|| json!("meta.k8s.io/v1"));
+            }
+            record.request_body(options);
+        }
+        _ => {}
     }
 }
 
