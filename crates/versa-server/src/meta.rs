@@ -40,8 +40,9 @@ pub fn now() -> String {
     rfc3339(SystemTime::now())
 }
 
-// Howard Hinnant's civil-calendar algorithms (proleptic Gregorian).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
+/// The proleptic Gregorian (year, month, day) of a count of days from 1970-01-01 (Howard
+/// Hinnant's civil-calendar algorithm, in 400-year eras starting on March 1).
+pub(crate) fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

@@ -601,7 +601,7 @@ fn rfc3339(message: &'static str, seconds: i64, micros: Option<i64>) -> Result<V
     if seconds == GO_ZERO_TIME && micros.unwrap_or(0) == 0 {
         return Ok(Value::Null);
     }
-    let (year, month, day) = civil_date(seconds.div_euclid(86_400));
+    let (year, month, day) = crate::meta::civil_from_days(seconds.div_euclid(86_400));
     if !(0..=9_999).contains(&year) {
         return Err(ProtobufError::TimeRange { message, seconds });
     }
@@ -614,19 +614,6 @@ fn rfc3339(message: &'static str, seconds: i64, micros: Option<i64>) -> Result<V
     }))
 }
 
-/// The proleptic Gregorian (year, month, day) of a count of days from 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`, in 400-year eras of 146097 days starting on March 1).
-fn civil_date(days: i64) -> (i64, i64, i64) {
-    let shifted = days + 719_468; // from 0000-03-01
-    let era = shifted.div_euclid(146_097);
-    let day_of_era = shifted.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_from_march = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
-    (year_of_era + era * 400 + i64::from(month <= 2), month, day)
-}
 
 /// `metav1.FieldsV1` (`Raw` 1): the JSON text it holds, null when empty (kube's
 /// `MarshalJSON`). kube also accepts CBOR there (first byte a CBOR map, tag or null); versa
@@ -1092,15 +1079,15 @@ mod tests {
         }
         assert_eq!(rfc3339("MicroTime", GO_ZERO_TIME, Some(1)), Ok(json!("0001-01-01T00:00:00.000001Z")));
         // Every day of four centuries round-trips through the calendar.
-        let mut previous = civil_date(-146_097 - 1);
+        let mut previous = crate::meta::civil_from_days(-146_097 - 1);
         for days in -146_097..146_097 {
-            let date = civil_date(days);
+            let date = crate::meta::civil_from_days(days);
             let next_day = (previous.0, previous.1, previous.2 + 1);
             let next_month = (previous.0, previous.1 + 1, 1);
             let next_year = (previous.0 + 1, 1, 1);
             assert!(date == next_day || date == next_month || date == next_year, "{previous:?} then {date:?}");
             previous = date;
         }
-        assert_eq!(civil_date(0), (1970, 1, 1));
+        assert_eq!(crate::meta::civil_from_days(0), (1970, 1, 1));
     }
 }

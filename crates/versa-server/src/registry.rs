@@ -112,31 +112,27 @@ impl Builtin {
                                     "x-kubernetes-preserve-unknown-fields": true}}}}}}}}],
                 },
             }),
-            Builtin::Event => serde_json::json!({
-                "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "events"},
-                "spec": {
-                    "group": "", "scope": "Namespaced",
-                    "names": {"plural": "events", "singular": "event", "kind": "Event",
-                              "listKind": "EventList", "shortNames": ["ev"]},
-                    "versions": [{"name": "v1", "served": true, "storage": true,
-                        "schema": {"openAPIV3Schema": {"type": "object",
-                            "x-kubernetes-preserve-unknown-fields": true}}}],
-                },
-            }),
-            Builtin::EventV1 => serde_json::json!({
-                "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "events.events.k8s.io"},
-                "spec": {
-                    "group": "events.k8s.io", "scope": "Namespaced",
-                    "names": {"plural": "events", "singular": "event", "kind": "Event",
-                              "listKind": "EventList", "shortNames": ["ev"]},
-                    "versions": [{"name": "v1", "served": true, "storage": true,
-                        "schema": {"openAPIV3Schema": {"type": "object",
-                            "x-kubernetes-preserve-unknown-fields": true}}}],
-                },
-            }),
+            Builtin::Event => event_definition("events", ""),
+            Builtin::EventV1 => event_definition("events.events.k8s.io", "events.k8s.io"),
         };
         ResourceDefinition::from_document(&doc).unwrap_or_default()
     }
+}
+
+/// An Event kind (core or `events.k8s.io`) as a definition: its fields are many and flat, so
+/// they are kept as they come.
+fn event_definition(name: &str, group: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name},
+        "spec": {
+            "group": group, "scope": "Namespaced",
+            "names": {"plural": "events", "singular": "event", "kind": "Event",
+                      "listKind": "EventList", "shortNames": ["ev"]},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}}],
+        },
+    })
 }
 
 /// One served resource, compiled.

@@ -64,16 +64,7 @@ pub fn prepare_create_namespace(obj: &mut Value) {
 /// kube's namespace strategy on update: `spec.finalizers` come from the old object (the main
 /// endpoint and `/status` never change them); the name label stays.
 pub fn prepare_update_namespace(new: &mut Value, old: &Value) {
-    let finalizers = old.pointer("/spec/finalizers").cloned();
-    if let Some(o) = new.as_object_mut() {
-        let spec = o.entry("spec").or_insert_with(|| json!({}));
-        if let Some(spec) = spec.as_object_mut() {
-            match finalizers {
-                Some(f) => spec.insert("finalizers".into(), f),
-                None => spec.remove("finalizers"),
-            };
-        }
-    }
+    set_spec_finalizers(new, old.pointer("/spec/finalizers").cloned());
     name_label(new);
 }
 
@@ -81,14 +72,18 @@ pub fn prepare_update_namespace(new: &mut Value, old: &Value) {
 pub fn prepare_finalize(new: &mut Value, old: &Value) {
     let finalizers = new.pointer("/spec/finalizers").cloned();
     *new = old.clone();
-    if let Some(o) = new.as_object_mut() {
-        let spec = o.entry("spec").or_insert_with(|| json!({}));
-        if let Some(spec) = spec.as_object_mut() {
-            match finalizers {
-                Some(f) => spec.insert("finalizers".into(), f),
-                None => spec.remove("finalizers"),
-            };
-        }
+    set_spec_finalizers(new, finalizers);
+}
+
+/// Sets (or, for `None`, removes) `spec.finalizers`.
+fn set_spec_finalizers(obj: &mut Value, finalizers: Option<Value>) {
+    let Some(o) = obj.as_object_mut() else { return };
+    let spec = o.entry("spec").or_insert_with(|| json!({}));
+    if let Some(spec) = spec.as_object_mut() {
+        match finalizers {
+            Some(f) => spec.insert("finalizers".into(), f),
+            None => spec.remove("finalizers"),
+        };
     }
 }
 
