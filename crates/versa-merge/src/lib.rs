@@ -15,11 +15,27 @@
 //! nesting deeper than 128 levels, and serde_json refuses deeper `fieldsV1` text, so the
 //! recursion is bounded without a counter of its own.
 
+mod compare;
+pub mod conflict;
+mod field_set;
+pub mod fieldmanager;
 pub mod fieldsv1;
+pub mod managed;
+mod merge;
 pub mod path;
+mod remove;
+mod schema;
 pub mod set;
+mod updater;
+pub mod validate;
 mod value;
 
+pub use compare::Comparison;
+pub use conflict::{Conflict, ConflictCause, Conflicts};
+pub use field_set::field_set;
+pub use fieldmanager::{ApplyError, Options, Outcome, UpdateError, apply, update};
 pub use fieldsv1::FieldsV1Error;
+pub use managed::{ManagedFields, ManagedFieldsEntry, ManagedFieldsError, ManagerId};
 pub use path::{FieldPath, PathElement};
 pub use set::FieldSet;
+pub use validate::{ValidationError, ValidationErrors};
