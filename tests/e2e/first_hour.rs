@@ -152,7 +152,7 @@ fn namespaces_as_kube_has_them() {
     let core = json(ok(versa.kubectl(&["get", "--raw", "/api"])));
     assert_eq!(core["versions"], serde_json::json!(["v1"]));
     let resources = ok(versa.kubectl(&["api-resources", "--api-group=", "-o", "name"]));
-    assert_eq!(resources.split_whitespace().collect::<Vec<_>>(), ["events", "namespaces"], "{resources}");
+    assert_eq!(resources.split_whitespace().collect::<Vec<_>>(), ["events", "namespaces", "secrets"], "{resources}");
     let newer = ok(versa.kubectl(&["api-resources", "--api-group=events.k8s.io", "-o", "name"]));
     assert_eq!(newer.trim(), "events.events.k8s.io");
     let initial = ok(versa.kubectl(&["get", "namespaces", "-o", "name"]));
@@ -236,4 +236,68 @@ fn namespaces_as_kube_has_them() {
     // The initial namespaces stay.
     let err = fails(versa.kubectl(&["delete", "namespace", "default"]));
     assert!(err.contains("namespaces \"default\" is forbidden: this namespace may not be deleted"), "{err}");
+}
+
+/// `helm install` of a chart whose `crds/` holds an unchanged CRD manifest, as users run it:
+/// helm installs the CRD, waits for it, creates the chart's objects and keeps its release in a
+/// v1 Secret (which standalone versa serves for that, with kube's Secret rules: `stringData`
+/// becomes `data`, `type` defaults to `Opaque` and cannot change). Upgrade, list and uninstall
+/// work as on a cluster.
+#[test]
+fn helm_installs_charts_with_crds() {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(dir.path());
+    let chart = dir.path().join("chart");
+    std::fs::create_dir_all(chart.join("crds")).unwrap();
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    std::fs::write(chart.join("Chart.yaml"), "apiVersion: v2\nname: crontab\nversion: 0.1.0\n").unwrap();
+    std::fs::write(chart.join("crds/crontab.yaml"), seed_crd()).unwrap();
+    std::fs::write(
+        chart.join("templates/crontab.yaml"),
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: from-helm\nspec:\n  image: {{ .Values.image }}\n",
+    )
+    .unwrap();
+    std::fs::write(chart.join("values.yaml"), "image: busybox\n").unwrap();
+    let helm = std::env::var("VERSA_HELM_BIN").unwrap_or_else(|_| {
+        panic!("set VERSA_HELM_BIN: `bash hack/install-deps.sh --helm-path` prints it (hack/test.sh sets it)")
+    });
+    let run = |args: &[&str]| -> String {
+        let out = std::process::Command::new(&helm)
+            .args(args)
+            .env("KUBECONFIG", versa.kubeconfig())
+            .env("HELM_CACHE_HOME", dir.path().join("helm-cache"))
+            .env("HELM_CONFIG_HOME", dir.path().join("helm-config"))
+            .env("HELM_DATA_HOME", dir.path().join("helm-data"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "helm {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let chart = chart.to_str().unwrap();
+    let out = run(&["install", "demo", chart, "--namespace", "default"]);
+    assert!(out.contains("STATUS: deployed"), "{out}");
+    let tab = json(ok(versa.kubectl(&["get", "crontab", "from-helm", "-o", "json"])));
+    assert_eq!(tab["spec"]["image"], "busybox");
+    let out = run(&["upgrade", "demo", chart, "--namespace", "default", "--set", "image=nginx"]);
+    assert!(out.contains("STATUS: deployed"), "{out}");
+    let tab = json(ok(versa.kubectl(&["get", "crontab", "from-helm", "-o", "json"])));
+    assert_eq!(tab["spec"]["image"], "nginx");
+    let list = run(&["list", "--namespace", "default", "-o", "json"]);
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert_eq!((&list[0]["name"], &list[0]["revision"], &list[0]["status"]), (&"demo".into(), &"2".into(), &"deployed".into()));
+    run(&["uninstall", "demo", "--namespace", "default"]);
+    assert_eq!(ok(versa.kubectl(&["get", "crontabs", "-o", "name"])).trim(), "");
+    assert_eq!(ok(versa.kubectl(&["get", "secrets", "-o", "name"])).trim(), "", "the release records went");
+    assert!(ok(versa.kubectl(&["get", "crd", "-o", "name"])).contains("crontabs.stable.example.com"), "helm keeps CRDs");
+
+    // kube's Secret rules, through kubectl's typed client (protobuf).
+    ok(versa.kubectl(&["create", "secret", "generic", "s", "--from-literal=user=admin"]));
+    let secret = json(ok(versa.kubectl(&["get", "secret", "s", "-o", "json"])));
+    assert_eq!((&secret["type"], &secret["data"]["user"]), (&"Opaque".into(), &"YWRtaW4=".into()));
+    ok(versa.kubectl(&["patch", "secret", "s", "--type=merge", "-p", "{\"stringData\":{\"pass\":\"x\"}}"]));
+    let secret = json(ok(versa.kubectl(&["get", "secret", "s", "-o", "json"])));
+    assert_eq!(secret["data"], serde_json::json!({"user": "YWRtaW4=", "pass": "eA=="}));
+    assert!(secret.get("stringData").is_none(), "{secret}");
+    let err = fails(versa.kubectl(&["patch", "secret", "s", "--type=merge", "-p", "{\"type\":\"example.com/other\"}"]));
+    assert!(err.contains("type: Invalid value: \"example.com/other\": field is immutable"), "{err}");
 }

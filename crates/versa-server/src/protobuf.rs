@@ -5,7 +5,7 @@
 //! read them too. Answers stay JSON (those clients accept both). This module owns the wire
 //! format: the envelope (the magic bytes `k8s\0`, then a `runtime.Unknown` whose `typeMeta`
 //! names the kind and whose `raw` holds the object), and the messages of the kinds it decodes —
-//! v1 `Namespace`, v1 `Event` and meta/v1 `DeleteOptions` (the body of a typed client's
+//! v1 `Namespace`, v1 `Event`, v1 `Secret` and meta/v1 `DeleteOptions` (the body of a typed client's
 //! DELETE, in whatever group version it names, as kube decodes it) with everything they
 //! contain: `ObjectMeta` in full, owner references, managed fields, times.
 //!
@@ -111,6 +111,7 @@ pub fn decode(body: &[u8]) -> Result<Value> {
     let desc = match (envelope.api_version.as_str(), envelope.kind.as_str()) {
         ("v1", "Namespace") => &NAMESPACE,
         ("v1", "Event") => &EVENT,
+        ("v1", "Secret") => &SECRET,
         // kube decodes DeleteOptions in every group version (it is one message in all of them).
         (_, "DeleteOptions") => &DELETE_OPTIONS,
         _ => return Err(ProtobufError::Kind { api_version: envelope.api_version, kind: envelope.kind }),
@@ -271,8 +272,11 @@ enum Ty {
     Strings,
     /// A repeated message.
     Messages(&'static Message),
-    /// `map<string, string>`: repeated entries (key 1, value 2), each key once.
+    /// `map<string, string>` (or `map<string, bytes>` with [`BYTES_ENTRY`]): repeated entries
+    /// (key 1, value 2), each key once.
     Map(&'static Message),
+    /// `bytes`: a JSON string in standard base64, as Go writes `[]byte`.
+    Bytes,
 }
 
 impl Ty {
@@ -402,6 +406,24 @@ static PRECONDITIONS: Message = Message {
     fields: &[field(1, "uid", Ty::Str, Pointer), field(2, "resourceVersion", Ty::Str, Pointer)],
 };
 
+/// v1 `Secret` (helm keeps its releases in Secrets, through client-go's typed client).
+static SECRET: Message = Message {
+    name: "Secret",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(2, "data", Ty::Map(&BYTES_ENTRY), Omit),
+        field(3, "type", Ty::Str, Omit),
+        field(4, "stringData", Ty::Map(&STRING_DATA_ENTRY), Omit),
+        field(5, "immutable", Ty::Bool, Pointer),
+    ],
+};
+
+static BYTES_ENTRY: Message = Message {
+    name: "Secret.DataEntry",
+    fields: &[field(1, "key", Ty::Str, Keep), field(2, "value", Ty::Bytes, Keep)],
+};
+static STRING_DATA_ENTRY: Message = Message { name: "Secret.StringDataEntry", fields: MAP_ENTRY };
+
 static NAMESPACE: Message = Message {
     name: "Namespace",
     fields: &[
@@ -497,6 +519,10 @@ fn message(desc: &'static Message, data: &[u8]) -> Result<Map<String, Value>> {
             }
             Ty::Bool => Value::Bool(reader.varint()? != 0),
             Ty::Str => Value::String(string(reader.bytes()?, name, json)?),
+            Ty::Bytes => {
+                use base64::Engine as _;
+                Value::String(base64::engine::general_purpose::STANDARD.encode(reader.bytes()?))
+            }
             Ty::Time => time(reader.bytes()?, &TIME)?,
             Ty::MicroTime => time(reader.bytes()?, &MICRO_TIME)?,
             Ty::FieldsV1 => fields_v1(reader.bytes()?)?,
@@ -549,7 +575,7 @@ fn message(desc: &'static Message, data: &[u8]) -> Result<Map<String, Value>> {
 /// What Go writes for a field of type `ty` left at its zero value.
 fn zero(ty: Ty) -> Result<Value> {
     Ok(match ty {
-        Ty::Str => Value::String(String::new()),
+        Ty::Str | Ty::Bytes => Value::String(String::new()),
         Ty::Int64 | Ty::Int32 => Value::from(0),
         Ty::Bool => Value::Bool(false),
         Ty::Message(inner) => Value::Object(message(inner, &[])?),
@@ -686,6 +712,23 @@ mod tests {
     fn decodes_what_clients_send() {
         // (case, message, apiVersion, kind, text-format object, expected JSON)
         let cases: &[(&str, &str, &str, &str, &str, Value)] = &[
+            (
+                "a Secret as helm stores a release (bytes in base64, immutable as sent)",
+                "Secret",
+                "v1",
+                "Secret",
+                r#"
+                metadata { name: "sh.helm.release.v1.demo.v1" namespace: "default" labels { key: "owner" value: "helm" } }
+                data { key: "release" value: "H4sI\000\377" }
+                type: "helm.sh/release.v1"
+                stringData { key: "note" value: "plain" }
+                immutable: false
+                "#,
+                json!({"kind": "Secret", "apiVersion": "v1",
+                       "metadata": {"name": "sh.helm.release.v1.demo.v1", "namespace": "default", "labels": {"owner": "helm"}},
+                       "data": {"release": "SDRzSQD/"}, "type": "helm.sh/release.v1",
+                       "stringData": {"note": "plain"}, "immutable": false}),
+            ),
             (
                 "kubectl create namespace",
                 "Namespace",

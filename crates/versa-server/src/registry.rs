@@ -85,6 +85,9 @@ pub enum Builtin {
     /// `events.k8s.io/v1` `events`: the same objects as [`Builtin::Event`], under the newer
     /// field names (client-go's `tools/events` recorders write these).
     EventV1,
+    /// `v1` `secrets`: where `helm install` keeps its releases (its default storage driver), so
+    /// that charts install on standalone versa as on a cluster.
+    Secret,
 }
 
 impl Builtin {
@@ -114,6 +117,22 @@ impl Builtin {
             }),
             Builtin::Event => event_definition("events", ""),
             Builtin::EventV1 => event_definition("events.events.k8s.io", "events.k8s.io"),
+            Builtin::Secret => serde_json::json!({
+                "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "secrets"},
+                "spec": {
+                    "group": "", "scope": "Namespaced",
+                    "names": {"plural": "secrets", "singular": "secret", "kind": "Secret", "listKind": "SecretList"},
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                        "additionalPrinterColumns": [
+                            {"name": "Type", "type": "string", "jsonPath": ".type"},
+                            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
+                        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                            "data": {"type": "object", "additionalProperties": {"type": "string", "format": "byte"}},
+                            "stringData": {"type": "object", "additionalProperties": {"type": "string"}},
+                            "type": {"type": "string"},
+                            "immutable": {"type": "boolean"}}}}}],
+                },
+            }),
         };
         ResourceDefinition::from_document(&doc).unwrap_or_default()
     }
@@ -458,7 +477,7 @@ impl Registry {
     pub fn standalone() -> Registry {
         let registry = Registry::with_faces(&[Face::ResourceDefinition, Face::CustomResourceDefinition]);
         registry.update(|by_name| {
-            for builtin in [Builtin::Namespace, Builtin::Event, Builtin::EventV1] {
+            for builtin in [Builtin::Namespace, Builtin::Event, Builtin::EventV1, Builtin::Secret] {
                 let resource = Resource::core(builtin);
                 by_name.insert(resource.definition.name().to_owned(), Arc::new(resource));
             }

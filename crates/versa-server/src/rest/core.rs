@@ -8,6 +8,9 @@
 //!   `kubernetes` finalizer. `default`, `kube-system` and `kube-public` may not be deleted.
 //! - nothing is created in a namespace that does not exist or is being terminated, with kube's
 //!   messages (other verbs are not refused, as in kube).
+//! - a Secret's `stringData` is merged into `data` (base64) and not kept, `type` defaults to
+//!   `Opaque` and may not change, and an `immutable` Secret keeps its data — kube's conversion
+//!   and validation of v1 Secrets.
 //! - `events.k8s.io/v1` Events are the core `v1` Events under other field names, as kube
 //!   converts them (`regarding` is `involvedObject`, `note` is `message`, …): stored in the core
 //!   form, converted at the storage boundary ([`event_from_core`], [`event_to_core`]).
@@ -201,4 +204,56 @@ fn rename_event_fields(obj: &mut Value, to_core: bool, api_version: &str) {
         }
     }
     o.insert("apiVersion".into(), json!(api_version));
+}
+
+/// Whether the request's resource is the Secret kind.
+pub fn is_secret(ctx: &Ctx) -> bool {
+    ctx.res.builtin == Some(Builtin::Secret)
+}
+
+/// A Secret as kube decodes it: `stringData` entries become `data` entries (base64; they win
+/// over `data` entries of the same key) and `stringData` is not kept; `type` defaults to
+/// `Opaque`.
+pub fn prepare_secret(obj: &mut Value) {
+    use base64::Engine as _;
+    let Some(o) = obj.as_object_mut() else { return };
+    if let Some(Value::Object(strings)) = o.remove("stringData") {
+        let data = o.entry("data").or_insert_with(|| json!({}));
+        if !data.is_object() {
+            *data = json!({});
+        }
+        if let Some(data) = data.as_object_mut() {
+            for (k, v) in strings {
+                let text = v.as_str().unwrap_or_default();
+                data.insert(k, json!(base64::engine::general_purpose::STANDARD.encode(text)));
+            }
+        }
+    }
+    if o.get("type").and_then(Value::as_str).is_none_or(str::is_empty) {
+        o.insert("type".into(), json!("Opaque"));
+    }
+}
+
+/// kube's `ValidateSecretUpdate`: `type` may not change, nor the data of an immutable Secret
+/// (nor may it become mutable again).
+pub fn validate_secret_update(new: &Value, old: &Value) -> versa_schema::ErrorList {
+    use versa_schema::{Error as FieldError, ErrorType, Path};
+    let mut errs = versa_schema::ErrorList::new();
+    if new.get("type") != old.get("type") {
+        errs.push(FieldError::new(
+            ErrorType::Invalid,
+            Path::new("type"),
+            new.get("type").cloned().unwrap_or(Value::Null),
+            "field is immutable",
+        ));
+    }
+    if old.get("immutable") == Some(&json!(true)) {
+        if new.get("immutable") != Some(&json!(true)) {
+            errs.push(FieldError::forbidden(Path::new("immutable"), "field is immutable when `immutable` is set"));
+        }
+        if new.get("data") != old.get("data") {
+            errs.push(FieldError::forbidden(Path::new("data"), "field is immutable when `immutable` is set"));
+        }
+    }
+    errs
 }

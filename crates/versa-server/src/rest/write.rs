@@ -231,6 +231,9 @@ fn admit(
             if let Some(old) = old {
                 errs.extend(pipeline::validate_update(obj, old));
                 errs.extend(finalizer_rules(obj, old));
+                if core::is_secret(ctx) {
+                    errs.extend(core::validate_secret_update(obj, old));
+                }
             }
             // x-kubernetes-validations run unless the schema found a blocking error (a value of
             // the wrong type, a missing required field, an unsupported enum value, too long, too
@@ -371,6 +374,9 @@ fn prepare_create(ctx: &Ctx, obj: &mut Value) {
     if core::is_namespace(ctx) {
         core::prepare_create_namespace(obj);
     }
+    if core::is_secret(ctx) {
+        core::prepare_secret(obj);
+    }
 }
 
 /// `POST .../<plural>`.
@@ -404,6 +410,9 @@ pub async fn create(ctx: &mut Ctx, body: &[u8]) -> Answer {
     ctx.respond_object(StatusCode::CREATED, &answer)
 }
 
+/// How often an unconditional update is tried against a changing object.
+const UNCONDITIONAL_UPDATE_TRIES: usize = 16;
+
 /// `PUT .../<name>` and `PUT .../<name>/status`.
 pub async fn update(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
     let Decoded { value: mut obj, duplicates } = decode_object(ctx, body)?;
@@ -416,6 +425,23 @@ pub async fn update(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
     }
     check_namespace(ctx, &mut obj)?;
     let rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("").to_owned();
+    if rv.is_empty() && ctx.res.builtin.is_some() {
+        // The core kinds allow unconditional updates (kube's AllowUnconditionalUpdate), as
+        // client-go's typed clients send them (helm records its releases so): the update
+        // applies to whatever is stored, retried if a writer comes between.
+        for _ in 0..UNCONDITIONAL_UPDATE_TRIES {
+            let current = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(storage_error(ctx))?;
+            let current = current.ok_or_else(|| ctx.not_found())?;
+            match apply_update(ctx, &current, obj.clone(), part, &duplicates).await {
+                Err(status) if status.code == StatusCode::CONFLICT && status.reason == "Conflict" => continue,
+                answer => {
+                    let (code, obj) = answer?;
+                    return ctx.respond_object(code, &obj);
+                }
+            }
+        }
+        return Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name));
+    }
     if rv.is_empty() {
         let errs = ErrorList(vec![FieldError::new(
             ErrorType::Invalid,
@@ -513,6 +539,9 @@ fn prepare_update(ctx: &Ctx, new: &mut Value, old: &Value, part: Part) {
     }
     if core::is_namespace(ctx) && part != Part::Finalize {
         core::prepare_update_namespace(new, old);
+    }
+    if core::is_secret(ctx) {
+        core::prepare_secret(new);
     }
     let old_meta = old.get("metadata");
     if let Some(meta) = meta_mut(new) {
