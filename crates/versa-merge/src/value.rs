@@ -269,31 +269,9 @@ fn write_go_v_float(f: f64, out: &mut String) {
     }
 }
 
-/// Go's `%q` (`strconv.Quote`): printable characters kept, the usual short escapes, `\x..` for
-/// other bytes below 0x80 and `\u....` for other non-printable characters.
+/// Go's `%q` (`strconv.Quote`), as versa's field errors write it (`versa_schema::field::go_quote`).
 pub(crate) fn write_go_quoted(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    out.push_str(&versa_schema::field::go_quote(s));
 }
 
 #[cfg(test)]
