@@ -109,6 +109,10 @@ fn crd_manifests_install_unchanged() {
     assert!(resources.contains("customresourcedefinitions") && resources.contains("crd,crds"), "{resources}");
     let explained = ok(versa.kubectl(&["explain", "crd"]));
     assert!(explained.contains("KIND:       CustomResourceDefinition"), "{explained}");
+    let versions = ok(versa.kubectl(&["explain", "crd.spec.versions"]));
+    for field in ["additionalPrinterColumns", "served", "storage", "subresources", "schema"] {
+        assert!(versions.contains(field), "kubectl explain crd.spec.versions lacks {field}:\n{versions}");
+    }
 
     // Bad input: kube's words for a CRD (kubectl prints an Invalid status its own way, from
     // the details' kind and name).

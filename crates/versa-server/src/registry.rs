@@ -380,9 +380,25 @@ fn next_id() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
+/// The published schema of a definition's `spec` and `status` (`data/definition-schema.json`,
+/// in our words): what `kubectl explain crd.spec.versions` shows. Only published — definitions
+/// are validated by `versa-apiextensions` — and open (`x-kubernetes-preserve-unknown-fields`)
+/// where a structural schema cannot follow the CRD's shape (the recursive `openAPIV3Schema`).
+/// The names object appears twice (`spec.names`, `status.acceptedNames`) and is written once.
+fn definition_schema() -> serde_json::Value {
+    let mut all: serde_json::Value =
+        serde_json::from_str(include_str!("../data/definition-schema.json")).unwrap_or_default();
+    let names = all.get("names").cloned().unwrap_or_default();
+    for path in ["/spec/properties/names", "/status/properties/acceptedNames"] {
+        if let Some(slot) = all.pointer_mut(path) {
+            *slot = names.clone();
+        }
+    }
+    serde_json::json!({"spec": all["spec"], "status": all["status"]})
+}
+
 /// A ResourceDefinition describing the definitions API itself (one face of it), for discovery
-/// and OpenAPI: its spec and status are open objects there (their shape is the CRD's,
-/// documented upstream).
+/// and OpenAPI ([`definition_schema`]).
 fn definitions_definition(face: Face) -> ResourceDefinition {
     let (group, version, plural, singular, kind, short_names, categories) = face.names();
     let names = serde_json::json!({"plural": plural, "singular": singular, "kind": kind,
@@ -398,10 +414,7 @@ fn definitions_definition(face: Face) -> ResourceDefinition {
             "names": names,
             "versions": [{
                 "name": version, "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-                             "description": "The shape of apiextensions.k8s.io/v1 CustomResourceDefinitionSpec."},
-                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": definition_schema()}},
                 "subresources": {"status": {}},
             }],
         },
@@ -598,4 +611,30 @@ pub fn with_schema(v: &CustomResourceDefinitionVersion, texts: &SchemaTexts) -> 
 /// `obj["metadata"][field]` as a string.
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+
+    use super::*;
+
+    /// The published schema of definitions is a structural schema (kubectl explain and the
+    /// OpenAPI documents read it) and says what a version holds.
+    #[test]
+    fn the_definition_schema_is_structural_and_complete() {
+        for face in [Face::ResourceDefinition, Face::CustomResourceDefinition] {
+            let def = definitions_definition(face);
+            let schema = def.spec.versions[0].schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref()).unwrap();
+            let lowered = Structural::lower(schema).unwrap();
+            let errs = versa_schema::structural_check::validate_structural(&lowered, &versa_schema::Path::none());
+            assert!(errs.is_empty(), "{face:?}: {errs:?}");
+            let version = &lowered.properties["spec"].properties["versions"].items.as_ref().unwrap().properties;
+            for field in ["name", "served", "storage", "schema", "subresources", "additionalPrinterColumns"] {
+                assert!(version.contains_key(field), "{face:?}: spec.versions[].{field}");
+            }
+            let accepted = &lowered.properties["status"].properties["acceptedNames"].properties;
+            assert!(accepted.contains_key("plural") && accepted.contains_key("kind"), "{face:?}");
+        }
+    }
 }
