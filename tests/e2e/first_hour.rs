@@ -20,7 +20,8 @@ use versa_e2e::{Versa, fails, ok};
 fn seed_crd() -> String {
     let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/seeds/001_caebc94cf39d3735.txt");
     let text = std::fs::read_to_string(&seed).unwrap_or_else(|e| panic!("{}: {e}", seed.display()));
-    let start = text.find("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition").expect("the seed's CRD");
+    let start =
+        text.find("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition").expect("the seed's CRD");
     let rest = &text[start..];
     let end = rest.find("\n\n").unwrap_or(rest.len());
     format!("{}\n", &rest[..end])
@@ -75,7 +76,10 @@ fn crd_manifests_install_unchanged() {
     // One object, two kinds.
     let as_crd = json(ok(versa.kubectl(&["get", "crd", "crontabs.stable.example.com", "-o", "json"])));
     let as_rd = json(ok(versa.kubectl(&["get", "rd", "crontabs.stable.example.com", "-o", "json"])));
-    assert_eq!((&as_crd["apiVersion"], &as_crd["kind"]), (&"apiextensions.k8s.io/v1".into(), &"CustomResourceDefinition".into()));
+    assert_eq!(
+        (&as_crd["apiVersion"], &as_crd["kind"]),
+        (&"apiextensions.k8s.io/v1".into(), &"CustomResourceDefinition".into())
+    );
     assert_eq!((&as_rd["apiVersion"], &as_rd["kind"]), (&"versa.dev/v1".into(), &"ResourceDefinition".into()));
     for field in ["/metadata/uid", "/metadata/resourceVersion", "/spec", "/status"] {
         assert_eq!(as_crd.pointer(field), as_rd.pointer(field), "{field}");
@@ -95,7 +99,10 @@ fn crd_manifests_install_unchanged() {
 
     // A ResourceDefinition created through versa's face is a CRD too.
     let widget = seed_crd()
-        .replace("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition", "apiVersion: versa.dev/v1\nkind: ResourceDefinition")
+        .replace(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition",
+            "apiVersion: versa.dev/v1\nkind: ResourceDefinition",
+        )
         .replace("crontabs.stable.example.com", "widgets.stable.example.com")
         .replace("plural: crontabs", "plural: widgets")
         .replace("singular: crontab", "singular: widget")
@@ -160,7 +167,10 @@ fn namespaces_as_kube_has_them() {
     let newer = ok(versa.kubectl(&["api-resources", "--api-group=events.k8s.io", "-o", "name"]));
     assert_eq!(newer.trim(), "events.events.k8s.io");
     let initial = ok(versa.kubectl(&["get", "namespaces", "-o", "name"]));
-    assert_eq!(initial.split_whitespace().collect::<Vec<_>>(), ["namespace/default", "namespace/kube-public", "namespace/kube-system"]);
+    assert_eq!(
+        initial.split_whitespace().collect::<Vec<_>>(),
+        ["namespace/default", "namespace/kube-public", "namespace/kube-system"]
+    );
 
     // A namespace, as kubectl applies it: Active, the kubernetes finalizer, the name label.
     let ns = write(files, "team.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n");
@@ -170,7 +180,10 @@ fn namespaces_as_kube_has_them() {
     // As users type it: kubectl's typed client sends Kubernetes protobuf.
     assert_eq!(ok(versa.kubectl(&["create", "namespace", "typed"])).trim(), "namespace/typed created");
     let typed = json(ok(versa.kubectl(&["get", "namespace", "typed", "-o", "json"])));
-    assert_eq!((&typed["status"]["phase"], &typed["spec"]["finalizers"]), (&"Active".into(), &serde_json::json!(["kubernetes"])));
+    assert_eq!(
+        (&typed["status"]["phase"], &typed["spec"]["finalizers"]),
+        (&"Active".into(), &serde_json::json!(["kubernetes"]))
+    );
     assert_eq!(team["spec"]["finalizers"], serde_json::json!(["kubernetes"]));
     assert_eq!(team["metadata"]["labels"]["kubernetes.io/metadata.name"], "team");
 
@@ -180,7 +193,9 @@ fn namespaces_as_kube_has_them() {
         write(
             files,
             &format!("{ns}-{name}.yaml"),
-            &format!("apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: {name}\n  namespace: {ns}{finalizers}\nspec:\n  image: busybox\n"),
+            &format!(
+                "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: {name}\n  namespace: {ns}{finalizers}\nspec:\n  image: busybox\n"
+            ),
         )
     };
     let out = kubectl_settled(&versa, &["apply", "-f", &tab("a", "team", false)], "no matches for kind");
@@ -208,9 +223,15 @@ fn namespaces_as_kube_has_them() {
     let events = ok(versa.kubectl(&["get", "events", "-n", "team", "-o", "jsonpath={.items[*].message}"]));
     assert_eq!(events, "hello again");
     let core = json(ok(versa.kubectl(&["get", "events", "a.2", "-n", "team", "-o", "json"])));
-    assert_eq!((&core["apiVersion"], &core["involvedObject"]["name"], &core["reportingComponent"]), (&"v1".into(), &"a".into(), &"example.com/test".into()));
+    assert_eq!(
+        (&core["apiVersion"], &core["involvedObject"]["name"], &core["reportingComponent"]),
+        (&"v1".into(), &"a".into(), &"example.com/test".into())
+    );
     let newer = json(ok(versa.kubectl(&["get", "events.v1.events.k8s.io", "a.1", "-n", "team", "-o", "json"])));
-    assert_eq!((&newer["apiVersion"], &newer["note"], &newer["regarding"]["kind"]), (&"events.k8s.io/v1".into(), &"hello".into(), &"CronTab".into()));
+    assert_eq!(
+        (&newer["apiVersion"], &newer["note"], &newer["regarding"]["kind"]),
+        (&"events.k8s.io/v1".into(), &"hello".into(), &"CronTab".into())
+    );
 
     // Deleting: Terminating while an object's finalizer holds it; no new content meanwhile.
     ok(versa.kubectl(&["delete", "namespace", "team", "--wait=false"]));
@@ -230,12 +251,28 @@ fn namespaces_as_kube_has_them() {
     }
     let held = json(ok(versa.kubectl(&["get", "crontab", "held", "-n", "team", "-o", "json"])));
     assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
-    ok(versa.kubectl(&["patch", "crontab", "held", "-n", "team", "--type=merge", "-p", "{\"metadata\":{\"finalizers\":null}}"]));
+    ok(versa.kubectl(&[
+        "patch",
+        "crontab",
+        "held",
+        "-n",
+        "team",
+        "--type=merge",
+        "-p",
+        "{\"metadata\":{\"finalizers\":null}}",
+    ]));
     ok(versa.kubectl(&["wait", "--for=delete", "namespace/team", "--timeout=60s"]));
     let err = fails(versa.kubectl(&["get", "namespace", "team"]));
     assert!(err.contains("namespaces \"team\" not found"), "{err}");
-    assert_eq!(ok(versa.kubectl(&["get", "crontabs", "-A", "-o", "name"])).trim(), "crontab.stable.example.com/elsewhere");
-    assert_eq!(ok(versa.kubectl(&["get", "events", "-A", "-o", "name"])).trim(), "", "the namespace's events went with it");
+    assert_eq!(
+        ok(versa.kubectl(&["get", "crontabs", "-A", "-o", "name"])).trim(),
+        "crontab.stable.example.com/elsewhere"
+    );
+    assert_eq!(
+        ok(versa.kubectl(&["get", "events", "-A", "-o", "name"])).trim(),
+        "",
+        "the namespace's events went with it"
+    );
 
     // The initial namespaces stay.
     let err = fails(versa.kubectl(&["delete", "namespace", "default"]));
@@ -288,11 +325,17 @@ fn helm_installs_charts_with_crds() {
     assert_eq!(tab["spec"]["image"], "nginx");
     let list = run(&["list", "--namespace", "default", "-o", "json"]);
     let list: serde_json::Value = serde_json::from_str(&list).unwrap();
-    assert_eq!((&list[0]["name"], &list[0]["revision"], &list[0]["status"]), (&"demo".into(), &"2".into(), &"deployed".into()));
+    assert_eq!(
+        (&list[0]["name"], &list[0]["revision"], &list[0]["status"]),
+        (&"demo".into(), &"2".into(), &"deployed".into())
+    );
     run(&["uninstall", "demo", "--namespace", "default"]);
     assert_eq!(ok(versa.kubectl(&["get", "crontabs", "-o", "name"])).trim(), "");
     assert_eq!(ok(versa.kubectl(&["get", "secrets", "-o", "name"])).trim(), "", "the release records went");
-    assert!(ok(versa.kubectl(&["get", "crd", "-o", "name"])).contains("crontabs.stable.example.com"), "helm keeps CRDs");
+    assert!(
+        ok(versa.kubectl(&["get", "crd", "-o", "name"])).contains("crontabs.stable.example.com"),
+        "helm keeps CRDs"
+    );
 
     // kube's Secret rules, through kubectl's typed client (protobuf).
     ok(versa.kubectl(&["create", "secret", "generic", "s", "--from-literal=user=admin"]));

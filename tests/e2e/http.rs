@@ -1037,7 +1037,8 @@ async fn propagation_policy_without_a_garbage_collector() {
         checks.eq(&format!("{name}: gone"), &json!(c.get(&format!("{CT}/{name}")).await.status), &json!(404));
     }
     create(c, CT, &crontab("kept", json!({}))).await;
-    let r = c.delete_with(&format!("{CT}/kept"), &json!({"propagationPolicy": "Orphan", "orphanDependents": true})).await;
+    let r =
+        c.delete_with(&format!("{CT}/kept"), &json!({"propagationPolicy": "Orphan", "orphanDependents": true})).await;
     checks.status(
         "both orphanDependents and propagationPolicy",
         &r,
@@ -1090,7 +1091,12 @@ async fn metadata_only_clients() {
 
     // Create and get.
     let r = c
-        .request("POST", ns, &[("content-type", "application/json"), ("accept", OBJECT)], serde_json::to_vec(&labelled("m1", json!({"app": "a"}))).unwrap())
+        .request(
+            "POST",
+            ns,
+            &[("content-type", "application/json"), ("accept", OBJECT)],
+            serde_json::to_vec(&labelled("m1", json!({"app": "a"}))).unwrap(),
+        )
         .await;
     checks.eq("create: code", &json!(r.status), &json!(201));
     partial("create", &mut checks, &r.json(), "m1");
@@ -1129,7 +1135,12 @@ async fn metadata_only_clients() {
         "NotAcceptable",
         "you requested PartialObjectMetadata, but the requested object is a list (*unstructured.UnstructuredList)",
     );
-    let r = c.get_with(&format!("{ns}/m1"), &[("accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")]).await;
+    let r = c
+        .get_with(
+            &format!("{ns}/m1"),
+            &[("accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")],
+        )
+        .await;
     checks.status(
         "get as PartialObjectMetadataList",
         &r,
@@ -1142,7 +1153,9 @@ async fn metadata_only_clients() {
     // end-of-initial-events BOOKMARK, then changes — every object PartialObjectMetadata.
     let mut w = c
         .watch(
-            &format!("{ns}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
+            &format!(
+                "{ns}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+            ),
             &[("accept", OBJECT)],
         )
         .await;
@@ -1167,10 +1180,18 @@ async fn metadata_only_clients() {
     checks.eq("watch: initial objects", &json!(initial), &json!(["m1", "m2"]));
     checks.eq(
         "watch: end-of-initial-events bookmark",
-        &json!([bookmark["object"]["kind"], bookmark["object"]["apiVersion"], bookmark["object"]["metadata"]["annotations"]]),
+        &json!([
+            bookmark["object"]["kind"],
+            bookmark["object"]["apiVersion"],
+            bookmark["object"]["metadata"]["annotations"]
+        ]),
         &json!(["PartialObjectMetadata", "meta.k8s.io/v1", {"k8s.io/initial-events-end": "true"}]),
     );
-    checks.check("watch: bookmark resourceVersion", bookmark["object"]["metadata"]["resourceVersion"].is_string(), &bookmark);
+    checks.check(
+        "watch: bookmark resourceVersion",
+        bookmark["object"]["metadata"]["resourceVersion"].is_string(),
+        &bookmark,
+    );
 
     // Patch as the garbage collector patches ownerReferences; the answer and the event are
     // metadata only.
@@ -1198,7 +1219,11 @@ async fn metadata_only_clients() {
     partial("delete (marked)", &mut checks, &marked, "m2");
     checks.check("delete (marked): deletionTimestamp", marked["metadata"]["deletionTimestamp"].is_string(), &marked);
     let r = c.request("DELETE", &format!("{ns}/m1"), &[("accept", OBJECT)], Vec::new()).await;
-    checks.eq("delete: a Status", &json!([r.status, r.json()["kind"], r.json()["status"]]), &json!([200, "Status", "Success"]));
+    checks.eq(
+        "delete: a Status",
+        &json!([r.status, r.json()["kind"], r.json()["status"]]),
+        &json!([200, "Status", "Success"]),
+    );
     checks.finish();
 }
 

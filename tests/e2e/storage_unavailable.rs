@@ -87,7 +87,9 @@ async fn etcd_down_is_503_with_retry_after_and_nothing_is_lost() {
     assert_eq!(r.header("retry-after").as_deref(), Some("1"));
     let body = r.json();
     assert_eq!((&body["reason"], &body["code"]), (&json!("ServiceUnavailable"), &json!(503)));
-    let r = c.post("/api/v1/namespaces", &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lost"}})).await;
+    let r = c
+        .post("/api/v1/namespaces", &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lost"}}))
+        .await;
     assert_eq!(r.status, 503, "a write while etcd is down: {}", r.text());
     let ready = c.get("/readyz").await;
     assert_ne!(ready.status, 200);

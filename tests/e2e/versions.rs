@@ -1312,7 +1312,11 @@ async fn webhook_answers_are_never_kept() {
     webhook.set_mode(Mode::Convert);
     let got = c.get(&pizza_path("v1beta1", name)).await.json();
     checks.eq("GET after the webhook was fixed", &label(&got), &Value::Null);
-    checks.eq("toppings after the webhook was fixed", &got["spec"]["toppings"], &beta_toppings(&[("mozzarella", 1), ("tomato", 2)]));
+    checks.eq(
+        "toppings after the webhook was fixed",
+        &got["spec"]["toppings"],
+        &beta_toppings(&[("mozzarella", 1), ("tomato", 2)]),
+    );
     checks.finish();
 }
 

@@ -128,7 +128,12 @@ impl Walker {
         }
     }
 
-    fn index<'v>(&mut self, l: &ListTy<'_>, items: &'v [Value], order: &mut Vec<PathElement>) -> BTreeMap<PathElement, Vec<&'v Value>> {
+    fn index<'v>(
+        &mut self,
+        l: &ListTy<'_>,
+        items: &'v [Value],
+        order: &mut Vec<PathElement>,
+    ) -> BTreeMap<PathElement, Vec<&'v Value>> {
         let mut by_pe: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
         for (i, item) in items.iter().enumerate() {
             match item_element(l, item) {

@@ -41,7 +41,10 @@ impl Conflicts {
     pub fn causes(&self) -> Vec<ConflictCause> {
         self.0
             .iter()
-            .map(|c| ConflictCause { message: format!("conflict with {}", c.manager.printed()), field: c.path.to_string() })
+            .map(|c| ConflictCause {
+                message: format!("conflict with {}", c.manager.printed()),
+                field: c.path.to_string(),
+            })
             .collect()
     }
 }

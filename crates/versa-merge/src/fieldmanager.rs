@@ -26,8 +26,10 @@ use serde_json::{Map, Value};
 use versa_schema::structural::Structural;
 
 use crate::conflict::Conflicts;
-use crate::managed::{APPLY, ManagedFields, ManagedFieldsError, ManagerId, UPDATE, VersionedSet, decode, encode, seconds};
 use crate::managed::Managed;
+use crate::managed::{
+    APPLY, ManagedFields, ManagedFieldsError, ManagerId, UPDATE, VersionedSet, decode, encode, seconds,
+};
 use crate::path::{FieldPath, PathElement};
 use crate::schema::Ty;
 use crate::set::FieldSet;
@@ -100,7 +102,13 @@ pub struct UpdateError(pub &'static str, #[source] pub ValidationErrors);
 
 /// Server-side apply of `applied` to `live` (an empty object, `{}`, when creating), given the
 /// live object's `managedFields`. `force` takes conflicting fields from their owners.
-pub fn apply(live: &Value, applied: &Value, managed: &ManagedFields, opts: &Options<'_>, force: bool) -> Result<Outcome, ApplyError> {
+pub fn apply(
+    live: &Value,
+    applied: &Value,
+    managed: &ManagedFields,
+    opts: &Options<'_>,
+    force: bool,
+) -> Result<Outcome, ApplyError> {
     if applied.pointer("/metadata/managedFields").is_some_and(|v| !v.is_null()) {
         return Err(ApplyError::ManagedFieldsInPatch);
     }
@@ -136,8 +144,10 @@ pub fn apply(live: &Value, applied: &Value, managed: &ManagedFields, opts: &Opti
 pub fn update(live: Option<&Value>, new: &Value, opts: &Options<'_>) -> Result<Outcome, UpdateError> {
     let live_obj = live.map(without_managed_fields).unwrap_or_else(|| type_meta(new));
     let live_managed = || {
-        live.map(|l| ManagedFields::from_object(l).ok().flatten().map(|mf| decode(&mf).unwrap_or_default()).unwrap_or_default())
-            .unwrap_or_default()
+        live.map(|l| {
+            ManagedFields::from_object(l).ok().flatten().map(|mf| decode(&mf).unwrap_or_default()).unwrap_or_default()
+        })
+        .unwrap_or_default()
     };
     let mut m = if !opts.subresource.is_empty() {
         live_managed()
@@ -187,7 +197,14 @@ fn manager_id(name: &str, operation: &str, opts: &Options<'_>) -> ManagerId {
 /// An update through the managers below *skip non-applied*: the change is first recorded for
 /// a placeholder owner, then merged into the manager's entry, whose time is set only if it
 /// took something; update entries are capped afterwards.
-fn tracked_update(updater: &Updater<'_>, live: &Value, new: &Value, m: &mut Managed, manager: &str, opts: &Options<'_>) -> Result<(), UpdaterError> {
+fn tracked_update(
+    updater: &Updater<'_>,
+    live: &Value,
+    new: &Value,
+    m: &mut Managed,
+    manager: &str,
+    opts: &Options<'_>,
+) -> Result<(), UpdaterError> {
     // Not a JSON identifier, so it cannot collide with a real owner.
     const CURRENT: &str = "current-operation";
     let id = manager_id(manager, UPDATE, opts).identifier();
@@ -213,9 +230,17 @@ fn strip_meta(m: &mut Managed, manager: &str) {
     for top in ["apiVersion", "kind", "metadata"] {
         strip.insert(&[PathElement::field(top)]);
     }
-    for meta in
-        ["name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName", "generation", "managedFields", "resourceVersion"]
-    {
+    for meta in [
+        "name",
+        "namespace",
+        "creationTimestamp",
+        "selfLink",
+        "uid",
+        "clusterName",
+        "generation",
+        "managedFields",
+        "resourceVersion",
+    ] {
         strip.insert(&FieldPath::fields(&["metadata", meta]).0);
     }
     vs.set = vs.set.difference(&strip);
@@ -258,7 +283,11 @@ fn cap_update_managers(m: &mut Managed, max: usize) {
                 let previous = m.fields.get(&bucket).map(|b| b.set.clone()).unwrap_or_default();
                 m.fields.insert(
                     bucket.clone(),
-                    VersionedSet { set: vs.set.union(&previous), api_version: vs.api_version.clone(), applied: vs.applied },
+                    VersionedSet {
+                        set: vs.set.union(&previous),
+                        api_version: vs.api_version.clone(),
+                        applied: vs.applied,
+                    },
                 );
                 m.fields.remove(manager);
                 length -= 1;

@@ -125,9 +125,7 @@ fn parse_key(key: &str) -> Result<PathElement, KeyError> {
             Ok(_) => Err(KeyError::Invalid(format!("{key}: key must be a JSON object"))),
             Err(e) => Err(KeyError::Invalid(format!("{key}: {e}"))),
         },
-        b'i' => {
-            rest.parse::<usize>().map(PathElement::Index).map_err(|e| KeyError::Invalid(format!("{key}: {e}")))
-        }
+        b'i' => rest.parse::<usize>().map(PathElement::Index).map_err(|e| KeyError::Invalid(format!("{key}: {e}"))),
         _ => Err(KeyError::UnknownKind),
     }
 }

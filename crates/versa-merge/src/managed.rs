@@ -222,7 +222,10 @@ pub(crate) fn decode(entries: &ManagedFields) -> Result<Managed, ManagedFieldsEr
             })?,
         };
         let id = ManagerId::of_entry(e).identifier();
-        out.fields.insert(id.clone(), VersionedSet { set, api_version: e.api_version.clone(), applied: e.operation == APPLY });
+        out.fields.insert(
+            id.clone(),
+            VersionedSet { set, api_version: e.api_version.clone(), applied: e.operation == APPLY },
+        );
         out.times.insert(id, e.time.clone());
     }
     Ok(out)
@@ -308,7 +311,12 @@ mod tests {
 
     #[test]
     fn identifiers_as_kube_builds_them() {
-        let apply = ManagerId { manager: "kubectl".into(), operation: APPLY.into(), update_api_version: None, subresource: String::new() };
+        let apply = ManagerId {
+            manager: "kubectl".into(),
+            operation: APPLY.into(),
+            update_api_version: None,
+            subresource: String::new(),
+        };
         assert_eq!(apply.identifier(), r#"{"manager":"kubectl","operation":"Apply"}"#);
         let update = ManagerId {
             manager: "ctl<x>".into(),

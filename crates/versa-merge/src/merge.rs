@@ -81,7 +81,12 @@ impl Walker {
         }
     }
 
-    fn map_items(&mut self, m: &MapTy<'_>, lhs: Option<&Map<String, Value>>, rhs: Option<&Map<String, Value>>) -> Map<String, Value> {
+    fn map_items(
+        &mut self,
+        m: &MapTy<'_>,
+        lhs: Option<&Map<String, Value>>,
+        rhs: Option<&Map<String, Value>>,
+    ) -> Map<String, Value> {
         let mut keys: Vec<&String> = lhs.into_iter().chain(rhs).flat_map(|m| m.keys()).collect();
         keys.sort();
         keys.dedup();
@@ -99,7 +104,12 @@ impl Walker {
 
     /// Names the items of one side. The live side may name an item twice; its value is then
     /// null, so that merging it with the configuration starts from nothing.
-    fn index<'v>(&mut self, l: &ListTy<'_>, items: &'v [Value], allow_duplicates: bool) -> (Vec<(PathElement, usize)>, BTreeMap<PathElement, &'v Value>) {
+    fn index<'v>(
+        &mut self,
+        l: &ListTy<'_>,
+        items: &'v [Value],
+        allow_duplicates: bool,
+    ) -> (Vec<(PathElement, usize)>, BTreeMap<PathElement, &'v Value>) {
         let mut pes = Vec::with_capacity(items.len());
         let mut observed: BTreeMap<PathElement, &Value> = BTreeMap::new();
         for (i, item) in items.iter().enumerate() {
@@ -128,7 +138,14 @@ impl Walker {
         self.errs.push(ValidationError { path: FieldPath(self.path.clone()).to_string(), message });
     }
 
-    fn item(&mut self, l: &ListTy<'_>, pe: &PathElement, lhs: Option<&Value>, rhs: Option<&Value>, out: &mut Vec<Value>) {
+    fn item(
+        &mut self,
+        l: &ListTy<'_>,
+        pe: &PathElement,
+        lhs: Option<&Value>,
+        rhs: Option<&Value>,
+        out: &mut Vec<Value>,
+    ) {
         self.path.push(pe.clone());
         // structured-merge-diff drops the errors found inside list items (only naming the
         // items can fail a merge); so do we, by walking items with a walker of their own.

@@ -159,8 +159,12 @@ fn shapes(ty: Ty<'_>) -> Shapes<'_> {
             list: Some(ListTy { rel: ListRel::Atomic, elem: Ty::Untyped }),
             map: Some(MapTy { atomic: true, of: Ty::Untyped }),
         },
-        Ty::ObjectMeta | Ty::OwnerReference | Ty::StringMap => Shapes { map: Some(MapTy { atomic: false, of: ty }), ..none },
-        Ty::OwnerReferences => Shapes { list: Some(ListTy { rel: ListRel::Map(&UID), elem: Ty::OwnerReference }), ..none },
+        Ty::ObjectMeta | Ty::OwnerReference | Ty::StringMap => {
+            Shapes { map: Some(MapTy { atomic: false, of: ty }), ..none }
+        }
+        Ty::OwnerReferences => {
+            Shapes { list: Some(ListTy { rel: ListRel::Map(&UID), elem: Ty::OwnerReference }), ..none }
+        }
         Ty::StringSet => Shapes { list: Some(ListTy { rel: ListRel::Set, elem: Ty::Scalar }), ..none },
         Ty::AtomicList => Shapes { list: Some(ListTy { rel: ListRel::Atomic, elem: Ty::Untyped }), ..none },
         Ty::Scalar => Shapes { scalar: Some(ScalarKind::Untyped), ..none },
@@ -250,8 +254,16 @@ impl<'s> MapTy<'s> {
                 "finalizers" => Ty::StringSet,
                 "ownerReferences" => Ty::OwnerReferences,
                 "managedFields" => Ty::AtomicList,
-                "name" | "generateName" | "namespace" | "selfLink" | "uid" | "resourceVersion" | "generation"
-                | "creationTimestamp" | "deletionTimestamp" | "deletionGracePeriodSeconds" => Ty::Scalar,
+                "name"
+                | "generateName"
+                | "namespace"
+                | "selfLink"
+                | "uid"
+                | "resourceVersion"
+                | "generation"
+                | "creationTimestamp"
+                | "deletionTimestamp"
+                | "deletionGracePeriodSeconds" => Ty::Scalar,
                 _ => return None,
             }),
             Ty::OwnerReference => match key {

@@ -48,7 +48,14 @@ pub(crate) struct Updater<'s> {
 
 impl Updater<'_> {
     /// Updates every owner but `workflow` for the change from `live` to `new`.
-    fn update_managers(&self, live: &Value, new: &Value, managers: &mut Fields, workflow: &str, force: bool) -> Result<Comparison, UpdaterError> {
+    fn update_managers(
+        &self,
+        live: &Value,
+        new: &Value,
+        managers: &mut Fields,
+        workflow: &str,
+        force: bool,
+    ) -> Result<Comparison, UpdaterError> {
         let mut cmp = compare(self.ty, live, new).map_err(|e| UpdaterError::Invalid("failed to compare objects", e))?;
         if let Some(ig) = self.ignore {
             cmp.exclude(ig);
@@ -94,7 +101,14 @@ impl Updater<'_> {
     }
 
     /// A non-apply change from `live` to `new` by `manager` (an identifier).
-    pub fn update(&self, live: &Value, new: &Value, version: &str, managers: &mut Fields, manager: &str) -> Result<(), UpdaterError> {
+    pub fn update(
+        &self,
+        live: &Value,
+        new: &Value,
+        version: &str,
+        managers: &mut Fields,
+        manager: &str,
+    ) -> Result<(), UpdaterError> {
         let cmp = self.update_managers(live, new, managers, manager, true)?;
         let previous = managers.get(manager).map(|vs| vs.set.clone()).unwrap_or_default();
         let mut set = previous.difference(&cmp.removed).union(&cmp.modified).union(&cmp.added);
@@ -104,13 +118,22 @@ impl Updater<'_> {
         if set.is_empty() {
             managers.remove(manager);
         } else {
-            managers.insert(manager.to_string(), VersionedSet { set, api_version: version.to_string(), applied: false });
+            managers
+                .insert(manager.to_string(), VersionedSet { set, api_version: version.to_string(), applied: false });
         }
         Ok(())
     }
 
     /// Applies `config` to `live` for `manager`. `None` when the object does not change.
-    pub fn apply(&self, live: &Value, config: &Value, version: &str, managers: &mut Fields, manager: &str, force: bool) -> Result<Option<Value>, UpdaterError> {
+    pub fn apply(
+        &self,
+        live: &Value,
+        config: &Value,
+        version: &str,
+        managers: &mut Fields,
+        manager: &str,
+        force: bool,
+    ) -> Result<Option<Value>, UpdaterError> {
         let merged = merge(self.ty, live, config).map_err(|e| UpdaterError::Invalid("failed to merge config", e))?;
         let last = managers.get(manager).cloned();
         let mut set = to_field_set(self.ty, config);

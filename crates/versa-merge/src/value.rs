@@ -295,7 +295,20 @@ mod tests {
 
     #[test]
     fn order_follows_structured_merge_diff() {
-        let ordered = [json!(1), json!(1.5), json!(2), json!("a"), json!("b"), json!(false), json!(true), json!([1]), json!([1, 2]), json!({"a": 1}), json!({"a": 1, "b": 1}), json!(null)];
+        let ordered = [
+            json!(1),
+            json!(1.5),
+            json!(2),
+            json!("a"),
+            json!("b"),
+            json!(false),
+            json!(true),
+            json!([1]),
+            json!([1, 2]),
+            json!({"a": 1}),
+            json!({"a": 1, "b": 1}),
+            json!(null),
+        ];
         for w in ordered.windows(2) {
             assert_eq!(compare(&w[0], &w[1]), Ordering::Less, "{} < {}", w[0], w[1]);
             assert_eq!(compare(&w[1], &w[0]), Ordering::Greater);

@@ -118,7 +118,10 @@ fn run_operation_case(schema: &Structural, case: &Value) -> Result<(), String> {
     let mut current: Option<Value> = case.get("live").map(|l| with_type_meta(l, API_VERSION));
     for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
         let fail = |msg: String| format!("step {}: {msg}", i + 1);
-        let now = step.get("now").and_then(Value::as_str).map_or_else(|| format!("2024-01-01T00:00:{:02}Z", i + 1), String::from);
+        let now = step
+            .get("now")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("2024-01-01T00:00:{:02}Z", i + 1), String::from);
         let api_version = step.get("apiVersion").and_then(Value::as_str).unwrap_or(API_VERSION);
         let opts = Options {
             schema,
@@ -132,7 +135,8 @@ fn run_operation_case(schema: &Structural, case: &Value) -> Result<(), String> {
             let live = current.clone().unwrap_or_else(|| json!({}));
             let managed = ManagedFields::from_object(&live).unwrap().unwrap_or_default();
             let force = step.get("force").and_then(Value::as_bool).unwrap_or(false);
-            apply(&live, &with_type_meta(applied, api_version), &managed, &opts, force).map_err(|e| (e.to_string(), conflict_causes(&e)))
+            apply(&live, &with_type_meta(applied, api_version), &managed, &opts, force)
+                .map_err(|e| (e.to_string(), conflict_causes(&e)))
         } else if let Some(new) = step.get("update") {
             update(current.as_ref(), &with_type_meta(new, api_version), &opts).map_err(|e| (e.to_string(), Value::Null))
         } else if let Some(patch) = step.get("mergePatch") {
@@ -213,12 +217,15 @@ fn corpus() {
     let mut count = 0;
     for file in &files {
         let name = file.file_name().unwrap().to_string_lossy().to_string();
-        let doc: Value = serde_saphyr::from_str(&std::fs::read_to_string(file).unwrap()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let doc: Value =
+            serde_saphyr::from_str(&std::fs::read_to_string(file).unwrap()).unwrap_or_else(|e| panic!("{name}: {e}"));
         for case in doc["cases"].as_array().unwrap_or_else(|| panic!("{name}: no cases")) {
             count += 1;
             let case_name = case["name"].as_str().unwrap_or("?");
-            let schema_json = case.get("schema").or_else(|| doc.get("schema")).unwrap_or_else(|| panic!("{name}: no schema"));
-            let schema = Structural::from_json(schema_json).unwrap_or_else(|e| panic!("{name}/{case_name}: schema: {e}"));
+            let schema_json =
+                case.get("schema").or_else(|| doc.get("schema")).unwrap_or_else(|| panic!("{name}: no schema"));
+            let schema =
+                Structural::from_json(schema_json).unwrap_or_else(|e| panic!("{name}/{case_name}: schema: {e}"));
             let result = if case.get("fieldSet").is_some() {
                 run_field_set_case(&schema, case)
             } else {

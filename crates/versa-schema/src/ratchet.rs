@@ -117,25 +117,43 @@ mod tests {
         let old = json!({"metadata": {"resourceVersion": "1"}, "spec": {"a": "x", "b": "y", "m": {"k": "v", "j": "w"},
             "set": ["p", "q"], "ports": [{"name": "http", "port": 80}, {"name": "dns", "port": 53}]}});
         let cases: &[(&str, Value, &[&str], &[&str])] = &[
-            ("only metadata changed: every value error ratcheted",
-             json!({"metadata": {"resourceVersion": "2", "finalizers": []}, "spec": old["spec"].clone()}),
-             &["spec.a", "spec.ports[0].port", "spec"], &[]),
-            ("a changed: its error stands, b's does not",
-             json!({"spec": {"a": "z", "b": "y", "m": old["spec"]["m"].clone(), "set": ["p", "q"], "ports": old["spec"]["ports"].clone()}}),
-             &["spec.a", "spec.b"], &["spec.a"]),
-            ("map entries by key",
-             json!({"spec": {"a": "x", "b": "y", "m": {"k": "v", "j": "changed"}, "set": ["p", "q"], "ports": old["spec"]["ports"].clone()}}),
-             &["spec.m[k]", "spec.m[j]", "spec.m"], &["spec.m[j]", "spec.m"]),
-            ("map-list items by key, in any order",
-             json!({"spec": {"a": "x", "b": "y", "m": old["spec"]["m"].clone(), "set": ["p", "q"],
+            (
+                "only metadata changed: every value error ratcheted",
+                json!({"metadata": {"resourceVersion": "2", "finalizers": []}, "spec": old["spec"].clone()}),
+                &["spec.a", "spec.ports[0].port", "spec"],
+                &[],
+            ),
+            (
+                "a changed: its error stands, b's does not",
+                json!({"spec": {"a": "z", "b": "y", "m": old["spec"]["m"].clone(), "set": ["p", "q"], "ports": old["spec"]["ports"].clone()}}),
+                &["spec.a", "spec.b"],
+                &["spec.a"],
+            ),
+            (
+                "map entries by key",
+                json!({"spec": {"a": "x", "b": "y", "m": {"k": "v", "j": "changed"}, "set": ["p", "q"], "ports": old["spec"]["ports"].clone()}}),
+                &["spec.m[k]", "spec.m[j]", "spec.m"],
+                &["spec.m[j]", "spec.m"],
+            ),
+            (
+                "map-list items by key, in any order",
+                json!({"spec": {"a": "x", "b": "y", "m": old["spec"]["m"].clone(), "set": ["p", "q"],
                              "ports": [{"name": "dns", "port": 53}, {"name": "http", "port": 8080}]}}),
-             &["spec.ports[0].port", "spec.ports[1].port"], &["spec.ports[1].port"]),
-            ("atomic/set lists only as a whole",
-             json!({"spec": {"a": "x", "b": "y", "m": old["spec"]["m"].clone(), "set": ["p", "r"], "ports": old["spec"]["ports"].clone()}}),
-             &["spec.set[0]", "spec.ports[0].port"], &["spec.set[0]"]),
-            ("a new field is not ratcheted",
-             json!({"spec": {"a": "x", "b": "y", "c": "new", "m": old["spec"]["m"].clone(), "set": ["p", "q"], "ports": old["spec"]["ports"].clone()}}),
-             &["spec.c", "spec"], &["spec.c", "spec"]),
+                &["spec.ports[0].port", "spec.ports[1].port"],
+                &["spec.ports[1].port"],
+            ),
+            (
+                "atomic/set lists only as a whole",
+                json!({"spec": {"a": "x", "b": "y", "m": old["spec"]["m"].clone(), "set": ["p", "r"], "ports": old["spec"]["ports"].clone()}}),
+                &["spec.set[0]", "spec.ports[0].port"],
+                &["spec.set[0]"],
+            ),
+            (
+                "a new field is not ratcheted",
+                json!({"spec": {"a": "x", "b": "y", "c": "new", "m": old["spec"]["m"].clone(), "set": ["p", "q"], "ports": old["spec"]["ports"].clone()}}),
+                &["spec.c", "spec"],
+                &["spec.c", "spec"],
+            ),
         ];
         for (what, new, errors, want) in cases {
             let errs = ErrorList(errors.iter().map(|p| err(p)).collect());

@@ -394,14 +394,16 @@ fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Respo
     }
     if aggregated {
         // Built once per snapshot; each answer shares the bytes.
-        let doc = snapshot.discovery.aggregated.get_or_init(|| {
-            Bytes::from(serde_json::to_vec(&discovery::aggregated(&named)).unwrap_or_default())
-        });
+        let doc = snapshot
+            .discovery
+            .aggregated
+            .get_or_init(|| Bytes::from(serde_json::to_vec(&discovery::aggregated(&named)).unwrap_or_default()));
         bytes_response(StatusCode::OK, AGGREGATED_CONTENT_TYPE, doc.clone())
     } else {
-        let doc = snapshot.discovery.group_list.get_or_init(|| {
-            Bytes::from(serde_json::to_vec(&discovery::group_list(&named)).unwrap_or_default())
-        });
+        let doc = snapshot
+            .discovery
+            .group_list
+            .get_or_init(|| Bytes::from(serde_json::to_vec(&discovery::group_list(&named)).unwrap_or_default()));
         bytes_response(StatusCode::OK, "application/json", doc.clone())
     }
 }

@@ -23,8 +23,8 @@ pub mod delegated;
 pub mod discovery;
 mod handler;
 pub mod jsonpath;
-pub mod limits;
 pub mod kube;
+pub mod limits;
 pub mod meta;
 pub mod metrics;
 pub mod migration;
@@ -163,11 +163,7 @@ impl ServerConfig {
             auth,
             // Standalone, the definitions are CustomResourceDefinitions too, and Namespaces
             // and Events are served; behind kube-apiserver those are kube's.
-            registry: if cluster.is_some() {
-                registry::Registry::new()
-            } else {
-                registry::Registry::standalone()
-            },
+            registry: if cluster.is_some() { registry::Registry::new() } else { registry::Registry::standalone() },
             openapi: std::sync::Mutex::new(openapi::OpenApiCache::new()),
             metrics: metrics::Metrics::new(),
             conversion: self.conversion,

@@ -145,7 +145,8 @@ mod tests {
 
     #[test]
     fn in_flight_by_kind() {
-        let limits = RequestLimits { max_requests_inflight: 1, max_mutating_requests_inflight: 1, ..Default::default() };
+        let limits =
+            RequestLimits { max_requests_inflight: 1, max_mutating_requests_inflight: 1, ..Default::default() };
         let inflight = InFlight::new(&limits);
         let alice = user(&["devs"]);
         let read = inflight.admit(&alice, &request("get")).unwrap();
@@ -155,7 +156,10 @@ mod tests {
         assert!(write.is_some(), "mutating requests have their own limit");
         assert!(inflight.admit(&alice, &request("patch")).is_err());
         assert!(inflight.admit(&alice, &request("watch")).unwrap().is_none(), "watches are not counted");
-        assert!(inflight.admit(&user(&["system:masters"]), &request("get")).unwrap().is_none(), "masters always get an answer");
+        assert!(
+            inflight.admit(&user(&["system:masters"]), &request("get")).unwrap().is_none(),
+            "masters always get an answer"
+        );
         drop(read);
         assert!(inflight.admit(&alice, &request("get")).unwrap().is_some(), "a place is given back when answered");
         let unlimited = InFlight::new(&RequestLimits { max_requests_inflight: 0, ..Default::default() });

@@ -418,10 +418,8 @@ static SECRET: Message = Message {
     ],
 };
 
-static BYTES_ENTRY: Message = Message {
-    name: "Secret.DataEntry",
-    fields: &[field(1, "key", Ty::Str, Keep), field(2, "value", Ty::Bytes, Keep)],
-};
+static BYTES_ENTRY: Message =
+    Message { name: "Secret.DataEntry", fields: &[field(1, "key", Ty::Str, Keep), field(2, "value", Ty::Bytes, Keep)] };
 static STRING_DATA_ENTRY: Message = Message { name: "Secret.StringDataEntry", fields: MAP_ENTRY };
 
 static NAMESPACE: Message = Message {
@@ -639,7 +637,6 @@ fn rfc3339(message: &'static str, seconds: i64, micros: Option<i64>) -> Result<V
         Some(micros) => format!("{date}.{micros:06}Z"),
     }))
 }
-
 
 /// `metav1.FieldsV1` (`Raw` 1): the JSON text it holds, null when empty (kube's
 /// `MarshalJSON`). kube also accepts CBOR there (first byte a CBOR map, tag or null); versa

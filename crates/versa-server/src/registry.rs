@@ -55,9 +55,21 @@ pub const CRD_GROUP: &str = "apiextensions.k8s.io";
 
 impl Face {
     /// `(group, version, plural, singular, kind, short names, categories)`.
-    fn names(self) -> (&'static str, &'static str, &'static str, &'static str, &'static str, &'static [&'static str], &'static [&'static str]) {
+    fn names(
+        self,
+    ) -> (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static [&'static str],
+        &'static [&'static str],
+    ) {
         match self {
-            Face::ResourceDefinition => (GROUP, VERSION, "resourcedefinitions", "resourcedefinition", KIND, &["rd"], &[]),
+            Face::ResourceDefinition => {
+                (GROUP, VERSION, "resourcedefinitions", "resourcedefinition", KIND, &["rd"], &[])
+            }
             Face::CustomResourceDefinition => (
                 CRD_GROUP,
                 "v1",

@@ -166,7 +166,9 @@ pub async fn admit_create_in_namespace(ctx: &Ctx) -> Result<(), Status> {
     let who = crate::status::qualified(&ctx.res.group, &ctx.res.plural);
     let subject = if ctx.name.is_empty() { who } else { format!("{who} {:?}", ctx.name) };
     Err(Status::forbidden(
-        format!("{subject} is forbidden: unable to create new content in namespace {namespace} because it is being terminated"),
+        format!(
+            "{subject} is forbidden: unable to create new content in namespace {namespace} because it is being terminated"
+        ),
         Some(json!({
             "name": ctx.name, "group": ctx.res.group, "kind": ctx.res.plural,
             "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {namespace} is being terminated"), "field": "metadata.namespace"}],

@@ -225,8 +225,7 @@ fn watch_error(from: i64, e: versa_storage::Error) -> Status {
 /// watch its PartialObjectMetadata, as kube transforms every event's object (issue 15,
 /// defect 4: client-go's metadata informers decode bookmarks as PartialObjectMetadata).
 fn bookmark_object(ctx: &Ctx, stream: &Stream, revision: i64) -> Value {
-    let bookmark =
-        json!({"kind": ctx.res.kind, "apiVersion": ctx.api_version(), "metadata": {"resourceVersion": revision.to_string()}});
+    let bookmark = json!({"kind": ctx.res.kind, "apiVersion": ctx.api_version(), "metadata": {"resourceVersion": revision.to_string()}});
     match stream.shape {
         Shape::Metadata => crate::table::partial_object_metadata(&bookmark),
         _ => bookmark,

@@ -22,9 +22,9 @@ use versa_schema::pipeline::{self, ResourceKind};
 use versa_schema::{BadValue, Error as FieldError, ErrorList, ErrorType, Path};
 use versa_storage::KeyValue;
 
+use super::core::{self, NamespaceDelete};
 use super::objects::{from_storage, name_of, set_resource_version, set_type_meta, stored_elsewhere, to_storage};
 use super::read::{Filter, list_object, read_page};
-use super::core::{self, NamespaceDelete};
 use super::{Answer, Ctx, Part};
 use crate::codec::{self, Decoded};
 use crate::definitions;
