@@ -1531,8 +1531,21 @@ async fn wait_ready(conn: &mut Conn) {
     }
 }
 
-/// Creates a definition and waits until it is served.
+/// The namespaces the scenarios write in, created with their definition: standalone versa
+/// refuses objects in a namespace that does not exist, as kube does.
+const BENCH_NAMESPACES: [&str; 4] = ["created", "listed", CONVERTED_NAMESPACE, CEL_NAMESPACE];
+
+/// Creates a definition (and the scenarios' namespaces) and waits until it is served.
 async fn define(conn: &mut Conn, def: &Value, group: &str, version: &str, plural: &str) {
+    for ns in BENCH_NAMESPACES {
+        let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        let (status, body) = conn.send(Method::POST, "/api/v1/namespaces", Some(json_bytes(&namespace))).await;
+        assert!(
+            status == StatusCode::CREATED || status == StatusCode::CONFLICT,
+            "creating namespace {ns}: {}",
+            String::from_utf8_lossy(&body)
+        );
+    }
     let (status, body) = conn.send(Method::POST, DEFINITIONS_PATH, Some(json_bytes(def))).await;
     assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
     while !discoverable(conn, group, version, plural).await {
