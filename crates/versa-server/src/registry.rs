@@ -103,12 +103,23 @@ pub enum Builtin {
 }
 
 impl Builtin {
+    /// The name the kind is served under in the registry (its built-in definition's name): a
+    /// lookup by name, not a scan of every served resource, on each create (namespace checks).
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::Namespace => "namespaces",
+            Builtin::Event => "events",
+            Builtin::EventV1 => "events.events.k8s.io",
+            Builtin::Secret => "secrets",
+        }
+    }
+
     /// The definition the resource is built from: names, scope, and a schema that keeps what
     /// the kind holds (an Event's fields are many and flat, so they are kept as they come).
     fn definition(self) -> ResourceDefinition {
         let doc = match self {
             Builtin::Namespace => serde_json::json!({
-                "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "namespaces"},
+                "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": self.name()},
                 "spec": {
                     "group": "", "scope": "Cluster",
                     "names": {"plural": "namespaces", "singular": "namespace", "kind": "Namespace",
@@ -127,10 +138,10 @@ impl Builtin {
                                     "x-kubernetes-preserve-unknown-fields": true}}}}}}}}],
                 },
             }),
-            Builtin::Event => event_definition("events", ""),
-            Builtin::EventV1 => event_definition("events.events.k8s.io", "events.k8s.io"),
+            Builtin::Event => event_definition(self.name(), ""),
+            Builtin::EventV1 => event_definition(self.name(), "events.k8s.io"),
             Builtin::Secret => serde_json::json!({
-                "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "secrets"},
+                "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": self.name()},
                 "spec": {
                     "group": "", "scope": "Namespaced",
                     "names": {"plural": "secrets", "singular": "secret", "kind": "Secret", "listKind": "SecretList"},
@@ -512,7 +523,7 @@ impl Registry {
 
     /// The served resource of a core kind, if this registry serves it.
     pub fn core(&self, builtin: Builtin) -> Option<Arc<Resource>> {
-        self.snapshot().resources().find(|r| r.builtin == Some(builtin)).cloned()
+        self.snapshot().by_name(builtin.name()).filter(|r| r.builtin == Some(builtin)).cloned()
     }
 
     /// A registry serving only the definitions API, with these faces.
