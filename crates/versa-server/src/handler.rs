@@ -395,9 +395,14 @@ const AGGREGATED_CONTENT_TYPE: &str = discovery::AGGREGATED_V2_CONTENT_TYPE;
 fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Response<Body> {
     let aggregated = wants_aggregated(headers);
     let snapshot = state.registry.snapshot();
-    let defs = snapshot.definitions();
-    let (core, named) = discovery::split_core(&defs);
+    // The named groups' documents are cached per snapshot: the definitions are split only when
+    // one is built (or for `/api`, which the core kinds answer).
+    let split = || {
+        let defs = snapshot.definitions();
+        discovery::split_core(&defs)
+    };
     if path == "/api" {
+        let (core, _) = split();
         return if aggregated {
             let doc = discovery::aggregated(&core);
             bytes_response(StatusCode::OK, AGGREGATED_CONTENT_TYPE, serde_json::to_vec(&doc).unwrap_or_default())
@@ -410,13 +415,13 @@ fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Respo
         let doc = snapshot
             .discovery
             .aggregated
-            .get_or_init(|| Bytes::from(serde_json::to_vec(&discovery::aggregated(&named)).unwrap_or_default()));
+            .get_or_init(|| Bytes::from(serde_json::to_vec(&discovery::aggregated(&split().1)).unwrap_or_default()));
         bytes_response(StatusCode::OK, AGGREGATED_CONTENT_TYPE, doc.clone())
     } else {
         let doc = snapshot
             .discovery
             .group_list
-            .get_or_init(|| Bytes::from(serde_json::to_vec(&discovery::group_list(&named)).unwrap_or_default()));
+            .get_or_init(|| Bytes::from(serde_json::to_vec(&discovery::group_list(&split().1)).unwrap_or_default()));
         bytes_response(StatusCode::OK, "application/json", doc.clone())
     }
 }
