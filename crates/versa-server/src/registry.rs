@@ -230,6 +230,20 @@ pub struct Version {
     pub warning: Option<String>,
 }
 
+impl Version {
+    /// The schema structured merge reads (server-side apply, `managedFields`): the version's
+    /// own, or — for the definitions API, which `versa-apiextensions` validates instead — one
+    /// that leaves every field to structured merge's deduced types (granular maps, atomic
+    /// lists), with `metadata` as `ObjectMeta`.
+    pub fn merge_schema(&self) -> &Structural {
+        static OPEN: std::sync::LazyLock<Structural> = std::sync::LazyLock::new(|| {
+            let open = serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+            Structural::from_json(&open).unwrap_or_default()
+        });
+        self.schema.as_deref().unwrap_or(&OPEN)
+    }
+}
+
 impl Resource {
     /// Compiles a definition (`def`, schemas included); `kept` is its compact form, which the
     /// resource holds (shared with whoever made it). Names come from `status.acceptedNames`

@@ -9,6 +9,7 @@
 //! every error a `metav1.Status`.
 
 pub mod core;
+mod fields;
 mod objects;
 mod read;
 pub(crate) mod render;

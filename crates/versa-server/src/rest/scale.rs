@@ -8,7 +8,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use serde_json::{Value, json};
 use versa_schema::{Error as FieldError, ErrorList, Path};
 
+use super::fields::{self, Manager, Verb};
 use super::objects::from_storage;
+use super::write::Fields;
 use super::{Answer, Ctx};
 use crate::codec;
 use crate::patch::{self, PatchType};
@@ -79,9 +81,10 @@ pub async fn get(ctx: &Ctx) -> Answer {
 
 /// `PUT .../<name>/scale`.
 pub async fn update(ctx: &mut Ctx, body: &[u8]) -> Answer {
+    let manager = fields::manager(ctx, Verb::Update, "scale")?;
     let format = codec::body_format(&ctx.headers)?;
     let scale = codec::decode_object(body, format, "Scale")?.value;
-    write_scale(ctx, |_| Ok(scale.clone())).await
+    write_scale(ctx, &manager, |_| Ok(scale.clone())).await
 }
 
 /// `PATCH .../<name>/scale`: the patch applies to the Scale.
@@ -96,7 +99,8 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8]) -> Answer {
             ));
         }
     };
-    write_scale(ctx, |current| {
+    let manager = fields::manager(ctx, Verb::Patch { apply: false }, "scale")?;
+    write_scale(ctx, &manager, |current| {
         patch::apply(patch_type, current, body).map_err(|e| Status::bad_request(e.message().to_owned()))
     })
     .await
@@ -104,7 +108,7 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8]) -> Answer {
 
 /// Reads the object, asks `make` for the new Scale (given the current one), writes its
 /// replicas into the object through the update pipeline, answers the new Scale.
-async fn write_scale(ctx: &mut Ctx, make: impl Fn(&Value) -> Result<Value, Status>) -> Answer {
+async fn write_scale(ctx: &mut Ctx, manager: &Manager, make: impl Fn(&Value) -> Result<Value, Status>) -> Answer {
     let spec = scale_spec(ctx)?;
     for _ in 0..16 {
         let current = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(super::write::storage_error(ctx))?;
@@ -129,7 +133,7 @@ async fn write_scale(ctx: &mut Ctx, make: impl Fn(&Value) -> Result<Value, Statu
         }
         let mut new = obj.clone();
         set_path(&mut new, &spec.spec_replicas_path, Value::Number(replicas));
-        match super::write::apply_update(ctx, &current, new, super::Part::Main, &[]).await {
+        match super::write::apply_update(ctx, &current, new, super::Part::Main, &[], Fields::Track(manager)).await {
             Ok(answer) => {
                 let (_, updated) = answer;
                 return ctx.respond_object(StatusCode::OK, &to_scale(ctx, &updated, &spec)?);

@@ -23,6 +23,7 @@ use versa_schema::{BadValue, Error as FieldError, ErrorList, ErrorType, Path};
 use versa_storage::KeyValue;
 
 use super::core::{self, NamespaceDelete};
+use super::fields::{self, Manager, Verb};
 use super::objects::{from_storage, name_of, set_resource_version, set_type_meta, stored_elsewhere, to_storage};
 use super::read::{Filter, list_object, read_page};
 use super::{Answer, Ctx, Part};
@@ -381,10 +382,32 @@ fn prepare_create(ctx: &Ctx, obj: &mut Value) {
 
 /// `POST .../<plural>`.
 pub async fn create(ctx: &mut Ctx, body: &[u8]) -> Answer {
+    let manager = fields::manager(ctx, Verb::Create, "")?;
     let Decoded { value: mut obj, duplicates } = decode_object(ctx, body)?;
     check_namespace(ctx, &mut obj)?;
     pipeline::generate_name(&mut obj, &meta::name_suffix());
     ctx.name = name_of(&obj).to_owned();
+    let (code, answer) = insert(ctx, obj, &duplicates, Fields::Track(&manager)).await?;
+    ctx.respond_object(code, &answer)
+}
+
+/// What a write does with `managedFields`.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Fields<'a> {
+    /// Records the manager's change (create, update, non-apply patch).
+    Track(&'a Manager),
+    /// Nothing: an apply has computed them already.
+    Applied,
+}
+
+/// The rest of a create once the object is decoded and named: admission, server-owned fields,
+/// `managedFields`, the store. Answers 201 and the object as stored.
+async fn insert(
+    ctx: &mut Ctx,
+    mut obj: Value,
+    duplicates: &[String],
+    fields: Fields<'_>,
+) -> Result<(StatusCode, Value), Status> {
     if ctx.res.terminating {
         // kube's admission.NewForbidden: `<resource>.<group> "<name>" is forbidden: <why>`.
         let who = crate::status::qualified(&ctx.res.group, &ctx.res.plural);
@@ -396,18 +419,21 @@ pub async fn create(ctx: &mut Ctx, body: &[u8]) -> Answer {
     }
     super::core::admit_create_in_namespace(ctx).await?;
     prepare_create(ctx, &mut obj);
-    admit_reporting(ctx, &mut obj, None, Part::Main, &duplicates)?;
+    admit_reporting(ctx, &mut obj, None, Part::Main, duplicates)?;
+    if let Fields::Track(manager) = fields {
+        fields::track(ctx, manager, None, &mut obj);
+    }
     if ctx.dry_run()? {
         // A dry run answers what the real create would, including AlreadyExists.
         if ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(storage_error(ctx))?.is_some() {
             return Err(Status::already_exists(&ctx.res.group, &ctx.res.plural, &ctx.name));
         }
-        return ctx.respond_object(StatusCode::CREATED, &obj);
+        return Ok((StatusCode::CREATED, obj));
     }
     let bytes = to_storage(ctx, &obj).await?;
     let kv = ctx.state.store.create(&ctx.key(&ctx.name), bytes).await.map_err(storage_error(ctx))?;
     let answer = if stored_elsewhere(ctx) { from_storage(ctx, &kv).await? } else { stored_form(obj, &kv) };
-    ctx.respond_object(StatusCode::CREATED, &answer)
+    Ok((StatusCode::CREATED, answer))
 }
 
 /// How often an unconditional update is tried against a changing object.
@@ -415,6 +441,7 @@ const UNCONDITIONAL_UPDATE_TRIES: usize = 16;
 
 /// `PUT .../<name>` and `PUT .../<name>/status`.
 pub async fn update(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
+    let manager = fields::manager(ctx, Verb::Update, fields::subresource(part))?;
     let Decoded { value: mut obj, duplicates } = decode_object(ctx, body)?;
     let body_name = name_of(&obj);
     if body_name != ctx.name {
@@ -432,7 +459,7 @@ pub async fn update(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
         for _ in 0..UNCONDITIONAL_UPDATE_TRIES {
             let current = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(storage_error(ctx))?;
             let current = current.ok_or_else(|| ctx.not_found())?;
-            match apply_update(ctx, &current, obj.clone(), part, &duplicates).await {
+            match apply_update(ctx, &current, obj.clone(), part, &duplicates, Fields::Track(&manager)).await {
                 Err(status) if status.code == StatusCode::CONFLICT && status.reason == "Conflict" => continue,
                 answer => {
                     let (code, obj) = answer?;
@@ -457,23 +484,27 @@ pub async fn update(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
     if current.mod_revision != expected {
         return Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name));
     }
-    let (code, obj) = apply_update(ctx, &current, obj, part, &duplicates).await?;
+    let (code, obj) = apply_update(ctx, &current, obj, part, &duplicates, Fields::Track(&manager)).await?;
     ctx.respond_object(code, &obj)
 }
 
 /// The rest of an update once the new object is known and the current one read: subresource
-/// rules and server-owned fields, admission, finalizers, compare-and-swap.
+/// rules and server-owned fields, admission, `managedFields`, finalizers, compare-and-swap.
 pub(super) async fn apply_update(
     ctx: &mut Ctx,
     current: &KeyValue,
     mut new: Value,
     part: Part,
     duplicates: &[String],
+    fields: Fields<'_>,
 ) -> Result<(StatusCode, Value), Status> {
     let old = from_storage(ctx, current).await?;
     prepare_update(ctx, &mut new, &old, part);
     admit_reporting(ctx, &mut new, Some(&old), part, duplicates)?;
     set_generation(ctx, &mut new, &old, part);
+    if let Fields::Track(manager) = fields {
+        fields::track(ctx, manager, Some(&old), &mut new);
+    }
     let deleting = old.pointer("/metadata/deletionTimestamp").is_some();
     let empty = |path: &str| new.pointer(path).and_then(Value::as_array).is_none_or(|f| f.is_empty());
     // A namespace also waits for its `spec.finalizers` (kube's ShouldDeleteDuringUpdate).
@@ -586,6 +617,11 @@ const PATCH_ATTEMPTS: usize = 16;
 /// `PATCH .../<name>` and `PATCH .../<name>/status`.
 pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
     let patch_type = patch_type(ctx)?;
+    let apply = patch_type == PatchType::Apply;
+    let manager = fields::manager(ctx, Verb::Patch { apply }, fields::subresource(part))?;
+    if apply {
+        return server_side_apply(ctx, body, part, &manager).await;
+    }
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -602,7 +638,7 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
         if precondition && !rv_after.is_empty() {
             return Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name));
         }
-        match apply_update(ctx, &current, patched, part, &[]).await {
+        match apply_update(ctx, &current, patched, part, &[], Fields::Track(&manager)).await {
             Err(s) if s.reason == "Conflict" && !precondition && attempt < PATCH_ATTEMPTS => continue,
             Err(s) => return Err(s),
             Ok((code, obj)) => return ctx.respond_object(code, &obj),
@@ -614,16 +650,74 @@ fn patch_type(ctx: &Ctx) -> Result<PatchType, Status> {
     const ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
     let ct = ctx.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     match PatchType::from_content_type(ct) {
-        Some(PatchType::Json) => Ok(PatchType::Json),
-        Some(PatchType::Merge) => Ok(PatchType::Merge),
-        Some(PatchType::Apply) => Err(Status {
-            code: StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            reason: "UnsupportedMediaType",
-            message: "server-side apply (application/apply-patch+yaml) is not supported by versa yet: use kubectl apply without --server-side, or a merge or JSON patch".into(),
-            details: None,
-        }),
+        Some(t @ (PatchType::Json | PatchType::Merge | PatchType::Apply)) => Ok(t),
         _ => Err(Status::unsupported_media_type(ct, ACCEPTED)),
     }
+}
+
+/// `PATCH` with `application/apply-patch+yaml`: server-side apply, as kube's patch handler runs
+/// it — the configuration merged into the live object (or, on the main endpoint, into a new one:
+/// create-on-apply, 201), then the ordinary create or update pipeline, retried if a writer comes
+/// between.
+async fn server_side_apply(ctx: &mut Ctx, body: &[u8], part: Part, manager: &Manager) -> Answer {
+    let applied = fields::decode_applied(ctx, body)?;
+    let force = ctx.query.get("force") == Some("true");
+    for _ in 0..PATCH_ATTEMPTS {
+        let current = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(storage_error(ctx))?;
+        let Some(current) = current else {
+            if part != Part::Main {
+                return Err(ctx.not_found());
+            }
+            let mut obj = fields::apply(ctx, manager, None, &applied, force)?;
+            if obj.pointer("/metadata/uid").and_then(Value::as_str).is_some_and(|u| !u.is_empty()) {
+                let uid = obj.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("");
+                let why =
+                    format!("uid mismatch: the provided object specified uid {uid}, and no existing object was found");
+                return Err(Status::conflict_with(&ctx.res.group, &ctx.res.plural, &ctx.name, &why));
+            }
+            check_namespace(ctx, &mut obj)?;
+            check_name(ctx, &obj)?;
+            match insert(ctx, obj, &[], Fields::Applied).await {
+                // Created by another writer meanwhile: apply to that object.
+                Err(s) if s.reason == "AlreadyExists" => continue,
+                answer => {
+                    let (code, obj) = answer?;
+                    return ctx.respond_object(code, &obj);
+                }
+            }
+        };
+        let old = from_storage(ctx, &current).await?;
+        let mut merged = fields::apply(ctx, manager, Some(&old), &applied, force)?;
+        check_namespace(ctx, &mut merged)?;
+        check_name(ctx, &merged)?;
+        // A resourceVersion in the configuration is a precondition.
+        let rv = merged.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("");
+        let precondition = !rv.is_empty() && rv != current.mod_revision.to_string();
+        if precondition {
+            return Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name));
+        }
+        match apply_update(ctx, &current, merged, part, &[], Fields::Applied).await {
+            // Lost a race with another writer: merge into what it wrote.
+            Err(s) if s.reason == "Conflict" => continue,
+            answer => {
+                let (code, obj) = answer?;
+                return ctx.respond_object(code, &obj);
+            }
+        }
+    }
+    Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name))
+}
+
+/// The object's name must be the URL's (kube's `checkName` after a patch).
+fn check_name(ctx: &Ctx, obj: &Value) -> Result<(), Status> {
+    let name = name_of(obj);
+    if name != ctx.name {
+        return Err(Status::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({})",
+            ctx.name
+        )));
+    }
+    Ok(())
 }
 
 fn patch_status(ctx: &Ctx, e: &patch::PatchError) -> Status {

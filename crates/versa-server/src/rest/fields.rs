@@ -1,0 +1,292 @@
+//! Field management on the request side: who owns which field of an object
+//! (`metadata.managedFields`), kept on every create, update and patch as kube-apiserver's field
+//! manager keeps it, and server-side apply (`application/apply-patch+yaml`).
+//!
+//! The algorithms — field sets, merging by the schema, conflicts, the caps and resets of
+//! `managedFields` — are `versa-merge`'s. This module gives them what kube's handlers give
+//! the field manager:
+//!
+//! - the manager's name: `fieldManager`, else the user agent up to its first `/` (kube's
+//!   `managerOrUserAgent`), checked as apimachinery checks Create/Update/PatchOptions (at most
+//!   128 bytes, printable; `fieldManager` required for apply, `force` only for apply);
+//! - the subresource an entry is written for, and the fields each endpoint resets (kube's
+//!   `GetResetFields`: `status` on the main endpoint of a resource with a status subresource,
+//!   `spec` on `/status`), which nobody owns through that endpoint;
+//! - the applied configuration decoded (YAML or JSON), its type checked, and the apply's
+//!   failures as kube answers them: 409 with one cause per conflicting field, 400 for a
+//!   configuration of another kind or carrying `managedFields`, and 500 with kube's
+//!   `failed to create typed patch object (...)` for one that does not fit the schema.
+//!
+//! Ownership is computed on the object as admitted (defaulted and pruned), so it never names a
+//! field that is not stored. A failure of the bookkeeping of an update (which kube logs as
+//! "should not happen") drops the object's `managedFields` rather than store wrong ones, as
+//! kube does.
+
+use http::StatusCode;
+use serde_json::{Value, json};
+use versa_merge::{ApplyError, FieldPath, FieldSet, Options};
+use versa_schema::{BadValue, Error as FieldError, ErrorList, Path};
+
+use super::{Ctx, Part};
+use crate::codec::{self, Decoded};
+use crate::meta;
+use crate::registry::Flavor;
+use crate::status::Status;
+
+/// apimachinery's `FieldManagerMaxLength`.
+const MAX_MANAGER_BYTES: usize = 128;
+
+/// Who writes, and through which endpoint.
+#[derive(Debug, Clone)]
+pub struct Manager {
+    /// The manager's name (`fieldManager` or the user agent's product).
+    pub name: String,
+    /// `status`, `scale`, or empty for the main resource.
+    pub subresource: &'static str,
+}
+
+/// The options kind a request's parameters are checked as (for kube's error texts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Create,
+    Update,
+    Patch { apply: bool },
+}
+
+impl Verb {
+    fn options_kind(self) -> &'static str {
+        match self {
+            Verb::Create => "CreateOptions",
+            Verb::Update => "UpdateOptions",
+            Verb::Patch { .. } => "PatchOptions",
+        }
+    }
+}
+
+/// The manager of a write through `part`, after checking `fieldManager` and `force` as kube's
+/// `ValidateCreateOptions`/`ValidateUpdateOptions`/`ValidatePatchOptions` do.
+pub fn manager(ctx: &Ctx, verb: Verb, subresource: &'static str) -> Result<Manager, Status> {
+    let given = ctx.query.get("fieldManager").unwrap_or("");
+    let mut errs = ErrorList::new();
+    match verb {
+        Verb::Patch { apply: true } if given.is_empty() => {
+            errs.push(FieldError::required(Path::new("fieldManager"), "is required for apply patch"));
+        }
+        Verb::Patch { apply: false } if ctx.query.get("force").is_some() => {
+            errs.push(FieldError::forbidden(Path::new("force"), "may not be specified for non-apply patch"));
+        }
+        _ => {}
+    }
+    if given.len() > MAX_MANAGER_BYTES {
+        errs.push(FieldError::too_long(Path::new("fieldManager"), MAX_MANAGER_BYTES as i64));
+    }
+    for (i, c) in given.char_indices() {
+        if !is_printable(c) {
+            errs.push(FieldError::invalid(
+                Path::new("fieldManager"),
+                BadValue::from(given),
+                format!("invalid character U+{:04X} (at position {i})", c as u32),
+            ));
+        }
+    }
+    if !errs.is_empty() {
+        return Err(Status::invalid("meta.k8s.io", verb.options_kind(), "", &errs));
+    }
+    let name = if given.is_empty() { from_user_agent(&ctx.headers) } else { given.to_owned() };
+    Ok(Manager { name, subresource })
+}
+
+/// kube's `prefixFromUserAgent`: the user agent up to its first `/`, printable characters only,
+/// at most 128 bytes (`kubectl/v1.36.0 (linux/amd64) ...` is `kubectl`).
+fn from_user_agent(headers: &http::HeaderMap) -> String {
+    let ua = headers.get(http::header::USER_AGENT).map(|v| String::from_utf8_lossy(v.as_bytes())).unwrap_or_default();
+    let mut name = String::new();
+    for c in ua.split('/').next().unwrap_or("").chars().filter(|c| is_printable(*c)) {
+        if name.len() + c.len_utf8() > MAX_MANAGER_BYTES {
+            break;
+        }
+        name.push(c);
+    }
+    name
+}
+
+/// Go's `unicode.IsPrint` for the characters a query or header can carry: no control
+/// characters, and of the spaces only U+0020.
+fn is_printable(c: char) -> bool {
+    !c.is_control() && (c == ' ' || !c.is_whitespace())
+}
+
+/// The fields an endpoint resets, which its writers never own (kube's `GetResetFields` of the
+/// custom resource strategies).
+fn reset_fields(ctx: &Ctx, subresource: &str) -> Option<FieldSet> {
+    let has_status = ctx.res.flavor == Flavor::Definitions || ctx.ver().status;
+    let field = match subresource {
+        "" if has_status => "status",
+        "status" => "spec",
+        _ => return None,
+    };
+    Some(FieldSet::from_paths(&[FieldPath::fields(&[field])]))
+}
+
+/// Records `manager`'s change from `live` (`None` on create) to `new` in `new`'s
+/// `managedFields`.
+pub fn track(ctx: &Ctx, manager: &Manager, live: Option<&Value>, new: &mut Value) {
+    let (api_version, now) = (ctx.api_version(), meta::now());
+    let reset = reset_fields(ctx, manager.subresource);
+    let opts = Options {
+        schema: ctx.ver().merge_schema(),
+        manager: &manager.name,
+        api_version: &api_version,
+        subresource: manager.subresource,
+        now: &now,
+        reset_fields: reset.as_ref(),
+    };
+    match versa_merge::update(live, new, &opts) {
+        Ok(outcome) => *new = outcome.object,
+        Err(e) => {
+            tracing::error!(resource = %ctx.res.plural, name = %ctx.name, error = %e, "managedFields could not be updated; dropping them");
+            if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("managedFields");
+            }
+        }
+    }
+}
+
+/// An applied configuration, decoded.
+#[derive(Debug)]
+pub struct Applied {
+    pub config: Value,
+    /// Keys given twice (a Strict apply fails on them after merging, as kube's does).
+    pub duplicates: Vec<String>,
+}
+
+/// Decodes an apply body (YAML, of which JSON is a part) and checks that it is an object of the
+/// endpoint's kind and version (kube's `versionCheckManager`, then the structured merge
+/// manager's checks).
+pub fn decode_applied(ctx: &Ctx, body: &[u8]) -> Result<Applied, Status> {
+    let Decoded { value: config, duplicates } = codec::decode(body, codec::Format::Yaml)
+        .map_err(|s| Status { message: format!("error decoding YAML: {}", s.message), ..s })?;
+    let Some(map) = config.as_object() else {
+        return Err(Status::bad_request(
+            "error decoding YAML: error unmarshaling JSON: json: cannot unmarshal non-object into Go value of type map[string]interface {}",
+        ));
+    };
+    let text = |k: &str| map.get(k).and_then(Value::as_str).unwrap_or("");
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    if api_version != ctx.api_version() || kind != ctx.res.kind {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        return Err(Status::bad_request(format!("invalid object type: {group}/{version}, Kind={kind}")));
+    }
+    Ok(Applied { config, duplicates })
+}
+
+/// Server-side apply of `applied` by `manager` to `live` (at the request version, with its
+/// `managedFields`; `None` when creating): the merged object with its new `managedFields`.
+pub fn apply(
+    ctx: &mut Ctx,
+    manager: &Manager,
+    live: Option<&Value>,
+    applied: &Applied,
+    force: bool,
+) -> Result<Value, Status> {
+    let empty = json!({"apiVersion": ctx.api_version(), "kind": ctx.res.kind});
+    let live = live.unwrap_or(&empty);
+    let managed = versa_merge::ManagedFields::from_object(live)
+        .map_err(|e| Status::unknown(format!("failed to decode managed fields: {e}")))?
+        .unwrap_or_default();
+    let (api_version, now) = (ctx.api_version(), meta::now());
+    let reset = reset_fields(ctx, manager.subresource);
+    let opts = Options {
+        schema: ctx.ver().merge_schema(),
+        manager: &manager.name,
+        api_version: &api_version,
+        subresource: manager.subresource,
+        now: &now,
+        reset_fields: reset.as_ref(),
+    };
+    let outcome = versa_merge::apply(live, &applied.config, &managed, &opts, force).map_err(|e| match e {
+        ApplyError::Conflicts(conflicts) => conflict_status(&conflicts),
+        ApplyError::ManagedFieldsInPatch => Status::bad_request(e.to_string()),
+        ApplyError::InvalidPatch(errs) => {
+            Status::unknown(format!("failed to create typed patch object ({}): {errs}", identity(ctx, &applied.config)))
+        }
+        other => Status::unknown(other.to_string()),
+    })?;
+    report_duplicates(ctx, &applied.duplicates)?;
+    Ok(outcome.object)
+}
+
+/// kube's `objectGVKNN` of the applied object: `namespace/name; group/version, Kind=Kind`.
+fn identity(ctx: &Ctx, obj: &Value) -> String {
+    let meta = |k: &str| obj.pointer(&format!("/metadata/{k}")).and_then(Value::as_str).unwrap_or("").to_owned();
+    let (group, version) = (&ctx.res.group, &ctx.version);
+    format!("{}/{}; {group}/{version}, Kind={}", meta("namespace"), meta("name"), ctx.res.kind)
+}
+
+/// The 409 kube-apiserver answers conflicts with (`internal.NewConflictError`).
+fn conflict_status(conflicts: &versa_merge::Conflicts) -> Status {
+    let causes: Vec<Value> = conflicts
+        .causes()
+        .into_iter()
+        .map(|c| json!({"reason": "FieldManagerConflict", "message": c.message, "field": c.field}))
+        .collect();
+    Status {
+        code: StatusCode::CONFLICT,
+        reason: "Conflict",
+        message: conflicts.to_string(),
+        details: Some(json!({"causes": causes})),
+    }
+}
+
+/// Keys given twice in the applied configuration: a 400 with `fieldValidation=Strict`, a
+/// warning with `Warn` (the default), nothing with `Ignore` — after the merge, as kube checks
+/// them.
+fn report_duplicates(ctx: &mut Ctx, duplicates: &[String]) -> Result<(), Status> {
+    if duplicates.is_empty() {
+        return Ok(());
+    }
+    let text = duplicates.iter().map(|d| format!("duplicate field {d:?}")).collect::<Vec<_>>().join(", ");
+    match ctx.query.get("fieldValidation").unwrap_or("") {
+        "Strict" => Err(Status::bad_request(format!("error strict decoding YAML: {text}"))),
+        "Ignore" => Ok(()),
+        _ => {
+            ctx.warnings.push(text);
+            Ok(())
+        }
+    }
+}
+
+/// The `managedFields` a kind's subresource writes under: an apply or update through `part`.
+pub fn subresource(part: Part) -> &'static str {
+    match part {
+        Part::Main => "",
+        Part::Status => "status",
+        Part::Finalize => "finalize",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manager_from_user_agent() {
+        let cases = [
+            ("kubectl/v1.36.0 (linux/amd64) kubernetes/abcdef", "kubectl"),
+            ("Go-http-client/1.1", "Go-http-client"),
+            ("OpenAPI-Generator/31.0.0/python", "OpenAPI-Generator"),
+            ("", ""),
+            ("tab\there", "tabhere"),
+        ];
+        for (ua, want) in cases {
+            let mut headers = http::HeaderMap::new();
+            if !ua.is_empty() {
+                headers.insert(http::header::USER_AGENT, ua.parse().unwrap());
+            }
+            assert_eq!(from_user_agent(&headers), want, "{ua:?}");
+        }
+        let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::USER_AGENT, "a".repeat(300).parse().unwrap());
+        assert_eq!(from_user_agent(&headers).len(), MAX_MANAGER_BYTES);
+    }
+}

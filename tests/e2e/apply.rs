@@ -1,0 +1,285 @@
+//! Server-side apply and `managedFields` (issue 20), end to end with the real `versa serve` and
+//! the real `kubectl`: `kubectl apply --server-side` installs a definition (also one larger than
+//! the 256 KiB that client-side apply's annotation allows) and creates and updates objects; two
+//! managers conflict with kube's message and `--force-conflicts` takes the field; a field a
+//! manager stops applying is removed; items of a map list applied by two managers are merged by
+//! key; `kubectl diff --server-side` shows a change without making it; `--subresource=status`
+//! applies status; and every write leaves kube-shaped `managedFields`
+//! (`--show-managed-fields`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "client.rs"]
+mod client;
+
+use std::path::Path;
+use std::time::Duration;
+
+use client::Client;
+use serde_json::{Value, json};
+use versa_e2e::{Versa, fails, kubectl_command, ok};
+
+const DEFINITION: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              replicas: {type: integer}
+              color: {type: string}
+              size: {type: string, default: medium}
+              tags:
+                type: array
+                x-kubernetes-list-type: set
+                items: {type: string}
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+                    port: {type: integer}
+          status:
+            type: object
+            properties:
+              phase: {type: string}
+"#;
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn get(versa: &Versa, what: &[&str]) -> Value {
+    let mut args = vec!["get"];
+    args.extend_from_slice(what);
+    args.extend(["-o", "json", "--show-managed-fields"]);
+    serde_json::from_str(&ok(versa.kubectl(&args))).unwrap()
+}
+
+/// The `managedFields` entry of `manager`, without its time.
+fn entry(obj: &Value, manager: &str) -> Value {
+    let entries = obj["metadata"]["managedFields"].as_array().cloned().unwrap_or_default();
+    let mut found: Vec<Value> = entries.into_iter().filter(|e| e["manager"] == manager).collect();
+    assert_eq!(found.len(), 1, "one entry for {manager}: {:#}", obj["metadata"]["managedFields"]);
+    let mut e = found.remove(0);
+    assert!(e["time"].as_str().is_some_and(|t| t.ends_with('Z') && t.len() == 20), "time: {e}");
+    e.as_object_mut().unwrap().remove("time");
+    e
+}
+
+/// kubectl, retried while the kind is not yet discoverable.
+fn kubectl_settled(versa: &Versa, args: &[&str]) -> String {
+    for _ in 0..100 {
+        let out = versa.kubectl(args);
+        if out.status.success() {
+            return String::from_utf8(out.stdout).unwrap();
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            stderr.contains("no matches for kind") || stderr.contains("the server could not find"),
+            "kubectl {args:?}: {stderr}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("kubectl {args:?} kept failing");
+}
+
+#[test]
+fn kubectl_server_side_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(dir.path());
+    let files = dir.path();
+
+    // The definition itself, applied server-side.
+    let crd = write(files, "crd.yaml", DEFINITION);
+    let out = ok(versa.kubectl(&["apply", "--server-side", "-f", &crd]));
+    assert_eq!(out.trim(), "customresourcedefinition.apiextensions.k8s.io/widgets.example.com serverside-applied");
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s"]));
+    let def = get(&versa, &["crd", "widgets.example.com"]);
+    let e = entry(&def, "kubectl");
+    assert_eq!(
+        (&e["operation"], &e["apiVersion"], &e["fieldsType"]),
+        (&json!("Apply"), &json!("apiextensions.k8s.io/v1"), &json!("FieldsV1"))
+    );
+    assert!(e["fieldsV1"]["f:spec"]["f:group"].is_object(), "{e}");
+
+    // Create on apply.
+    let first = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: default\nspec:\n  replicas: 1\n  color: red\n  tags: [a, b]\n  ports:\n  - {name: http, port: 80}\n";
+    let w1 = write(files, "w1.yaml", first);
+    let out = kubectl_settled(&versa, &["apply", "--server-side", "-f", &w1]);
+    assert_eq!(out.trim(), "widget.example.com/w serverside-applied");
+    let obj = get(&versa, &["widget", "w"]);
+    assert_eq!(obj["spec"]["size"], "medium", "defaulted after the merge");
+    assert_eq!(
+        entry(&obj, "kubectl"),
+        json!({
+            "manager": "kubectl", "operation": "Apply", "apiVersion": "example.com/v1", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:color": {}, "f:ports": {"k:{\"name\":\"http\"}": {".": {}, "f:name": {}, "f:port": {}}},
+                                    "f:replicas": {}, "f:tags": {"v:\"a\"": {}, "v:\"b\"": {}}}},
+        })
+    );
+    let rv = obj["metadata"]["resourceVersion"].clone();
+    // The same configuration again changes nothing: no write.
+    ok(versa.kubectl(&["apply", "--server-side", "-f", &w1]));
+    assert_eq!(get(&versa, &["widget", "w"])["metadata"]["resourceVersion"], rv);
+
+    // Another manager: a conflict on replicas, in kube's words; its own map-list item merges.
+    let second = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: default\nspec:\n  replicas: 3\n  ports:\n  - {name: metrics, port: 9090}\n";
+    let w2 = write(files, "w2.yaml", second);
+    let err = fails(versa.kubectl(&["apply", "--server-side", "--field-manager=scaler", "-f", &w2]));
+    assert!(err.contains(r#"Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas"#), "{err}");
+    let out = ok(versa.kubectl(&["apply", "--server-side", "--field-manager=scaler", "--force-conflicts", "-f", &w2]));
+    assert_eq!(out.trim(), "widget.example.com/w serverside-applied");
+    let obj = get(&versa, &["widget", "w"]);
+    assert_eq!(obj["spec"]["replicas"], 3);
+    let ports: Vec<&str> =
+        obj["spec"]["ports"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(ports, ["http", "metrics"]);
+    assert!(entry(&obj, "scaler")["fieldsV1"]["f:spec"]["f:replicas"].is_object());
+    assert!(entry(&obj, "kubectl")["fieldsV1"]["f:spec"].get("f:replicas").is_none(), "forced away");
+
+    // The first manager stops applying color and a tag: removed, as nobody else owns them.
+    let third = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: default\nspec:\n  tags: [a]\n  ports:\n  - {name: http, port: 80}\n";
+    let w3 = write(files, "w3.yaml", third);
+    ok(versa.kubectl(&["apply", "--server-side", "-f", &w3]));
+    let obj = get(&versa, &["widget", "w"]);
+    assert!(obj["spec"].get("color").is_none(), "{obj}");
+    assert_eq!(obj["spec"]["tags"], json!(["a"]));
+    assert_eq!(obj["spec"]["replicas"], 3, "the scaler's field stays");
+
+    // diff --server-side shows the change and makes none.
+    let fourth = third.replace("port: 80", "port: 8080");
+    let w4 = write(files, "w4.yaml", &fourth);
+    let out = kubectl_command(&versa.kubeconfig()).args(["diff", "--server-side", "-f", &w4]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let diff = String::from_utf8_lossy(&out.stdout);
+    assert!(diff.contains("-    port: 80") && diff.contains("+    port: 8080"), "{diff}");
+    assert_eq!(get(&versa, &["widget", "w"])["spec"]["ports"][0]["port"], 80);
+
+    // Status through its subresource: owned under subresource "status"; status is not taken
+    // through the main endpoint.
+    let status = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: default\nstatus:\n  phase: Ready\n";
+    let st = write(files, "status.yaml", status);
+    ok(versa.kubectl(&["apply", "--server-side", "--subresource=status", "--field-manager=controller", "-f", &st]));
+    let obj = get(&versa, &["widget", "w"]);
+    assert_eq!(obj["status"]["phase"], "Ready");
+    let e = entry(&obj, "controller");
+    assert_eq!((&e["subresource"], &e["fieldsV1"]), (&json!("status"), &json!({"f:status": {"f:phase": {}}})));
+
+    // Updates are tracked too: kubectl's label command is an Update manager.
+    ok(versa.kubectl(&["label", "widget", "w", "team=blue"]));
+    let obj = get(&versa, &["widget", "w"]);
+    let e = entry(&obj, "kubectl-label");
+    assert_eq!(
+        (&e["operation"], &e["apiVersion"], &e["fieldsV1"]),
+        (&json!("Update"), &json!("example.com/v1"), &json!({"f:metadata": {"f:labels": {".": {}, "f:team": {}}}}))
+    );
+    // A field the configuration does not know is refused as kube refuses it.
+    let unknown = first.replace("color: red", "colour: red");
+    let bad = write(files, "bad.yaml", &unknown);
+    let err = fails(versa.kubectl(&["apply", "--server-side", "-f", &bad]));
+    assert!(err.contains("failed to create typed patch object (default/w; example.com/v1, Kind=Widget): .spec.colour: field not declared in schema"), "{err}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn apply_options_and_refusals() {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(dir.path());
+    let crd = write(dir.path(), "crd.yaml", DEFINITION);
+    ok(versa.kubectl(&["apply", "--server-side", "-f", &crd]));
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s"]));
+    let client = Client::admin(&versa.data_dir, &versa.address);
+    let path = "/apis/example.com/v1/namespaces/default/widgets/w";
+    let body = r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"replicas":1}}"#;
+    let send = |query: String, content_type: &'static str, body: String| {
+        let client = client.clone();
+        async move {
+            let answer =
+                client.request("PATCH", &format!("{path}{query}"), &[("content-type", content_type)], body).await;
+            (answer.status, answer.json())
+        }
+    };
+    let apply = "application/apply-patch+yaml";
+    let (code, answer) = send(String::new(), apply, body.into()).await;
+    assert_eq!(code, 422, "{answer}");
+    assert_eq!(
+        answer["message"],
+        r#"PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch"#
+    );
+    let (code, answer) = send("?force=true".into(), "application/merge-patch+json", "{}".into()).await;
+    assert_eq!(code, 422, "{answer}");
+    assert_eq!(
+        answer["message"],
+        r#"PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch"#
+    );
+    let m = || "?fieldManager=m".to_string();
+    let (code, answer) = send(m(), apply, body.replace("example.com/v1", "example.com/v2")).await;
+    assert_eq!((code, answer["message"].as_str()), (400, Some("invalid object type: example.com/v2, Kind=Widget")));
+    let with_managed = body.replace(r#""name":"w""#, r#""name":"w","managedFields":[{"manager":"x"}]"#);
+    let (code, answer) = send(m(), apply, with_managed).await;
+    assert_eq!((code, answer["message"].as_str()), (400, Some("metadata.managedFields must be nil")));
+    // /status of a missing object is not created.
+    let (code, _) = send("/status?fieldManager=m".into(), apply, body.into()).await;
+    assert_eq!(code, 404);
+    // Dry run: answered as created, nothing stored.
+    let (code, answer) = send("?fieldManager=m&dryRun=All".into(), apply, body.into()).await;
+    assert_eq!(code, 201, "{answer}");
+    assert_eq!(answer["metadata"]["managedFields"][0]["manager"], "m");
+    assert_eq!(client.get(path).await.status, 404);
+    // YAML bodies; created, then applied again.
+    let yaml = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  replicas: 1\n";
+    let (code, answer) = send(m(), apply, yaml.into()).await;
+    assert_eq!(code, 201, "{answer}");
+    let (code, answer) = send(m(), apply, yaml.into()).await;
+    assert_eq!(code, 200, "{answer}");
+    // A resourceVersion in the configuration is a precondition.
+    let stale = body.replace(r#""name":"w""#, r#""name":"w","resourceVersion":"1""#);
+    let (code, answer) = send(m(), apply, stale).await;
+    assert_eq!((code, answer["reason"].as_str()), (409, Some("Conflict")), "{answer}");
+    // Two conflicts from one manager: kube's several-conflicts text and one cause per field.
+    let other =
+        r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"replicas":2,"color":"x"}}"#;
+    send(m(), apply, body.replace(r#""replicas":1"#, r#""replicas":1,"color":"y""#)).await;
+    let (code, answer) = send("?fieldManager=n".into(), apply, other.into()).await;
+    assert_eq!(code, 409, "{answer}");
+    assert_eq!(
+        answer["message"],
+        "Apply failed with 2 conflicts: conflicts with \"m\":\n- .spec.color\n- .spec.replicas"
+    );
+    assert_eq!(
+        answer["details"]["causes"],
+        json!([
+            {"reason": "FieldManagerConflict", "message": "conflict with \"m\"", "field": ".spec.color"},
+            {"reason": "FieldManagerConflict", "message": "conflict with \"m\"", "field": ".spec.replicas"},
+        ])
+    );
+    // A too long fieldManager, on any write.
+    let long = format!("?fieldManager={}", "x".repeat(129));
+    let (code, answer) = send(long, "application/merge-patch+json", "{}".into()).await;
+    assert_eq!(code, 422, "{answer}");
+    assert_eq!(
+        answer["message"],
+        r#"PatchOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 bytes"#
+    );
+}
