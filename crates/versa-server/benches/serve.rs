@@ -131,8 +131,8 @@ impl Settings {
         let scenarios: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
         for s in &scenarios {
             assert!(
-                matches!(s.as_str(), "definitions" | "get" | "create" | "list" | "conversion" | "cel"),
-                "unknown scenario {s:?}: pick from definitions, get, create, list, conversion, cel"
+                matches!(s.as_str(), "definitions" | "get" | "create" | "list" | "conversion" | "cel" | "apply"),
+                "unknown scenario {s:?}: pick from definitions, get, create, list, conversion, cel, apply"
             );
         }
         Settings {
@@ -180,6 +180,9 @@ fn main() {
     }
     if settings.wants("cel") {
         cel(&settings, &server_rt, &client_rt);
+    }
+    if settings.wants("apply") {
+        apply(&settings, &server_rt, &client_rt);
     }
 }
 
@@ -1062,6 +1065,151 @@ fn cel_object(group: &str, i: usize, generation: i64, rv: Option<&str>) -> Bytes
     json_bytes(&object)
 }
 
+// ---- server-side apply next to a merge patch ----
+
+const APPLY_GROUP: &str = "apply.bench.example.com";
+/// Objects per kind of write; each round writes every one of them once.
+const APPLY_OBJECTS: usize = 1000;
+/// Fields of each object's `spec`.
+const APPLY_FIELDS: usize = 100;
+const MERGE_PATCH: &str = "application/merge-patch+json";
+const APPLY_PATCH: &str = "application/apply-patch+yaml";
+
+/// Issue 20's measure: an apply of a 100-field object through the server against a merge patch
+/// of the same change (one field), each on objects of its own that were written the same way
+/// before (so both carry `managedFields`), in alternating rounds; the server's CPU per write.
+fn apply(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
+    let versa = Versa::start(server_rt);
+    let client = Client::new(versa.dir.path(), versa.addr);
+    let (conns, rounds) = (settings.connections, settings.timing.rounds as usize);
+    println!();
+    println!(
+        "## Server-side apply: an apply of the whole {APPLY_FIELDS}-field configuration (one field changed) to each of {APPLY_OBJECTS} objects, against a merge patch of the same one-field change to {APPLY_OBJECTS} others; {conns} connections, {rounds} alternating rounds"
+    );
+    let figures = client_rt.block_on(async {
+        let mut conn = client.connect().await;
+        wait_ready(&mut conn).await;
+        define(&mut conn, &apply_definition(), APPLY_GROUP, "v1", "widgets").await;
+        for i in 0..APPLY_OBJECTS {
+            let (status, body) = conn.send(Method::POST, &apply_collection(), Some(apply_object("merged", i, 0))).await;
+            assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
+            let path = format!("{}/applied-{i}?fieldManager=bench", apply_collection());
+            let (status, body) = conn.patch(&path, APPLY_PATCH, apply_object("applied", i, 0)).await;
+            assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
+        }
+        let mut figures: [Updates; 2] = Default::default();
+        // Generation 0 was the create; the warm-up round is generation 1.
+        for generation in 1..=rounds as i64 + 1 {
+            for (k, applying) in [true, false].into_iter().enumerate() {
+                let round = patch_all(&client, conns, applying, generation).await;
+                if generation > 1 {
+                    figures[k].latencies.extend(round.latencies);
+                    figures[k].wall += round.wall;
+                    figures[k].server_cpu += round.server_cpu;
+                }
+            }
+        }
+        figures
+    });
+    versa.stop(server_rt);
+
+    let [applied, merged] = figures.map(|mut f| {
+        f.latencies.sort();
+        f
+    });
+    let writes = (APPLY_OBJECTS * rounds) as f64;
+    let cpu = |f: &Updates| f.server_cpu.as_secs_f64() * 1e6 / writes;
+    let ratio = cpu(&applied) / cpu(&merged);
+    println!();
+    println!("| measure | apply | merge patch | apply ÷ merge patch | target |");
+    println!("|---|---:|---:|---:|---|");
+    println!(
+        "| server CPU per write | {:.1} µs | {:.1} µs | {ratio:.2} | {} |",
+        cpu(&applied),
+        cpu(&merged),
+        target_max(ratio, 2.0, "×")
+    );
+    for p in [0.5, 0.99] {
+        let (a, b) = (ms(applied.p(p)), ms(merged.p(p)));
+        println!("| write p{:.0} | {a:.2} ms | {b:.2} ms | {:.2} | |", p * 100.0, a / b);
+    }
+    println!("(server CPU: every thread but the load client's, from /proc/self/task/*/schedstat)");
+}
+
+/// One write to every object of one kind at `generation`: an apply of the whole configuration
+/// (`applying`) or a merge patch of the one field that changes.
+async fn patch_all(client: &Client, conns: usize, applying: bool, generation: i64) -> Updates {
+    let mut connected = Vec::new();
+    for _ in 0..conns {
+        connected.push(client.connect().await);
+    }
+    let cpu_before = server_cpu();
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (c, mut conn) in connected.into_iter().enumerate() {
+        tasks.push(tokio::spawn(async move {
+            let mut took = Vec::new();
+            for i in (c..APPLY_OBJECTS).step_by(conns) {
+                let (path, content_type, body) = if applying {
+                    let path = format!("{}/applied-{i}?fieldManager=bench", apply_collection());
+                    (path, APPLY_PATCH, apply_object("applied", i, generation))
+                } else {
+                    let path = format!("{}/merged-{i}", apply_collection());
+                    (path, MERGE_PATCH, json_bytes(&json!({"spec": {"f0": format!("generation {generation}")}})))
+                };
+                let t = Instant::now();
+                let (status, body) = conn.patch(&path, content_type, body).await;
+                took.push(t.elapsed());
+                assert_eq!(status, StatusCode::OK, "PATCH {path}: {}", String::from_utf8_lossy(&body));
+            }
+            took
+        }));
+    }
+    let mut latencies = Vec::with_capacity(APPLY_OBJECTS);
+    for t in tasks {
+        latencies.extend(t.await.unwrap());
+    }
+    Updates { latencies, wall: started.elapsed(), server_cpu: server_cpu() - cpu_before }
+}
+
+fn apply_collection() -> String {
+    format!("/apis/{APPLY_GROUP}/v1/namespaces/{CEL_NAMESPACE}/widgets")
+}
+
+/// A definition whose `spec` has [`APPLY_FIELDS`] fields: strings, integers and booleans.
+fn apply_definition() -> Value {
+    let properties: serde_json::Map<String, Value> = (0..APPLY_FIELDS)
+        .map(|f| {
+            let ty = ["string", "integer", "boolean"][f % 3];
+            (format!("f{f}"), json!({"type": if f == 0 { "string" } else { ty }}))
+        })
+        .collect();
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": properties}}});
+    let versions = json!([{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}]);
+    namespaced_definition(APPLY_GROUP, "widget", "Widget", versions)
+}
+
+/// Object `<prefix>-<i>` with every field set; `f0` says the generation.
+fn apply_object(prefix: &str, i: usize, generation: i64) -> Bytes {
+    let spec: serde_json::Map<String, Value> = (0..APPLY_FIELDS)
+        .map(|f| {
+            let value = match f % 3 {
+                _ if f == 0 => json!(format!("generation {generation}")),
+                0 => json!(format!("value {f} of object {i}")),
+                1 => json!(f * 1000 + i),
+                _ => json!(f % 2 == 0),
+            };
+            (format!("f{f}"), value)
+        })
+        .collect();
+    json_bytes(&json!({
+        "apiVersion": format!("{APPLY_GROUP}/v1"),
+        "kind": "Widget",
+        "metadata": {"name": format!("{prefix}-{i}"), "namespace": CEL_NAMESPACE},
+        "spec": spec,
+    }))
+}
+
 fn resource_version(body: &[u8]) -> String {
     let object: Value = serde_json::from_slice(body).unwrap();
     object["metadata"]["resourceVersion"].as_str().unwrap().to_owned()
@@ -1329,6 +1477,21 @@ impl Client {
 impl Conn {
     async fn send(&mut self, method: Method, path: &str, body: Option<Bytes>) -> (StatusCode, Bytes) {
         self.request(method, path, None, body).await
+    }
+
+    /// A PATCH with `content_type`.
+    async fn patch(&mut self, path: &str, content_type: &'static str, body: Bytes) -> (StatusCode, Bytes) {
+        self.sender.ready().await.unwrap();
+        let request = Request::builder()
+            .method(Method::PATCH)
+            .uri(path)
+            .header(header::HOST, &self.host)
+            .header(header::CONTENT_TYPE, content_type)
+            .body(Full::new(body))
+            .unwrap();
+        let response = self.sender.send_request(request).await.unwrap();
+        let (parts, body) = response.into_parts();
+        (parts.status, body.collect().await.unwrap().to_bytes())
     }
 
     /// Sends one request and reads the whole answer.
