@@ -34,6 +34,7 @@ spec:
     storage: true
     subresources:
       status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
     schema:
       openAPIV3Schema:
         type: object
@@ -62,6 +63,7 @@ spec:
             type: object
             properties:
               phase: {type: string}
+              replicas: {type: integer}
 "#;
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
@@ -187,6 +189,20 @@ fn kubectl_server_side_apply() {
     let e = entry(&obj, "controller");
     assert_eq!((&e["subresource"], &e["fieldsV1"]), (&json!("status"), &json!({"f:status": {"f:phase": {}}})));
 
+    // kubectl scale writes through /scale (its manager is its user agent's, `kubectl`): an
+    // Update entry under subresource "scale" takes .spec.replicas from the scaler.
+    ok(versa.kubectl(&["scale", "widget", "w", "--replicas=4"]));
+    let obj = get(&versa, &["widget", "w"]);
+    assert_eq!(obj["spec"]["replicas"], 4);
+    let scaled: Vec<&Value> =
+        obj["metadata"]["managedFields"].as_array().unwrap().iter().filter(|e| e["subresource"] == "scale").collect();
+    assert_eq!(scaled.len(), 1, "{obj:#}");
+    assert_eq!(
+        (&scaled[0]["manager"], &scaled[0]["operation"], &scaled[0]["fieldsV1"]),
+        (&json!("kubectl"), &json!("Update"), &json!({"f:spec": {"f:replicas": {}}}))
+    );
+    assert!(entry(&obj, "scaler").get("fieldsV1").is_none_or(|f| f["f:spec"].get("f:replicas").is_none()));
+
     // Updates are tracked too: kubectl's label command is an Update manager.
     ok(versa.kubectl(&["label", "widget", "w", "team=blue"]));
     let obj = get(&versa, &["widget", "w"]);
@@ -274,6 +290,23 @@ async fn apply_options_and_refusals() {
             {"reason": "FieldManagerConflict", "message": "conflict with \"m\"", "field": ".spec.replicas"},
         ])
     );
+    // An applied Scale: the replicas field's owner conflicts; force takes it.
+    let scale = r#"{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"w"},"spec":{"replicas":7}}"#;
+    let (code, answer) = send("/scale?fieldManager=hpa".into(), apply, scale.into()).await;
+    assert_eq!(
+        (code, answer["message"].as_str()),
+        (409, Some("Apply failed with 1 conflict: conflict with \"m\": .spec.replicas")),
+        "{answer}"
+    );
+    let (code, answer) = send("/scale?fieldManager=hpa&force=true".into(), apply, scale.into()).await;
+    assert_eq!((code, &answer["kind"], &answer["spec"]["replicas"]), (200, &json!("Scale"), &json!(7)), "{answer}");
+    let obj = client.get(path).await.json();
+    let hpa = obj["metadata"]["managedFields"].as_array().unwrap().iter().find(|e| e["manager"] == "hpa").cloned();
+    assert_eq!(
+        hpa.map(|e| (e["operation"].clone(), e["subresource"].clone(), e["fieldsV1"].clone())),
+        Some((json!("Apply"), json!("scale"), json!({"f:spec": {"f:replicas": {}}})))
+    );
+
     // A too long fieldManager, on any write.
     let long = format!("?fieldManager={}", "x".repeat(129));
     let (code, answer) = send(long, "application/merge-patch+json", "{}".into()).await;

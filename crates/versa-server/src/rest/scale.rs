@@ -91,6 +91,7 @@ pub async fn update(ctx: &mut Ctx, body: &[u8]) -> Answer {
 pub async fn patch(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let ct = ctx.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     let patch_type = match PatchType::from_content_type(&ct) {
+        Some(PatchType::Apply) => return apply(ctx, body).await,
         Some(t @ (PatchType::Json | PatchType::Merge)) => t,
         _ => {
             return Err(Status::unsupported_media_type(
@@ -139,6 +140,43 @@ async fn write_scale(ctx: &mut Ctx, manager: &Manager, make: impl Fn(&Value) -> 
                 return ctx.respond_object(StatusCode::OK, &to_scale(ctx, &updated, &spec)?);
             }
             Err(s) if s.reason == "Conflict" && precondition.is_empty() => continue,
+            Err(s) => return Err(s),
+        }
+    }
+    Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name))
+}
+
+/// `PATCH .../<name>/scale` with `application/apply-patch+yaml`: an applied `autoscaling/v1`
+/// Scale, as kube's scale handler runs it — the configuration's replicas applied to the object's
+/// spec replicas field by the manager under subresource `scale` (so it conflicts with, or with
+/// `force` takes the field from, whoever else owns it), then the ordinary update pipeline.
+async fn apply(ctx: &mut Ctx, body: &[u8]) -> Answer {
+    let spec = scale_spec(ctx)?;
+    let manager = fields::manager(ctx, Verb::Patch { apply: true }, "scale")?;
+    let scale = codec::decode(body, codec::Format::Yaml)
+        .map_err(|s| Status { message: format!("error decoding YAML: {}", s.message), ..s })?
+        .value;
+    let text = |k: &str| scale.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    if text("apiVersion") != "autoscaling/v1" || text("kind") != "Scale" {
+        let api_version = text("apiVersion");
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+        return Err(Status::bad_request(format!("invalid object type: {group}/{version}, Kind={}", text("kind"))));
+    }
+    // The same configuration, in the object's terms.
+    let mut config = json!({"apiVersion": ctx.api_version(), "kind": ctx.res.kind, "metadata": {"name": ctx.name}});
+    if let Some(replicas) = scale.pointer("/spec/replicas") {
+        set_path(&mut config, &spec.spec_replicas_path, replicas.clone());
+    }
+    let applied = fields::Applied { config, duplicates: Vec::new() };
+    let force = ctx.query.get("force") == Some("true");
+    for _ in 0..16 {
+        let current = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(super::write::storage_error(ctx))?;
+        let current = current.ok_or_else(|| ctx.not_found())?;
+        let obj = from_storage(ctx, &current).await?;
+        let merged = fields::apply(ctx, &manager, Some(&obj), &applied, force)?;
+        match super::write::apply_update(ctx, &current, merged, super::Part::Main, &[], Fields::Applied).await {
+            Ok((_, updated)) => return ctx.respond_object(StatusCode::OK, &to_scale(ctx, &updated, &spec)?),
+            Err(s) if s.reason == "Conflict" => continue,
             Err(s) => return Err(s),
         }
     }
