@@ -128,20 +128,36 @@ fn reset_fields(ctx: &Ctx, subresource: &str) -> Option<FieldSet> {
     Some(FieldSet::from_paths(&[FieldPath::fields(&[field])]))
 }
 
+/// What one operation needs besides the request: its version, time and reset fields, owned
+/// here so that [`Operation::options`] can lend them to `versa-merge`.
+struct Operation {
+    api_version: String,
+    now: String,
+    reset: Option<FieldSet>,
+}
+
+impl Operation {
+    fn new(ctx: &Ctx, manager: &Manager) -> Operation {
+        Operation { api_version: ctx.api_version(), now: meta::now(), reset: reset_fields(ctx, manager.subresource) }
+    }
+
+    fn options<'a>(&'a self, ctx: &'a Ctx, manager: &'a Manager) -> Options<'a> {
+        Options {
+            schema: ctx.ver().merge_schema(),
+            manager: &manager.name,
+            api_version: &self.api_version,
+            subresource: manager.subresource,
+            now: &self.now,
+            reset_fields: self.reset.as_ref(),
+        }
+    }
+}
+
 /// Records `manager`'s change from `live` (`None` on create) to `new` in `new`'s
 /// `managedFields`.
 pub fn track(ctx: &Ctx, manager: &Manager, live: Option<&Value>, new: &mut Value) {
-    let (api_version, now) = (ctx.api_version(), meta::now());
-    let reset = reset_fields(ctx, manager.subresource);
-    let opts = Options {
-        schema: ctx.ver().merge_schema(),
-        manager: &manager.name,
-        api_version: &api_version,
-        subresource: manager.subresource,
-        now: &now,
-        reset_fields: reset.as_ref(),
-    };
-    match versa_merge::update(live, new, &opts) {
+    let op = Operation::new(ctx, manager);
+    match versa_merge::update(live, new, &op.options(ctx, manager)) {
         Ok(outcome) => *new = outcome.object,
         Err(e) => {
             tracing::error!(resource = %ctx.res.plural, name = %ctx.name, error = %e, "managedFields could not be updated; dropping them");
@@ -194,24 +210,17 @@ pub fn apply(
     let managed = versa_merge::ManagedFields::from_object(live)
         .map_err(|e| Status::unknown(format!("failed to decode managed fields: {e}")))?
         .unwrap_or_default();
-    let (api_version, now) = (ctx.api_version(), meta::now());
-    let reset = reset_fields(ctx, manager.subresource);
-    let opts = Options {
-        schema: ctx.ver().merge_schema(),
-        manager: &manager.name,
-        api_version: &api_version,
-        subresource: manager.subresource,
-        now: &now,
-        reset_fields: reset.as_ref(),
-    };
-    let outcome = versa_merge::apply(live, &applied.config, &managed, &opts, force).map_err(|e| match e {
-        ApplyError::Conflicts(conflicts) => conflict_status(&conflicts),
-        ApplyError::ManagedFieldsInPatch => Status::bad_request(e.to_string()),
-        ApplyError::InvalidPatch(errs) => {
-            Status::unknown(format!("failed to create typed patch object ({}): {errs}", identity(ctx, &applied.config)))
-        }
-        other => Status::unknown(other.to_string()),
-    })?;
+    let op = Operation::new(ctx, manager);
+    let outcome =
+        versa_merge::apply(live, &applied.config, &managed, &op.options(ctx, manager), force).map_err(|e| match e {
+            ApplyError::Conflicts(conflicts) => conflict_status(&conflicts),
+            ApplyError::ManagedFieldsInPatch => Status::bad_request(e.to_string()),
+            ApplyError::InvalidPatch(errs) => Status::unknown(format!(
+                "failed to create typed patch object ({}): {errs}",
+                identity(ctx, &applied.config)
+            )),
+            other => Status::unknown(other.to_string()),
+        })?;
     report_duplicates(ctx, &applied.duplicates)?;
     Ok(outcome.object)
 }
