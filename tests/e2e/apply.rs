@@ -446,3 +446,38 @@ fn large_definition_applies_server_side() {
         &def["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["color"];
     assert_eq!(described["description"].as_str().map(str::len), Some(words.len()));
 }
+
+/// The way from client-side to server-side apply, as kubectl takes it: an object made by
+/// `kubectl apply` applies server-side without conflicts on the fields its last-applied
+/// configuration describes (the annotation is rewritten to what was applied), and kubectl then
+/// hands the client-side manager's fields to `kubectl`'s Apply entry.
+#[test]
+fn client_side_apply_upgrades_to_server_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(dir.path());
+    let crd = write(dir.path(), "crd.yaml", DEFINITION);
+    ok(versa.kubectl(&["apply", "-f", &crd]));
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s"]));
+    let w = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: default\nspec:\n  replicas: 1\n  color: red\n";
+    let file = write(dir.path(), "w.yaml", w);
+    kubectl_settled(&versa, &["apply", "-f", &file]);
+    let file = write(dir.path(), "w.yaml", &w.replace("replicas: 1", "replicas: 2"));
+    let out = ok(versa.kubectl(&["apply", "--server-side", "-f", &file]));
+    assert_eq!(out.trim(), "widget.example.com/w serverside-applied");
+    let obj = get(&versa, &["widget", "w"]);
+    assert_eq!(obj["spec"]["replicas"], 2);
+    let last: Value = serde_json::from_str(
+        obj["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].as_str().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(last["spec"], json!({"replicas": 2, "color": "red"}));
+    let e = entry(&obj, "kubectl");
+    assert_eq!(e["operation"], "Apply");
+    assert_eq!(e["fieldsV1"]["f:spec"], json!({"f:color": {}, "f:replicas": {}}));
+    // Nothing is left to the client-side manager on spec.
+    let managers: Vec<&Value> = obj["metadata"]["managedFields"].as_array().unwrap().iter().collect();
+    assert!(
+        managers.iter().all(|m| m["manager"] != "kubectl-client-side-apply" || m["fieldsV1"].get("f:spec").is_none()),
+        "{managers:#?}"
+    );
+}

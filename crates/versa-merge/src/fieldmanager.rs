@@ -14,10 +14,14 @@
 //! - *managed fields updater*: an update's changes are merged into that manager's entry, and
 //!   an entry's time is set (to the caller's `now`) only when the operation changed something;
 //! - *strip meta*: `apiVersion`, `kind` and the server-owned `metadata` fields (`name`, `uid`,
-//!   `resourceVersion`, ...) are never owned.
+//!   `resourceVersion`, ...) are never owned;
+//! - *last applied* (the way from client-side to server-side apply): an apply by the manager
+//!   `kubectl` may take, without `force`, the fields that the object's
+//!   `kubectl.kubernetes.io/last-applied-configuration` annotation still describes (those whose
+//!   live value it holds); when the object has that annotation, such an apply rewrites it to
+//!   the applied configuration, so that a later client-side apply sees what was applied.
 //!
-//! Not reproduced yet: the `kubectl.kubernetes.io/last-applied-configuration` interplay with
-//! client-side apply, conversion of objects to the apiVersions older entries were written in,
+//! Not reproduced yet: conversion of objects to the apiVersions older entries were written in,
 //! and reconciling entries with a schema that changed between atomic and granular. The checks
 //! kube makes on the request itself (apiVersion and kind of the applied object) belong to the
 //! server.
@@ -100,9 +104,89 @@ pub enum ApplyError {
 #[error("failed to update ManagedFields: {0}: {1}")]
 pub struct UpdateError(pub &'static str, #[source] pub ValidationErrors);
 
+/// The annotation client-side apply keeps its configuration in.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// The only manager whose applies upgrade from client-side apply (kube's rule: other managers
+/// opt out by their name).
+const UPGRADING_MANAGER: &str = "kubectl";
+/// kube's limit on the total size of an object's annotations (`TotalAnnotationSizeLimitB`).
+const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
+
 /// Server-side apply of `applied` to `live` (an empty object, `{}`, when creating), given the
 /// live object's `managedFields`. `force` takes conflicting fields from their owners.
 pub fn apply(
+    live: &Value,
+    applied: &Value,
+    managed: &ManagedFields,
+    opts: &Options<'_>,
+    force: bool,
+) -> Result<Outcome, ApplyError> {
+    let mut outcome = match structured_apply(live, applied, managed, opts, force) {
+        Err(ApplyError::Conflicts(conflicts)) if opts.manager == UPGRADING_MANAGER => {
+            // Conflicts with fields the client-side configuration still describes are allowed.
+            let allowed = last_applied_fields(live, opts.schema);
+            let left: Vec<_> = conflicts.0.into_iter().filter(|c| !allowed.has(&c.path.0)).collect();
+            if !left.is_empty() {
+                return Err(ApplyError::Conflicts(Conflicts(left)));
+            }
+            structured_apply(live, applied, managed, opts, true)?
+        }
+        other => other?,
+    };
+    if opts.manager == UPGRADING_MANAGER {
+        keep_last_applied_in_step(&mut outcome, applied);
+    }
+    Ok(outcome)
+}
+
+/// The fields of the live object's last-applied configuration that still hold the live
+/// values (kube's `allowedConflictsFromLastApplied`): nothing when there is no annotation or
+/// it does not fit the schema.
+fn last_applied_fields(live: &Value, schema: &Structural) -> FieldSet {
+    let Some(text) = live.pointer("/metadata/annotations").and_then(|a| a.get(LAST_APPLIED)).and_then(Value::as_str)
+    else {
+        return FieldSet::new();
+    };
+    let Ok(last) = serde_json::from_str::<Value>(text) else { return FieldSet::new() };
+    let ty = Ty::root(schema);
+    if !last.is_object() || validate(ty, &last, false).is_err() {
+        return FieldSet::new();
+    }
+    let live = without_managed_fields(live);
+    let Ok(cmp) = crate::compare::compare(ty, &last, &live) else { return FieldSet::new() };
+    crate::field_set(&last, schema).difference(&cmp.modified).difference(&cmp.added).difference(&cmp.removed)
+}
+
+/// kube's `lastAppliedUpdater`: an object that has the last-applied annotation gets the applied
+/// configuration (without that annotation) as its new value, unless the annotations would then
+/// exceed kube's size limit, in which case the annotation goes.
+fn keep_last_applied_in_step(outcome: &mut Outcome, applied: &Value) {
+    let has = |o: &Value| o.pointer("/metadata/annotations").and_then(|a| a.get(LAST_APPLIED)).is_some();
+    if !has(&outcome.object) {
+        return;
+    }
+    let mut config = applied.clone();
+    if let Some(Value::Object(meta)) = config.get_mut("metadata")
+        && let Some(Value::Object(annotations)) = meta.get_mut("annotations")
+    {
+        annotations.remove(LAST_APPLIED);
+        if annotations.is_empty() {
+            meta.remove("annotations");
+        }
+    }
+    // As kube encodes it: encoding/json's Encoder, a newline at the end.
+    let text = format!("{}\n", versa_schema::field::go_json(&config));
+    let Some(Value::Object(annotations)) = outcome.object.pointer_mut("/metadata/annotations") else { return };
+    annotations.insert(LAST_APPLIED.into(), Value::String(text));
+    let size: usize = annotations.iter().map(|(k, v)| k.len() + v.as_str().map_or(0, str::len)).sum();
+    if size > MAX_ANNOTATIONS_BYTES {
+        annotations.remove(LAST_APPLIED);
+    }
+    outcome.changed = true;
+}
+
+/// The apply below the last-applied managers.
+fn structured_apply(
     live: &Value,
     applied: &Value,
     managed: &ManagedFields,

@@ -7,10 +7,10 @@
 //! No Rust crate implements either, so this crate does, by hand, from their behaviour; its
 //! corpus (`tests/data/*.yaml`) includes structured-merge-diff's own scenarios.
 //!
-//! It is pure: values in, values out, no I/O, no clock (the caller passes the time). It is **not
-//! yet wired into the server**: the PATCH handler (`application/apply-patch+yaml`, force and
-//! fieldManager parameters, the 409 `Status` from [`Conflicts`]) and the `managedFields`
-//! bookkeeping of create, update and patch are the next step.
+//! It is pure: values in, values out, no I/O, no clock (the caller passes the time). The server
+//! calls it from one module (`versa_server`'s `rest/fields.rs`): the PATCH handler's
+//! `application/apply-patch+yaml` and the `managedFields` bookkeeping of every create, update
+//! and patch.
 //!
 //! The pieces, bottom up:
 //!
@@ -24,8 +24,8 @@
 //!
 //! Not yet reproduced: converting objects to the apiVersions older entries were written in
 //! (every entry is read as if written at the request's version, exact when versions share their
-//! field paths), reconciling entries with a schema that changed between atomic and granular,
-//! and the `last-applied-configuration` interplay with client-side apply.
+//! field paths), and reconciling entries with a schema that changed between atomic and
+//! granular.
 //!
 //! Input safety: every walk recurses along the nesting of a JSON object or of a field set
 //! derived from one. Objects reach this crate through the server's decoder, which refuses
