@@ -153,9 +153,7 @@ async fn write_scale(ctx: &mut Ctx, manager: &Manager, make: impl Fn(&Value) -> 
 async fn apply(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let spec = scale_spec(ctx)?;
     let manager = fields::manager(ctx, Verb::Patch { apply: true }, "scale")?;
-    let scale = codec::decode(body, codec::Format::Yaml)
-        .map_err(|s| Status { message: format!("error decoding YAML: {}", s.message), ..s })?
-        .value;
+    let scale = fields::decode_config(body)?.value;
     let text = |k: &str| scale.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     if text("apiVersion") != "autoscaling/v1" || text("kind") != "Scale" {
         let api_version = text("apiVersion");
