@@ -11,6 +11,9 @@
 //! 3. the others are converted by the definition's strategy — `None` sets `apiVersion`;
 //!    `Webhook` sends them in **one** `ConversionReview` (objects made of only `apiVersion` and
 //!    `kind` are converted locally, as kube does) and checks the answer exactly as kube does;
+//!    `CEL` (versa's declarative conversion) runs the definition's rules in process (`cel`),
+//!    keeping what a round trip would lose in an annotation and restoring it on the way back
+//!    (`lossless`);
 //! 4. each converted object is pruned with the target version's schema and its metadata coerced
 //!    (kube's `schemaCoercingConverter`). With `None` this is where a field renamed between
 //!    versions silently disappears.
@@ -18,13 +21,18 @@
 //! Errors are [`ConversionError`]s whose message is kube's text; kube-apiserver answers them
 //! with status 500. Module map: `gv` (Go's spelling of group-versions), `review` (the review
 //! and the checks on the answer), `converted` (the checks on each converted object, the
-//! metadata rule), `client` (the HTTPS call), `webhook` (the strategy).
+//! metadata rule), `client` (the HTTPS call), `webhook` (the strategy), `cel` and `lossless`
+//! (the CEL strategy), [`samples`] (the definition-time checks of CEL rules on generated
+//! objects).
 
+mod cel;
 mod client;
 mod converted;
 mod gv;
+mod lossless;
 mod parallel;
 mod review;
+pub mod samples;
 mod webhook;
 
 use std::collections::HashMap;
@@ -38,11 +46,13 @@ use versa_schema::Structural;
 use versa_schema::field::go_quote;
 use versa_schema::objectmeta::Malformed;
 
+use crate::cel::{CelConverter, Hop};
 use crate::converted::Finish;
 use crate::gv::{GroupVersion, str_field};
 use crate::webhook::WebhookConverter;
 
 pub use crate::client::MIN_RESPONSE_LIMIT;
+pub use crate::lossless::ANNOTATION as CONVERSION_DATA_ANNOTATION;
 
 /// The `Established` condition reason kube sets when the webhook `caBundle` is invalid.
 pub const INVALID_CA_BUNDLE_REASON: &str = "InvalidCABundle";
@@ -83,6 +93,11 @@ pub struct Converter {
 enum Strategy {
     None,
     Webhook(Box<WebhookConverter>),
+    Cel {
+        rules: Box<CelConverter>,
+        /// Keep what a round trip would lose (`cel.allowLoss` is false).
+        lossless: bool,
+    },
 }
 
 /// A conversion that failed. `Display` is the whole message the API answers with: kube's text,
@@ -171,6 +186,10 @@ pub enum BuildError {
     /// The TLS client cannot be set up.
     #[error("cannot set up TLS for the conversion webhook: {0}")]
     Tls(#[source] rustls::Error),
+    /// `spec.conversion.cel` is missing or its rules do not compile (definition validation
+    /// refuses such definitions first).
+    #[error("invalid CEL conversion rules: {0}")]
+    InvalidCelRules(String),
 }
 
 impl BuildError {
@@ -195,6 +214,20 @@ impl Converter {
         let strategy = match spec.conversion.as_ref().map_or("None", |c| c.strategy.as_str()) {
             "None" => Strategy::None,
             "Webhook" => Strategy::Webhook(Box::new(WebhookConverter::new(def, options)?)),
+            "CEL" => {
+                let cel = def
+                    .conversion_cel
+                    .as_ref()
+                    .ok_or_else(|| BuildError::InvalidCelRules("spec.conversion.cel: Required value".to_owned()))?;
+                let versions: Vec<String> = spec.versions.iter().map(|v| v.name.clone()).collect();
+                let path = versa_schema::Path::new("spec").child("conversion").child("cel");
+                let (rules, errs) = versa_apiextensions::cel_conversion::compile(cel, &versions, &schemas, &path);
+                if !errs.is_empty() {
+                    return Err(BuildError::InvalidCelRules(errs.aggregate()));
+                }
+                let storage = def.storage_version().unwrap_or_default().to_owned();
+                Strategy::Cel { rules: Box::new(CelConverter { rules, storage }), lossless: !cel.allow_loss }
+            }
             other => {
                 return Err(BuildError::UnknownStrategy {
                     strategy: other.to_owned(),
@@ -224,20 +257,22 @@ impl Converter {
         })
     }
 
-    /// `"None"` or `"Webhook"`.
+    /// `"None"`, `"Webhook"` or `"CEL"`.
     pub fn strategy(&self) -> &'static str {
         match self.strategy {
             Strategy::None => "None",
             Strategy::Webhook(_) => "Webhook",
+            Strategy::Cel { .. } => "CEL",
         }
     }
 
     /// Whether a conversion's result depends only on the object and the definition, so that it
-    /// may be kept across requests: `None`. A webhook's answers may change at any time (another
-    /// build rolled out under the same URL), so they are never kept.
+    /// may be kept across requests: `None` and `CEL` (rules compiled from the definition, no
+    /// clock, no randomness). A webhook's answers may change at any time (another build rolled
+    /// out under the same URL), so they are never kept.
     pub fn is_deterministic(&self) -> bool {
         match self.strategy {
-            Strategy::None => true,
+            Strategy::None | Strategy::Cel { .. } => true,
             Strategy::Webhook(_) => false,
         }
     }
@@ -266,6 +301,25 @@ impl Converter {
         to_version: &str,
     ) -> Result<Vec<Converted>, ConversionError> {
         self.run(objects, to_version, true).await
+    }
+
+    /// [`Converter::convert`] of one object without a runtime, for the strategies that run in
+    /// process (`None`, `CEL`): the definition-time sample checks and `versa convert`. A
+    /// `Webhook` converter answers with an error.
+    pub fn convert_sync(&self, obj: Value, to_version: &str) -> Result<Value, ConversionError> {
+        use std::future::Future;
+        use std::task::{Context, Poll, Waker};
+        if matches!(self.strategy, Strategy::Webhook(_)) {
+            return Err(ConversionError::new("a Webhook conversion needs its webhook"));
+        }
+        // Nothing awaits without a webhook: the first poll finishes it.
+        let run = std::pin::pin!(self.convert(vec![obj], to_version));
+        match run.poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(result) => {
+                result?.pop().ok_or_else(|| ConversionError::new("the converter returned no object"))
+            }
+            Poll::Pending => Err(ConversionError::new("the conversion did not finish")),
+        }
     }
 
     async fn run(
@@ -310,6 +364,18 @@ impl Converter {
                 return Ok(objects.into_iter().map(Converted::Value).collect());
             }
             Strategy::Webhook(webhook) => webhook,
+            Strategy::Cel { rules, lossless } => {
+                for i in pending {
+                    let from = GroupVersion::parse(str_field(&objects[i], "apiVersion")).version.to_owned();
+                    if is_empty_object(&objects[i]) {
+                        self.set_version_and_coerce(&mut objects[i], &desired, to_version);
+                        continue;
+                    }
+                    let obj = std::mem::take(&mut objects[i]);
+                    objects[i] = self.convert_cel(rules, *lossless, obj, &from, to_version)?;
+                }
+                return Ok(objects.into_iter().map(Converted::Value).collect());
+            }
         };
         let (empty, send): (Vec<usize>, Vec<usize>) = pending.into_iter().partition(|&i| is_empty_object(&objects[i]));
         for i in empty {
@@ -334,6 +400,66 @@ impl Converter {
             }
         }
         Ok(out)
+    }
+
+    /// One object by the CEL strategy (`cel`, `lossless`): converted from `from` to `to`, what
+    /// the annotation kept restored, and what the way back would lose kept (unless `lossless`
+    /// is false).
+    fn convert_cel(
+        &self,
+        rules: &CelConverter,
+        lossless: bool,
+        mut obj: Value,
+        from: &str,
+        to: &str,
+    ) -> Result<Value, ConversionError> {
+        // Never carried over: it belongs to the conversion it was written for.
+        let kept = lossless::take(&mut obj);
+        if !lossless {
+            return self.cel_hops(rules, obj, from, to);
+        }
+        let mut source = obj.clone();
+        let mut converted = self.cel_hops(rules, obj, from, to)?;
+        self.normalise(&mut source, from);
+        if let Some(data) = kept {
+            lossless::restore(&data, &source, &mut converted, from, to);
+        }
+        // When the way back fails, every field is kept (the definition-time sample checks
+        // report such rules).
+        let back = match self.cel_hops(rules, converted.clone(), to, from) {
+            Ok(mut back) => {
+                self.normalise(&mut back, from);
+                back
+            }
+            Err(_) => Value::Object(Map::new()),
+        };
+        let mut seen = converted.clone();
+        self.normalise(&mut seen, to);
+        if let Some(text) = lossless::record(&source, &seen, &back, from, to) {
+            lossless::annotate(&mut converted, text);
+        }
+        Ok(converted)
+    }
+
+    /// The rules' conversion from `from` to `to`, hop by hop ([`CelConverter::route`]), each
+    /// hop's result pruned and coerced with its version's schema.
+    fn cel_hops(&self, rules: &CelConverter, mut obj: Value, from: &str, to: &str) -> Result<Value, ConversionError> {
+        for (hop, version) in rules.route(from, to) {
+            let desired = GroupVersion { group: &self.group, version: &version }.to_string();
+            match hop {
+                Hop::Rules(pair) => rules.apply(pair, &mut obj, &desired).map_err(ConversionError::new)?,
+                Hop::None => set_api_version(&mut obj, &desired),
+            }
+            self.coerce(&mut obj, &version);
+        }
+        Ok(obj)
+    }
+
+    /// An object as the read path sees it at `version`: pruned, metadata coerced, defaulted.
+    fn normalise(&self, obj: &mut Value, version: &str) {
+        if let Some(schema) = self.schemas.get(version) {
+            versa_schema::pipeline::on_read(obj, schema);
+        }
     }
 
     fn has_version(&self, version: &str) -> bool {
