@@ -156,11 +156,7 @@ async fn pizza_with_cel_conversion_alone() {
     assert_eq!(toppings(&c.get(&pizza("v1alpha1", "margherita")).await.json()), json!(["tomato", "tomato", "tomato"]));
 
     // kubectl, at the version it prefers (v1beta1) and at v1alpha1.
-    let get = |resource: &str| {
-        let cache = versa.data_dir.join("kubectl-cache");
-        let args = ["--cache-dir", cache.to_str().unwrap(), "get", resource, "funghi", "-o", "json"];
-        poll_kubectl(&versa, &args)
-    };
+    let get = |resource: &str| poll_kubectl(&versa, &["get", resource, "funghi", "-o", "json"]);
     assert_eq!(toppings(&get("pizzas")), beta_toppings(&[("mushroom", 1), ("mozzarella", 2)]));
     assert_eq!(toppings(&get(&format!("pizzas.v1alpha1.{PIZZA}"))), json!(["mushroom", "mozzarella", "mozzarella"]));
 

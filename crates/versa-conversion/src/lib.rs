@@ -49,6 +49,7 @@ use versa_schema::objectmeta::Malformed;
 use crate::cel::{CelConverter, Hop};
 use crate::converted::Finish;
 use crate::gv::{GroupVersion, str_field};
+use crate::parallel::{PARALLEL_MIN, in_two};
 use crate::webhook::WebhookConverter;
 
 pub use crate::client::MIN_RESPONSE_LIMIT;
@@ -365,16 +366,33 @@ impl Converter {
             }
             Strategy::Webhook(webhook) => webhook,
             Strategy::Cel { rules, lossless } => {
-                for i in pending {
-                    let from = GroupVersion::parse(str_field(&objects[i], "apiVersion")).version.to_owned();
-                    if is_empty_object(&objects[i]) {
-                        self.set_version_and_coerce(&mut objects[i], &desired, to_version);
-                        continue;
-                    }
-                    let obj = std::mem::take(&mut objects[i]);
-                    objects[i] = self.convert_cel(rules, *lossless, obj, &from, to_version)?;
-                }
-                return Ok(objects.into_iter().map(Converted::Value).collect());
+                let desired = desired.as_str();
+                let work = |part: Vec<Value>| -> Result<Vec<Value>, ConversionError> {
+                    part.into_iter()
+                        .map(|mut obj| {
+                            if str_field(&obj, "apiVersion") == desired {
+                                return Ok(obj);
+                            }
+                            if is_empty_object(&obj) {
+                                self.set_version_and_coerce(&mut obj, desired, to_version);
+                                return Ok(obj);
+                            }
+                            let from = GroupVersion::parse(str_field(&obj, "apiVersion")).version.to_owned();
+                            self.convert_cel(rules, *lossless, obj, &from, to_version)
+                        })
+                        .collect()
+                };
+                // A LIST page in two halves at once, as a webhook's answer is checked.
+                let converted = if objects.len() >= PARALLEL_MIN {
+                    let second = objects.split_off(objects.len() / 2);
+                    let (first, second) = in_two(objects, second, work);
+                    let mut all = first?;
+                    all.extend(second.ok_or_else(|| ConversionError::new("conversion: a helper thread failed"))??);
+                    all
+                } else {
+                    work(objects)?
+                };
+                return Ok(converted.into_iter().map(Converted::Value).collect());
             }
         };
         let (empty, send): (Vec<usize>, Vec<usize>) = pending.into_iter().partition(|&i| is_empty_object(&objects[i]));
@@ -418,9 +436,9 @@ impl Converter {
         if !lossless {
             return self.cel_hops(rules, obj, from, to);
         }
-        let mut source = obj.clone();
+        // Objects arrive as the read path sees them at their version (see `convert`).
+        let source = obj.clone();
         let mut converted = self.cel_hops(rules, obj, from, to)?;
-        self.normalise(&mut source, from);
         if let Some(data) = kept {
             lossless::restore(&data, &source, &mut converted, from, to);
         }
@@ -433,9 +451,17 @@ impl Converter {
             }
             Err(_) => Value::Object(Map::new()),
         };
-        let mut seen = converted.clone();
-        self.normalise(&mut seen, to);
-        if let Some(text) = lossless::record(&source, &seen, &back, from, to) {
+        let defaulted;
+        let seen = match self.schemas.get(to).filter(|s| s.below.defaults) {
+            Some(schema) => {
+                let mut c = converted.clone();
+                versa_schema::pipeline::on_read(&mut c, schema);
+                defaulted = c;
+                &defaulted
+            }
+            None => &converted,
+        };
+        if let Some(text) = lossless::record(&source, seen, &back, from, to) {
             lossless::annotate(&mut converted, text);
         }
         Ok(converted)
@@ -455,9 +481,10 @@ impl Converter {
         Ok(obj)
     }
 
-    /// An object as the read path sees it at `version`: pruned, metadata coerced, defaulted.
+    /// An object converted to `version` (so pruned and coerced) as the read path sees it
+    /// there: defaulted too, when the schema has defaults.
     fn normalise(&self, obj: &mut Value, version: &str) {
-        if let Some(schema) = self.schemas.get(version) {
+        if let Some(schema) = self.schemas.get(version).filter(|s| s.below.defaults) {
             versa_schema::pipeline::on_read(obj, schema);
         }
     }

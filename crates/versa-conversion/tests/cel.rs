@@ -136,3 +136,21 @@ fn without_allow_loss_nothing_is_kept() {
     // Written back where it was read from.
     assert_eq!(def.to_document()["spec"]["conversion"]["cel"]["allowLoss"], true);
 }
+
+/// A batch large enough to be converted in two halves at once gives what one at a time gives,
+/// in order; the first error in object order is the one reported.
+#[tokio::test]
+async fn large_batches_are_converted_in_order() {
+    let def = definition(&yaml("pizza-cel-definition.yaml"));
+    let converter = converter(&def);
+    let schemas = lower_schemas(&def);
+    let mut objects = samples::generate(&def, "v1alpha1", &schemas["v1alpha1"], 24);
+    while objects.len() < 300 {
+        let mut next = objects[objects.len() % 24].clone();
+        next["metadata"]["name"] = Value::String(format!("p-{}", objects.len()));
+        objects.push(next);
+    }
+    let one_by_one: Vec<Value> =
+        objects.iter().map(|o| converter.convert_sync(o.clone(), "v1beta1").unwrap()).collect();
+    assert_eq!(converter.convert(objects, "v1beta1").await.unwrap(), one_by_one);
+}
