@@ -15,6 +15,8 @@ use crate::types::ResourceDefinition;
 pub const NONE_CONVERTER: &str = "None";
 /// The conversion strategy that calls a webhook.
 pub const WEBHOOK_CONVERTER: &str = "Webhook";
+/// versa's declarative conversion strategy: CEL rules in `spec.conversion.cel`.
+pub const CEL_CONVERTER: &str = "CEL";
 /// The port of a webhook service when none is given.
 pub const DEFAULT_SERVICE_PORT: i32 = 443;
 

@@ -4,8 +4,10 @@
 //! `apiextensions.k8s.io/v1` `CustomResourceDefinition`; [`types`] converts between the two
 //! documents, [`defaults`] applies the v1 defaults, [`validation`] accepts or rejects a definition
 //! with kube-apiserver's rules, field paths and messages, and [`version`] orders version names the
-//! way Kubernetes does. Everything here is pure: values in, values out, no I/O.
+//! way Kubernetes does, and [`cel_conversion`] compiles versa's declarative conversion rules
+//! (`spec.conversion.cel`). Everything here is pure: values in, values out, no I/O.
 
+pub mod cel_conversion;
 pub mod defaults;
 pub mod types;
 pub mod validation;

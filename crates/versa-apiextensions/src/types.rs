@@ -15,6 +15,8 @@ use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::cel_conversion::CelConversion;
+
 /// The API group of definitions.
 pub const GROUP: &str = "versa.dev";
 /// The only served version of definitions.
@@ -32,15 +34,47 @@ pub const CRD_KIND: &str = "CustomResourceDefinition";
 pub const CONDITION_ESTABLISHED: &str = "Established";
 
 /// A versa resource definition: metadata, a CRD v1 spec and a CRD v1 status.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// versa's one field outside a CRD's shape, `spec.conversion.cel` (declarative conversion,
+/// [`crate::cel_conversion`]), cannot live in k8s-openapi's `CustomResourceConversion`: it is
+/// read into [`ResourceDefinition::conversion_cel`] and written back in its place.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ResourceDefinition {
-    #[serde(default)]
     pub metadata: ObjectMeta,
-    #[serde(default)]
     pub spec: CustomResourceDefinitionSpec,
-    #[serde(default)]
     pub status: Option<CustomResourceDefinitionStatus>,
+    /// `spec.conversion.cel`.
+    pub conversion_cel: Option<CelConversion>,
+}
+
+impl<'de> Deserialize<'de> for ResourceDefinition {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        #[derive(Deserialize)]
+        struct Raw {
+            #[serde(default)]
+            metadata: ObjectMeta,
+            #[serde(default)]
+            spec: Value,
+            #[serde(default)]
+            status: Option<CustomResourceDefinitionStatus>,
+        }
+        let Raw { metadata, mut spec, status } = Raw::deserialize(deserializer)?;
+        let cel = spec
+            .get_mut("conversion")
+            .and_then(Value::as_object_mut)
+            .and_then(|c| c.remove("cel"))
+            .filter(|c| !c.is_null());
+        let conversion_cel = cel
+            .map(CelConversion::deserialize)
+            .transpose()
+            .map_err(|e| D::Error::custom(format!("spec.conversion.cel: {e}")))?;
+        let spec = match spec {
+            Value::Null => CustomResourceDefinitionSpec::default(),
+            spec => CustomResourceDefinitionSpec::deserialize(spec).map_err(D::Error::custom)?,
+        };
+        Ok(ResourceDefinition { metadata, spec, status, conversion_cel })
+    }
 }
 
 /// Which kind of document a definition was read from.
@@ -163,7 +197,21 @@ impl Serialize for ResourceDefinition {
         st.serialize_field("apiVersion", API_VERSION)?;
         st.serialize_field("kind", KIND)?;
         st.serialize_field("metadata", &self.metadata)?;
-        st.serialize_field("spec", &self.spec)?;
+        match &self.conversion_cel {
+            None => st.serialize_field("spec", &self.spec)?,
+            Some(cel) => {
+                // Written back where it was read from (see the type's documentation).
+                let mut spec = serde_json::to_value(&self.spec).map_err(serde::ser::Error::custom)?;
+                let cel = serde_json::to_value(cel).map_err(serde::ser::Error::custom)?;
+                if let Some(spec) = spec.as_object_mut() {
+                    let conversion = spec.entry("conversion").or_insert_with(|| Value::Object(Default::default()));
+                    if let Some(conversion) = conversion.as_object_mut() {
+                        conversion.insert("cel".to_owned(), cel);
+                    }
+                }
+                st.serialize_field("spec", &spec)?;
+            }
+        }
         if let Some(status) = &self.status {
             st.serialize_field("status", status)?;
         }
@@ -187,10 +235,11 @@ impl TryFrom<Value> for ResourceDefinition {
 
 impl From<CustomResourceDefinition> for ResourceDefinition {
     fn from(crd: CustomResourceDefinition) -> Self {
-        ResourceDefinition { metadata: crd.metadata, spec: crd.spec, status: crd.status }
+        ResourceDefinition { metadata: crd.metadata, spec: crd.spec, status: crd.status, conversion_cel: None }
     }
 }
 
+/// The typed CRD has no place for `spec.conversion.cel`: it is left out.
 impl From<ResourceDefinition> for CustomResourceDefinition {
     fn from(def: ResourceDefinition) -> Self {
         CustomResourceDefinition { metadata: def.metadata, spec: def.spec, status: def.status }

@@ -82,15 +82,15 @@ pub fn max_cardinality(min_serialized_size: i64) -> u64 {
 
 /// The estimated cost of one run of `compiled`, whose `self` (and `oldSelf`) is `self_type`.
 pub fn estimate_cost(compiled: &CompiledExpression, self_type: &DeclType) -> CostEstimate {
-    let mut c = Coster {
-        compiled,
-        root: self_type,
-        locals: Vec::new(),
-        paths: HashMap::new(),
-        sizes: HashMap::new(),
-        entries: HashMap::new(),
-    };
-    c.cost(&compiled.ast.expr)
+    Coster::new(compiled, self_type, false).run()
+}
+
+/// [`estimate_cost`] for a versa conversion rule, which builds values where a validation rule
+/// only tests them: the same estimate, except that `lists.range(n)` with `n` a field of `self`
+/// is bounded by that field's `maximum` (Kubernetes knows no bound but a literal's, so
+/// `lists.range(t.quantity)` would be unbounded however `quantity` is declared).
+pub fn estimate_conversion_cost(compiled: &CompiledExpression, self_type: &DeclType) -> CostEstimate {
+    Coster::new(compiled, self_type, true).run()
 }
 
 /// A path from a variable through fields, `@items`, `@keys`, `@values` and `@indices`, for
@@ -152,6 +152,10 @@ type SizeEstimate = CostEstimate;
 
 const UNKNOWN_SIZE: SizeEstimate = CostEstimate { min: 0, max: u64::MAX };
 
+/// A map key as the size estimator sees it: a string without a declared size.
+static KEY_TYPE: DeclType =
+    DeclType { kind: DeclKind::Scalar(Type::String), max_elements: Some(0), min_serialized_size: 0, int_maximum: None };
+
 struct Coster<'a> {
     compiled: &'a CompiledExpression,
     root: &'a DeclType,
@@ -163,9 +167,27 @@ struct Coster<'a> {
     sizes: HashMap<u32, SizeEstimate>,
     /// Entry sizes of containers, by node id.
     entries: HashMap<u32, EntrySize>,
+    /// Estimating a conversion rule ([`estimate_conversion_cost`]).
+    conversion: bool,
 }
 
 impl<'a> Coster<'a> {
+    fn new(compiled: &'a CompiledExpression, root: &'a DeclType, conversion: bool) -> Coster<'a> {
+        Coster {
+            compiled,
+            root,
+            locals: Vec::new(),
+            paths: HashMap::new(),
+            sizes: HashMap::new(),
+            entries: HashMap::new(),
+            conversion,
+        }
+    }
+
+    fn run(mut self) -> CostEstimate {
+        self.cost(&self.compiled.ast.expr)
+    }
+
     fn ty(&self, e: &Expr) -> Type {
         self.compiled.checked.types.get(e.id as usize).cloned().unwrap_or(Type::Dyn)
     }
@@ -526,7 +548,13 @@ impl<'a> Coster<'a> {
                 let depth = rest.first().map_or(1, |d| literal_int(d, u64::MAX));
                 allocating(depth as f64, self.size(t))
             }
-            ("lists.range", None, [n]) => allocating(1.0, fixed(literal_int(n, u64::MAX))),
+            ("lists.range", None, [n]) => {
+                let bound = match self.conversion {
+                    true => self.path(n).and_then(|p| self.schema_node(p)).and_then(|t| t.int_maximum),
+                    false => None,
+                };
+                allocating(1.0, fixed(literal_int(n, bound.map_or(u64::MAX, |m| m.max(0) as u64))))
+            }
             ("reverse", Some(t), []) if matches!(target_ty, Some(Type::List(_))) => allocating(1.0, self.size(t)),
             ("distinct", Some(t), []) => {
                 let sz = self.size(t);
@@ -692,18 +720,24 @@ impl<'a> Coster<'a> {
     /// and `@values` both step into a list's items or a map's values, `@keys` into a map's
     /// keys (Kubernetes' plain `StringType`, which declares no size).
     fn schema_size(&self, path: &FieldPath) -> Option<u64> {
+        let node = self.schema_node(path)?;
+        Some(node.max_elements.unwrap_or(0).max(0) as u64)
+    }
+
+    /// The declared type at `path` below the root (see [`Self::schema_size`]).
+    fn schema_node(&self, path: &FieldPath) -> Option<&'a DeclType> {
         let mut node = self.root;
         let steps = path.get(1..).unwrap_or_default();
         for (i, step) in steps.iter().enumerate() {
             node = match (&node.kind, step.as_str()) {
                 (DeclKind::List { elem, .. }, "@items" | "@values") => elem,
                 (DeclKind::Map { value }, "@items" | "@values") => value,
-                (DeclKind::Map { .. }, "@keys") => return (i + 1 == steps.len()).then_some(0),
+                (DeclKind::Map { .. }, "@keys") => return (i + 1 == steps.len()).then_some(&KEY_TYPE),
                 (DeclKind::Object(o), field) => &o.fields.get(field)?.ty,
                 _ => return None,
             };
         }
-        Some(node.max_elements.unwrap_or(0).max(0) as u64)
+        Some(node)
     }
 }
 

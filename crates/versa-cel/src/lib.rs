@@ -42,6 +42,7 @@
 //! - [`plan`]: what evaluation works out once per expression (literal values, resolved
 //!   functions and variables, the schema field of each selection); `fast` (private): the fast
 //!   path of [`eval()`] for the common rules, exact or not taken.
+//! - [`json`]: a value written back as JSON, for conversion rules, whose results become fields.
 //! - [`field_path`]: `fieldPath` and `selectableFields` paths resolved against a schema;
 //!   `zone` (private): IANA time zones from the system's zone database.
 //!
@@ -57,6 +58,7 @@ pub mod eval;
 pub mod ext;
 mod fast;
 pub mod field_path;
+pub mod json;
 mod lexer;
 pub mod parser;
 pub mod plan;
@@ -72,7 +74,8 @@ use std::fmt;
 pub use ast::{Expr, ExprId, ExprKind, Literal, Location, SourceInfo};
 pub use check::{Checked, Variable};
 pub use cost::{
-    CostEstimate, STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT, estimate_cost, max_cardinality,
+    CostEstimate, STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT, estimate_conversion_cost,
+    estimate_cost, max_cardinality,
 };
 pub use error::{CompileError, CompileErrors, display_errors};
 pub use eval::{Activation, CostTracker, EvalError, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, eval};

@@ -187,6 +187,10 @@ pub struct DeclType {
     pub max_elements: Option<i64>,
     /// The smallest size in bytes of a value of this type serialized as JSON.
     pub min_serialized_size: i64,
+    /// The largest value of an `integer` (its `maximum`, less one when exclusive). Kubernetes'
+    /// estimator does not use it; versa's estimate for conversion rules bounds `lists.range(n)`
+    /// by it ([`crate::cost::estimate_conversion_cost`]).
+    pub int_maximum: Option<i64>,
 }
 
 /// The request size limit the estimates assume (`DefaultMaxRequestSizeBytes`, 3 MiB).
@@ -207,7 +211,7 @@ pub const SELF_TYPE_NAME: &str = "selfType";
 
 impl DeclType {
     fn scalar(t: Type, min_size: i64, max_elements: Option<i64>) -> DeclType {
-        DeclType { kind: DeclKind::Scalar(t), max_elements, min_serialized_size: min_size }
+        DeclType { kind: DeclKind::Scalar(t), max_elements, min_serialized_size: min_size, int_maximum: None }
     }
 
     /// The CEL type of `self` for a rule on schema node `s`, named [`SELF_TYPE_NAME`].
@@ -252,6 +256,7 @@ impl DeclType {
                     kind: DeclKind::List { elem: Box::new(elem), list_type, map_keys: s.list_map_keys.clone() },
                     max_elements: Some(max_items),
                     min_serialized_size: 2,
+                    int_maximum: None,
                 })
             }
             SchemaType::Object => {
@@ -265,6 +270,7 @@ impl DeclType {
                         kind: DeclKind::Map { value: Box::new(value) },
                         max_elements: Some(max_props),
                         min_serialized_size: 2,
+                        int_maximum: None,
                     });
                 }
                 let required: &[String] = vv.map_or(&[], |v| v.required.as_slice());
@@ -300,6 +306,7 @@ impl DeclType {
                     kind: DeclKind::Object(Arc::new(ObjectType { name: name.to_owned(), fields })),
                     max_elements: None,
                     min_serialized_size: min_size,
+                    int_maximum: None,
                 })
             }
             SchemaType::String => {
@@ -334,7 +341,15 @@ impl DeclType {
             }
             SchemaType::Boolean => Some(DeclType::scalar(Type::Bool, MIN_BOOL_SIZE, None)),
             SchemaType::Number => Some(DeclType::scalar(Type::Double, MIN_NUMBER_SIZE, None)),
-            SchemaType::Integer => Some(DeclType::scalar(Type::Int, MIN_NUMBER_SIZE, None)),
+            SchemaType::Integer => {
+                let mut t = DeclType::scalar(Type::Int, MIN_NUMBER_SIZE, None);
+                t.int_maximum = vv.and_then(|v| {
+                    let max = v.maximum?.floor();
+                    let max = if v.exclusive_maximum && max == v.maximum? { max - 1.0 } else { max };
+                    (max.is_finite() && max.abs() < 9.0e18).then_some(max as i64)
+                });
+                Some(t)
+            }
             SchemaType::None | SchemaType::Other => None,
         }
     }

@@ -292,6 +292,7 @@ fn garbage_never_panics() {
         kind: versa_cel::DeclKind::Scalar(versa_cel::Type::Dyn),
         max_elements: None,
         min_serialized_size: 1,
+        int_maximum: None,
     };
     for seed in seeds {
         for _ in 0..2_000 {

@@ -11,6 +11,9 @@
 //! 3. the others are converted by the definition's strategy — `None` sets `apiVersion`;
 //!    `Webhook` sends them in **one** `ConversionReview` (objects made of only `apiVersion` and
 //!    `kind` are converted locally, as kube does) and checks the answer exactly as kube does;
+//!    `CEL` (versa's declarative conversion) runs the definition's rules in process (`cel`),
+//!    keeping what a round trip would lose in an annotation and restoring it on the way back
+//!    (`lossless`);
 //! 4. each converted object is pruned with the target version's schema and its metadata coerced
 //!    (kube's `schemaCoercingConverter`). With `None` this is where a field renamed between
 //!    versions silently disappears.
@@ -18,13 +21,18 @@
 //! Errors are [`ConversionError`]s whose message is kube's text; kube-apiserver answers them
 //! with status 500. Module map: `gv` (Go's spelling of group-versions), `review` (the review
 //! and the checks on the answer), `converted` (the checks on each converted object, the
-//! metadata rule), `client` (the HTTPS call), `webhook` (the strategy).
+//! metadata rule), `client` (the HTTPS call), `webhook` (the strategy), `cel` and `lossless`
+//! (the CEL strategy), [`samples`] (the definition-time checks of CEL rules on generated
+//! objects).
 
+mod cel;
 mod client;
 mod converted;
 mod gv;
+mod lossless;
 mod parallel;
 mod review;
+pub mod samples;
 mod webhook;
 
 use std::collections::HashMap;
@@ -38,11 +46,14 @@ use versa_schema::Structural;
 use versa_schema::field::go_quote;
 use versa_schema::objectmeta::Malformed;
 
+use crate::cel::{CelConverter, Hop};
 use crate::converted::Finish;
 use crate::gv::{GroupVersion, str_field};
+use crate::parallel::{PARALLEL_MIN, in_two};
 use crate::webhook::WebhookConverter;
 
 pub use crate::client::MIN_RESPONSE_LIMIT;
+pub use crate::lossless::ANNOTATION as CONVERSION_DATA_ANNOTATION;
 
 /// The `Established` condition reason kube sets when the webhook `caBundle` is invalid.
 pub const INVALID_CA_BUNDLE_REASON: &str = "InvalidCABundle";
@@ -83,6 +94,11 @@ pub struct Converter {
 enum Strategy {
     None,
     Webhook(Box<WebhookConverter>),
+    Cel {
+        rules: Box<CelConverter>,
+        /// Keep what a round trip would lose (`cel.allowLoss` is false).
+        lossless: bool,
+    },
 }
 
 /// A conversion that failed. `Display` is the whole message the API answers with: kube's text,
@@ -171,6 +187,10 @@ pub enum BuildError {
     /// The TLS client cannot be set up.
     #[error("cannot set up TLS for the conversion webhook: {0}")]
     Tls(#[source] rustls::Error),
+    /// `spec.conversion.cel` is missing or its rules do not compile (definition validation
+    /// refuses such definitions first).
+    #[error("invalid CEL conversion rules: {0}")]
+    InvalidCelRules(String),
 }
 
 impl BuildError {
@@ -195,6 +215,20 @@ impl Converter {
         let strategy = match spec.conversion.as_ref().map_or("None", |c| c.strategy.as_str()) {
             "None" => Strategy::None,
             "Webhook" => Strategy::Webhook(Box::new(WebhookConverter::new(def, options)?)),
+            "CEL" => {
+                let cel = def
+                    .conversion_cel
+                    .as_ref()
+                    .ok_or_else(|| BuildError::InvalidCelRules("spec.conversion.cel: Required value".to_owned()))?;
+                let versions: Vec<String> = spec.versions.iter().map(|v| v.name.clone()).collect();
+                let path = versa_schema::Path::new("spec").child("conversion").child("cel");
+                let (rules, errs) = versa_apiextensions::cel_conversion::compile(cel, &versions, &schemas, &path);
+                if !errs.is_empty() {
+                    return Err(BuildError::InvalidCelRules(errs.aggregate()));
+                }
+                let storage = def.storage_version().unwrap_or_default().to_owned();
+                Strategy::Cel { rules: Box::new(CelConverter { rules, storage }), lossless: !cel.allow_loss }
+            }
             other => {
                 return Err(BuildError::UnknownStrategy {
                     strategy: other.to_owned(),
@@ -224,20 +258,22 @@ impl Converter {
         })
     }
 
-    /// `"None"` or `"Webhook"`.
+    /// `"None"`, `"Webhook"` or `"CEL"`.
     pub fn strategy(&self) -> &'static str {
         match self.strategy {
             Strategy::None => "None",
             Strategy::Webhook(_) => "Webhook",
+            Strategy::Cel { .. } => "CEL",
         }
     }
 
     /// Whether a conversion's result depends only on the object and the definition, so that it
-    /// may be kept across requests: `None`. A webhook's answers may change at any time (another
-    /// build rolled out under the same URL), so they are never kept.
+    /// may be kept across requests: `None` and `CEL` (rules compiled from the definition, no
+    /// clock, no randomness). A webhook's answers may change at any time (another build rolled
+    /// out under the same URL), so they are never kept.
     pub fn is_deterministic(&self) -> bool {
         match self.strategy {
-            Strategy::None => true,
+            Strategy::None | Strategy::Cel { .. } => true,
             Strategy::Webhook(_) => false,
         }
     }
@@ -266,6 +302,25 @@ impl Converter {
         to_version: &str,
     ) -> Result<Vec<Converted>, ConversionError> {
         self.run(objects, to_version, true).await
+    }
+
+    /// [`Converter::convert`] of one object without a runtime, for the strategies that run in
+    /// process (`None`, `CEL`): the definition-time sample checks and `versa convert`. A
+    /// `Webhook` converter answers with an error.
+    pub fn convert_sync(&self, obj: Value, to_version: &str) -> Result<Value, ConversionError> {
+        use std::future::Future;
+        use std::task::{Context, Poll, Waker};
+        if matches!(self.strategy, Strategy::Webhook(_)) {
+            return Err(ConversionError::new("a Webhook conversion needs its webhook"));
+        }
+        // Nothing awaits without a webhook: the first poll finishes it.
+        let run = std::pin::pin!(self.convert(vec![obj], to_version));
+        match run.poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(result) => {
+                result?.pop().ok_or_else(|| ConversionError::new("the converter returned no object"))
+            }
+            Poll::Pending => Err(ConversionError::new("the conversion did not finish")),
+        }
     }
 
     async fn run(
@@ -310,6 +365,35 @@ impl Converter {
                 return Ok(objects.into_iter().map(Converted::Value).collect());
             }
             Strategy::Webhook(webhook) => webhook,
+            Strategy::Cel { rules, lossless } => {
+                let desired = desired.as_str();
+                let work = |part: Vec<Value>| -> Result<Vec<Value>, ConversionError> {
+                    part.into_iter()
+                        .map(|mut obj| {
+                            if str_field(&obj, "apiVersion") == desired {
+                                return Ok(obj);
+                            }
+                            if is_empty_object(&obj) {
+                                self.set_version_and_coerce(&mut obj, desired, to_version);
+                                return Ok(obj);
+                            }
+                            let from = GroupVersion::parse(str_field(&obj, "apiVersion")).version.to_owned();
+                            self.convert_cel(rules, *lossless, obj, &from, to_version)
+                        })
+                        .collect()
+                };
+                // A LIST page in two halves at once, as a webhook's answer is checked.
+                let converted = if objects.len() >= PARALLEL_MIN {
+                    let second = objects.split_off(objects.len() / 2);
+                    let (first, second) = in_two(objects, second, work);
+                    let mut all = first?;
+                    all.extend(second.ok_or_else(|| ConversionError::new("conversion: a helper thread failed"))??);
+                    all
+                } else {
+                    work(objects)?
+                };
+                return Ok(converted.into_iter().map(Converted::Value).collect());
+            }
         };
         let (empty, send): (Vec<usize>, Vec<usize>) = pending.into_iter().partition(|&i| is_empty_object(&objects[i]));
         for i in empty {
@@ -334,6 +418,75 @@ impl Converter {
             }
         }
         Ok(out)
+    }
+
+    /// One object by the CEL strategy (`cel`, `lossless`): converted from `from` to `to`, what
+    /// the annotation kept restored, and what the way back would lose kept (unless `lossless`
+    /// is false).
+    fn convert_cel(
+        &self,
+        rules: &CelConverter,
+        lossless: bool,
+        mut obj: Value,
+        from: &str,
+        to: &str,
+    ) -> Result<Value, ConversionError> {
+        // Never carried over: it belongs to the conversion it was written for.
+        let kept = lossless::take(&mut obj);
+        if !lossless {
+            return self.cel_hops(rules, obj, from, to);
+        }
+        // Objects arrive as the read path sees them at their version (see `convert`).
+        let source = obj.clone();
+        let mut converted = self.cel_hops(rules, obj, from, to)?;
+        if let Some(data) = kept {
+            lossless::restore(&data, &source, &mut converted, from, to);
+        }
+        // When the way back fails, every field is kept (the definition-time sample checks
+        // report such rules).
+        let back = match self.cel_hops(rules, converted.clone(), to, from) {
+            Ok(mut back) => {
+                self.normalise(&mut back, from);
+                back
+            }
+            Err(_) => Value::Object(Map::new()),
+        };
+        let defaulted;
+        let seen = match self.schemas.get(to).filter(|s| s.below.defaults) {
+            Some(schema) => {
+                let mut c = converted.clone();
+                versa_schema::pipeline::on_read(&mut c, schema);
+                defaulted = c;
+                &defaulted
+            }
+            None => &converted,
+        };
+        if let Some(text) = lossless::record(&source, seen, &back, from, to) {
+            lossless::annotate(&mut converted, text);
+        }
+        Ok(converted)
+    }
+
+    /// The rules' conversion from `from` to `to`, hop by hop ([`CelConverter::route`]), each
+    /// hop's result pruned and coerced with its version's schema.
+    fn cel_hops(&self, rules: &CelConverter, mut obj: Value, from: &str, to: &str) -> Result<Value, ConversionError> {
+        for (hop, version) in rules.route(from, to) {
+            let desired = GroupVersion { group: &self.group, version: &version }.to_string();
+            match hop {
+                Hop::Rules(pair) => rules.apply(pair, &mut obj, &desired).map_err(ConversionError::new)?,
+                Hop::None => set_api_version(&mut obj, &desired),
+            }
+            self.coerce(&mut obj, &version);
+        }
+        Ok(obj)
+    }
+
+    /// An object converted to `version` (so pruned and coerced) as the read path sees it
+    /// there: defaulted too, when the schema has defaults.
+    fn normalise(&self, obj: &mut Value, version: &str) {
+        if let Some(schema) = self.schemas.get(version).filter(|s| s.below.defaults) {
+            versa_schema::pipeline::on_read(obj, schema);
+        }
     }
 
     fn has_version(&self, version: &str) -> bool {

@@ -289,6 +289,7 @@ fn serve(state: &State, k: &Known, full: Option<ResourceDefinition>) {
     let snapshot = state.registry.snapshot();
     if let Some(current) = snapshot.by_name(name) {
         let same = current.definition.spec == k.def.spec
+            && current.definition.conversion_cel == k.def.conversion_cel
             && current.schemas == k.schemas
             && accepted(&current.definition) == accepted(&k.def)
             && current.definition.metadata.deletion_timestamp == k.def.metadata.deletion_timestamp;

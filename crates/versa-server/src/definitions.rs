@@ -5,7 +5,8 @@
 //! - update: `status` kept from the old object, `generation` bumped when `spec` changes, the
 //!   storage version appended to `status.storedVersions` when it is new;
 //! - `/status` update: only `status` changes;
-//! - validation with `versa-apiextensions` (the same rules `versa lint` applies);
+//! - validation with `versa-apiextensions` (the same rules `versa lint` applies), and CEL
+//!   conversion rules run on generated objects (`versa_conversion::samples`);
 //! - delete: the first delete marks the definition (`deletionTimestamp`, the
 //!   `customresourcecleanup.apiextensions.k8s.io` finalizer, `Terminating=True`) and the
 //!   definitions controller removes its objects, then the finalizer.
@@ -78,7 +79,11 @@ pub fn admit_create(obj: &mut Value) -> Result<Vec<String>, ErrorList> {
     let mut def = decode(obj)?;
     let stored: Vec<String> = def.storage_version().map(|v| vec![v.to_owned()]).unwrap_or_default();
     def.status = Some(serde_json::from_value(json!({"storedVersions": stored})).unwrap_or_default());
-    let errs = validate_definition(&def);
+    let mut errs = validate_definition(&def);
+    if errs.is_empty() {
+        // CEL conversion rules, run on generated objects (what `versa lint` reports too).
+        errs = versa_conversion::samples::check(&def);
+    }
     if !errs.is_empty() {
         return Err(errs);
     }
@@ -99,7 +104,10 @@ pub fn admit_update(new: &mut Value, old: &Value, status_only: bool) -> Result<V
         status.stored_versions.get_or_insert_with(Vec::new).push(storage);
         def.status = Some(status);
     }
-    let errs = if status_only { validate_definition(&def) } else { validate_definition_update(&def, &old_def) };
+    let mut errs = if status_only { validate_definition(&def) } else { validate_definition_update(&def, &old_def) };
+    if errs.is_empty() && !status_only {
+        errs = versa_conversion::samples::check(&def);
+    }
     if !errs.is_empty() {
         return Err(errs);
     }

@@ -118,7 +118,7 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome, String> {
     // The compiled resource of exactly this definition (the registry may lag a moment).
     let snapshot = state.registry.snapshot();
     let res = match snapshot.by_name(name) {
-        Some(r) if r.definition.spec == def.spec => r.clone(),
+        Some(r) if r.definition.spec == def.spec && r.definition.conversion_cel == def.conversion_cel => r.clone(),
         _ => Arc::new(Resource::build(&def, crate::registry::Compact::of(&def), &state.conversion)),
     };
     let prefix = state.keys.resource(&res.group, &res.plural);

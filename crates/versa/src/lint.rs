@@ -3,6 +3,11 @@
 //! Each document is read as a ResourceDefinition or an `apiextensions.k8s.io/v1`
 //! CustomResourceDefinition, defaulted as kube-apiserver defaults it, and validated with the
 //! same rules and messages. Every error is printed with its field path, not just the first.
+//!
+//! A definition with versa's declarative conversion (`spec.conversion.strategy: CEL`, the one
+//! field outside a CRD's shape) also has its rules run on generated objects, as the server
+//! does when it is written (`versa_conversion::samples`), and gets a note saying what the field
+//! is — kube-apiserver would refuse it as a CustomResourceDefinition.
 
 use std::path::PathBuf;
 
@@ -36,7 +41,10 @@ pub fn run(args: &Args) -> Result<Outcome> {
             }
         };
         set_defaults(&mut def);
-        let errs = validate_definition(&def);
+        let mut errs = validate_definition(&def);
+        if errs.is_empty() {
+            errs = versa_conversion::samples::check(&def);
+        }
         let qualified = match kind {
             DocumentKind::ResourceDefinition => "ResourceDefinition.versa.dev",
             DocumentKind::CustomResourceDefinition => "CustomResourceDefinition.apiextensions.k8s.io",
@@ -44,6 +52,9 @@ pub fn run(args: &Args) -> Result<Outcome> {
         let name = versa_schema::field::go_quote(def.name());
         if errs.is_empty() {
             say!("{}: {qualified} {name} is valid", doc.source);
+            if let Some(cel) = &def.conversion_cel {
+                say!("{}", cel_note(cel));
+            }
         } else {
             outcome = Outcome::SomeInvalid;
             say!("{}: {qualified} {name} is invalid:", doc.source);
@@ -53,4 +64,23 @@ pub fn run(args: &Args) -> Result<Outcome> {
         }
     }
     Ok(outcome)
+}
+
+/// What `spec.conversion.cel` is, for a definition that uses it.
+fn cel_note(cel: &versa_apiextensions::cel_conversion::CelConversion) -> String {
+    let rules: usize = cel.conversions.iter().map(|c| c.fields.len()).sum();
+    let pairs: Vec<String> = cel.conversions.iter().map(|c| format!("{} -> {}", c.from, c.to)).collect();
+    let loss = if cel.allow_loss {
+        "cel.allowLoss is true: what a round trip loses is lost"
+    } else {
+        "what a round trip would lose is kept in the versa.dev/conversion-data annotation and restored"
+    };
+    format!(
+        "  note: spec.conversion.strategy CEL and spec.conversion.cel are versa's declarative conversion (docs/versions.md), \
+         not part of a CustomResourceDefinition: kube-apiserver would refuse them. {rules} rule(s) for {}; each sets one \
+         field of the destination from a CEL expression over the source object (self), fields no rule names are carried \
+         over, versions without rules convert through the storage version; {loss}. All rules ran on generated objects \
+         without failing.",
+        pairs.join(", ")
+    )
 }

@@ -1,4 +1,5 @@
-//! The `versa` binary: the server (`versa serve`) and the offline tools for definition authors.
+//! The `versa` binary: the server (`versa serve`) and the offline tools for definition authors
+//! (`versa lint`, `versa validate`, `versa convert`).
 //! Only this crate picks concrete implementations (the storage backend among them); the commands themselves are thin
 //! layers over the pure crates, so that `versa validate` runs exactly the server's code.
 
@@ -28,6 +29,7 @@ macro_rules! warn {
     }};
 }
 
+mod convert;
 mod documents;
 mod kubeconfig;
 mod lint;
@@ -61,6 +63,13 @@ enum Command {
     /// Exit status: 0 when every object is valid, 1 when any is invalid, 2 on usage or I/O
     /// errors.
     Validate(validate::Args),
+    /// Convert objects of a definition to another of its versions, offline, as the server
+    /// would: with its CEL rules (or None), or its webhook at --webhook-url. Prints the
+    /// converted objects.
+    ///
+    /// Exit status: 0 when every object converted, 1 when any did not, 2 on usage or I/O
+    /// errors.
+    Convert(convert::Args),
     /// Storage migration of a running server: `status` shows each definition's stored versions
     /// and progress; `run` asks the server to migrate now (needed with --auto-migrate=false).
     ///
@@ -91,6 +100,7 @@ fn main() -> ExitCode {
         }
         Command::Lint(args) => lint::run(&args),
         Command::Validate(args) => validate::run(&args),
+        Command::Convert(args) => convert::run(&args),
         Command::Migrate(args) => return migrate::run(&args),
     };
     match outcome {

@@ -47,7 +47,7 @@ pub struct Args {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum Format {
+pub(crate) enum Format {
     Yaml,
     Json,
 }
@@ -156,13 +156,15 @@ pub fn run(args: &Args) -> Result<Outcome> {
 
 /// Reads, defaults and validates the definition; an invalid definition is a usage error.
 fn read_definition(args: &Args) -> Result<ResourceDefinition> {
-    let mut docs = documents::read(&args.definition)?;
+    read_definition_file(&args.definition)
+}
+
+/// Reads, defaults and validates the definition in `path` (`--definition` of the offline
+/// tools); an invalid definition is a usage error.
+pub(crate) fn read_definition_file(path: &std::path::Path) -> Result<ResourceDefinition> {
+    let mut docs = documents::read(path)?;
     if docs.len() != 1 {
-        bail!(
-            "{}: --definition must hold exactly one definition, found {} documents",
-            args.definition.display(),
-            docs.len()
-        );
+        bail!("{}: --definition must hold exactly one definition, found {} documents", path.display(), docs.len());
     }
     let doc = docs.remove(0);
     let mut def = ResourceDefinition::from_document(&doc.value).with_context(|| doc.source.clone())?;
@@ -233,7 +235,7 @@ fn random_suffix() -> String {
         .collect()
 }
 
-fn print_objects(objects: &[Value], format: Format) -> Result<()> {
+pub(crate) fn print_objects(objects: &[Value], format: Format) -> Result<()> {
     match format {
         Format::Json => {
             let out = if objects.len() == 1 {

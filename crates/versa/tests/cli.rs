@@ -238,3 +238,78 @@ spec:
         assert!(stdout(&o).contains(says), "case {i}: {}", stdout(&o));
     }
 }
+
+/// The pizza of the seed with CEL conversion rules (shared with versa-conversion's tests).
+fn pizza_cel() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../versa-conversion/testdata/pizza-cel-definition.yaml")
+        .display()
+        .to_string()
+}
+
+fn write_temp(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn convert_converts_the_pizzas_both_ways_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let alpha = write_temp(
+        &dir,
+        "alpha.yaml",
+        "apiVersion: restaurant.programming-kubernetes.info/v1alpha1\nkind: Pizza\nmetadata: {name: margherita}\nspec: {toppings: [mozzarella, tomato, tomato]}\n",
+    );
+    let o = versa(&["convert", "--definition", &pizza_cel(), "--to", "v1beta1", "-o", "json", &alpha]);
+    assert_eq!(o.status.code(), Some(0), "stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+    let beta: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        beta["spec"]["toppings"],
+        serde_json::json!([{"name": "mozzarella", "quantity": 1}, {"name": "tomato", "quantity": 2}])
+    );
+    let beta_file = write_temp(&dir, "beta.json", &stdout(&o));
+    let o = versa(&["convert", "--definition", &pizza_cel(), "--to", "v1alpha1", &beta_file]);
+    assert_eq!(o.status.code(), Some(0), "stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("toppings:\n  - mozzarella\n  - tomato\n  - tomato"), "{}", stdout(&o));
+}
+
+#[test]
+fn convert_needs_a_webhook_url_for_webhook_definitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let obj = write_temp(&dir, "o.yaml", "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: a}\n");
+    let def = write_temp(
+        &dir,
+        "d.yaml",
+        &std::fs::read_to_string(data("crontab-rd.yaml")).unwrap().replacen(
+            "spec:\n",
+            "spec:\n  conversion: {strategy: Webhook, webhook: {conversionReviewVersions: [v1], clientConfig: {url: \"https://example.com/convert\"}}}\n",
+            1,
+        ),
+    );
+    let o = versa(&["convert", "--definition", &def, "--to", "v1", &obj]);
+    assert_eq!(o.status.code(), Some(2), "stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("converts with a webhook: give --webhook-url to call it"), "{}", stderr(&o));
+}
+
+#[test]
+fn lint_explains_cel_conversion_and_reports_a_rule_that_fails_on_samples() {
+    let o = versa(&["lint", &pizza_cel()]);
+    assert_eq!(o.status.code(), Some(0), "stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o)
+            .contains("note: spec.conversion.strategy CEL and spec.conversion.cel are versa's declarative conversion")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let broken = std::fs::read_to_string(pizza_cel()).unwrap().replace(
+        "lists.range(t.quantity).map(i, t.name)",
+        "lists.range(t.quantity).map(i, t.name + self.spec.toppings[3].name)",
+    );
+    let o = versa(&["lint", &write_temp(&dir, "broken.yaml", &broken)]);
+    assert_eq!(o.status.code(), Some(1), "stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("spec.conversion.cel.conversions[1].fields[0].expression: Invalid value: \"self.spec.toppings.map(t, lists.range(t.quantity).map(i, t.name + self.spec.toppings[3].name)).flatten()\": fails on a generated v1beta1 object"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -1,5 +1,6 @@
 //! `spec.conversion`: the strategy and, for `Webhook`, the client configuration and the
-//! ConversionReview versions the webhook understands.
+//! ConversionReview versions the webhook understands; for versa's `CEL`, the rules in
+//! `spec.conversion.cel`, compiled ([`crate::cel_conversion`]).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionSpec;
 use serde_json::Value;
@@ -7,7 +8,8 @@ use versa_schema::field::{BadValue, Error, ErrorList, Path};
 use versa_schema::names::is_dns1035_label;
 
 use super::{Options, validate_enum, webhook};
-use crate::defaults::{DEFAULT_SERVICE_PORT, NONE_CONVERTER, WEBHOOK_CONVERTER};
+use crate::defaults::{CEL_CONVERTER, DEFAULT_SERVICE_PORT, NONE_CONVERTER, WEBHOOK_CONVERTER};
+use crate::types::ResourceDefinition;
 
 /// ConversionReview versions this server can send, sorted as upstream prints them.
 const ACCEPTED_REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
@@ -30,7 +32,7 @@ pub(super) fn validate_conversion(spec: &CustomResourceDefinitionSpec, opts: &Op
             "must be None if spec.preserveUnknownFields is true",
         ));
     }
-    errs.extend(validate_enum(strategy, &[NONE_CONVERTER, WEBHOOK_CONVERTER], path.child("strategy")));
+    errs.extend(validate_enum(strategy, &[NONE_CONVERTER, WEBHOOK_CONVERTER, CEL_CONVERTER], path.child("strategy")));
 
     let webhook_path = path.child("webhook");
     let client_config = conversion.webhook.as_ref().and_then(|w| w.client_config.as_ref());
@@ -76,6 +78,27 @@ pub(super) fn validate_conversion(spec: &CustomResourceDefinitionSpec, opts: &Op
                 "should not be set when strategy is not set to Webhook",
             ));
         }
+    }
+    errs
+}
+
+/// `spec.conversion.cel`: set exactly when the strategy is `CEL`, and its rules compile against
+/// the versions' schemas.
+pub(super) fn validate_cel(def: &ResourceDefinition, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let strategy = def.spec.conversion.as_ref().map_or(NONE_CONVERTER, |c| c.strategy.as_str());
+    let cel_path = path.child("cel");
+    match (&def.conversion_cel, strategy == CEL_CONVERTER) {
+        (None, true) => errs.push(Error::required(cel_path, "required when strategy is set to CEL")),
+        (Some(_), false) => {
+            errs.push(Error::forbidden(cel_path, "should not be set when strategy is not set to CEL"));
+        }
+        (Some(cel), true) => {
+            let versions: Vec<String> = def.spec.versions.iter().map(|v| v.name.clone()).collect();
+            let schemas = crate::cel_conversion::lower_schemas(def);
+            errs.extend(crate::cel_conversion::compile(cel, &versions, &schemas, &cel_path).1);
+        }
+        (None, false) => {}
     }
     errs
 }

@@ -16,7 +16,7 @@ mod metadata;
 mod names;
 mod options;
 mod pem;
-mod schema;
+pub(crate) mod schema;
 mod selectable_fields;
 mod subresources;
 mod url;
@@ -43,6 +43,7 @@ pub fn validate_definition_update(new: &ResourceDefinition, old: &ResourceDefini
     let opts = Options::for_update(new, old);
     let mut errs = metadata::validate_object_meta_update(&new.metadata, &old.metadata);
     errs.extend(validate_spec(&new.spec, &opts, &Path::new("spec")));
+    errs.extend(conversion::validate_cel(new, &Path::new("spec").child("conversion")));
     let spec = Path::new("spec");
     if opts.require_immutable_names {
         errs.extend(validate_immutable(&new.spec.scope, &old.spec.scope, spec.child("scope")));
@@ -63,6 +64,7 @@ pub fn validate_definition_update(new: &ResourceDefinition, old: &ResourceDefini
 pub fn validate_definition_with(def: &ResourceDefinition, opts: &Options) -> ErrorList {
     let mut errs = metadata::validate_definition_meta(&def.metadata, &def.spec);
     errs.extend(validate_spec(&def.spec, opts, &Path::new("spec")));
+    errs.extend(conversion::validate_cel(def, &Path::new("spec").child("conversion")));
     errs.extend(validate_status_and_approval(def, None));
     errs
 }

@@ -75,7 +75,7 @@ pub(super) fn validate_schema_rules(root: &Structural, path: &Path, schema_errs:
 
 /// The detail of a cost error (upstream `getCostErrorMessage`): the factor by which `cost`
 /// exceeds `limit`, with six decimals below 1.5, one up to 100, and `more than 100x` above.
-fn cost_error_message(cost_name: &str, cost: u64, limit: u64) -> String {
+pub(crate) fn cost_error_message(cost_name: &str, cost: u64, limit: u64) -> String {
     let factor = cost as f64 / limit as f64;
     let factor = if factor > 100.0 {
         "more than 100x".to_owned()

@@ -8,7 +8,7 @@
 //! all is reported only when nothing else was found, because the keyword rules already explain
 //! the same constructs with better paths.
 
-mod cel;
+pub(crate) mod cel;
 mod keywords;
 mod predicates;
 mod rules;
