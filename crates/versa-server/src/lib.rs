@@ -24,6 +24,8 @@ pub mod discovery;
 mod handler;
 pub mod jsonpath;
 pub mod kube;
+pub mod leader;
+pub mod lease_lock;
 pub mod limits;
 pub mod meta;
 pub mod metrics;
