@@ -213,12 +213,33 @@ pub fn start(
     clock: Arc<dyn Clock>,
     shutdown: CancellationToken,
 ) -> Leadership {
+    let (leadership, campaign) = prepare(lock, config, clock);
+    campaign.spawn(shutdown);
+    leadership
+}
+
+/// The election, not yet running: what the server shares at once, and the task to start with
+/// it.
+pub fn prepare(lock: Arc<dyn LeaseLock>, config: ElectionConfig, clock: Arc<dyn Clock>) -> (Leadership, Campaign) {
     let (tx, term) = watch::channel(None);
     let holder = Arc::new(Mutex::new(None));
     let elector =
         Elector { lock, config, clock, observed: None, observed_time: Instant::now(), holder: holder.clone() };
-    tokio::spawn(elector.run(tx, shutdown));
-    Leadership { term, holder, elected: true }
+    (Leadership { term, holder, elected: true }, Campaign { elector, tx })
+}
+
+/// A prepared election ([`prepare`]).
+#[derive(Debug)]
+pub struct Campaign {
+    elector: Elector,
+    tx: watch::Sender<Option<CancellationToken>>,
+}
+
+impl Campaign {
+    /// Runs the election until `shutdown`.
+    pub fn spawn(self, shutdown: CancellationToken) {
+        tokio::spawn(self.elector.run(self.tx, shutdown));
+    }
 }
 
 /// The record as last read or written, with its version.

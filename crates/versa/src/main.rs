@@ -30,6 +30,7 @@ macro_rules! warn {
 
 mod documents;
 mod kubeconfig;
+mod leader_elect;
 mod lint;
 mod migrate;
 mod serve;
