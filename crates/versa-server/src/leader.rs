@@ -214,7 +214,7 @@ pub fn start(
     shutdown: CancellationToken,
 ) -> Leadership {
     let (leadership, campaign) = prepare(lock, config, clock);
-    campaign.spawn(shutdown);
+    drop(campaign.spawn(shutdown));
     leadership
 }
 
@@ -236,9 +236,9 @@ pub struct Campaign {
 }
 
 impl Campaign {
-    /// Runs the election until `shutdown`.
-    pub fn spawn(self, shutdown: CancellationToken) {
-        tokio::spawn(self.elector.run(self.tx, shutdown));
+    /// Runs the election until `shutdown`; the task ends once the lock is released.
+    pub fn spawn(self, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(self.elector.run(self.tx, shutdown))
     }
 }
 

@@ -263,10 +263,10 @@ impl Prepared {
     /// Serves until `shutdown` resolves; then stops accepting, lets requests in flight finish
     /// (up to a grace period) and returns.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send) -> anyhow::Result<()> {
-        if let Some((campaign, lease)) = self.campaign {
-            campaign.spawn(self.state.shutdown.clone());
+        let election = self.campaign.map(|(campaign, lease)| {
             tokio::spawn(report_leadership(self.state.clone(), lease));
-        }
+            campaign.spawn(self.state.shutdown.clone())
+        });
         let controller = tokio::spawn(controller::run(self.state.clone()));
         tokio::spawn(probe_storage(self.state.clone()));
         let state = self.state.clone();
@@ -279,6 +279,11 @@ impl Prepared {
         let result = server::serve(self.listener, self.tls, self.trust, self.state.clone(), shutdown).await;
         self.state.shutdown.cancel();
         let _ = controller.await;
+        // The leader releases its lock (bounded by the renew deadline), so that another replica
+        // takes over at once rather than a lease duration later.
+        if let Some(election) = election {
+            let _ = election.await;
+        }
         if let Some(audit) = &self.state.audit {
             audit.flush().await;
         }
