@@ -155,6 +155,34 @@ fn etcd_runs_a_deployment_of_several_replicas() {
         assert!(args.contains(&arg), "{arg} missing from {args:?}");
     }
     assert!(!args.contains(&"--storage=embedded"));
+    // Leader election through a Lease named like the release, with kube's default timings
+    // (issue 22), and the RBAC for it; a PodDisruptionBudget keeps one replica serving.
+    for arg in [
+        "--leader-elect=true",
+        "--leader-elect-lease-duration=15s",
+        "--leader-elect-renew-deadline=10s",
+        "--leader-elect-retry-period=2s",
+        "--leader-elect-resource-lock=leases",
+        "--leader-elect-resource-name=versa",
+        "--leader-elect-resource-namespace=versa",
+    ] {
+        assert!(args.contains(&arg), "{arg} missing from {args:?}");
+    }
+    assert_eq!(
+        r.get("Role", "versa-leader-election")["rules"],
+        json!([
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["versa"], "verbs": ["get", "update"]},
+        ])
+    );
+    let binding = r.get("RoleBinding", "versa-leader-election");
+    assert_eq!(binding["roleRef"]["name"], "versa-leader-election");
+    assert_eq!(binding["subjects"][0]["name"], "versa");
+    assert_eq!(r.get("PodDisruptionBudget", "versa")["spec"]["maxUnavailable"], 1);
+    let off = render(&["storage.etcd.endpoints={http://etcd:2379}", "leaderElection.enabled=false"]);
+    let off_args = serve_args(&off.get("Deployment", "versa")["spec"]["template"]["spec"]).join(" ");
+    assert!(off_args.contains("--leader-elect=false") && !off_args.contains("--leader-elect-resource"), "{off_args}");
+    assert!(off.find_named("Role", "versa-leader-election").is_none());
     assert_eq!(volume(pod, "data").unwrap()["emptyDir"], json!({}), "scratch data directory");
     assert_eq!(mount(pod, "data")["mountPath"], "/var/lib/versa");
     assert_eq!(volume(pod, "etcd-tls").unwrap()["secret"]["secretName"], "etcd-client");

@@ -1265,6 +1265,7 @@ impl Versa {
             migration: Default::default(),
             limits: Default::default(),
             audit: None,
+            leader_election: None,
         };
         let prepared = rt.block_on(config.complete()).unwrap();
         let addr = prepared.local_addr().unwrap();

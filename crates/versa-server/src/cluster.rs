@@ -23,7 +23,7 @@
 //! start at once.
 //!
 //! The APIService registration that follows the served set is `apiservice.rs`; it starts once
-//! kube-apiserver has been reached.
+//! kube-apiserver has been reached, and runs on the leader only.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -211,7 +211,11 @@ impl Tasks {
                     None => return,
                 },
             };
-            tokio::spawn(crate::apiservice::run(state, cluster));
+            // Registration is the leader's (`leader.rs`): one replica creates and repairs.
+            let (leadership, stop) = (state.leadership.clone(), state.shutdown.clone());
+            tokio::spawn(crate::leader::while_leading(leadership, stop, move |_| {
+                crate::apiservice::run(state.clone(), cluster.clone())
+            }));
             sync_authentication(self, shutdown).await;
         });
     }

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 use versa_apiextensions::ResourceDefinition;
 use versa_storage::{KeyValue, ListOptions, WatchEvent};
 
@@ -78,12 +79,19 @@ impl Known {
     }
 }
 
-/// Runs until shutdown: list, watch, reconcile; relist after a broken watch.
+/// Runs until shutdown: list, watch, reconcile; relist after a broken watch or a change of
+/// leadership.
 pub async fn run(state: Arc<State>) {
     let cleanups = Running::default();
+    let mut leadership = state.leadership.clone();
     loop {
+        let term = leadership.term();
         let outcome = tokio::select! {
-            r = sync(&state, &cleanups) => r,
+            r = sync(&state, &cleanups, term.as_ref()) => r,
+            () = leadership.changed() => {
+                tracing::info!(leading = leadership.is_leader(), "leadership changed: relisting definitions");
+                continue;
+            }
             () = state.shutdown.cancelled() => return,
         };
         if let Err(e) = outcome {
@@ -100,7 +108,8 @@ fn definitions_prefix(state: &State) -> String {
     state.keys.resource(versa_apiextensions::types::GROUP, "resourcedefinitions")
 }
 
-async fn sync(state: &Arc<State>, cleanups: &Running) -> anyhow::Result<()> {
+/// `term`: this replica leads (and does the once-only work) until it is cancelled.
+async fn sync(state: &Arc<State>, cleanups: &Running, term: Option<&CancellationToken>) -> anyhow::Result<()> {
     let prefix = definitions_prefix(state);
     let mut known: BTreeMap<String, Known> = BTreeMap::new();
     let mut token = None;
@@ -127,7 +136,7 @@ async fn sync(state: &Arc<State>, cleanups: &Running) -> anyhow::Result<()> {
     }
     let names: Vec<String> = known.keys().cloned().collect();
     for name in &names {
-        reconcile(state, &known, name, cleanups).await;
+        reconcile(state, &known, name, cleanups, term).await;
     }
     state.registry.set_ready();
     let mut watch = state.store.watch(&prefix, revision).await?;
@@ -153,7 +162,7 @@ async fn sync(state: &Arc<State>, cleanups: &Running) -> anyhow::Result<()> {
             WatchEvent::Progress { .. } => continue,
         };
         if known.contains_key(&name) {
-            reconcile(state, &known, &name, cleanups).await;
+            reconcile(state, &known, &name, cleanups, term).await;
         }
         if !names_changed {
             continue;
@@ -165,7 +174,7 @@ async fn sync(state: &Arc<State>, cleanups: &Running) -> anyhow::Result<()> {
             .map(|k| k.def.name().to_owned())
             .collect();
         for other in same_group {
-            reconcile(state, &known, &other, cleanups).await;
+            reconcile(state, &known, &other, cleanups, term).await;
         }
     }
     anyhow::bail!("the definitions watch ended")
@@ -197,10 +206,21 @@ fn unserve(state: &State, name: &str) {
     }
 }
 
-/// Brings one definition's status and serving state up to date.
-async fn reconcile(state: &Arc<State>, known: &BTreeMap<String, Known>, name: &str, running: &Running) {
+/// Brings one definition's serving state — and, on the leader (`term`), its status — up to date.
+async fn reconcile(
+    state: &Arc<State>,
+    known: &BTreeMap<String, Known>,
+    name: &str,
+    running: &Running,
+    term: Option<&CancellationToken>,
+) {
     let Some(k) = known.get(name) else { return };
     let deleting = k.def.metadata.deletion_timestamp.is_some();
+    let Some(term) = term else {
+        // A follower serves what the leader decided.
+        serve(state, k, None);
+        return;
+    };
     if !deleting {
         let others = known.values().filter(|o| o.def.spec.group == k.def.spec.group && o.def.name() != name);
         // The status alone first: most reconciliations (a neighbour in the group changed)
@@ -241,10 +261,10 @@ async fn reconcile(state: &Arc<State>, known: &BTreeMap<String, Known>, name: &s
     serve(state, k, None);
     if deleting {
         let state = state.clone();
-        running.spawn(&running.cleanups, name, move |name| async move { cleanup(&state, &name).await });
+        running.spawn(&running.cleanups, name, term, move |name| async move { cleanup(&state, &name).await });
     } else if migration::wanted(&k.def, &state.migration) {
         let state = state.clone();
-        running.spawn(&running.migrations, name, move |name| migration::run(state, name));
+        running.spawn(&running.migrations, name, term, move |name| migration::run(state, name));
     }
 }
 
@@ -256,8 +276,9 @@ struct Running {
 }
 
 impl Running {
-    /// Starts `task(name)` unless one is running for `name` in `set`.
-    fn spawn<F, Fut>(&self, set: &Arc<Mutex<HashSet<String>>>, name: &str, task: F)
+    /// Starts `task(name)` unless one is running for `name` in `set`; it stops when `term`
+    /// ends.
+    fn spawn<F, Fut>(&self, set: &Arc<Mutex<HashSet<String>>>, name: &str, term: &CancellationToken, task: F)
     where
         F: FnOnce(String) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
@@ -266,10 +287,13 @@ impl Running {
         if !fresh {
             return;
         }
-        let (set, done) = (set.clone(), name.to_owned());
+        let (set, done, term) = (set.clone(), name.to_owned(), term.clone());
         let fut = task(name.to_owned());
         tokio::spawn(async move {
-            fut.await;
+            tokio::select! {
+                () = fut => {}
+                () = term.cancelled() => {}
+            }
             if let Ok(mut s) = set.lock() {
                 s.remove(&done);
             }

@@ -58,6 +58,8 @@ pub struct State {
     pub render: crate::rest::render::RenderCache,
     /// The audit policy and log; `None` (no policy): nothing is audited.
     pub audit: Option<audit::Auditor>,
+    /// Whether this replica does the once-only work now (`leader.rs`).
+    pub leadership: crate::leader::Leadership,
     /// Cancelled when the server shuts down: watches and the controller end.
     pub shutdown: CancellationToken,
 }

@@ -9,6 +9,10 @@
 //! `system:masters` allowed) and **cluster** (`cluster.rs`: behind kube-apiserver, with
 //! delegated authentication and authorization and APIService registration).
 //!
+//! Several replicas may serve one etcd: every one serves every request, and one, elected
+//! (`leader.rs`), does the work that must happen once — definition status, storage migration,
+//! cleanup of deleted definitions, APIService registration, standalone's namespace controller.
+//!
 //! Every request: TLS (client certificate optional at the handshake) → authenticate → authorize
 //! → route (see `handler.rs`). Errors are `metav1.Status` objects (`status.rs`).
 
@@ -24,6 +28,8 @@ pub mod discovery;
 mod handler;
 pub mod jsonpath;
 pub mod kube;
+pub mod leader;
+pub mod lease_lock;
 pub mod limits;
 pub mod meta;
 pub mod metrics;
@@ -91,6 +97,18 @@ async fn probe_storage(state: Arc<handler::State>) {
     }
 }
 
+/// Keeps `leader_election_master_status` current until shutdown.
+async fn report_leadership(state: Arc<handler::State>, lease: String) {
+    let mut leadership = state.leadership.clone();
+    loop {
+        state.metrics.leading(&lease, leadership.is_leader());
+        tokio::select! {
+            () = leadership.changed() => {}
+            () = state.shutdown.cancelled() => return,
+        }
+    }
+}
+
 /// What the operator chose.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -115,6 +133,25 @@ pub struct ServerConfig {
     pub limits: limits::RequestLimits,
     /// The audit policy and log (`audit.rs`); `None`: no auditing.
     pub audit: Option<audit::AuditConfig>,
+    /// Several replicas: who does the once-only work (`leader.rs`). `None`: this process does
+    /// it all (embedded storage is one process by construction).
+    pub leader_election: Option<LeaderElection>,
+}
+
+/// Leader election among replicas: its timings and its lock.
+#[derive(Debug, Clone)]
+pub struct LeaderElection {
+    pub config: leader::ElectionConfig,
+    pub lock: LeaderLock,
+}
+
+/// Where the leader-election record is kept.
+#[derive(Debug, Clone)]
+pub enum LeaderLock {
+    /// A `coordination.k8s.io/v1` Lease (cluster mode); namespace `None`: the Service's.
+    Lease { namespace: Option<String>, name: String },
+    /// A lock the binary built (the etcd one).
+    Other(Arc<dyn versa_storage::lock::LeaseLock>),
 }
 
 /// A server ready to run: PKI loaded, TLS built, listener bound.
@@ -126,6 +163,8 @@ pub struct Prepared {
     /// Standalone mode's admin kubeconfig.
     kubeconfig: Option<PathBuf>,
     cluster: Option<cluster::Tasks>,
+    /// The leader election to start, and its lock's name (for the metric).
+    campaign: Option<(leader::Campaign, String)>,
     state: Arc<handler::State>,
 }
 
@@ -141,6 +180,27 @@ impl ServerConfig {
         hosts.dedup();
         let url_host = if host.contains(':') { format!("[{host}]") } else { host };
         let server_url = format!("https://{url_host}:{}", local.port());
+        let (leadership, campaign, lease_name) = match self.leader_election {
+            None => (leader::Leadership::always(), None, None),
+            Some(election) => {
+                election.config.validate().map_err(|e| anyhow::anyhow!("leader election: {e}"))?;
+                let lock: Arc<dyn versa_storage::lock::LeaseLock> = match election.lock {
+                    LeaderLock::Other(lock) => lock,
+                    LeaderLock::Lease { namespace, name } => {
+                        let cluster = self.cluster.as_ref().ok_or_else(|| {
+                            anyhow::anyhow!("leader election: a Lease needs cluster mode (a kubeconfig or a pod)")
+                        })?;
+                        let namespace = namespace.unwrap_or_else(|| cluster.service.namespace.clone());
+                        let client = kube::KubeClient::new(cluster.kube.clone())
+                            .map_err(|e| anyhow::anyhow!("leader election: {e}"))?;
+                        Arc::new(lease_lock::KubeLeaseLock::new(client.client().clone(), &namespace, &name))
+                    }
+                };
+                let lease_name = lock.describe();
+                let (leadership, campaign) = leader::prepare(lock, election.config, Arc::new(leader::SystemClock));
+                (leadership, Some(campaign), Some(lease_name))
+            }
+        };
         let (tls, trust, auth, kubeconfig, cluster, startup) = match self.cluster {
             None => {
                 let pki = pki::load_or_create(&self.data_dir, &hosts, &server_url)?;
@@ -174,6 +234,7 @@ impl ServerConfig {
             startup,
             render: Default::default(),
             audit,
+            leadership,
             shutdown: tokio_util::sync::CancellationToken::new(),
         });
         // The definitions API (each face) is published like any served resource.
@@ -183,7 +244,8 @@ impl ServerConfig {
                 openapi.upsert(&own.definition, own.kept());
             }
         }
-        Ok(Prepared { listener, tls, trust, kubeconfig, cluster, state })
+        let campaign = campaign.zip(lease_name);
+        Ok(Prepared { listener, tls, trust, kubeconfig, cluster, campaign, state })
     }
 }
 
@@ -201,15 +263,27 @@ impl Prepared {
     /// Serves until `shutdown` resolves; then stops accepting, lets requests in flight finish
     /// (up to a grace period) and returns.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send) -> anyhow::Result<()> {
+        let election = self.campaign.map(|(campaign, lease)| {
+            tokio::spawn(report_leadership(self.state.clone(), lease));
+            campaign.spawn(self.state.shutdown.clone())
+        });
         let controller = tokio::spawn(controller::run(self.state.clone()));
         tokio::spawn(probe_storage(self.state.clone()));
-        tokio::spawn(namespaces::run(self.state.clone()));
+        let state = self.state.clone();
+        tokio::spawn(leader::while_leading(self.state.leadership.clone(), self.state.shutdown.clone(), move |_| {
+            namespaces::run(state.clone())
+        }));
         if let Some(tasks) = self.cluster {
             tasks.spawn(self.state.clone());
         }
         let result = server::serve(self.listener, self.tls, self.trust, self.state.clone(), shutdown).await;
         self.state.shutdown.cancel();
         let _ = controller.await;
+        // The leader releases its lock (bounded by the renew deadline), so that another replica
+        // takes over at once rather than a lease duration later.
+        if let Some(election) = election {
+            let _ = election.await;
+        }
         if let Some(audit) = &self.state.audit {
             audit.flush().await;
         }

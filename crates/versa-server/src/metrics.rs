@@ -13,6 +13,8 @@
 //!   `versa_conversion_failures_total{definition,strategy}` — every conversion call;
 //! - `versa_storage_migration_objects_total{definition}` (objects rewritten at a new storage
 //!   version) and `versa_storage_migration_failures_total{definition}` (paused passes);
+//! - `leader_election_master_status{name}` — 1 while this replica leads (the lock is `name`),
+//!   0 while it follows; absent without an election (client-go's metric);
 //! - `versa_storage_up` (1 when the store answered its last probe) and
 //!   `versa_storage_revision` (the store's current revision), probed every 10 seconds.
 
@@ -48,6 +50,7 @@ pub struct Metrics {
     conversion_failures: Family<Labels, Counter>,
     migrated: Family<Labels, Counter>,
     migration_failures: Family<Labels, Counter>,
+    leader: Family<Labels, Gauge<i64, AtomicI64>>,
 }
 
 impl Default for Metrics {
@@ -111,7 +114,14 @@ impl Metrics {
             "Storage migration passes paused by an error.",
             migration_failures.clone(),
         );
+        let leader = Family::<Labels, Gauge<i64, AtomicI64>>::default();
+        registry.register(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            leader.clone(),
+        );
         Metrics {
+            leader,
             migrated,
             migration_failures,
             registry,
@@ -156,6 +166,11 @@ impl Metrics {
         } else {
             self.migration_failures.get_or_create(&labels).inc();
         }
+    }
+
+    /// Whether this replica leads, under the lock `name`.
+    pub fn leading(&self, name: &str, leading: bool) {
+        self.leader.get_or_create(&vec![("name", name.to_owned())]).set(i64::from(leading));
     }
 
     /// A watch opened (`+1`) or closed (`-1`).

@@ -8,8 +8,18 @@
 //! the resource's converter (pruned with the storage schema) and written back with
 //! compare-and-swap on the revision it read — a conflict means someone else wrote it since,
 //! and every write is at the storage version, so it is skipped. Writes are paced
-//! ([`MigrationOptions::rate`]). Nothing is remembered between runs: after a restart the walk
-//! starts again and passes quickly over objects already migrated.
+//! ([`MigrationOptions::rate`]).
+//!
+//! Only the leader migrates (`leader.rs`; the definitions controller starts this task in the
+//! leader's term and it is cancelled when the term ends), and the walk leaves a checkpoint in
+//! the definition's status every [`CHECKPOINT_EVERY`] objects — versa's own field
+//! `status.storageMigration` (`storageVersion`, `generation`, `resumeAfter`: the last key
+//! examined, relative to the resource's prefix, and the counts so far) — so that a new leader,
+//! or this one after a restart, resumes after that key instead of walking everything again.
+//! A checkpoint for another storage version or generation is ignored, and the trim removes it.
+//! Even two walks at once (a leader that has not yet noticed it lost) would write each object at
+//! most once: every write is compare-and-swap on the revision read, and an object already at
+//! the storage version is never written.
 //!
 //! Progress and trouble are in the definition's status, condition `StorageMigrating`:
 //! `True/Migrating` with counts while it runs, `True/MigrationPaused` with the last error when a
@@ -44,6 +54,12 @@ impl Default for MigrationOptions {
         MigrationOptions { automatic: true, rate: 200 }
     }
 }
+
+/// How many objects the walk examines between two checkpoints in the definition's status.
+pub const CHECKPOINT_EVERY: u64 = 100;
+
+/// The status field holding the checkpoint.
+pub const CHECKPOINT_FIELD: &str = "storageMigration";
 
 /// Annotation that asks for a migration of one definition when automatic migration is off
 /// (`versa migrate run` sets it); any value works, and the migration clears it when done.
@@ -107,9 +123,33 @@ async fn load(state: &State, name: &str) -> Result<Option<(KeyValue, ResourceDef
     Ok(Some((kv, def)))
 }
 
-/// One walk over the objects, then the trim.
+/// Where an interrupted walk stopped (`status.storageMigration`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint {
+    /// The storage version the walk migrates to.
+    pub storage_version: String,
+    /// The definition's generation the walk started at.
+    pub generation: i64,
+    /// The last key examined, relative to the resource's key prefix.
+    pub resume_after: String,
+    /// Objects examined and rewritten so far.
+    pub examined: u64,
+    pub migrated: u64,
+}
+
+impl Checkpoint {
+    /// The checkpoint in a stored definition, if it belongs to this walk.
+    fn of(kv: &KeyValue, storage: &str, generation: i64) -> Option<Checkpoint> {
+        let doc: Value = serde_json::from_slice(&kv.value).ok()?;
+        let checkpoint: Checkpoint = serde_json::from_value(doc.pointer("/status/storageMigration")?.clone()).ok()?;
+        (checkpoint.storage_version == storage && checkpoint.generation == generation).then_some(checkpoint)
+    }
+}
+
+/// One walk over the objects (from the checkpoint, if there is one), then the trim.
 async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome, String> {
-    let Some((_, def)) = load(state, name).await? else { return Ok(Outcome::NotNeeded) };
+    let Some((kv, def)) = load(state, name).await? else { return Ok(Outcome::NotNeeded) };
     if !wanted(&def, &state.migration) {
         return Ok(Outcome::NotNeeded);
     }
@@ -123,8 +163,17 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome, String> {
     };
     let prefix = state.keys.resource(&res.group, &res.plural);
     let pause = Duration::from_secs_f64(1.0 / f64::from(state.migration.rate.max(1)));
-    let (mut seen, mut migrated) = (0u64, 0u64);
-    let mut token = None;
+    let resumed = Checkpoint::of(&kv, &storage, generation.unwrap_or_default());
+    let (mut seen, mut migrated) = resumed.as_ref().map_or((0, 0), |c| (c.examined, c.migrated));
+    let mut token = match &resumed {
+        Some(checkpoint) => {
+            tracing::info!(definition = %name, after = %checkpoint.resume_after, seen, migrated, "storage migration resumes");
+            let revision = state.store.current_revision().await.map_err(|e| e.to_string())?;
+            let last = format!("{prefix}{}", checkpoint.resume_after);
+            Some(versa_storage::ContinueToken::after(&prefix, &last, revision).encode())
+        }
+        None => None,
+    };
     loop {
         let options = ListOptions { limit: 500, continue_token: token.take(), revision: 0 };
         let page = state.store.list(&prefix, options).await.map_err(|e| e.to_string())?;
@@ -133,17 +182,33 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome, String> {
             if rewrite(state, &res, kv, &storage).await? {
                 migrated += 1;
                 state.metrics.migration(name, true);
-                if migrated.is_multiple_of(100) {
-                    let message = format!("migrated {migrated} objects to {storage} ({seen} examined)");
-                    let _ = update_status(state, name, |doc| {
-                        set_condition(doc, "StorageMigrating", "True", "Migrating", &message, &meta::now());
-                    })
-                    .await;
-                }
                 tokio::select! {
                     () = tokio::time::sleep(pause) => {}
                     () = state.shutdown.cancelled() => return Ok(Outcome::Restart),
                 }
+            }
+            if seen.is_multiple_of(CHECKPOINT_EVERY) {
+                let checkpoint = Checkpoint {
+                    storage_version: storage.clone(),
+                    generation: generation.unwrap_or_default(),
+                    resume_after: kv.key.strip_prefix(&prefix).unwrap_or(&kv.key).to_owned(),
+                    examined: seen,
+                    migrated,
+                };
+                let message = format!("migrated {migrated} objects to {storage} ({seen} examined)");
+                let _ = update_status_if(state, name, |def_now, doc| {
+                    if def_now.metadata.generation != generation {
+                        return false;
+                    }
+                    set_condition(doc, "StorageMigrating", "True", "Migrating", &message, &meta::now());
+                    if let (Some(st), Ok(c)) =
+                        (doc.get_mut("status").and_then(Value::as_object_mut), serde_json::to_value(&checkpoint))
+                    {
+                        st.insert(CHECKPOINT_FIELD.into(), c);
+                    }
+                    true
+                })
+                .await;
             }
         }
         // A fresh list per page: the walk follows the keys, and the latest state is what
@@ -160,6 +225,7 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome, String> {
         }
         if let Some(st) = doc.get_mut("status").and_then(Value::as_object_mut) {
             st.insert("storedVersions".into(), json!([storage]));
+            st.remove(CHECKPOINT_FIELD);
         }
         if let Some(a) = doc.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) {
             a.remove(REQUEST_ANNOTATION);

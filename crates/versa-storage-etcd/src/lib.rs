@@ -13,13 +13,16 @@
 //! own periodic notifications (see `progress.rs`); run them with
 //! `--experimental-watch-progress-notify-interval` set to a few seconds.
 //!
-//! [`EtcdStore::connect`] takes an [`EtcdConfig`]; nothing else is public.
+//! [`EtcdStore::connect`] takes an [`EtcdConfig`]. [`EtcdLeaseLock`] is leader election's lock
+//! on the same cluster (`lock.rs`), for replicas without a kube cluster.
 
 mod config;
 mod errors;
+mod lock;
 mod progress;
 mod store;
 mod watch;
 
 pub use config::{EtcdConfig, EtcdTls};
+pub use lock::EtcdLeaseLock;
 pub use store::EtcdStore;

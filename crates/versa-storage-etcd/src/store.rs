@@ -338,7 +338,7 @@ fn precondition_failed(response: &TxnResponse, key: &str, expected: i64) -> Erro
 }
 
 /// Client TLS from PEM files.
-fn tls_options(tls: &EtcdTls) -> Result<TlsOptions> {
+pub(crate) fn tls_options(tls: &EtcdTls) -> Result<TlsOptions> {
     let read = |path: &std::path::Path, what: &str| {
         std::fs::read(path).map_err(|e| Error::unavailable(format!("reading the etcd {what} {}", path.display()), e))
     };

@@ -11,9 +11,13 @@
 //! opaque bytes (the server stores JSON). A revision is one integer counter for the whole store,
 //! strictly increasing with each write; an object's `resourceVersion` is the revision of its
 //! last write.
+//!
+//! Leader election's lock seam ([`lock::LeaseLock`]) lives here too, for the same reason: the
+//! etcd backend implements it, and the server must not name the backend.
 
 mod error;
 mod keys;
+pub mod lock;
 mod store;
 mod token;
 mod types;

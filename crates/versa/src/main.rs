@@ -32,6 +32,7 @@ macro_rules! warn {
 mod convert;
 mod documents;
 mod kubeconfig;
+mod leader_elect;
 mod lint;
 mod migrate;
 mod serve;

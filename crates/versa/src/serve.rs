@@ -74,6 +74,8 @@ pub struct Args {
     audit: AuditArgs,
     #[command(flatten)]
     cluster: ClusterArgs,
+    #[command(flatten)]
+    leader_elect: crate::leader_elect::LeaderElectArgs,
 }
 
 /// The audit log: kube-apiserver's flags, its defaults and its meaning (docs/serving.md).
@@ -320,19 +322,21 @@ async fn open_store(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
             let store = versa_storage_embedded::EmbeddedStore::open(&args.data_dir, config)?;
             Arc::new(store)
         }
-        StorageKind::Etcd => {
-            anyhow::ensure!(!args.etcd_endpoints.is_empty(), "--storage etcd needs --etcd-endpoints");
-            let mut config = versa_storage_etcd::EtcdConfig::new(args.etcd_endpoints.clone());
-            if let Some(ca_file) = &args.etcd_cafile {
-                config.tls = Some(versa_storage_etcd::EtcdTls {
-                    ca_file: ca_file.clone(),
-                    cert_file: args.etcd_certfile.clone(),
-                    key_file: args.etcd_keyfile.clone(),
-                });
-            }
-            Arc::new(versa_storage_etcd::EtcdStore::connect(config).await?)
-        }
+        StorageKind::Etcd => Arc::new(versa_storage_etcd::EtcdStore::connect(etcd_config(args)?).await?),
     })
+}
+
+fn etcd_config(args: &Args) -> anyhow::Result<versa_storage_etcd::EtcdConfig> {
+    anyhow::ensure!(!args.etcd_endpoints.is_empty(), "--storage etcd needs --etcd-endpoints");
+    let mut config = versa_storage_etcd::EtcdConfig::new(args.etcd_endpoints.clone());
+    if let Some(ca_file) = &args.etcd_cafile {
+        config.tls = Some(versa_storage_etcd::EtcdTls {
+            ca_file: ca_file.clone(),
+            cert_file: args.etcd_certfile.clone(),
+            key_file: args.etcd_keyfile.clone(),
+        });
+    }
+    Ok(config)
 }
 
 async fn serve(args: Args) -> anyhow::Result<()> {
@@ -342,6 +346,12 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let cluster = args.cluster.config().await?;
     let mode = if cluster.is_some() { "cluster" } else { "standalone" };
     let store = open_store(&args).await?;
+    let etcd = match args.storage {
+        StorageKind::Etcd => Some(etcd_config(&args)?),
+        StorageKind::Embedded => None,
+    };
+    let leader_election =
+        args.leader_elect.config(etcd.as_ref().map(|c| (c, args.storage_prefix.as_str())), cluster.is_some()).await?;
     let config = ServerConfig {
         listen: args.listen,
         data_dir: args.data_dir.clone(),
@@ -362,6 +372,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
             request_timeout: std::time::Duration::from_secs(args.request_timeout),
         },
         audit,
+        leader_election,
     };
     let server = config.complete().await?;
     let shutdown = shutdown_signal()?;

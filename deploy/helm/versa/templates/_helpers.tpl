@@ -130,6 +130,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 {{- end }}
+- --leader-elect={{ .Values.leaderElection.enabled }}
+{{- if .Values.leaderElection.enabled }}
+- --leader-elect-lease-duration={{ .Values.leaderElection.leaseDuration }}
+- --leader-elect-renew-deadline={{ .Values.leaderElection.renewDeadline }}
+- --leader-elect-retry-period={{ .Values.leaderElection.retryPeriod }}
+- --leader-elect-resource-lock=leases
+- --leader-elect-resource-name={{ include "versa.fullname" . }}
+- --leader-elect-resource-namespace={{ .Release.Namespace }}
+{{- end }}
 {{- else }}
 - --storage=embedded
 {{- end }}

@@ -1,0 +1,340 @@
+//! Several replicas on one etcd (issue 22): a real etcd and two or three real
+//! `versa serve --storage etcd` processes, each with its own data directory (its own CA and
+//! admin kubeconfig), electing a leader through an etcd lease.
+//!
+//! - A definition created through one replica is served and discoverable on the others, and
+//!   objects written through one reach watches on the others in order, without gaps or
+//!   duplicates; `kubectl` against each replica shows the same `status` of the definition.
+//! - A storage-version change is migrated exactly once — every object's etcd `version` (its
+//!   write count) is 2: created, rewritten once — even when the leader is killed with SIGKILL
+//!   midway and another replica takes over from the checkpoint; no acknowledged write is lost.
+//!
+//! Waits are bounded (a broken run fails) and nothing asserts on time.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
+
+#[path = "client.rs"]
+mod client;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use client::Client;
+use http_body_util::BodyExt as _;
+use serde_json::{Value, json};
+use versa_e2e::Versa;
+
+const GROUP: &str = "replicas.example.com";
+const DEFINITION: &str = "widgets.replicas.example.com";
+/// Short election timings, so that a takeover after a kill comes within seconds.
+const ELECTION: [&str; 6] = [
+    "--leader-elect-lease-duration",
+    "3s",
+    "--leader-elect-renew-deadline",
+    "2s",
+    "--leader-elect-retry-period",
+    "500ms",
+];
+/// A bound on waits for events, not a timing claim.
+const WAIT: Duration = Duration::from_secs(60);
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A single-member etcd, killed when dropped.
+struct Etcd {
+    child: Child,
+    port: u16,
+}
+
+impl Etcd {
+    async fn start(dir: &Path) -> Etcd {
+        let bin = std::env::var("VERSA_ETCD_BIN").unwrap_or_else(|_| "etcd".into());
+        let (port, peer) = (free_port(), free_port());
+        let client = format!("http://127.0.0.1:{port}");
+        let peer = format!("http://127.0.0.1:{peer}");
+        let child = Command::new(&bin)
+            .arg("--data-dir")
+            .arg(dir)
+            .args(["--name", "versa-test", "--listen-client-urls", &client, "--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &format!("versa-test={peer}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{bin}: {e} (hack/install-deps.sh installs etcd; or set VERSA_ETCD_BIN)"));
+        let etcd = Etcd { child, port };
+        eventually("etcd answering", || async { etcd.range("/").await.map(|_| ()) }).await;
+        etcd
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The keys under `prefix` through etcd's JSON gateway (`/v3/kv/range`): what the store
+    /// really holds, with each key's `version` (its number of writes since creation).
+    async fn range(&self, prefix: &str) -> Option<Vec<Value>> {
+        let mut end = prefix.as_bytes().to_vec();
+        if let Some(last) = end.last_mut() {
+            *last += 1;
+        }
+        let body = json!({"key": STANDARD.encode(prefix), "range_end": STANDARD.encode(&end)}).to_string();
+        let stream = tokio::net::TcpStream::connect(("127.0.0.1", self.port)).await.ok()?;
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.ok()?;
+        tokio::spawn(connection);
+        let request = http::Request::post("/v3/kv/range")
+            .header("host", "127.0.0.1")
+            .header("content-type", "application/json")
+            .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+            .unwrap();
+        let response = sender.send_request(request).await.ok()?;
+        let bytes = response.into_body().collect().await.ok()?.to_bytes();
+        let answer: Value = serde_json::from_slice(&bytes).ok()?;
+        Some(answer["kvs"].as_array().cloned().unwrap_or_default())
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Calls `f` every 100 ms until it returns `Some`, for at most two minutes.
+async fn eventually<T, F: std::future::Future<Output = Option<T>>>(what: &str, mut f: impl FnMut() -> F) -> T {
+    for _ in 0..1200 {
+        if let Some(v) = f().await {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what}: not reached within two minutes");
+}
+
+/// One replica, with its admin client.
+struct Replica {
+    versa: Versa,
+    client: Client,
+}
+
+async fn replica(dir: &Path, etcd: &Etcd, extra: &[&str]) -> Replica {
+    let endpoint = etcd.endpoint();
+    let mut flags = vec!["--storage", "etcd", "--etcd-endpoints", endpoint.as_str()];
+    flags.extend(ELECTION);
+    flags.extend(extra);
+    let versa = Versa::start_with(dir, &flags);
+    let client = Client::admin(&versa.data_dir, &versa.address);
+    let c = client.clone();
+    eventually("replica ready", || {
+        let c = c.clone();
+        async move { (c.get("/readyz").await.status == 200).then_some(()) }
+    })
+    .await;
+    Replica { versa, client }
+}
+
+/// Whether this replica leads, from its metrics.
+async fn leads(c: &Client) -> bool {
+    let text = c.get("/metrics").await.text();
+    text.lines().any(|l| l.starts_with("leader_election_master_status{") && l.ends_with(" 1"))
+}
+
+fn definition(storage: &str) -> Value {
+    let schema = json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}});
+    json!({
+        "apiVersion": "versa.dev/v1", "kind": "ResourceDefinition",
+        "metadata": {"name": DEFINITION},
+        "spec": {
+            "group": GROUP, "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [
+                {"name": "v1", "served": true, "storage": storage == "v1", "schema": schema},
+                {"name": "v2", "served": true, "storage": storage == "v2", "schema": schema},
+            ],
+        },
+    })
+}
+
+const WIDGETS: &str = "/apis/replicas.example.com/v1/namespaces/default/widgets";
+
+/// Creates the definition through `c` and waits until every replica serves it (discovery and
+/// a list) and the leader's namespace controller has made `default`.
+async fn define(c: &Client, replicas: &[&Client]) {
+    let r = c.post("/apis/versa.dev/v1/resourcedefinitions", &definition("v1")).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    for (i, other) in replicas.iter().enumerate() {
+        eventually(&format!("replica {i} serves the definition"), || async move {
+            let discovery = other.get(&format!("/apis/{GROUP}/v1")).await;
+            let listed = discovery.status == 200
+                && discovery.json()["resources"].as_array().is_some_and(|rs| rs.iter().any(|r| r["name"] == "widgets"));
+            let namespace = other.get("/api/v1/namespaces/default").await.status == 200;
+            (listed && namespace && other.get(WIDGETS).await.status == 200).then_some(())
+        })
+        .await;
+    }
+}
+
+fn widget(name: &str, n: u64) -> Value {
+    json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Widget", "metadata": {"name": name}, "spec": {"n": n}})
+}
+
+#[tokio::test]
+async fn every_replica_serves_and_watches_see_every_write_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let etcd = Etcd::start(&dir.path().join("etcd")).await;
+    let mut replicas = Vec::new();
+    for i in 0..3 {
+        replicas.push(replica(&dir.path().join(format!("versa-{i}")), &etcd, &[]).await);
+    }
+    let clients: Vec<&Client> = replicas.iter().map(|r| &r.client).collect();
+    eventually("one leader", || async {
+        let mut leaders = 0;
+        for c in &clients {
+            leaders += usize::from(leads(c).await);
+        }
+        (leaders == 1).then_some(())
+    })
+    .await;
+    define(clients[0], &clients).await;
+
+    // Watches on the other two, from the revision each one listed at.
+    let mut watches = Vec::new();
+    for c in &clients[1..] {
+        let rv = c.get(WIDGETS).await.json()["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+        let w = c.watch(&format!("{WIDGETS}?watch=1&resourceVersion={rv}"), &[]).await;
+        assert_eq!(w.status, 200);
+        watches.push(w);
+    }
+    // Writes through the first: creates, then updates.
+    let mut written = Vec::new();
+    for i in 0..30 {
+        let r = clients[0].post(WIDGETS, &widget(&format!("w{i:02}"), 0)).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+        written.push(("ADDED".to_owned(), format!("w{i:02}"), r.json()["metadata"]["resourceVersion"].clone()));
+    }
+    for i in 0..20 {
+        let name = format!("w{i:02}");
+        let r = clients[0].merge_patch(&format!("{WIDGETS}/{name}"), &json!({"spec": {"n": 1}})).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        written.push(("MODIFIED".to_owned(), name, r.json()["metadata"]["resourceVersion"].clone()));
+    }
+    for (i, w) in watches.iter_mut().enumerate() {
+        let mut seen = Vec::new();
+        while seen.len() < written.len() {
+            let e = w.event(WAIT, &format!("watch on replica {}", i + 1)).await;
+            if e["type"] == "BOOKMARK" {
+                continue;
+            }
+            let o = &e["object"];
+            seen.push((
+                e["type"].as_str().unwrap().to_owned(),
+                o["metadata"]["name"].as_str().unwrap().to_owned(),
+                o["metadata"]["resourceVersion"].clone(),
+            ));
+        }
+        assert_eq!(seen, written, "replica {}: every write, once, in order", i + 1);
+    }
+
+    // kubectl against each replica: the same status (conditions, storedVersions).
+    let status_of = |r: &Replica| {
+        let out = r.versa.kubectl(&["get", "resourcedefinitions", DEFINITION, "-o", "json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["status"].clone()
+    };
+    let first = status_of(&replicas[0]);
+    assert_eq!(first["storedVersions"], json!(["v1"]));
+    assert!(
+        first["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "Established" && c["status"] == "True")
+    );
+    for r in &replicas[1..] {
+        let mut same = false;
+        for _ in 0..100 {
+            if status_of(r) == first {
+                same = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(same, "kubectl shows the same status on every replica: {first} vs {}", status_of(r));
+    }
+}
+
+#[tokio::test]
+async fn migration_is_done_once_across_a_killed_leader() {
+    const OBJECTS: u64 = 300;
+    let dir = tempfile::tempdir().unwrap();
+    let etcd = Etcd::start(&dir.path().join("etcd")).await;
+    // Slow migrations, so that the leader can be killed in the middle of one.
+    let rate = ["--migration-rate", "25"];
+    let mut replicas = vec![
+        replica(&dir.path().join("versa-0"), &etcd, &rate).await,
+        replica(&dir.path().join("versa-1"), &etcd, &rate).await,
+    ];
+    let clients: Vec<&Client> = replicas.iter().map(|r| &r.client).collect();
+    define(clients[0], &clients).await;
+    for i in 0..OBJECTS {
+        let r = clients[i as usize % 2].post(WIDGETS, &widget(&format!("w{i:03}"), i)).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+
+    // v2 becomes the storage version.
+    let path = format!("/apis/versa.dev/v1/resourcedefinitions/{DEFINITION}");
+    let mut def = clients[1].get(&path).await.json();
+    def["spec"]["versions"][0]["storage"] = json!(false);
+    def["spec"]["versions"][1]["storage"] = json!(true);
+    let r = clients[1].put(&path, &def).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    // Kill the leader once its checkpoint shows it midway.
+    let leader = eventually("a leader", || async {
+        for (i, c) in clients.iter().enumerate() {
+            if leads(c).await {
+                return Some(i);
+            }
+        }
+        None
+    })
+    .await;
+    let survivor = 1 - leader;
+    let checkpoint = eventually("a checkpoint midway", || async {
+        let c = clients[survivor].get(&path).await.json()["status"]["storageMigration"].clone();
+        c.is_object().then_some(c)
+    })
+    .await;
+    assert_eq!(checkpoint["storageVersion"], "v2");
+    assert!(checkpoint["examined"].as_u64().unwrap() < OBJECTS, "midway: {checkpoint}");
+    drop(clients);
+    let killed = replicas.remove(leader);
+    drop(killed); // SIGKILL (Child::kill), then reaped.
+    let survivor = &replicas[0];
+
+    // The survivor takes over and finishes.
+    let status = eventually("storedVersions trimmed by the survivor", || async {
+        let s = survivor.client.get(&path).await.json()["status"].clone();
+        (s["storedVersions"] == json!(["v2"])).then_some(s)
+    })
+    .await;
+    assert!(status.get("storageMigration").is_none(), "the checkpoint goes with the trim: {status}");
+    assert!(leads(&survivor.client).await);
+
+    // Every object was written exactly twice (created, migrated once), is stored at v2, and
+    // none is lost.
+    let kvs = etcd.range(&format!("/registry/{GROUP}/widgets/")).await.unwrap();
+    assert_eq!(kvs.len() as u64, OBJECTS, "every acknowledged create is there");
+    for kv in &kvs {
+        let key = String::from_utf8(STANDARD.decode(kv["key"].as_str().unwrap()).unwrap()).unwrap();
+        let value: Value = serde_json::from_slice(&STANDARD.decode(kv["value"].as_str().unwrap()).unwrap()).unwrap();
+        assert_eq!(kv["version"], "2", "{key}: written once by the migration");
+        assert_eq!(value["apiVersion"], format!("{GROUP}/v2"), "{key}");
+    }
+    let list = survivor.client.get(WIDGETS).await.json();
+    assert_eq!(list["items"].as_array().unwrap().len() as u64, OBJECTS);
+}
