@@ -481,3 +481,106 @@ fn client_side_apply_upgrades_to_server_side() {
         "{managers:#?}"
     );
 }
+
+/// Ownership across versions, as kube's field manager keeps it: a definition whose v2 calls
+/// v1's `spec.color` `spec.colour` (converted by CEL rules); an owner that applied at v1
+/// conflicts with an apply of the same field at v2 under its v2 name, the conflict naming the
+/// owner's own path, and a forced apply at v2 takes it.
+#[tokio::test(flavor = "current_thread")]
+async fn ownership_follows_the_field_across_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(dir.path());
+    let definition = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: paints.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: paints, singular: paint, kind: Paint}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        required: [spec]
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string, maxLength: 32}
+              coats: {type: integer}
+  - name: v2
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        required: [spec]
+        properties:
+          spec:
+            type: object
+            properties:
+              colour: {type: string, maxLength: 32}
+              coats: {type: integer}
+  conversion:
+    strategy: CEL
+    cel:
+      conversions:
+      - from: v1
+        to: v2
+        fields:
+        - path: spec.colour
+          expression: "self.spec.?color"
+      - from: v2
+        to: v1
+        fields:
+        - path: spec.color
+          expression: "self.spec.?colour"
+"#;
+    let crd = write(dir.path(), "paint.yaml", definition);
+    ok(versa.kubectl(&["apply", "--server-side", "-f", &crd]));
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/paints.example.com", "--timeout=60s"]));
+    let client = Client::admin(&versa.data_dir, &versa.address);
+    let apply = |version: &'static str, manager: &'static str, spec: Value, force: bool| {
+        let client = client.clone();
+        async move {
+            let path = format!(
+                "/apis/example.com/{version}/namespaces/default/paints/p?fieldManager={manager}{}",
+                if force { "&force=true" } else { "" }
+            );
+            let body = json!({"apiVersion": format!("example.com/{version}"), "kind": "Paint",
+                              "metadata": {"name": "p"}, "spec": spec});
+            let r = client.patch(&path, "application/apply-patch+yaml", &body).await;
+            (r.status, r.json())
+        }
+    };
+    let (code, answer) = apply("v1", "painter", json!({"color": "red", "coats": 1}), false).await;
+    assert_eq!(code, 201, "{answer}");
+    let (code, answer) = apply("v2", "repainter", json!({"colour": "blue"}), false).await;
+    assert_eq!(code, 409, "{answer}");
+    assert_eq!(answer["message"], "Apply failed with 1 conflict: conflict with \"painter\": .spec.color");
+    let (code, answer) = apply("v2", "repainter", json!({"colour": "blue"}), true).await;
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(answer["spec"], json!({"colour": "blue", "coats": 1}));
+    let at_v1 = client.get("/apis/example.com/v1/namespaces/default/paints/p").await.json();
+    assert_eq!(at_v1["spec"], json!({"color": "blue", "coats": 1}));
+    let entries = at_v1["metadata"]["managedFields"].as_array().unwrap();
+    let painter = entries.iter().find(|e| e["manager"] == "painter").unwrap();
+    assert_eq!(
+        (&painter["apiVersion"], &painter["fieldsV1"]),
+        (&json!("example.com/v1"), &json!({"f:spec": {"f:coats": {}}}))
+    );
+    let repainter = entries.iter().find(|e| e["manager"] == "repainter").unwrap();
+    assert_eq!(
+        (&repainter["apiVersion"], &repainter["fieldsV1"]),
+        (&json!("example.com/v2"), &json!({"f:spec": {"f:colour": {}}}))
+    );
+    // The v1 applier drops coats at v2's version: removed, as nobody else owns it.
+    let (code, answer) = apply("v2", "painter", json!({}), false).await;
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(answer["spec"], json!({"colour": "blue"}));
+}

@@ -622,13 +622,21 @@ async fn api_services_follow_the_served_versions() {
     // A version that stops being served loses its APIService; a new one gets one, and the
     // priorities of the others move to keep Kubernetes' order (v2 > v1).
     let path = format!("{RD}/crontabs.stable.example.com");
-    let mut def = send(&aggregator, "GET", &path, &admin, None).await.json();
-    def["spec"]["versions"][1]["served"] = json!(false);
-    let mut v2 = def["spec"]["versions"][1].clone();
-    v2["name"] = json!("v2");
-    v2["served"] = json!(true);
-    def["spec"]["versions"].as_array_mut().unwrap().push(v2);
-    let r = send(&aggregator, "PUT", &path, &admin, Some(&def)).await;
+    // Read, change, write — again when the controller wrote the status in between (409).
+    let mut tries = 0;
+    let r = loop {
+        let mut def = send(&aggregator, "GET", &path, &admin, None).await.json();
+        def["spec"]["versions"][1]["served"] = json!(false);
+        let mut v2 = def["spec"]["versions"][1].clone();
+        v2["name"] = json!("v2");
+        v2["served"] = json!(true);
+        def["spec"]["versions"].as_array_mut().unwrap().push(v2);
+        let r = send(&aggregator, "PUT", &path, &admin, Some(&def)).await;
+        tries += 1;
+        if r.status != 409 || tries == 20 {
+            break r;
+        }
+    };
     assert_eq!(r.status, 200, "{}", r.text());
     eventually("v1beta1 unregistered, v2 registered, v1 updated", || {
         api_service("v1beta1.stable.example.com").is_none()

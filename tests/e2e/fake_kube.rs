@@ -1,7 +1,8 @@
 //! A fake kube-apiserver for the end-to-end tests of cluster mode: kube-apiserver cannot run here,
 //! and versa in cluster mode needs one to read the front-proxy configuration from, to delegate
-//! authentication (TokenReview) and authorization (SubjectAccessReview) to, and to register its
-//! APIServices and keep its generated CA (a Secret) in. This is the one fake the project allows
+//! authentication (TokenReview) and authorization (SubjectAccessReview) to, to register its
+//! APIServices and keep its generated CA (a Secret) in, and to hold the Lease its replicas elect
+//! a leader with. This is the one fake the project allows
 //! (issue 7), so it answers exactly those endpoints in kube's wire format, with kube's Status
 //! objects and messages, and nothing else (404 Status). It is deliberately not a cluster: no
 //! discovery or OpenAPI (so `kubectl` drives it with `--raw` only; a fake that claimed groups would
@@ -288,6 +289,11 @@ impl FakeKube {
     }
 
     /// The Secrets of `namespace` now, by name.
+    /// The Leases in `namespace` (leader election in cluster mode), by name.
+    pub fn leases(&self, namespace: &str) -> BTreeMap<String, Value> {
+        self.state.lock().unwrap().list(&LEASE, namespace)
+    }
+
     pub fn secrets(&self, namespace: &str) -> BTreeMap<String, Value> {
         self.state.lock().unwrap().list(&SECRET, namespace)
     }
@@ -330,6 +336,8 @@ const API_SERVICE: Kind = Kind {
 };
 const SECRET: Kind = Kind { api_version: "v1", kind: "Secret", group: "", resource: "secrets" };
 const CONFIG_MAP: Kind = Kind { api_version: "v1", kind: "ConfigMap", group: "", resource: "configmaps" };
+const LEASE: Kind =
+    Kind { api_version: "coordination.k8s.io/v1", kind: "Lease", group: "coordination.k8s.io", resource: "leases" };
 
 impl Kind {
     /// `apiservices.apiregistration.k8s.io`, `secrets`: how kube names the resource in messages.
@@ -419,6 +427,9 @@ fn route(state: &Mutex<State>, parts: &http::request::Parts, body: &[u8]) -> Res
         }
         (_, ["api", "v1", "namespaces", namespace, "secrets", rest @ ..]) if rest.len() <= 1 => {
             state.lock().unwrap().objects(&SECRET, namespace, rest.first().copied(), &call)
+        }
+        (_, ["apis", "coordination.k8s.io", "v1", "namespaces", namespace, "leases", rest @ ..]) if rest.len() <= 1 => {
+            state.lock().unwrap().objects(&LEASE, namespace, rest.first().copied(), &call)
         }
         _ => Err(failure(404, "NotFound", "the server could not find the requested resource".into(), json!({}))),
     }

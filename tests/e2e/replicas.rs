@@ -15,6 +15,8 @@
 
 #[path = "client.rs"]
 mod client;
+#[path = "fake_kube.rs"]
+mod fake_kube;
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -24,6 +26,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use client::Client;
+use fake_kube::{AuthenticationConfig, FakeKube};
 use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 use versa_e2e::Versa;
@@ -337,4 +340,52 @@ async fn migration_is_done_once_across_a_killed_leader() {
     }
     let list = survivor.client.get(WIDGETS).await.json();
     assert_eq!(list["items"].as_array().unwrap().len() as u64, OBJECTS);
+}
+
+/// Cluster mode elects through a `coordination.k8s.io/v1` Lease in versa's namespace, with kube's
+/// lease fields, against the fake kube-apiserver (kube-apiserver cannot run here): the first
+/// replica takes the Lease and renews it; when it is killed, the second takes over and the
+/// transition is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_mode_elects_through_a_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let etcd = Etcd::start(&dir.path().join("etcd")).await;
+    let fake = FakeKube::start();
+    let config = dir.path().join("fake.kubeconfig");
+    fake.write_kubeconfig(&config);
+    let (front_proxy_ca, _) = versa_e2e::serving_tls("front-proxy-ca", "front-proxy", &[]);
+    fake.set_authentication_config(AuthenticationConfig::front_proxy(&front_proxy_ca, &["front-proxy"]));
+    let endpoint = etcd.endpoint();
+    let config = config.to_str().unwrap();
+    let start = |name: &str| {
+        let mut flags = vec!["--storage", "etcd", "--etcd-endpoints", endpoint.as_str(), "--kubeconfig", config];
+        flags.extend(["--service-namespace", "versa-system", "--service-name", "versa"]);
+        flags.extend(ELECTION);
+        Versa::start_with(&dir.path().join(name), &flags)
+    };
+    let lease = || fake.leases("versa-system").remove("versa");
+    let holder = |l: &Value| l["spec"]["holderIdentity"].as_str().unwrap_or_default().to_owned();
+
+    let first = start("a");
+    let taken = eventually("the first replica holds the Lease", || {
+        std::future::ready(lease().filter(|l| !holder(l).is_empty()))
+    })
+    .await;
+    let spec = &taken["spec"];
+    assert_eq!(spec["leaseDurationSeconds"], 3, "{taken:#}");
+    assert!(spec["acquireTime"].is_string() && spec["renewTime"].is_string(), "{taken:#}");
+    let renewed = eventually("the holder renews", || {
+        std::future::ready(lease().filter(|l| l["spec"]["renewTime"] != spec["renewTime"]))
+    })
+    .await;
+    assert_eq!(holder(&renewed), holder(&taken));
+
+    let _second = start("b");
+    let transitions = renewed["spec"]["leaseTransitions"].as_i64().unwrap_or(0);
+    drop(first); // SIGKILL: no release; the lease runs out.
+    let moved = eventually("the second replica takes over", || {
+        std::future::ready(lease().filter(|l| !holder(l).is_empty() && holder(l) != holder(&taken)))
+    })
+    .await;
+    assert_eq!(moved["spec"]["leaseTransitions"].as_i64().unwrap_or(0), transitions + 1, "{moved:#}");
 }

@@ -21,8 +21,9 @@
 //!   live value it holds); when the object has that annotation, such an apply rewrites it to
 //!   the applied configuration, so that a later client-side apply sees what was applied.
 //!
-//! Not reproduced yet: conversion of objects to the apiVersions older entries were written in,
-//! and reconciling entries with a schema that changed between atomic and granular. The checks
+//! Entries at other versions are judged on objects converted to their version when
+//! [`Options::versions`] is given (see `updater`). Not reproduced yet: reconciling entries with
+//! a schema that changed between atomic and granular. The checks
 //! kube makes on the request itself (apiVersion and kind of the applied object) belong to the
 //! server.
 
@@ -64,6 +65,20 @@ pub struct Options<'a> {
     /// Fields the endpoint's strategy resets and nobody owns (kube's reset fields: `status` on
     /// the main resource of a definition with a status subresource, `spec` on `/status`).
     pub reset_fields: Option<&'a FieldSet>,
+    /// The resource's other versions, for entries written at them (`None`: every entry is
+    /// judged at `api_version`).
+    pub versions: Option<&'a dyn Versions>,
+}
+
+/// The other versions of a resource, as structured merge needs them: kube's field manager
+/// compares objects at the version each `managedFields` entry was written in (converting them
+/// with the resource's conversion) and prunes an applier at the version of its last apply.
+pub trait Versions: std::fmt::Debug {
+    /// The schema of `api_version` (`group/version`), `None` for a version the resource no
+    /// longer has.
+    fn schema(&self, api_version: &str) -> Option<&Structural>;
+    /// `obj` converted to `api_version` (its `apiVersion` says where it is now).
+    fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, String>;
 }
 
 /// The result of an operation.
@@ -96,6 +111,9 @@ pub enum ApplyError {
     /// The live object cannot be merged (a list item without its keys, say).
     #[error("{0}: {1}")]
     Invalid(&'static str, #[source] ValidationErrors),
+    /// An object could not be converted to the version an entry was written in.
+    #[error("failed to convert the object to {0}: {1}")]
+    Conversion(String, String),
 }
 
 /// Why an update's `managedFields` could not be computed (kube then keeps the live object's
@@ -199,7 +217,7 @@ fn structured_apply(
     let mut m = decode(managed).map_err(ApplyError::ManagedFields)?;
     let ty = Ty::root(opts.schema);
     validate(ty, applied, false).map_err(ApplyError::InvalidPatch)?;
-    let updater = Updater { ty, ignore: opts.reset_fields };
+    let updater = Updater { ty, ignore: opts.reset_fields, version: opts.api_version, versions: opts.versions };
     let live = without_managed_fields(live);
     if m.fields.is_empty() {
         let empty = type_meta(applied);
@@ -250,9 +268,21 @@ pub fn update(live: Option<&Value>, new: &Value, opts: &Options<'_>) -> Result<O
     if m.fields.is_empty() && !creating {
         return Ok(Outcome { object: new_obj, managed_fields: ManagedFields::default(), changed });
     }
-    let updater = Updater { ty: Ty::root(opts.schema), ignore: opts.reset_fields };
+    let updater = Updater {
+        ty: Ty::root(opts.schema),
+        ignore: opts.reset_fields,
+        version: opts.api_version,
+        versions: opts.versions,
+    };
     tracked_update(&updater, &live_obj, &new_obj, &mut m, opts.manager, opts).map_err(|e| match e {
         UpdaterError::Invalid(what, errs) => UpdateError(what, errs),
+        UpdaterError::Conversion(version, e) => UpdateError(
+            "failed to convert the object",
+            ValidationErrors(vec![crate::validate::ValidationError {
+                path: String::new(),
+                message: format!("to {version}: {e}"),
+            }]),
+        ),
         // Updates force: they never conflict.
         UpdaterError::Conflicts(_) => UpdateError("unexpected conflicts", ValidationErrors::default()),
     })?;
@@ -266,6 +296,7 @@ fn apply_error(e: UpdaterError) -> ApplyError {
     match e {
         UpdaterError::Conflicts(c) => ApplyError::Conflicts(c),
         UpdaterError::Invalid(what, errs) => ApplyError::Invalid(what, errs),
+        UpdaterError::Conversion(version, e) => ApplyError::Conversion(version, e),
     }
 }
 

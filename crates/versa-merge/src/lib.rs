@@ -22,10 +22,10 @@
 //! - [`managed`], [`fieldmanager`] — `managedFields` entries and the public [`apply()`] and
 //!   [`update()`].
 //!
-//! Not yet reproduced: converting objects to the apiVersions older entries were written in
-//! (every entry is read as if written at the request's version, exact when versions share their
-//! field paths), and reconciling entries with a schema that changed between atomic and
-//! granular.
+//! Entries written at other apiVersions are judged at their own version when the caller passes
+//! the resource's versions ([`fieldmanager::Versions`]: schemas and a converter), as kube's
+//! field manager does with its converter; without them, at the request's version. Not yet
+//! reproduced: reconciling entries with a schema that changed between atomic and granular.
 //!
 //! Input safety: every walk recurses along the nesting of a JSON object or of a field set
 //! derived from one. Objects reach this crate through the server's decoder, which refuses

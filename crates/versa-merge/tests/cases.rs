@@ -113,7 +113,68 @@ fn run_field_set_case(schema: &Structural, case: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn run_operation_case(schema: &Structural, case: &Value) -> Result<(), String> {
+/// A file's other versions (`versions:`): each version's schema and the fields it names
+/// differently from the file's own version (`renames: {path here: path there}`), converted by
+/// moving those fields — a stand-in for a definition's conversion.
+#[derive(Debug, Default)]
+struct TestVersions(std::collections::BTreeMap<String, (Structural, Vec<(String, String)>)>);
+
+impl TestVersions {
+    /// The versions of `doc` (none: empty), and the file's own, `API_VERSION`, with `schema`.
+    fn from_doc(doc: Option<&Value>, schema: &Value) -> TestVersions {
+        let mut versions = std::collections::BTreeMap::new();
+        if doc.is_none() {
+            return TestVersions(versions);
+        }
+        versions.insert(API_VERSION.to_owned(), (Structural::from_json(schema).unwrap(), Vec::new()));
+        for (version, v) in doc.and_then(Value::as_object).into_iter().flatten() {
+            let schema = Structural::from_json(&v["schema"]).unwrap_or_else(|e| panic!("versions.{version}: {e}"));
+            let renames = v["renames"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(here, there)| (here.clone(), there.as_str().unwrap().to_owned()))
+                .collect();
+            versions.insert(version.clone(), (schema, renames));
+        }
+        TestVersions(versions)
+    }
+
+    fn renames(&self, version: &str) -> &[(String, String)] {
+        self.0.get(version).map_or(&[], |(_, r)| r.as_slice())
+    }
+}
+
+/// Moves the value at dotted path `from` to dotted path `to`.
+fn move_field(obj: &mut Value, from: &str, to: &str) {
+    let pointer = |p: &str| format!("/{}", p.replace('.', "/"));
+    let Some(value) = obj.pointer(&pointer(from)).cloned() else { return };
+    let (parent, last) = from.rsplit_once('.').unwrap();
+    obj.pointer_mut(&pointer(parent)).unwrap().as_object_mut().unwrap().remove(last);
+    let (parent, last) = to.rsplit_once('.').unwrap();
+    obj.pointer_mut(&pointer(parent)).unwrap().as_object_mut().unwrap().insert(last.to_owned(), value);
+}
+
+impl versa_merge::fieldmanager::Versions for TestVersions {
+    fn schema(&self, api_version: &str) -> Option<&Structural> {
+        self.0.get(api_version).map(|(s, _)| s)
+    }
+
+    fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, String> {
+        let mut out = obj.clone();
+        let from = obj["apiVersion"].as_str().unwrap_or(API_VERSION).to_owned();
+        for (here, there) in self.renames(&from) {
+            move_field(&mut out, there, here);
+        }
+        for (here, there) in self.renames(api_version) {
+            move_field(&mut out, here, there);
+        }
+        out["apiVersion"] = json!(api_version);
+        Ok(out)
+    }
+}
+
+fn run_operation_case(schema: &Structural, case: &Value, versions: &TestVersions) -> Result<(), String> {
     let reset = reset_fields(case.get("resetFields"));
     let mut current: Option<Value> = case.get("live").map(|l| with_type_meta(l, API_VERSION));
     for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
@@ -123,13 +184,22 @@ fn run_operation_case(schema: &Structural, case: &Value) -> Result<(), String> {
             .and_then(Value::as_str)
             .map_or_else(|| format!("2024-01-01T00:00:{:02}Z", i + 1), String::from);
         let api_version = step.get("apiVersion").and_then(Value::as_str).unwrap_or(API_VERSION);
+        let step_schema = versions.0.get(api_version).map_or(schema, |(s, _)| s);
+        // The live object as a request at this step's version reads it.
+        if let Some(live) = &mut current
+            && live["apiVersion"] != api_version
+            && !versions.0.is_empty()
+        {
+            *live = versa_merge::fieldmanager::Versions::convert(versions, live, api_version).unwrap();
+        }
         let opts = Options {
-            schema,
+            schema: step_schema,
             manager: step.get("manager").and_then(Value::as_str).unwrap_or(""),
             api_version,
             subresource: step.get("subresource").and_then(Value::as_str).unwrap_or(""),
             now: &now,
             reset_fields: reset.as_ref(),
+            versions: (!versions.0.is_empty()).then_some(versions as &dyn versa_merge::fieldmanager::Versions),
         };
         let result = if let Some(applied) = step.get("apply") {
             let live = current.clone().unwrap_or_else(|| json!({}));
@@ -226,10 +296,11 @@ fn corpus() {
                 case.get("schema").or_else(|| doc.get("schema")).unwrap_or_else(|| panic!("{name}: no schema"));
             let schema =
                 Structural::from_json(schema_json).unwrap_or_else(|e| panic!("{name}/{case_name}: schema: {e}"));
+            let versions = TestVersions::from_doc(doc.get("versions"), schema_json);
             let result = if case.get("fieldSet").is_some() {
                 run_field_set_case(&schema, case)
             } else {
-                run_operation_case(&schema, case)
+                run_operation_case(&schema, case, &versions)
             };
             if let Err(e) = result {
                 failures.push(format!("{name} / {case_name}: {e}"));

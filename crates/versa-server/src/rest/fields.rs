@@ -24,13 +24,15 @@
 
 use http::StatusCode;
 use serde_json::{Value, json};
+use versa_merge::fieldmanager::Versions;
 use versa_merge::{ApplyError, FieldPath, FieldSet, Options};
+use versa_schema::Structural;
 use versa_schema::{BadValue, Error as FieldError, ErrorList, Path};
 
 use super::{Ctx, Part};
 use crate::codec::{self, Decoded};
 use crate::meta;
-use crate::registry::Flavor;
+use crate::registry::{Flavor, Resource};
 use crate::status::Status;
 
 /// apimachinery's `FieldManagerMaxLength`.
@@ -141,7 +143,7 @@ impl Operation {
         Operation { api_version: ctx.api_version(), now: meta::now(), reset: reset_fields(ctx, manager.subresource) }
     }
 
-    fn options<'a>(&'a self, ctx: &'a Ctx, manager: &'a Manager) -> Options<'a> {
+    fn options<'a>(&'a self, ctx: &'a Ctx, manager: &'a Manager, versions: &'a ResourceVersions<'a>) -> Options<'a> {
         Options {
             schema: ctx.ver().merge_schema(),
             manager: &manager.name,
@@ -149,15 +151,51 @@ impl Operation {
             subresource: manager.subresource,
             now: &self.now,
             reset_fields: self.reset.as_ref(),
+            versions: versions.offered().then_some(versions as &dyn Versions),
         }
+    }
+}
+
+/// A resource's versions as structured merge reads them: entries written at another version
+/// are judged on the objects converted there, in process (`None`, `CEL`). A Webhook
+/// definition's versions are not offered — calling the webhook inside a write's merge is not
+/// done yet — so its entries are judged at the request's version (exact when the versions
+/// share their field paths; docs/serving.md says so).
+#[derive(Debug)]
+struct ResourceVersions<'a>(&'a Resource);
+
+impl ResourceVersions<'_> {
+    fn offered(&self) -> bool {
+        self.0.versions.len() > 1 && self.0.converter.as_ref().is_ok_and(|c| c.is_deterministic())
+    }
+
+    /// `version` of `group/version`, for this resource's group.
+    fn version<'v>(&self, api_version: &'v str) -> Option<&'v str> {
+        match self.0.group.as_str() {
+            "" => Some(api_version),
+            group => api_version.strip_prefix(group)?.strip_prefix('/'),
+        }
+    }
+}
+
+impl Versions for ResourceVersions<'_> {
+    fn schema(&self, api_version: &str) -> Option<&Structural> {
+        self.0.version(self.version(api_version)?)?.schema.as_deref()
+    }
+
+    fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, String> {
+        let version =
+            self.version(api_version).ok_or_else(|| format!("{api_version} is not a version of this resource"))?;
+        let converter = self.0.converter.as_ref().map_err(String::clone)?;
+        converter.convert_sync(obj.clone(), version).map_err(|e| e.message)
     }
 }
 
 /// Records `manager`'s change from `live` (`None` on create) to `new` in `new`'s
 /// `managedFields`.
 pub fn track(ctx: &Ctx, manager: &Manager, live: Option<&Value>, new: &mut Value) {
-    let op = Operation::new(ctx, manager);
-    match versa_merge::update(live, new, &op.options(ctx, manager)) {
+    let (op, versions) = (Operation::new(ctx, manager), ResourceVersions(&ctx.res));
+    match versa_merge::update(live, new, &op.options(ctx, manager, &versions)) {
         Ok(outcome) => *new = outcome.object,
         Err(e) => {
             tracing::error!(resource = %ctx.res.plural, name = %ctx.name, error = %e, "managedFields could not be updated; dropping them");
@@ -221,9 +259,9 @@ pub fn apply(
     let managed = versa_merge::ManagedFields::from_object(live)
         .map_err(|e| Status::unknown(format!("failed to decode managed fields: {e}")))?
         .unwrap_or_default();
-    let op = Operation::new(ctx, manager);
-    let outcome =
-        versa_merge::apply(live, &applied.config, &managed, &op.options(ctx, manager), force).map_err(|e| match e {
+    let (op, versions) = (Operation::new(ctx, manager), ResourceVersions(&ctx.res));
+    let outcome = versa_merge::apply(live, &applied.config, &managed, &op.options(ctx, manager, &versions), force)
+        .map_err(|e| match e {
             ApplyError::Conflicts(conflicts) => conflict_status(&conflicts),
             ApplyError::ManagedFieldsInPatch => Status::bad_request(e.to_string()),
             ApplyError::InvalidPatch(errs) => Status::unknown(format!(
