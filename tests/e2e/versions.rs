@@ -1842,3 +1842,38 @@ async fn storage_migration_survives_a_kill() {
 
     checks.finish();
 }
+
+/// Server-side apply across versions through a conversion webhook, as kube's field manager
+/// does it: an owner that applied `hostPort` at v1beta1 conflicts with an apply of `host` at v1
+/// (the objects are converted to the owner's version, by the webhook, and compared there), the
+/// conflict naming the owner's own field; forced, the v1 applier takes it.
+#[tokio::test]
+async fn apply_ownership_across_versions_through_the_webhook() {
+    let webhook = Webhook::start();
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), &[]).await;
+    let c = &s.client;
+    define(c, &host_port_definition(webhook.conversion(&["v1", "v1beta1"]))).await;
+    let path = |v: &str, manager: &str, force: bool| {
+        let force = if force { "&force=true" } else { "" };
+        format!("/apis/example.com/{v}/namespaces/default/crontabs/ct?fieldManager={manager}{force}")
+    };
+    let apply = "application/apply-patch+yaml";
+    let at_v1beta1 = json!({"apiVersion": "example.com/v1beta1", "kind": "CronTab", "metadata": {"name": "ct"},
+                            "hostPort": "localhost:1234"});
+    let r = c.patch(&path("v1beta1", "a", false), apply, &at_v1beta1).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let at_v1 = json!({"apiVersion": "example.com/v1", "kind": "CronTab", "metadata": {"name": "ct"},
+                       "host": "example.com", "port": "1234"});
+    let r = c.patch(&path("v1", "b", false), apply, &at_v1).await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert_eq!(r.json()["message"], "Apply failed with 1 conflict: conflict with \"a\": .hostPort");
+    let r = c.patch(&path("v1", "b", true), apply, &at_v1).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let stored = c.get("/apis/example.com/v1beta1/namespaces/default/crontabs/ct").await.json();
+    assert_eq!(stored["hostPort"], "example.com:1234");
+    let entries: Vec<Value> = stored["metadata"]["managedFields"].as_array().unwrap().clone();
+    assert!(entries.iter().all(|e| e["manager"] != "a"), "a lost its only field: {entries:#?}");
+    let b = entries.iter().find(|e| e["manager"] == "b").unwrap();
+    assert_eq!((&b["apiVersion"], &b["fieldsV1"]), (&json!("example.com/v1"), &json!({"f:host": {}, "f:port": {}})));
+}

@@ -157,16 +157,16 @@ impl Operation {
 }
 
 /// A resource's versions as structured merge reads them: entries written at another version
-/// are judged on the objects converted there, in process (`None`, `CEL`). A Webhook
-/// definition's versions are not offered — calling the webhook inside a write's merge is not
-/// done yet — so its entries are judged at the request's version (exact when the versions
-/// share their field paths; docs/serving.md says so).
+/// are judged on the objects converted there with the resource's conversion — in process for
+/// `None` and `CEL`; through the webhook for `Webhook`, called from inside the (synchronous)
+/// merge on the serving runtime's worker, which `block_in_place` hands its other tasks away
+/// from while the webhook answers. Nothing a webhook answers is kept.
 #[derive(Debug)]
 struct ResourceVersions<'a>(&'a Resource);
 
 impl ResourceVersions<'_> {
     fn offered(&self) -> bool {
-        self.0.versions.len() > 1 && self.0.converter.as_ref().is_ok_and(|c| c.is_deterministic())
+        self.0.versions.len() > 1 && self.0.converter.is_ok()
     }
 
     /// `version` of `group/version`, for this resource's group.
@@ -187,7 +187,15 @@ impl Versions for ResourceVersions<'_> {
         let version =
             self.version(api_version).ok_or_else(|| format!("{api_version} is not a version of this resource"))?;
         let converter = self.0.converter.as_ref().map_err(String::clone)?;
-        converter.convert_sync(obj.clone(), version).map_err(|e| e.message)
+        if converter.is_deterministic() {
+            return converter.convert_sync(obj.clone(), version).map_err(|e| e.message);
+        }
+        let handle = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
+        if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            return Err("a conversion webhook cannot be called from a single-threaded runtime".into());
+        }
+        let converted = tokio::task::block_in_place(|| handle.block_on(converter.convert(vec![obj.clone()], version)));
+        converted.map_err(|e| e.message)?.pop().ok_or_else(|| "the conversion returned no object".into())
     }
 }
 
