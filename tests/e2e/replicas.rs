@@ -18,9 +18,8 @@ mod client;
 #[path = "fake_kube.rs"]
 mod fake_kube;
 
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -29,7 +28,7 @@ use client::Client;
 use fake_kube::{AuthenticationConfig, FakeKube};
 use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
-use versa_e2e::Versa;
+use versa_e2e::{Versa, free_port, spawn_etcd};
 
 const GROUP: &str = "replicas.example.com";
 const DEFINITION: &str = "widgets.replicas.example.com";
@@ -45,10 +44,6 @@ const ELECTION: [&str; 6] = [
 /// A bound on waits for events, not a timing claim.
 const WAIT: Duration = Duration::from_secs(60);
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// A single-member etcd, killed when dropped.
 struct Etcd {
     child: Child,
@@ -57,20 +52,8 @@ struct Etcd {
 
 impl Etcd {
     async fn start(dir: &Path) -> Etcd {
-        let bin = std::env::var("VERSA_ETCD_BIN").unwrap_or_else(|_| "etcd".into());
-        let (port, peer) = (free_port(), free_port());
-        let client = format!("http://127.0.0.1:{port}");
-        let peer = format!("http://127.0.0.1:{peer}");
-        let child = Command::new(&bin)
-            .arg("--data-dir")
-            .arg(dir)
-            .args(["--name", "versa-test", "--listen-client-urls", &client, "--advertise-client-urls", &client])
-            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
-            .args(["--initial-cluster", &format!("versa-test={peer}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{bin}: {e} (hack/install-deps.sh installs etcd; or set VERSA_ETCD_BIN)"));
+        let port = free_port();
+        let child = spawn_etcd(dir, port, free_port());
         let etcd = Etcd { child, port };
         eventually("etcd answering", || async { etcd.range("/").await.map(|_| ()) }).await;
         etcd
@@ -346,7 +329,7 @@ async fn migration_is_done_once_across_a_killed_leader() {
 /// lease fields, against the fake kube-apiserver (kube-apiserver cannot run here): the first
 /// replica takes the Lease and renews it; when it is killed, the second takes over and the
 /// transition is counted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn cluster_mode_elects_through_a_lease() {
     let dir = tempfile::tempdir().unwrap();
     let etcd = Etcd::start(&dir.path().join("etcd")).await;

@@ -8,35 +8,11 @@
 #[path = "client.rs"]
 mod client;
 
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use client::Client;
 use serde_json::json;
-use versa_e2e::Versa;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A single-member etcd on `port` with its data in `dir` (the same data on a restart).
-fn etcd(dir: &Path, port: u16, peer: u16) -> Child {
-    let bin = std::env::var("VERSA_ETCD_BIN").unwrap_or_else(|_| "etcd".into());
-    let client = format!("http://127.0.0.1:{port}");
-    let peer = format!("http://127.0.0.1:{peer}");
-    Command::new(&bin)
-        .arg("--data-dir")
-        .arg(dir)
-        .args(["--name", "versa-test", "--listen-client-urls", &client, "--advertise-client-urls", &client])
-        .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
-        .args(["--initial-cluster", &format!("versa-test={peer}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{bin}: {e} (hack/install-deps.sh installs etcd; or set VERSA_ETCD_BIN)"))
-}
+use versa_e2e::{Versa, free_port, spawn_etcd};
 
 /// Calls `f` every 100 ms until it returns `Some`, for at most a minute (a bound so that a
 /// broken run fails, not a timing claim).
@@ -55,7 +31,7 @@ async fn etcd_down_is_503_with_retry_after_and_nothing_is_lost() {
     let dir = tempfile::tempdir().unwrap();
     let (port, peer) = (free_port(), free_port());
     let etcd_dir = dir.path().join("etcd");
-    let mut etcd_process = etcd(&etcd_dir, port, peer);
+    let mut etcd_process = spawn_etcd(&etcd_dir, port, peer);
     let endpoint = format!("http://127.0.0.1:{port}");
     eventually("etcd answering", || async {
         let health = format!("127.0.0.1:{port}");
@@ -96,7 +72,7 @@ async fn etcd_down_is_503_with_retry_after_and_nothing_is_lost() {
     assert!(ready.text().contains("[-]storage failed"), "{}", ready.text());
 
     // Back on the same data: served again, the acknowledged write is there, the refused one not.
-    let mut etcd_process = etcd(&etcd_dir, port, peer);
+    let mut etcd_process = spawn_etcd(&etcd_dir, port, peer);
     let kept = eventually("served again once etcd is back", || {
         let c = c.clone();
         async move {

@@ -159,3 +159,26 @@ pub fn serving_tls(ca_name: &str, server_cn: &str, alpn: &[&[u8]]) -> (String, s
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     (ca.pem(), std::sync::Arc::new(config))
 }
+
+/// A free loopback port (bound and released; a test server takes it right after).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Starts a single-member etcd (`VERSA_ETCD_BIN`, else `etcd` on PATH) serving clients on
+/// `port` with its data in `dir` (the same data on a restart); its output is discarded.
+pub fn spawn_etcd(dir: &Path, port: u16, peer_port: u16) -> Child {
+    let bin = std::env::var("VERSA_ETCD_BIN").unwrap_or_else(|_| "etcd".into());
+    let client = format!("http://127.0.0.1:{port}");
+    let peer = format!("http://127.0.0.1:{peer_port}");
+    Command::new(&bin)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["--name", "versa-test", "--listen-client-urls", &client, "--advertise-client-urls", &client])
+        .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+        .args(["--initial-cluster", &format!("versa-test={peer}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{bin}: {e} (hack/install-deps.sh installs etcd; or set VERSA_ETCD_BIN)"))
+}
