@@ -227,18 +227,25 @@ pub struct Applied {
 /// manager's checks).
 pub fn decode_applied(ctx: &Ctx, body: &[u8]) -> Result<Applied, Status> {
     let Decoded { value: config, duplicates } = decode_config(body)?;
-    let Some(map) = config.as_object() else {
+    if !config.is_object() {
         return Err(Status::bad_request(
             "error decoding YAML: error unmarshaling JSON: json: cannot unmarshal non-object into Go value of type map[string]interface {}",
         ));
-    };
-    let text = |k: &str| map.get(k).and_then(Value::as_str).unwrap_or("");
-    let (api_version, kind) = (text("apiVersion"), text("kind"));
-    if api_version != ctx.api_version() || kind != ctx.res.kind {
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        return Err(Status::bad_request(format!("invalid object type: {group}/{version}, Kind={kind}")));
     }
+    check_type(&config, &ctx.api_version(), &ctx.res.kind)?;
     Ok(Applied { config, duplicates })
+}
+
+/// An applied configuration must be of the endpoint's kind and version (kube's
+/// `versionCheckManager`): `invalid object type: <group>/<version>, Kind=<kind>` otherwise.
+pub fn check_type(config: &Value, api_version: &str, kind: &str) -> Result<(), Status> {
+    let text = |k: &str| config.get(k).and_then(Value::as_str).unwrap_or("");
+    let (given_version, given_kind) = (text("apiVersion"), text("kind"));
+    if given_version != api_version || given_kind != kind {
+        let (group, version) = given_version.rsplit_once('/').unwrap_or(("", given_version));
+        return Err(Status::bad_request(format!("invalid object type: {group}/{version}, Kind={given_kind}")));
+    }
+    Ok(())
 }
 
 /// An apply body: YAML, of which JSON is a part. Most clients send JSON; it is read as JSON

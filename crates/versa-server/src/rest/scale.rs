@@ -154,12 +154,7 @@ async fn apply(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let spec = scale_spec(ctx)?;
     let manager = fields::manager(ctx, Verb::Patch { apply: true }, "scale")?;
     let scale = fields::decode_config(body)?.value;
-    let text = |k: &str| scale.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-    if text("apiVersion") != "autoscaling/v1" || text("kind") != "Scale" {
-        let api_version = text("apiVersion");
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
-        return Err(Status::bad_request(format!("invalid object type: {group}/{version}, Kind={}", text("kind"))));
-    }
+    fields::check_type(&scale, "autoscaling/v1", "Scale")?;
     // The same configuration, in the object's terms.
     let mut config = json!({"apiVersion": ctx.api_version(), "kind": ctx.res.kind, "metadata": {"name": ctx.name}});
     if let Some(replicas) = scale.pointer("/spec/replicas") {

@@ -669,8 +669,7 @@ async fn server_side_apply(ctx: &mut Ctx, body: &[u8], part: Part, manager: &Man
                 return Err(ctx.not_found());
             }
             let mut obj = fields::apply(ctx, manager, None, &applied, force)?;
-            if obj.pointer("/metadata/uid").and_then(Value::as_str).is_some_and(|u| !u.is_empty()) {
-                let uid = obj.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("");
+            if let Some(uid) = obj.pointer("/metadata/uid").and_then(Value::as_str).filter(|u| !u.is_empty()) {
                 let why =
                     format!("uid mismatch: the provided object specified uid {uid}, and no existing object was found");
                 return Err(Status::conflict_with(&ctx.res.group, &ctx.res.plural, &ctx.name, &why));
