@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::cluster::Cluster;
-use crate::definitions::set_condition;
+use versa_registry::definitions::set_condition;
 use crate::handler::State;
 
 /// The label marking the APIServices (and the Secret) versa manages.
@@ -220,7 +220,7 @@ async fn report(
         if reported.get(&name).is_some_and(|(s, m)| *s == status && *m == message) {
             continue;
         }
-        let now = crate::meta::now();
+        let now = versa_registry::meta::now();
         let written = crate::migration::update_status_if(state, &name, |_, doc| {
             let current = doc
                 .pointer("/status/conditions")

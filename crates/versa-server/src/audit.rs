@@ -632,7 +632,7 @@ impl ResponseStatus {
 /// `metav1.MicroTime` as it serialises: RFC 3339 in UTC with six fractional digits.
 pub fn micro_time(t: SystemTime) -> String {
     let micros = t.duration_since(UNIX_EPOCH).unwrap_or_default().subsec_micros();
-    let seconds = crate::meta::rfc3339(t);
+    let seconds = versa_registry::meta::rfc3339(t);
     format!("{}.{micros:06}Z", seconds.trim_end_matches('Z'))
 }
 
@@ -1293,7 +1293,7 @@ pub struct RotatingFile {
 /// lumberjack's `backupTimeFormat` (`2006-01-02T15-04-05.000`), UTC.
 fn backup_time(t: SystemTime) -> String {
     let millis = t.duration_since(UNIX_EPOCH).unwrap_or_default().subsec_millis();
-    let seconds = crate::meta::rfc3339(t).trim_end_matches('Z').replace(':', "-");
+    let seconds = versa_registry::meta::rfc3339(t).trim_end_matches('Z').replace(':', "-");
     format!("{seconds}.{millis:03}")
 }
 

@@ -26,11 +26,11 @@ use tokio_util::sync::CancellationToken;
 use versa_apiextensions::ResourceDefinition;
 use versa_storage::{KeyValue, ListOptions, WatchEvent};
 
-use crate::definitions::{CLEANUP_FINALIZER, remove_condition, set_condition};
+use versa_registry::definitions::{CLEANUP_FINALIZER, remove_condition, set_condition};
 use crate::handler::State;
-use crate::meta;
+use versa_registry::meta;
 use crate::migration;
-use crate::registry::{Compact, Resource, SchemaTexts};
+use versa_registry::{Compact, Resource, SchemaTexts};
 
 /// One known definition: its stored form (the bytes; the JSON tree is rebuilt when a status
 /// write needs it, which keeps a thousand definitions small) and its typed form, compacted
@@ -130,7 +130,7 @@ async fn sync(state: &Arc<State>, cleanups: &Running, term: Option<&Cancellation
     let snapshot = state.registry.snapshot();
     for res in snapshot.resources() {
         let name = res.definition.name();
-        if res.flavor == crate::registry::Flavor::Custom && res.builtin.is_none() && !known.contains_key(name) {
+        if res.flavor == versa_registry::Flavor::Custom && res.builtin.is_none() && !known.contains_key(name) {
             unserve(state, name);
         }
     }
@@ -182,7 +182,7 @@ async fn sync(state: &Arc<State>, cleanups: &Running, term: Option<&Cancellation
 
 /// Reads a stored definition; the structural verdict of the one in `known` under its name is
 /// reused when the spec did not change.
-fn parse(kv: KeyValue, known: &BTreeMap<String, Known>, registry: &crate::registry::Registry) -> Option<Known> {
+fn parse(kv: KeyValue, known: &BTreeMap<String, Known>, registry: &versa_registry::Registry) -> Option<Known> {
     let doc: Value = serde_json::from_slice(&kv.value).ok()?;
     let full = ResourceDefinition::from_document(&doc).ok()?;
     let kept = Compact::of(&full);
@@ -548,11 +548,11 @@ async fn cleanup(state: &Arc<State>, name: &str) {
 }
 
 /// One pass over the objects under `prefix`: objects without finalizers are deleted, objects
-/// with finalizers are marked for deletion. Returns how many were there.
+/// with finalizers are marked for deletion (the write strategy's mark, as a delete through the
+/// API would). Returns how many were there.
 pub(crate) async fn delete_objects(state: &State, prefix: &str) -> versa_storage::Result<usize> {
     let page = state.store.list(prefix, ListOptions::default()).await?;
     let count = page.items.len();
-    let now = meta::now();
     for kv in page.items {
         let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) else {
             state.store.delete(&kv.key, Some(kv.mod_revision)).await.ok();
@@ -563,10 +563,7 @@ pub(crate) async fn delete_objects(state: &State, prefix: &str) -> versa_storage
         if !has_finalizers {
             state.store.delete(&kv.key, Some(kv.mod_revision)).await.ok();
         } else if obj.pointer("/metadata/deletionTimestamp").is_none() {
-            if let Some(m) = meta::meta_mut(&mut obj) {
-                m.insert("deletionTimestamp".into(), json!(now));
-                m.insert("deletionGracePeriodSeconds".into(), json!(0));
-            }
+            versa_registry::strategy::mark_deleting(&mut obj);
             let bytes = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
             state.store.update(&kv.key, bytes, kv.mod_revision).await.ok();
         }

@@ -24,7 +24,7 @@ use versa_storage::{Keys, Store};
 
 use crate::metrics::Metrics;
 use crate::openapi::OpenApiCache;
-use crate::registry::Registry;
+use versa_registry::Registry;
 
 use crate::auth::{Auth, ClientCert, Credentials, Decision, forbidden_message};
 use crate::request_info::RequestInfo;
@@ -114,7 +114,7 @@ impl<'a> Origin<'a> {
 fn audit_id(headers: &http::HeaderMap) -> String {
     match headers.get(AUDIT_ID).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty() && v.len() <= 128) {
         Some(id) => id.to_owned(),
-        None => crate::meta::new_uid(),
+        None => versa_registry::meta::new_uid(),
     }
 }
 
@@ -354,7 +354,7 @@ async fn resource(state: Arc<State>, info: &RequestInfo, req: Request<Incoming>)
     }
     // A namespace is the namespace of its own requests (kube's RequestInfo, which authorization
     // sees); the object itself is cluster-scoped.
-    let own_namespace = res.builtin == Some(crate::registry::Builtin::Namespace) && info.namespace == info.name;
+    let own_namespace = res.builtin == Some(versa_registry::Builtin::Namespace) && info.namespace == info.name;
     let own;
     let info = if own_namespace {
         own = RequestInfo { namespace: String::new(), ..info.clone() };
@@ -479,7 +479,7 @@ fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> {
 /// request naming the current hash may be cached for good, one naming an old hash is
 /// redirected to the current URL.
 fn openapi_v3(bytes: Bytes, hash: &str, path: &str, query: Option<&str>) -> Response<Body> {
-    let asked = crate::meta::Query::parse(query).get("hash").map(str::to_owned);
+    let asked = crate::query::Query::parse(query).get("hash").map(str::to_owned);
     if let Some(asked) = &asked
         && asked != hash
     {

@@ -22,16 +22,13 @@ pub mod auth;
 pub mod cluster;
 pub mod codec;
 mod controller;
-mod definitions;
 pub mod delegated;
 pub mod discovery;
 mod handler;
-pub mod jsonpath;
 pub mod kube;
 pub mod leader;
 pub mod lease_lock;
 pub mod limits;
-pub mod meta;
 pub mod metrics;
 pub mod migration;
 mod namespaces;
@@ -40,13 +37,12 @@ mod openapi_proto;
 pub mod patch;
 pub mod pki;
 mod protobuf;
-pub mod registry;
+pub mod query;
 pub mod request_info;
 mod rest;
 pub mod selector;
 mod server;
 pub mod status;
-pub mod table;
 pub mod tls;
 
 use std::convert::Infallible;
@@ -223,7 +219,7 @@ impl ServerConfig {
             auth,
             // Standalone, the definitions are CustomResourceDefinitions too, and Namespaces
             // and Events are served; behind kube-apiserver those are kube's.
-            registry: if cluster.is_some() { registry::Registry::new() } else { registry::Registry::standalone() },
+            registry: if cluster.is_some() { versa_registry::Registry::new() } else { versa_registry::Registry::standalone() },
             openapi: std::sync::Mutex::new(openapi::OpenApiCache::new()),
             metrics: metrics::Metrics::new(),
             conversion: self.conversion,

@@ -63,6 +63,13 @@ fn new_histogram() -> Histogram {
     Histogram::new(DURATION_BUCKETS)
 }
 
+/// Conversions at the storage boundary are counted here.
+impl versa_registry::storage::Observer for Metrics {
+    fn conversion(&self, definition: &str, strategy: &str, ok: bool, seconds: f64) {
+        Metrics::conversion(self, definition, strategy, ok, seconds);
+    }
+}
+
 impl Metrics {
     pub fn new() -> Metrics {
         let mut registry = Registry::default();

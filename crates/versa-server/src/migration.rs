@@ -33,12 +33,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use versa_apiextensions::ResourceDefinition;
-use versa_storage::{KeyValue, ListOptions};
+use versa_registry::storage::Boundary;
+use versa_storage::{KeyValue, ListOptions, Update, guaranteed_update};
 
-use crate::definitions::set_condition;
+use versa_registry::definitions::set_condition;
 use crate::handler::State;
-use crate::meta;
-use crate::registry::Resource;
+use versa_registry::meta;
+use versa_registry::Resource;
 
 /// How migrations run.
 #[derive(Debug, Clone)]
@@ -159,7 +160,7 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome, String> {
     let snapshot = state.registry.snapshot();
     let res = match snapshot.by_name(name) {
         Some(r) if r.definition.spec == def.spec && r.definition.conversion_cel == def.conversion_cel => r.clone(),
-        _ => Arc::new(Resource::build(&def, crate::registry::Compact::of(&def), &state.conversion)),
+        _ => Arc::new(Resource::build(&def, versa_registry::Compact::of(&def), &state.conversion)),
     };
     let prefix = state.keys.resource(&res.group, &res.plural);
     let pause = Duration::from_secs_f64(1.0 / f64::from(state.migration.rate.max(1)));
@@ -179,7 +180,7 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome, String> {
         let page = state.store.list(&prefix, options).await.map_err(|e| e.to_string())?;
         for kv in &page.items {
             seen += 1;
-            if rewrite(state, &res, kv, &storage).await? {
+            if rewrite(state, &res, kv).await? {
                 migrated += 1;
                 state.metrics.migration(name, true);
                 tokio::select! {
@@ -243,31 +244,11 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome, String> {
     }
 }
 
-/// Rewrites one object at the storage version if it is not there yet. Returns whether it wrote.
-async fn rewrite(state: &State, res: &Resource, kv: &KeyValue, storage: &str) -> Result<bool, String> {
-    let mut obj: Value = serde_json::from_slice(&kv.value).map_err(|e| format!("{}: {e}", kv.key))?;
-    let at = obj.get("apiVersion").and_then(Value::as_str).and_then(|a| a.split_once('/')).map(|(_, v)| v.to_owned());
-    let Some(at) = at else { return Ok(false) };
-    if at == storage {
-        return Ok(false);
-    }
-    if let Some(schema) = res.version(&at).and_then(|v| v.schema.as_deref()) {
-        versa_schema::pipeline::on_read(&mut obj, schema);
-    }
-    let converter = res.converter.as_ref().map_err(Clone::clone)?;
-    let started = std::time::Instant::now();
-    let converted = converter.convert(vec![obj], storage).await;
-    let name = res.definition.name();
-    state.metrics.conversion(name, converter.strategy(), converted.is_ok(), started.elapsed().as_secs_f64());
-    let mut converted = converted.map_err(|e| e.message)?;
-    let mut obj = converted.pop().ok_or_else(|| format!("{}: the converter returned no object", kv.key))?;
-    if !obj.is_object() {
-        return Err(format!("{}: the converter returned a non-object", kv.key));
-    }
-    if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("resourceVersion");
-    }
-    let bytes = Bytes::from(serde_json::to_vec(&obj).map_err(|e| e.to_string())?);
+/// Rewrites one object at the storage version if it is not there yet (the storage boundary's
+/// [`Boundary::restored`]). Returns whether it wrote.
+async fn rewrite(state: &State, res: &Resource, kv: &KeyValue) -> Result<bool, String> {
+    let boundary = Boundary::new(res, &res.storage_version, &state.metrics);
+    let Some(bytes) = boundary.restored(kv).await.map_err(|e| e.to_string())? else { return Ok(false) };
     match state.store.update(&kv.key, bytes, kv.mod_revision).await {
         Ok(_) => Ok(true),
         // Written (at the storage version) or deleted meanwhile: nothing left to do.
@@ -292,18 +273,21 @@ pub(crate) async fn update_status_if(
     name: &str,
     change: impl Fn(&ResourceDefinition, &mut Value) -> bool,
 ) -> Result<bool, String> {
-    for _ in 0..16 {
-        let Some((kv, def)) = load(state, name).await? else { return Ok(false) };
-        let mut doc: Value = serde_json::from_slice(&kv.value).map_err(|e| e.to_string())?;
+    let key = state.keys.object(versa_apiextensions::types::GROUP, "resourcedefinitions", None, name);
+    let mut changed = false;
+    guaranteed_update::<versa_registry::Error, _>(&*state.store, &key, |current| {
+        changed = false;
+        let Some(kv) = current else { return Ok(Update::Keep) };
+        let internal = |e: serde_json::Error| versa_registry::Error::internal(e.to_string());
+        let mut doc: Value = serde_json::from_slice(&kv.value).map_err(internal)?;
+        let def = ResourceDefinition::from_document(&doc).map_err(|e| versa_registry::Error::internal(e.to_string()))?;
         if !change(&def, &mut doc) {
-            return Ok(false);
+            return Ok(Update::Keep);
         }
-        let bytes = Bytes::from(serde_json::to_vec(&doc).map_err(|e| e.to_string())?);
-        match state.store.update(&kv.key, bytes, kv.mod_revision).await {
-            Ok(_) => return Ok(true),
-            Err(versa_storage::Error::Conflict { .. }) => continue,
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    Err(format!("definition {name} kept changing"))
+        changed = true;
+        serde_json::to_vec(&doc).map(|v| Update::Set(Bytes::from(v))).map_err(internal)
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(changed)
 }

@@ -23,8 +23,8 @@ use versa_storage::{KeyValue, ListOptions};
 
 use crate::controller::delete_objects;
 use crate::handler::State;
-use crate::registry::{Builtin, Resource};
-use crate::rest::core::{IMMORTAL, KUBERNETES_FINALIZER, new_namespace};
+use versa_registry::{Builtin, Resource};
+use versa_registry::builtin::{IMMORTAL, KUBERNETES_FINALIZER, new_namespace};
 
 /// How long an Event is kept after it was last seen (kube-apiserver's `--event-ttl` default).
 pub const EVENT_TTL: Duration = Duration::from_secs(3600);
@@ -152,7 +152,7 @@ async fn expire_events(state: &State) {
         let seen = ["/series/lastObservedTime", "/lastTimestamp", "/eventTime", "/metadata/creationTimestamp"]
             .iter()
             .filter_map(|p| event.pointer(p).and_then(Value::as_str))
-            .filter_map(crate::table::parse_rfc3339)
+            .filter_map(versa_registry::table::parse_rfc3339)
             .max();
         if seen.is_some_and(|t| now.duration_since(t).is_ok_and(|age| age > EVENT_TTL)) {
             let _ = state.store.delete(&kv.key, Some(kv.mod_revision)).await;

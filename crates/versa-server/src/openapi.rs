@@ -42,8 +42,8 @@ use serde_json::{Map, Value, json};
 use versa_apiextensions::ResourceDefinition;
 use versa_schema::Structural;
 
-use crate::registry::{Compact, SchemaTexts, with_schema};
-use crate::table::{OBJECT_META_CREATION_TIMESTAMP_DESCRIPTION, OBJECT_META_NAME_DESCRIPTION};
+use versa_registry::{Compact, SchemaTexts, with_schema};
+use versa_registry::table::{OBJECT_META_CREATION_TIMESTAMP_DESCRIPTION, OBJECT_META_NAME_DESCRIPTION};
 
 const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.";
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";

@@ -713,7 +713,7 @@ mod tests {
     use versa_apiextensions::ResourceDefinition;
 
     use crate::openapi::OpenApiCache;
-    use crate::registry::Compact;
+    use versa_registry::Compact;
 
     // -- a protobuf reader, just enough to walk the messages --------------------------------
 

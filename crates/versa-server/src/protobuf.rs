@@ -625,7 +625,7 @@ fn rfc3339(message: &'static str, seconds: i64, micros: Option<i64>) -> Result<V
     if seconds == GO_ZERO_TIME && micros.unwrap_or(0) == 0 {
         return Ok(Value::Null);
     }
-    let (year, month, day) = crate::meta::civil_from_days(seconds.div_euclid(86_400));
+    let (year, month, day) = versa_registry::meta::civil_from_days(seconds.div_euclid(86_400));
     if !(0..=9_999).contains(&year) {
         return Err(ProtobufError::TimeRange { message, seconds });
     }
@@ -1119,15 +1119,15 @@ mod tests {
         }
         assert_eq!(rfc3339("MicroTime", GO_ZERO_TIME, Some(1)), Ok(json!("0001-01-01T00:00:00.000001Z")));
         // Every day of four centuries round-trips through the calendar.
-        let mut previous = crate::meta::civil_from_days(-146_097 - 1);
+        let mut previous = versa_registry::meta::civil_from_days(-146_097 - 1);
         for days in -146_097..146_097 {
-            let date = crate::meta::civil_from_days(days);
+            let date = versa_registry::meta::civil_from_days(days);
             let next_day = (previous.0, previous.1, previous.2 + 1);
             let next_month = (previous.0, previous.1 + 1, 1);
             let next_year = (previous.0 + 1, 1, 1);
             assert!(date == next_day || date == next_month || date == next_year, "{previous:?} then {date:?}");
             previous = date;
         }
-        assert_eq!(crate::meta::civil_from_days(0), (1970, 1, 1));
+        assert_eq!(versa_registry::meta::civil_from_days(0), (1970, 1, 1));
     }
 }

@@ -225,9 +225,54 @@ impl Status {
 /// How long clients are asked to wait before retrying while storage is unavailable.
 pub const STORAGE_RETRY_AFTER_SECONDS: u64 = 1;
 
-/// `resource.group` (just `resource` for the core group).
-pub fn qualified(group: &str, resource: &str) -> String {
-    if group.is_empty() { resource.to_owned() } else { format!("{resource}.{group}") }
+pub use versa_registry::error::qualified;
+
+/// The one place the registry's errors become statuses.
+impl From<versa_registry::Error> for Status {
+    fn from(e: versa_registry::Error) -> Status {
+        use versa_registry::Error;
+        match e {
+            Error::NotFound { group, resource, name } => Status::not_found(&group, &resource, &name),
+            Error::AlreadyExists { group, resource, name } => Status::already_exists(&group, &resource, &name),
+            Error::Conflict { group, resource, name, why } => match why {
+                Some(why) => Status::conflict_with(&group, &resource, &name, &why),
+                None => Status::conflict(&group, &resource, &name),
+            },
+            Error::Invalid { group, kind, name, errors } => Status::invalid(&group, &kind, &name, &errors),
+            Error::BadRequest(message) => Status::bad_request(message),
+            Error::Forbidden { message, details } => Status::forbidden(message, details),
+            Error::Conversion(message) => Status::unknown(message),
+            Error::Internal(message) => Status::internal(message),
+            Error::Storage(e) => Status::from_storage(e),
+        }
+    }
+}
+
+/// Storage errors outside any one object's context (a read–modify–write that could not reach
+/// the store): [`Status::from_storage`].
+impl From<versa_storage::Error> for Status {
+    fn from(e: versa_storage::Error) -> Status {
+        Status::from_storage(e)
+    }
+}
+
+impl Status {
+    /// A storage error that is not about one object's existence or revision (those are
+    /// [`versa_registry::Error::storage`]'s): 503 while storage cannot answer, 413 for a value
+    /// over the store's limit, 410 for a revision compacted away, 500 otherwise.
+    pub fn from_storage(e: versa_storage::Error) -> Status {
+        match e {
+            versa_storage::Error::TooLarge { .. } => Status {
+                code: StatusCode::PAYLOAD_TOO_LARGE,
+                reason: "RequestEntityTooLarge",
+                message: format!("Request entity too large: {e}"),
+                details: None,
+            },
+            versa_storage::Error::Expired { .. } => Status::expired(e.to_string()),
+            versa_storage::Error::Unavailable { .. } => Status::storage_unavailable(e.to_string()),
+            other => Status::internal(other.to_string()),
+        }
+    }
 }
 
 fn details(group: &str, resource: &str, name: &str) -> Value {

@@ -27,7 +27,7 @@ pub mod conformance;
 
 pub use error::{Error, Result};
 pub use keys::{Keys, prefix_end};
-pub use store::{BoxFuture, Store, Update, guaranteed_update};
+pub use store::{BoxFuture, Committed, ReadModifyWrite, Store, Update, guaranteed_update};
 pub use token::ContinueToken;
 pub use types::{Deleted, KeyValue, ListOptions, ListPage, Watch, WatchEvent, WatchSender};
 

@@ -67,31 +67,82 @@ pub const MAX_UPDATE_ATTEMPTS: usize = 1000;
 
 /// Read–modify–write with retry (kube-apiserver's `GuaranteedUpdate`): reads `key`, asks
 /// `decide` what to do with its current value, writes with compare-and-swap, and on a lost race
-/// reads again and asks again. Returns the key's value afterwards (`None` if absent).
+/// reads again and asks again. Returns the key's value afterwards (`None` if absent). Callers
+/// whose deciding must await (conversion, admission) drive a [`ReadModifyWrite`] themselves: the
+/// same loop, one step at a time.
 pub async fn guaranteed_update<E, F>(store: &dyn Store, key: &str, mut decide: F) -> Result<Option<KeyValue>, E>
 where
     E: From<Error>,
     F: FnMut(Option<&KeyValue>) -> Result<Update, E>,
 {
-    let mut current = store.get(key).await?;
-    let mut attempts = 0;
+    let mut rmw = ReadModifyWrite::start(store, key).await?;
     loop {
-        attempts += 1;
-        let outcome = match (decide(current.as_ref())?, &current) {
-            (Update::Keep, _) => return Ok(current),
-            (Update::Delete, None) => return Ok(None),
+        let update = decide(rmw.current())?;
+        if let Committed::Done(after) = rmw.commit(update).await? {
+            return Ok(after);
+        }
+    }
+}
+
+/// What [`ReadModifyWrite::commit`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Committed {
+    /// Written (or kept, or deleted): the key's value afterwards.
+    Done(Option<KeyValue>),
+    /// Another writer came first: the current value has been read again; decide again.
+    Raced,
+}
+
+/// The steps of [`guaranteed_update`], for callers that decide asynchronously: the current
+/// value ([`ReadModifyWrite::current`]), then [`ReadModifyWrite::commit`] of what to do with it,
+/// again after each lost race — at most [`MAX_UPDATE_ATTEMPTS`] times, then the last
+/// [`Error::Conflict`]. A compare-and-swap that fails because the key was created, changed or
+/// deleted since it was read is a lost race; any other error ends the update.
+pub struct ReadModifyWrite<'a> {
+    store: &'a dyn Store,
+    key: &'a str,
+    current: Option<KeyValue>,
+    attempts: usize,
+}
+
+impl std::fmt::Debug for ReadModifyWrite<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadModifyWrite").field("key", &self.key).field("attempts", &self.attempts).finish()
+    }
+}
+
+impl<'a> ReadModifyWrite<'a> {
+    /// Reads the key's current value.
+    pub async fn start(store: &'a dyn Store, key: &'a str) -> Result<ReadModifyWrite<'a>> {
+        let current = store.get(key).await?;
+        Ok(ReadModifyWrite { store, key, current, attempts: 0 })
+    }
+
+    /// The value the next decision is about (`None`: the key is absent).
+    pub fn current(&self) -> Option<&KeyValue> {
+        self.current.as_ref()
+    }
+
+    /// Does `update` with compare-and-swap on the current value's revision.
+    pub async fn commit(&mut self, update: Update) -> Result<Committed> {
+        self.attempts += 1;
+        let (store, key) = (self.store, self.key);
+        let outcome = match (update, &self.current) {
+            (Update::Keep, _) => return Ok(Committed::Done(self.current.take())),
+            (Update::Delete, None) => return Ok(Committed::Done(None)),
             (Update::Delete, Some(kv)) => store.delete(key, Some(kv.mod_revision)).await.map(|_| None),
             (Update::Set(value), None) => store.create(key, value).await.map(Some),
             (Update::Set(value), Some(kv)) => store.update(key, value, kv.mod_revision).await.map(Some),
         };
         match outcome {
-            Ok(after) => return Ok(after),
+            Ok(after) => Ok(Committed::Done(after)),
             Err(Error::Conflict { .. } | Error::AlreadyExists { .. } | Error::NotFound { .. })
-                if attempts < MAX_UPDATE_ATTEMPTS =>
+                if self.attempts < MAX_UPDATE_ATTEMPTS =>
             {
-                current = store.get(key).await?;
+                self.current = store.get(key).await?;
+                Ok(Committed::Raced)
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => Err(e),
         }
     }
 }

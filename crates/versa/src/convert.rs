@@ -12,12 +12,13 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{WebhookClientConfig, WebhookConversion};
 use serde_json::Value;
 use versa_apiextensions::ResourceDefinition;
-use versa_apiextensions::cel_conversion::lower_schemas;
-use versa_conversion::{Converter, Options};
+use versa_conversion::Options;
+use versa_registry::storage::Boundary;
+use versa_registry::{Compact, Resource};
 
 use crate::Outcome;
 use crate::documents;
@@ -63,40 +64,43 @@ pub fn run(args: &Args) -> Result<Outcome> {
     for f in &args.objects {
         objects.extend(documents::read(f)?);
     }
-    let schemas = lower_schemas(&def);
-    let converter = Converter::new(&def, schemas.clone(), &Options::default())
-        .with_context(|| format!("building the converter of {}", def.name()))?;
+    // The resource as the server compiles it; objects cross its storage boundary as a read of
+    // them, stored as they are, would.
+    let res = Resource::build(&def, Compact::of(&def), &Options::default());
+    if let Err(message) = &res.converter {
+        bail!("building the converter of {}: {message}", def.name());
+    }
+    let boundary = Boundary::new(&res, &args.to, &());
 
     let mut outcome = Outcome::AllValid;
     let mut ready = Vec::new();
     for doc in objects {
-        let mut obj = doc.value;
-        let version = match object_version(&obj, &def) {
-            Ok(v) => v,
-            Err(msg) => {
-                say!("{}: {msg}", doc.source);
-                outcome = Outcome::SomeInvalid;
-                continue;
-            }
-        };
-        // As the server reads a stored object: pruned and defaulted at its version.
-        if let Some(schema) = schemas.get(&version) {
-            versa_schema::pipeline::on_read(&mut obj, schema);
+        if let Err(msg) = object_version(&doc.value, &def) {
+            say!("{}: {msg}", doc.source);
+            outcome = Outcome::SomeInvalid;
+            continue;
         }
-        ready.push((doc.source, obj));
+        ready.push((doc.source, doc.value));
     }
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let results: Vec<(String, Result<Value, String>)> = if strategy == "Webhook" {
         // One review for all, as the server sends a LIST page.
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let (sources, objs): (Vec<String>, Vec<Value>) = ready.into_iter().unzip();
-        match runtime.block_on(converter.convert(objs, &args.to)) {
+        match runtime.block_on(boundary.read_objects(objs)) {
             Ok(converted) => sources.into_iter().zip(converted.into_iter().map(Ok)).collect(),
-            Err(e) => sources.into_iter().map(|s| (s, Err(e.message.clone()))).collect(),
+            Err(e) => sources.into_iter().map(|s| (s, Err(e.to_string()))).collect(),
         }
     } else {
+        // One at a time, so that each object's error is its own.
         ready
             .into_iter()
-            .map(|(source, obj)| (source, converter.convert_sync(obj, &args.to).map_err(|e| e.message)))
+            .map(|(source, obj)| {
+                let converted = runtime.block_on(boundary.read_objects(vec![obj]));
+                let converted = converted.map_err(|e| e.to_string()).and_then(|mut all| {
+                    all.pop().ok_or_else(|| "the converter returned no object".to_owned())
+                });
+                (source, converted)
+            })
             .collect()
     };
     let mut converted = Vec::new();

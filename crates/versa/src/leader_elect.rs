@@ -96,7 +96,7 @@ fn identity() -> String {
         .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_owned()))
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "versa".into());
-    format!("{host}_{}", versa_server::meta::new_uid())
+    format!("{host}_{}", versa_registry::meta::new_uid())
 }
 
 /// A Go duration (`time.ParseDuration`): decimal numbers with units `ns`, `us` (`µs`), `ms`,

@@ -194,7 +194,7 @@ async fn request(client: &Client, names: &[String], wait: Option<Duration>) -> R
             say!("resourcedefinition.versa.dev/{name} needs no migration (stored versions: {})", row.stored_column());
             continue;
         }
-        let patch = json!({"metadata": {"annotations": {REQUEST_ANNOTATION: versa_server::meta::now()}}});
+        let patch = json!({"metadata": {"annotations": {REQUEST_ANNOTATION: versa_registry::meta::now()}}});
         client.merge_patch(&path_of(name)?, &patch).await?;
         say!("resourcedefinition.versa.dev/{name} migration requested");
         pending.push(name.clone());

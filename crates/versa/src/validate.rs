@@ -2,8 +2,9 @@
 //! offline.
 //!
 //! Runs exactly what the server runs on a create (or, with `--old`, an update) in the object's
-//! version: default → prune → coerce metadata → validate, then the `x-kubernetes-validations`
-//! CEL rules (transition rules with `--old`). Prints the object as it would be
+//! version — the registry's write strategy (`versa_registry::strategy::Strategy::admit`):
+//! default → prune → coerce metadata → validate, then the `x-kubernetes-validations` CEL rules
+//! (transition rules with `--old`). Prints the object as it would be
 //! stored, with kubectl's `Warning: unknown field "..."` lines for pruned fields on standard
 //! error, or the errors in kube-apiserver's words:
 //! `CronTab.stable.example.com "name" is invalid: [<field error>, ...]`.
@@ -13,10 +14,10 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use versa_apiextensions::{ResourceDefinition, set_defaults, validate_definition};
-use versa_cel::SchemaRules;
-use versa_schema::pipeline::{self, ResourceKind};
-use versa_schema::validation::{cel_skipped_error, has_blocking_error};
-use versa_schema::{ErrorList, Structural};
+use versa_conversion::Options as ConversionOptions;
+use versa_registry::strategy::{Part, Strategy};
+use versa_registry::{Compact, Resource};
+use versa_schema::pipeline;
 
 use crate::Outcome;
 use crate::documents;
@@ -72,16 +73,13 @@ pub fn run(args: &Args) -> Result<Outcome> {
         bail!("--old needs exactly one object to compare with, found {}", objects.len());
     }
 
+    // The resource as the server compiles it, and its write strategy: the same admission.
+    let res = Resource::build(&def, Compact::of(&def), &ConversionOptions::default());
     let group = def.spec.group.as_str();
-    let kind_name = def.spec.names.kind.as_str();
-    let namespaced = def.spec.scope == "Namespaced";
     let mut outcome = Outcome::AllValid;
     let mut results = Vec::new();
-    let mut schemas: std::collections::HashMap<String, Option<Structural>> = std::collections::HashMap::new();
-    let mut rules: std::collections::HashMap<String, SchemaRules> = std::collections::HashMap::new();
     for doc in objects {
         let mut obj = doc.value;
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_owned();
         let version = match object_version(&obj, group, args.version.as_deref()) {
             Ok(v) => v,
             Err(msg) => {
@@ -90,64 +88,41 @@ pub fn run(args: &Args) -> Result<Outcome> {
                 continue;
             }
         };
-        // Each version's schema is lowered once, however many objects use it.
-        let schema = match schemas.entry(version.clone()) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(version_schema(&def, &version)?),
-        };
-        let Some(schema) = schema.as_ref() else {
+        let Some(strategy) = Strategy::at(&res, &version).filter(|s| s.ver.schema.is_some()) else {
             say!("{}: version {version:?} is not a version of {}", doc.source, def.name());
             outcome = Outcome::SomeInvalid;
             continue;
         };
-        let kind = ResourceKind { group, version: &version, kind: kind_name, namespaced };
         // What the client and the server do before validating a create: the namespace comes
         // from the request, and a generateName becomes a name.
-        if namespaced {
+        if res.namespaced {
             set_default_namespace(&mut obj, &args.namespace);
         }
         pipeline::generate_name(&mut obj, &random_suffix());
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(&name).to_owned();
-        // As the server validates a write: the schema, the update rules, then the CEL rules
-        // (with `--old`, transition rules too) unless the schema found a blocking error.
-        // The old object as the server would read it from storage; errors about values it
-        // shares with the new one are ratcheted, as on the server.
+        // The old object as the server would read it from storage.
         let old_read = old.as_ref().map(|o| {
             let mut o = o.clone();
-            pipeline::on_read(&mut o, schema);
+            if let Some(schema) = strategy.ver.schema.as_deref() {
+                pipeline::on_read(&mut o, schema);
+            }
             o
         });
-        let admitted = match &old_read {
-            Some(old) => pipeline::admit_update(&mut obj, old, schema, &kind),
-            None => pipeline::admit(&mut obj, schema, &kind),
-        };
-        let (mut errs, schema_valid, unknown) = match admitted {
-            Ok(admitted) => (ErrorList::new(), true, admitted.unknown_fields),
-            Err(errs) => (errs, false, Vec::new()),
-        };
-        if let Some(old) = &old {
-            errs.extend(pipeline::validate_update(&obj, old));
+        let mut warnings = Vec::new();
+        let admitted = strategy.admit(&mut obj, old_read.as_ref(), Part::Main, &mut warnings);
+        for w in &warnings {
+            warn!("Warning: {w}");
         }
-        let rules = rules.entry(version.clone()).or_insert_with(|| SchemaRules::compile(schema));
-        if !rules.is_empty() {
-            if schema_valid || !has_blocking_error(&errs) {
-                let checked = rules.check(&obj, old_read.as_ref());
-                errs.extend(checked.errors);
-                for w in checked.warnings {
-                    warn!("Warning: {w}");
+        match admitted {
+            Ok(unknown) => {
+                for f in &unknown {
+                    warn!("Warning: unknown field {}", versa_schema::field::go_quote(f));
                 }
-            } else {
-                errs.push(cel_skipped_error());
+                results.push(obj);
             }
-        }
-        if errs.is_empty() {
-            for f in &unknown {
-                warn!("Warning: unknown field {}", versa_schema::field::go_quote(f));
+            Err(e) => {
+                outcome = Outcome::SomeInvalid;
+                say!("{e}");
             }
-            results.push(obj);
-        } else {
-            outcome = Outcome::SomeInvalid;
-            say!("{}", errs.invalid_message(&format!("{kind_name}.{group}"), &name));
         }
     }
     print_objects(&results, args.output)?;
@@ -198,14 +173,6 @@ fn object_version(obj: &Value, group: &str, flag: Option<&str>) -> Result<String
             )),
         },
     }
-}
-
-/// The lowered schema of `version`, or `None` when the definition has no such version.
-fn version_schema(def: &ResourceDefinition, version: &str) -> Result<Option<Structural>> {
-    let Some(v) = def.spec.versions.iter().find(|v| v.name == version) else { return Ok(None) };
-    let props = v.schema.as_ref().and_then(|s| s.open_api_v3_schema.clone()).unwrap_or_default();
-    let schema = Structural::lower(&props).with_context(|| format!("lowering the schema of version {version}"))?;
-    Ok(Some(schema))
 }
 
 fn set_default_namespace(obj: &mut Value, namespace: &str) {

@@ -29,10 +29,12 @@ use versa_merge::{ApplyError, FieldPath, FieldSet, Options};
 use versa_schema::Structural;
 use versa_schema::{BadValue, Error as FieldError, ErrorList, Path};
 
+use versa_registry::strategy::FieldValidation;
+
 use super::{Ctx, Part};
 use crate::codec::{self, Decoded};
-use crate::meta;
-use crate::registry::{Flavor, Resource};
+use versa_registry::meta;
+use versa_registry::{Flavor, Resource};
 use crate::status::Status;
 
 /// apimachinery's `FieldManagerMaxLength`.
@@ -319,10 +321,10 @@ fn report_duplicates(ctx: &mut Ctx, duplicates: &[String]) -> Result<(), Status>
         return Ok(());
     }
     let text = duplicates.iter().map(|d| format!("duplicate field {d:?}")).collect::<Vec<_>>().join(", ");
-    match ctx.query.get("fieldValidation").unwrap_or("") {
-        "Strict" => Err(Status::bad_request(format!("error strict decoding YAML: {text}"))),
-        "Ignore" => Ok(()),
-        _ => {
+    match ctx.write.field_validation {
+        FieldValidation::Strict => Err(Status::bad_request(format!("error strict decoding YAML: {text}"))),
+        FieldValidation::Ignore => Ok(()),
+        FieldValidation::Warn => {
             ctx.warnings.push(text);
             Ok(())
         }

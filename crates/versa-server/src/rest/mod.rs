@@ -2,15 +2,14 @@
 //! (custom resources and the definitions API alike).
 //!
 //! [`serve`] routes a resource request to a verb handler: `read.rs` (get, list), `watch.rs`,
-//! `write.rs` (create, update, patch, delete, deletecollection) and `scale.rs`. `objects.rs`
-//! holds what they share: moving objects between the storage form (JSON at the storage
-//! version, no `resourceVersion`) and the request form (the request version, `resourceVersion`
-//! set from the store's revision). Every answer is JSON (or YAML, or a Table, when asked) and
+//! `write.rs` (create, update, patch, delete, deletecollection) and `scale.rs`. They are HTTP
+//! adapters over the registry: objects cross the storage boundary through
+//! [`Ctx::boundary`] (`versa_registry::storage`) and are admitted by [`Ctx::strategy`]
+//! (`versa_registry::strategy`). Every answer is JSON (or YAML, or a Table, when asked) and
 //! every error a `metav1.Status`.
 
-pub mod core;
 mod fields;
-mod objects;
+mod namespace_lifecycle;
 mod read;
 pub(crate) mod render;
 mod scale;
@@ -27,8 +26,10 @@ use serde_json::{Value, json};
 
 use crate::codec;
 use crate::handler::State;
-use crate::meta::Query;
-use crate::registry::{Resource, Version};
+use crate::query::Query;
+use versa_registry::storage::Boundary;
+use versa_registry::strategy::{FieldValidation, Strategy};
+use versa_registry::{Resource, Version};
 use crate::request_info::RequestInfo;
 use crate::status::Status;
 use crate::{Body, full};
@@ -48,6 +49,44 @@ pub struct Ctx {
     pub headers: HeaderMap,
     /// `Warning` headers to send.
     pub warnings: Vec<String>,
+    /// The write options of the query, parsed once before anything else.
+    pub write: WriteOptions,
+}
+
+/// What every write takes from the query, parsed and checked once, up front — as kube decodes
+/// and validates Create/Update/Patch/DeleteOptions before it reads the body.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// `dryRun=All`: admit, do not store.
+    pub dry_run: bool,
+    /// `fieldValidation` (creates, updates and patches).
+    pub field_validation: FieldValidation,
+}
+
+impl WriteOptions {
+    /// The options of a request with `method`: none for reads; `dryRun` for every write (other
+    /// values refused as kube does), `fieldValidation` for those with a body to decode.
+    pub fn parse(method: &Method, query: &Query) -> Result<WriteOptions, Status> {
+        let mut options = WriteOptions::default();
+        if matches!(*method, Method::GET | Method::HEAD) {
+            return Ok(options);
+        }
+        for v in query.all("dryRun") {
+            match v {
+                "All" => options.dry_run = true,
+                "" => {}
+                other => {
+                    return Err(Status::bad_request(format!(
+                        "Invalid dry run value {other:?}: supported values: \"All\""
+                    )));
+                }
+            }
+        }
+        if *method != Method::DELETE {
+            options.field_validation = FieldValidation::parse(query.get("fieldValidation").unwrap_or(""))?;
+        }
+        Ok(options)
+    }
 }
 
 impl Ctx {
@@ -67,7 +106,23 @@ impl Ctx {
             query: self.query.clone(),
             headers: self.headers.clone(),
             warnings: Vec::new(),
+            write: self.write,
         }
+    }
+
+    /// The storage boundary of the request's resource, for objects at the request version.
+    pub fn boundary(&self) -> Boundary<'_> {
+        Boundary::new(&self.res, &self.version, &self.state.metrics)
+    }
+
+    /// The write rules of the request's resource at the request version.
+    pub fn strategy(&self) -> Strategy<'_> {
+        Strategy::new(&self.res, self.ver())
+    }
+
+    /// A storage error about object `name` of the request's resource, as its Status.
+    pub fn storage_error<'a>(&'a self, name: &'a str) -> impl Fn(versa_storage::Error) -> Status + 'a {
+        move |e| versa_registry::Error::storage(e, &self.res.group, &self.res.plural, name).into()
     }
 
     /// `<group>/<version>` of the request.
@@ -94,23 +149,6 @@ impl Ctx {
         Status::not_found(&self.res.group, &self.res.plural, &self.name)
     }
 
-    /// `dryRun=All`: validate, do not store. Other values are refused as kube does.
-    pub fn dry_run(&self) -> Result<bool, Status> {
-        let mut dry = false;
-        for v in self.query.all("dryRun") {
-            match v {
-                "All" => dry = true,
-                "" => {}
-                other => {
-                    return Err(Status::bad_request(format!(
-                        "Invalid dry run value {other:?}: supported values: \"All\""
-                    )));
-                }
-            }
-        }
-        Ok(dry)
-    }
-
     /// A JSON (or YAML) answer carrying the collected warnings.
     pub fn respond(&self, code: StatusCode, value: &Value) -> Response<Body> {
         let (bytes, content_type) = codec::encode(value, codec::response_encoding(&self.headers));
@@ -134,7 +172,7 @@ impl Ctx {
         }
         Ok(match shape(&self.headers) {
             Shape::Object => self.respond(code, obj),
-            Shape::Metadata => self.respond(code, &crate::table::partial_object_metadata(obj)),
+            Shape::Metadata => self.respond(code, &versa_registry::table::partial_object_metadata(obj)),
             Shape::MetadataList => {
                 return Err(Status::not_acceptable(
                     "you requested PartialObjectMetadataList, but the requested object is not a list (*unstructured.Unstructured)",
@@ -233,6 +271,11 @@ pub async fn serve(
     let Some(version_index) = res.versions.iter().position(|v| v.served && v.name == info.api_version) else {
         return Status::not_found_path().into_response();
     };
+    let query = Query::parse(parts.uri.query());
+    let write = match WriteOptions::parse(&parts.method, &query) {
+        Ok(write) => write,
+        Err(status) => return status.into_response(),
+    };
     let mut ctx = Ctx {
         state,
         res,
@@ -240,9 +283,10 @@ pub async fn serve(
         version_index,
         namespace: (!info.namespace.is_empty()).then(|| info.namespace.clone()),
         name: info.name.clone(),
-        query: Query::parse(parts.uri.query()),
+        query,
         headers: parts.headers,
         warnings: Vec::new(),
+        write,
     };
     let body = match read_body(body).await {
         Ok(b) => b,
@@ -280,7 +324,7 @@ pub async fn serve(
             Method::PATCH => scale::patch(&mut ctx, b).await,
             _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
         },
-        ("finalize", false) if core::is_namespace(&ctx) => match parts.method {
+        ("finalize", false) if ctx.res.is(versa_registry::Builtin::Namespace) => match parts.method {
             Method::PUT => write::update(&mut ctx, b, Part::Finalize).await,
             _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
         },
@@ -325,7 +369,7 @@ fn audit_body(record: &crate::audit::Record, ctx: &Ctx, info: &RequestInfo, body
             if !obj.is_object() || (strict && !duplicates.is_empty()) {
                 return;
             }
-            let custom = ctx.res.flavor == crate::registry::Flavor::Custom && ctx.res.builtin.is_none();
+            let custom = ctx.res.flavor == versa_registry::Flavor::Custom && ctx.res.builtin.is_none();
             if custom && info.subresource != "scale" {
                 let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
                 if !api_version.is_empty() && api_version != ctx.api_version() {
@@ -376,16 +420,7 @@ fn audit_body(record: &crate::audit::Record, ctx: &Ctx, info: &RequestInfo, body
     }
 }
 
-/// Which part of an object a write may change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    /// The main endpoint (everything but `status` when the status subresource is on).
-    Main,
-    /// `/status`: only `status`.
-    Status,
-    /// A Namespace's `/finalize`: only `spec.finalizers`.
-    Finalize,
-}
+pub use versa_registry::strategy::Part;
 
 /// The result type of verb handlers.
 pub type Answer = Result<Response<Body>, Status>;

@@ -13,21 +13,21 @@ use versa_conversion::Converted;
 use versa_schema::{Error as FieldError, ErrorList, Path};
 use versa_storage::{ContinueToken, ListOptions};
 
-use super::objects::{from_storage, from_storage_as, values};
+use versa_registry::storage::values;
 use super::{Answer, Ctx, Shape, shape};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
-use crate::table::{IncludeObject, partial_object_metadata};
+use versa_registry::table::{IncludeObject, partial_object_metadata};
 
 /// `GET .../<plural>/<name>` (and `.../<name>/status`).
 pub async fn get(ctx: &Ctx) -> Answer {
-    let kv = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(super::write::storage_error(ctx))?;
+    let kv = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(ctx.storage_error(&ctx.name))?;
     let kv = kv.ok_or_else(|| ctx.not_found())?;
     if ctx.wants_plain_json() {
         let bytes = ctx.state.render.render(ctx, &kv).await?;
         return Ok(ctx.respond_json_bytes(StatusCode::OK, bytes));
     }
-    let obj = from_storage(ctx, &kv).await?;
+    let obj = ctx.boundary().from_storage(&kv).await?;
     ctx.respond_object(StatusCode::OK, &obj)
 }
 
@@ -206,7 +206,7 @@ async fn list_params(ctx: &Ctx) -> Result<(usize, i64), Status> {
         ReadAt::Exact(r) => r,
         ReadAt::Latest => 0,
         ReadAt::NotOlderThan(want) => {
-            let current = ctx.state.store.current_revision().await.map_err(super::write::storage_error(ctx))?;
+            let current = ctx.state.store.current_revision().await.map_err(ctx.storage_error(&ctx.name))?;
             if want > current {
                 return Err(Status::timeout(format!("Too large resource version: {want}, current: {current}")));
             }
@@ -240,7 +240,7 @@ async fn read_converted(ctx: &Ctx, filter: &Filter, text: bool) -> Result<Page<C
         revision = page.revision;
         let mut last_key = None;
         // One conversion for the whole store page (selectors apply to converted objects).
-        let objects = from_storage_as(ctx, &page.items, text).await?;
+        let objects = ctx.boundary().from_storage_as(&page.items, text).await?;
         for (kv, obj) in page.items.iter().zip(objects) {
             last_key = Some(kv.key.clone());
             if filter.matches_converted(&obj) {
@@ -281,7 +281,7 @@ fn list_error(ctx: &Ctx, e: versa_storage::Error) -> Status {
         versa_storage::Error::FutureRevision { requested, current } => {
             Status::timeout(format!("Too large resource version: {requested}, current: {current}"))
         }
-        e => super::write::storage_error(ctx)(e),
+        e => ctx.storage_error(&ctx.name)(e),
     }
 }
 
@@ -325,7 +325,7 @@ pub async fn list(ctx: &Ctx) -> Answer {
         }
         Shape::Table => {
             let refs: Vec<&Value> = page.items.iter().collect();
-            let list_meta = crate::table::ListMeta {
+            let list_meta = versa_registry::table::ListMeta {
                 resource_version: &rv,
                 continue_token: page.continue_token.as_deref(),
                 remaining_item_count: None,

@@ -6,7 +6,7 @@
 //! (identified by key and modification revision), the compiled resource (its build id) and the
 //! requested version, so it is cached under exactly those, and a LIST of unchanged objects
 //! becomes a concatenation. Objects a webhook converted are never cached: its answers can
-//! change at any time (`objects::from_storage_for_json` says which may be kept). The cache is
+//! change at any time (`Boundary::from_storage_for_json` says which may be kept). The cache is
 //! bounded ([`CACHE_BYTES`]); when full it starts over, which is crude but never wrong.
 
 use std::collections::HashMap;
@@ -17,7 +17,6 @@ use versa_conversion::Converted;
 use versa_storage::KeyValue;
 
 use super::Ctx;
-use super::objects::from_storage_for_json;
 use crate::status::Status;
 
 /// Bytes of rendered objects kept at most.
@@ -58,7 +57,7 @@ impl RenderCache {
         let missing: Vec<KeyValue> =
             kvs.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(kv, _)| kv.clone()).collect();
         if !missing.is_empty() {
-            let (objects, keep) = from_storage_for_json(ctx, &missing).await?;
+            let (objects, keep) = ctx.boundary().from_storage_for_json(&missing).await?;
             let mut rendered = Vec::with_capacity(missing.len());
             for obj in objects {
                 let json = match obj {

@@ -6,41 +6,16 @@
 use http::StatusCode;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceScale;
 use serde_json::{Value, json};
-use versa_schema::{Error as FieldError, ErrorList, Path};
+use versa_registry::scale::{lookup, set_path};
 
 use super::fields::{self, Manager, Verb};
-use super::objects::from_storage;
-use super::write::Fields;
-use super::{Answer, Ctx};
+use versa_storage::KeyValue;
+
+use super::write::{Fields, Write, write_object};
+use super::{Answer, Ctx, Part};
 use crate::codec;
 use crate::patch::{self, PatchType};
 use crate::status::Status;
-
-/// The segments of a simple JSON path such as `.spec.replicas`.
-fn segments(path: &str) -> Vec<&str> {
-    path.trim_start_matches('.').split('.').filter(|s| !s.is_empty()).collect()
-}
-
-fn lookup<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    segments(path).into_iter().try_fold(obj, |v, s| v.get(s))
-}
-
-fn set_path(obj: &mut Value, path: &str, value: Value) {
-    let segs = segments(path);
-    let Some((last, parents)) = segs.split_last() else { return };
-    let mut cur = obj;
-    for s in parents {
-        let Some(o) = cur.as_object_mut() else { return };
-        let next = o.entry(*s).or_insert_with(|| json!({}));
-        if !next.is_object() {
-            *next = json!({});
-        }
-        cur = next;
-    }
-    if let Some(o) = cur.as_object_mut() {
-        o.insert((*last).to_owned(), value);
-    }
-}
 
 /// The Scale of an object.
 fn to_scale(ctx: &Ctx, obj: &Value, spec: &CustomResourceSubresourceScale) -> Result<Value, Status> {
@@ -74,8 +49,8 @@ fn scale_spec(ctx: &Ctx) -> Result<CustomResourceSubresourceScale, Status> {
 /// `GET .../<name>/scale`.
 pub async fn get(ctx: &Ctx) -> Answer {
     let spec = scale_spec(ctx)?;
-    let kv = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(super::write::storage_error(ctx))?;
-    let obj = from_storage(ctx, &kv.ok_or_else(|| ctx.not_found())?).await?;
+    let kv = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(ctx.storage_error(&ctx.name))?;
+    let obj = ctx.boundary().from_storage(&kv.ok_or_else(|| ctx.not_found())?).await?;
     ctx.respond_object(StatusCode::OK, &to_scale(ctx, &obj, &spec)?)
 }
 
@@ -107,15 +82,14 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8]) -> Answer {
     .await
 }
 
-/// Reads the object, asks `make` for the new Scale (given the current one), writes its
-/// replicas into the object through the update pipeline, answers the new Scale.
+/// Asks `make` for the new Scale (given the current one), writes its replicas into the object
+/// through the one read–modify–write of the update pipeline, answers the new Scale.
 async fn write_scale(ctx: &mut Ctx, manager: &Manager, make: impl Fn(&Value) -> Result<Value, Status>) -> Answer {
     let spec = scale_spec(ctx)?;
-    for _ in 0..16 {
-        let current = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(super::write::storage_error(ctx))?;
-        let current = current.ok_or_else(|| ctx.not_found())?;
-        let obj = from_storage(ctx, &current).await?;
-        let scale = make(&to_scale(ctx, &obj, &spec).unwrap_or_else(|_| json!({"spec": {}})))?;
+    let write = Write { part: Part::Main, duplicates: &[], fields: Fields::Track(manager) };
+    let (_, updated) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
+        let (kv, obj) = current.ok_or_else(|| ctx.not_found())?;
+        let scale = make(&to_scale(ctx, obj, &spec).unwrap_or_else(|_| json!({"spec": {}})))?;
         let replicas = match scale.pointer("/spec/replicas") {
             Some(Value::Number(n)) if n.as_i64().is_some() => n.clone(),
             None | Some(Value::Null) => {
@@ -129,21 +103,15 @@ async fn write_scale(ctx: &mut Ctx, manager: &Manager, make: impl Fn(&Value) -> 
             }
         };
         let precondition = scale.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("");
-        if !precondition.is_empty() && precondition != current.mod_revision.to_string() {
+        if !precondition.is_empty() && precondition != kv.mod_revision.to_string() {
             return Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name));
         }
         let mut new = obj.clone();
         set_path(&mut new, &spec.spec_replicas_path, Value::Number(replicas));
-        match super::write::apply_update(ctx, &current, new, super::Part::Main, &[], Fields::Track(manager)).await {
-            Ok(answer) => {
-                let (_, updated) = answer;
-                return ctx.respond_object(StatusCode::OK, &to_scale(ctx, &updated, &spec)?);
-            }
-            Err(s) if s.reason == "Conflict" && precondition.is_empty() => continue,
-            Err(s) => return Err(s),
-        }
-    }
-    Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name))
+        Ok(new)
+    })
+    .await?;
+    ctx.respond_object(StatusCode::OK, &to_scale(ctx, &updated, &spec)?)
 }
 
 /// `PATCH .../<name>/scale` with `application/apply-patch+yaml`: an applied `autoscaling/v1`
@@ -162,40 +130,11 @@ async fn apply(ctx: &mut Ctx, body: &[u8]) -> Answer {
     }
     let applied = fields::Applied { config, duplicates: Vec::new() };
     let force = ctx.query.get("force") == Some("true");
-    for _ in 0..16 {
-        let current = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(super::write::storage_error(ctx))?;
-        let current = current.ok_or_else(|| ctx.not_found())?;
-        let obj = from_storage(ctx, &current).await?;
-        let merged = fields::apply(ctx, &manager, Some(&obj), &applied, force)?;
-        match super::write::apply_update(ctx, &current, merged, super::Part::Main, &[], Fields::Applied).await {
-            Ok((_, updated)) => return ctx.respond_object(StatusCode::OK, &to_scale(ctx, &updated, &spec)?),
-            Err(s) if s.reason == "Conflict" => continue,
-            Err(s) => return Err(s),
-        }
-    }
-    Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name))
-}
-
-/// The replica fields must be integers in `0..=MaxInt32`, the selector a string.
-pub fn validate_replica_paths(obj: &Value, spec: &CustomResourceSubresourceScale) -> ErrorList {
-    let mut errs = ErrorList::new();
-    for path in [&spec.spec_replicas_path, &spec.status_replicas_path] {
-        let Some(v) = lookup(obj, path) else { continue };
-        let field = Path::new(path.trim_start_matches('.'));
-        match v.as_i64() {
-            Some(n) if n < 0 => errs.push(FieldError::invalid(field, n, "should be a non-negative integer")),
-            Some(n) if n > i64::from(i32::MAX) => {
-                errs.push(FieldError::invalid(field, n, "should be less than or equal to 2147483647"))
-            }
-            Some(_) => {}
-            None => errs.push(FieldError::invalid(field, v, "should be an integer")),
-        }
-    }
-    if let Some(path) = &spec.label_selector_path
-        && let Some(v) = lookup(obj, path)
-        && !v.is_string()
-    {
-        errs.push(FieldError::invalid(Path::new(path.trim_start_matches('.')), v, "should be a string"));
-    }
-    errs
+    let write = Write { part: Part::Main, duplicates: &[], fields: Fields::Applied };
+    let (_, updated) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
+        let (_, obj) = current.ok_or_else(|| ctx.not_found())?;
+        fields::apply(ctx, &manager, Some(obj), &applied, force)
+    })
+    .await?;
+    ctx.respond_object(StatusCode::OK, &to_scale(ctx, &updated, &spec)?)
 }

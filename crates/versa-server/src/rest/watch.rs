@@ -29,11 +29,11 @@ use tokio::sync::mpsc;
 use versa_schema::{Error as FieldError, ErrorList, Path};
 use versa_storage::WatchEvent;
 
-use super::objects::{from_storage, set_resource_version};
+use versa_registry::meta::{name_of, set_resource_version};
 use super::read::{Filter, parse_rv, read_page};
 use super::{Answer, Ctx, Shape, add_warnings, shape};
 use crate::status::Status;
-use crate::table::IncludeObject;
+use versa_registry::table::IncludeObject;
 
 /// A response body fed by a channel of chunks.
 #[derive(Debug)]
@@ -227,7 +227,7 @@ fn watch_error(from: i64, e: versa_storage::Error) -> Status {
 fn bookmark_object(ctx: &Ctx, stream: &Stream, revision: i64) -> Value {
     let bookmark = json!({"kind": ctx.res.kind, "apiVersion": ctx.api_version(), "metadata": {"resourceVersion": revision.to_string()}});
     match stream.shape {
-        Shape::Metadata => crate::table::partial_object_metadata(&bookmark),
+        Shape::Metadata => versa_registry::table::partial_object_metadata(&bookmark),
         _ => bookmark,
     }
 }
@@ -288,7 +288,7 @@ async fn forward(tx: &mpsc::Sender<Bytes>, stream: &mut Stream, ctx: &Ctx, event
 
 /// An event's object in the request form.
 async fn present(ctx: &Ctx, kv: &versa_storage::KeyValue) -> Result<Value, Status> {
-    from_storage(ctx, kv).await
+    Ok(ctx.boundary().from_storage(kv).await?)
 }
 
 /// An event that cannot be delivered (say, its conversion webhook is down) ends the watch with
@@ -301,7 +301,7 @@ async fn fail(tx: &mpsc::Sender<Bytes>, status: &Status) -> bool {
 
 impl Stream {
     fn wants(&self, obj: &Value) -> bool {
-        let name_ok = self.name.as_deref().is_none_or(|n| super::objects::name_of(obj) == n);
+        let name_ok = self.name.as_deref().is_none_or(|n| name_of(obj) == n);
         name_ok && self.filter.matches(obj)
     }
 }
@@ -311,7 +311,7 @@ async fn send(tx: &mpsc::Sender<Bytes>, stream: &mut Stream, ctx: &Ctx, kind: &s
     let object = match stream.shape {
         // kube sends the object as it is when it cannot take the asked form (a list's form).
         Shape::Object | Shape::MetadataList => obj.clone(),
-        Shape::Metadata => crate::table::partial_object_metadata(obj),
+        Shape::Metadata => versa_registry::table::partial_object_metadata(obj),
         Shape::Table => {
             let include = match ctx.query.get("includeObject") {
                 Some("None") => IncludeObject::None,

@@ -1,5 +1,5 @@
 //! Server-owned object metadata: uids, timestamps, generated name suffixes, and the
-//! query-string and time helpers the REST layer shares. Randomness comes from `ring`'s system
+//! time helpers every write shares. Randomness comes from `ring`'s system
 //! generator (already in the tree for TLS); times are formatted as RFC 3339 in UTC with second
 //! precision, as `metav1.Time` serialises.
 
@@ -42,7 +42,7 @@ pub fn now() -> String {
 
 /// The proleptic Gregorian (year, month, day) of a count of days from 1970-01-01 (Howard
 /// Hinnant's civil-calendar algorithm, in 400-year eras starting on March 1).
-pub(crate) fn civil_from_days(z: i64) -> (i64, i64, i64) {
+pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -65,67 +65,25 @@ pub fn meta_mut(obj: &mut serde_json::Value) -> Option<&mut serde_json::Map<Stri
     meta.as_object_mut()
 }
 
-/// Query parameters, percent-decoded (`+` is a space, as Go's `url.ParseQuery` reads it).
-#[derive(Debug, Clone, Default)]
-pub struct Query(Vec<(String, String)>);
 
-impl Query {
-    pub fn parse(query: Option<&str>) -> Query {
-        let pairs = query
-            .unwrap_or("")
-            .split('&')
-            .filter(|kv| !kv.is_empty())
-            .map(|kv| {
-                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                (percent_decode(k), percent_decode(v))
-            })
-            .collect();
-        Query(pairs)
-    }
-
-    /// The first value of `key`.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
-    }
-
-    /// `key` as a boolean (`true`/`1`), false when absent.
-    pub fn flag(&self, key: &str) -> bool {
-        matches!(self.get(key), Some("true" | "1" | "True"))
-    }
-
-    /// Drops every value of the given keys.
-    pub fn remove(&mut self, keys: &[&str]) {
-        self.0.retain(|(k, _)| !keys.contains(&k.as_str()));
-    }
-
-    /// All values of `key` (repeated parameters such as `dryRun`).
-    pub fn all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.0.iter().filter(move |(k, _)| k == key).map(|(_, v)| v.as_str())
+/// Sets `apiVersion` and `kind`.
+pub fn set_type_meta(obj: &mut serde_json::Value, api_version: &str, kind: &str) {
+    if let Some(o) = obj.as_object_mut() {
+        o.insert("apiVersion".to_owned(), serde_json::Value::String(api_version.to_owned()));
+        o.insert("kind".to_owned(), serde_json::Value::String(kind.to_owned()));
     }
 }
 
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => {
-                let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(x) => {
-                        out.push(x);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            c => out.push(c),
-        }
-        i += 1;
+/// Sets `metadata.resourceVersion` to the store revision.
+pub fn set_resource_version(obj: &mut serde_json::Value, revision: i64) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
+        meta.insert("resourceVersion".to_owned(), serde_json::Value::String(revision.to_string()));
     }
-    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `metadata.name`, empty when absent.
+pub fn name_of(obj: &serde_json::Value) -> &str {
+    obj.get("metadata").and_then(|m| m.get("name")).and_then(serde_json::Value::as_str).unwrap_or("")
 }
 
 #[cfg(test)]
@@ -153,16 +111,5 @@ mod tests {
         assert_eq!(&u[14..15], "4");
         assert_ne!(u, new_uid());
         assert_eq!(name_suffix().len(), 5);
-    }
-
-    #[test]
-    fn query() {
-        let q = Query::parse(Some("labelSelector=app%3Dweb%2Ctier+in+(a)&limit=5&dryRun=All&watch=1&bad=%zz&end=%4"));
-        assert_eq!(q.get("labelSelector"), Some("app=web,tier in (a)"));
-        assert_eq!(q.get("limit"), Some("5"));
-        assert!(q.flag("watch"));
-        assert_eq!(q.get("bad"), Some("%zz"));
-        assert_eq!(q.get("end"), Some("%4"));
-        assert_eq!(q.get("missing"), None);
     }
 }

@@ -1,10 +1,9 @@
-//! The serving state: which resources are served, and everything compiled for each.
+//! A served resource, compiled: everything a request needs about it, built once.
 //!
-//! A [`Resource`] is built once from a definition — one lowered structural schema and one
-//! Table convertor per version — and never changed; when the definition changes, the
-//! definitions controller builds a new one and swaps it into the [`Registry`] in one step.
-//! Requests take a [`Snapshot`] (an `Arc`) at routing time and keep using it to the end, so a
-//! request never sees half of an update, and no request compiles anything.
+//! A [`Resource`] is built once from a definition — one lowered structural schema, its CEL
+//! rules and one Table convertor per version, and the converter — and never changed; when the
+//! definition changes, the definitions controller builds a new one and swaps it into the
+//! [`crate::Registry`] in one step, so no request compiles anything.
 //!
 //! The definitions API itself (`versa.dev/v1` `resourcedefinitions`) is a [`Resource`] too,
 //! built by [`Resource::definitions`], so that one REST implementation serves both. In
@@ -14,8 +13,8 @@
 //! kube's, and versa does not serve it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionVersion,
@@ -55,7 +54,7 @@ pub const CRD_GROUP: &str = "apiextensions.k8s.io";
 
 impl Face {
     /// `(group, version, plural, singular, kind, short names, categories)`.
-    fn names(
+    pub(crate) fn names(
         self,
     ) -> (
         &'static str,
@@ -116,7 +115,7 @@ impl Builtin {
 
     /// The definition the resource is built from: names, scope, and a schema that keeps what
     /// the kind holds (an Event's fields are many and flat, so they are kept as they come).
-    fn definition(self) -> ResourceDefinition {
+    pub(crate) fn definition(self) -> ResourceDefinition {
         let doc = match self {
             Builtin::Namespace => serde_json::json!({
                 "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": self.name()},
@@ -391,6 +390,28 @@ impl Resource {
     pub fn api_version(&self, version: &str) -> String {
         if self.group.is_empty() { version.to_owned() } else { format!("{}/{version}", self.group) }
     }
+
+    /// Whether this is the core kind `builtin`.
+    pub fn is(&self, builtin: Builtin) -> bool {
+        self.builtin == Some(builtin)
+    }
+
+    /// A custom resource of a definition (not the definitions API, not a core kind): the
+    /// objects whose bodies the schema pipeline decodes.
+    pub fn is_custom(&self) -> bool {
+        self.flavor == Flavor::Custom && self.builtin.is_none()
+    }
+
+    /// The version an object is at, from its `apiVersion` (empty when it names another group).
+    pub fn version_of<'a>(&self, obj: &'a Value) -> &'a str {
+        let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        match api_version.split_once('/') {
+            Some((g, v)) if g == self.group => v,
+            // The core group's objects say only their version (`v1`).
+            None if self.group.is_empty() => api_version,
+            _ => "",
+        }
+    }
 }
 
 /// kube's default deprecation warning: `<group>/<version> <Kind> is deprecated`, plus `; use
@@ -459,151 +480,6 @@ fn definitions_definition(face: Face) -> ResourceDefinition {
                    "acceptedNames": names},
     });
     ResourceDefinition::from_document(&doc).unwrap_or_default()
-}
-
-/// The served resources at one moment.
-#[derive(Debug, Default)]
-pub struct Snapshot {
-    /// By definition name (`<plural>.<group>`).
-    by_name: BTreeMap<String, Arc<Resource>>,
-    /// By (group, plural).
-    by_route: HashMap<(String, String), Arc<Resource>>,
-    /// Discovery documents, built on first use and kept until the next change.
-    pub discovery: DiscoveryCache,
-}
-
-/// Discovery documents of one snapshot.
-#[derive(Debug, Default)]
-pub struct DiscoveryCache {
-    pub group_list: OnceLock<bytes::Bytes>,
-    pub aggregated: OnceLock<bytes::Bytes>,
-}
-
-impl Snapshot {
-    /// The resource served at `/apis/<group>/<version>/<plural>`, if that version is served.
-    pub fn route(&self, group: &str, plural: &str) -> Option<&Arc<Resource>> {
-        self.by_route.get(&(group.to_owned(), plural.to_owned()))
-    }
-
-    /// Every served resource, in definition-name order.
-    pub fn resources(&self) -> impl Iterator<Item = &Arc<Resource>> {
-        self.by_name.values()
-    }
-
-    /// The definitions of every served resource (the input of discovery and OpenAPI).
-    pub fn definitions(&self) -> Vec<&ResourceDefinition> {
-        self.by_name.values().map(|r| r.definition.as_ref()).collect()
-    }
-
-    /// A served resource by definition name.
-    pub fn by_name(&self, name: &str) -> Option<&Arc<Resource>> {
-        self.by_name.get(name)
-    }
-}
-
-/// The current [`Snapshot`], swapped whole on every change.
-#[derive(Debug)]
-pub struct Registry {
-    current: RwLock<Arc<Snapshot>>,
-    ready: AtomicBool,
-    /// Counts changes, for whoever follows the served set (APIService registration).
-    changes: tokio::sync::watch::Sender<u64>,
-}
-
-impl Default for Registry {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Registry {
-    /// A registry serving only the definitions API (`versa.dev/v1`).
-    pub fn new() -> Registry {
-        Registry::with_faces(&[Face::ResourceDefinition])
-    }
-
-    /// Standalone mode's registry: the definitions API with both faces, and the core kinds
-    /// operators need (Namespaces, Events).
-    pub fn standalone() -> Registry {
-        let registry = Registry::with_faces(&[Face::ResourceDefinition, Face::CustomResourceDefinition]);
-        registry.update(|by_name| {
-            for builtin in [Builtin::Namespace, Builtin::Event, Builtin::EventV1, Builtin::Secret] {
-                let resource = Resource::core(builtin);
-                by_name.insert(resource.definition.name().to_owned(), Arc::new(resource));
-            }
-        });
-        registry
-    }
-
-    /// The served resource of a core kind, if this registry serves it.
-    pub fn core(&self, builtin: Builtin) -> Option<Arc<Resource>> {
-        self.snapshot().by_name(builtin.name()).filter(|r| r.builtin == Some(builtin)).cloned()
-    }
-
-    /// A registry serving only the definitions API, with these faces.
-    pub fn with_faces(faces: &[Face]) -> Registry {
-        let registry = Registry {
-            current: RwLock::new(Arc::new(Snapshot::default())),
-            ready: AtomicBool::new(false),
-            changes: tokio::sync::watch::Sender::new(0),
-        };
-        registry.update(|by_name| {
-            for face in faces {
-                let resource = Resource::definitions(*face);
-                by_name.insert(resource.definition.name().to_owned(), Arc::new(resource));
-            }
-        });
-        registry
-    }
-
-    /// The current snapshot.
-    pub fn snapshot(&self) -> Arc<Snapshot> {
-        match self.current.read() {
-            Ok(g) => g.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    /// Serves `resource` under `name`, replacing what was served under that name.
-    pub fn upsert(&self, name: &str, resource: Arc<Resource>) {
-        self.update(|by_name| {
-            by_name.insert(name.to_owned(), resource);
-        });
-    }
-
-    /// Stops serving `name`.
-    pub fn remove(&self, name: &str) {
-        self.update(|by_name| {
-            by_name.remove(name);
-        });
-    }
-
-    fn update(&self, change: impl FnOnce(&mut BTreeMap<String, Arc<Resource>>)) {
-        let mut guard = match self.current.write() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let mut by_name = guard.by_name.clone();
-        change(&mut by_name);
-        let by_route = by_name.values().map(|r| ((r.group.clone(), r.plural.clone()), r.clone())).collect();
-        *guard = Arc::new(Snapshot { by_name, by_route, discovery: DiscoveryCache::default() });
-        drop(guard);
-        self.changes.send_modify(|n| *n += 1);
-    }
-
-    /// A receiver that is marked changed whenever the served set changes.
-    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.changes.subscribe()
-    }
-
-    /// Definitions have been loaded: `/readyz` may say ready.
-    pub fn set_ready(&self) {
-        self.ready.store(true, Ordering::Release);
-    }
-
-    pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
-    }
 }
 
 /// Each version's `schema` (`CustomResourceValidation`) as compact JSON, by version name.

@@ -1,13 +1,11 @@
-//! The rules of the core kinds standalone versa serves itself (`registry::Builtin`), as
-//! kube-apiserver's strategies and its NamespaceLifecycle admission have them:
+//! The rules of the core kinds standalone versa serves itself ([`crate::Builtin`]), as
+//! kube-apiserver's strategies have them:
 //!
 //! - a Namespace is created `Active` with the `kubernetes` finalizer in `spec.finalizers` and
 //!   the `kubernetes.io/metadata.name` label; updates keep `spec.finalizers` (only `/finalize`
 //!   changes them) and `status`; the first delete marks it `Terminating`, and it goes once
 //!   versa's namespace controller (`crate::namespaces`) has removed its content and the
 //!   `kubernetes` finalizer. `default`, `kube-system` and `kube-public` may not be deleted.
-//! - nothing is created in a namespace that does not exist or is being terminated, with kube's
-//!   messages (other verbs are not refused, as in kube).
 //! - a Secret's `stringData` is merged into `data` (base64) and not kept, `type` defaults to
 //!   `Opaque` and may not change, and an `immutable` Secret keeps its data — kube's conversion
 //!   and validation of v1 Secrets.
@@ -15,13 +13,10 @@
 //!   converts them (`regarding` is `involvedObject`, `note` is `message`, …): stored in the core
 //!   form, converted at the storage boundary ([`event_from_core`], [`event_to_core`]).
 
-use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::Ctx;
+use crate::error::Error;
 use crate::meta::{self, meta_mut};
-use crate::registry::Builtin;
-use crate::status::Status;
 
 /// The finalizer of `spec.finalizers` that holds a namespace until its content is gone.
 pub const KUBERNETES_FINALIZER: &str = "kubernetes";
@@ -29,11 +24,6 @@ pub const KUBERNETES_FINALIZER: &str = "kubernetes";
 pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// Namespaces that exist from the start and may not be deleted.
 pub const IMMORTAL: [&str; 3] = ["default", "kube-system", "kube-public"];
-
-/// Whether the request's resource is the Namespace kind.
-pub fn is_namespace(ctx: &Ctx) -> bool {
-    ctx.res.builtin == Some(Builtin::Namespace)
-}
 
 /// A new namespace object as created with nothing but its name.
 pub fn new_namespace(name: &str) -> Value {
@@ -103,11 +93,12 @@ fn name_label(obj: &mut Value) {
 /// What a delete of a namespace does before the generic delete: `None` when it should go on
 /// as any delete (its content and `spec.finalizers` are gone); otherwise the answer — the
 /// namespace marked `Terminating` (to be stored), or kube's refusal.
+#[derive(Debug)]
 pub enum NamespaceDelete {
     /// Store this marked object and answer it.
     Mark(Value),
     /// Answer this error.
-    Refuse(Status),
+    Refuse(Error),
     /// Delete as any object.
     Proceed,
 }
@@ -115,10 +106,10 @@ pub enum NamespaceDelete {
 /// kube's namespace REST `Delete`, and NamespaceLifecycle's immortal namespaces.
 pub fn delete_namespace(obj: &Value, name: &str) -> NamespaceDelete {
     if IMMORTAL.contains(&name) {
-        return NamespaceDelete::Refuse(Status::forbidden(
-            format!("namespaces {name:?} is forbidden: this namespace may not be deleted"),
-            Some(json!({"name": name, "kind": "namespaces"})),
-        ));
+        return NamespaceDelete::Refuse(Error::Forbidden {
+            message: format!("namespaces {name:?} is forbidden: this namespace may not be deleted"),
+            details: Some(json!({"name": name, "kind": "namespaces"})),
+        });
     }
     let spec_finalizers = obj.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
     if obj.pointer("/metadata/deletionTimestamp").is_none() {
@@ -136,44 +127,14 @@ pub fn delete_namespace(obj: &Value, name: &str) -> NamespaceDelete {
         return NamespaceDelete::Mark(marked);
     }
     if spec_finalizers {
-        return NamespaceDelete::Refuse(Status {
-            code: StatusCode::CONFLICT,
-            reason: "Conflict",
-            message: format!(
-                "Operation cannot be fulfilled on namespaces {name:?}: The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system."
-            ),
-            details: Some(json!({"name": name, "kind": "namespaces"})),
+        return NamespaceDelete::Refuse(Error::Conflict {
+            group: String::new(),
+            resource: "namespaces".into(),
+            name: name.to_owned(),
+            why: Some("The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.".into()),
         });
     }
     NamespaceDelete::Proceed
-}
-
-/// NamespaceLifecycle for a create of a namespaced object: the namespace must exist and not be
-/// terminating. Only where versa serves Namespaces (standalone).
-pub async fn admit_create_in_namespace(ctx: &Ctx) -> Result<(), Status> {
-    let Some(namespace) = ctx.namespace.as_deref().filter(|_| ctx.res.namespaced) else { return Ok(()) };
-    let Some(namespaces) = ctx.state.registry.core(Builtin::Namespace) else { return Ok(()) };
-    let (group, plural) = namespaces.stored_as();
-    let key = ctx.state.keys.object(group, plural, None, namespace);
-    let kv = ctx.state.store.get(&key).await.map_err(super::write::storage_error(ctx))?;
-    let Some(kv) = kv else { return Err(Status::not_found("", "namespaces", namespace)) };
-    let obj: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
-    let terminating = obj.pointer("/metadata/deletionTimestamp").is_some()
-        || obj.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating");
-    if !terminating {
-        return Ok(());
-    }
-    let who = crate::status::qualified(&ctx.res.group, &ctx.res.plural);
-    let subject = if ctx.name.is_empty() { who } else { format!("{who} {:?}", ctx.name) };
-    Err(Status::forbidden(
-        format!(
-            "{subject} is forbidden: unable to create new content in namespace {namespace} because it is being terminated"
-        ),
-        Some(json!({
-            "name": ctx.name, "group": ctx.res.group, "kind": ctx.res.plural,
-            "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {namespace} is being terminated"), "field": "metadata.namespace"}],
-        })),
-    ))
 }
 
 /// `(events.k8s.io/v1 name, core v1 name)` of the fields the two Event versions name apart.
@@ -206,11 +167,6 @@ fn rename_event_fields(obj: &mut Value, to_core: bool, api_version: &str) {
         }
     }
     o.insert("apiVersion".into(), json!(api_version));
-}
-
-/// Whether the request's resource is the Secret kind.
-pub fn is_secret(ctx: &Ctx) -> bool {
-    ctx.res.builtin == Some(Builtin::Secret)
 }
 
 /// A Secret as kube decodes it: `stringData` entries become `data` entries (base64; they win

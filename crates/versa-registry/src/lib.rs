@@ -1,0 +1,36 @@
+//! The registry: what stands between the engines (schema, CEL, conversion, merge, storage) and
+//! HTTP. It knows resources, objects and storage; it knows nothing of requests, sockets or TLS,
+//! so the server, the controllers and the offline tools (`versa validate`, `versa convert`)
+//! call the same functions — the shape of apiextensions-apiserver's `registry/customresource`
+//! (strategy, validator, storage), in versa's terms:
+//!
+//! - [`resource`] — a served [`Resource`] and its [`Version`]s, compiled once per definition
+//!   change (schema, CEL rules, Table convertor, converter); [`served`] — the [`Registry`] of
+//!   what is served now, swapped whole.
+//! - [`strategy`] — the write rules: server-owned fields on create and update, admission of an
+//!   object (default → prune → validate → CEL, with ratcheting; definition validation for the
+//!   definitions API), `generation`, finalizers and deletion marks. One place, whoever writes.
+//! - [`storage`] — the one storage boundary: stored bytes ↔ objects at a version (read-side
+//!   schema steps, conversion, `resourceVersion`), for single objects and batches alike; REST,
+//!   migration and the controllers all cross it here.
+//! - [`error`] — the write path's [`Error`]; `versa-server` turns it into a `metav1.Status` in
+//!   one place.
+//! - [`definitions`] — the definitions API's own rules (kube's CRD strategy); [`builtin`] —
+//!   the core kinds' (Namespace lifecycle, Secret, the two Event faces); [`table`] with
+//!   [`jsonpath`] — printer columns; [`meta`] — uids, timestamps, `metadata` access.
+
+pub mod builtin;
+pub mod definitions;
+pub mod error;
+pub mod jsonpath;
+pub mod meta;
+pub mod resource;
+pub mod scale;
+pub mod served;
+pub mod storage;
+pub mod strategy;
+pub mod table;
+
+pub use error::{Error, Result};
+pub use resource::{Builtin, CRD_GROUP, Compact, Face, Flavor, Resource, SchemaTexts, Version, meta_str, with_schema};
+pub use served::{DiscoveryCache, Registry, Snapshot};

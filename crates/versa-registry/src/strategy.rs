@@ -1,0 +1,502 @@
+//! The write strategy: what happens to an object between a decoded request and storage, for
+//! every resource and every writer (the REST verbs, server-side apply, `versa validate`) — the
+//! shape of kube's `rest.RESTCreateStrategy`/`RESTUpdateStrategy` and apiextensions-apiserver's
+//! `customResourceStrategy`, in one place:
+//!
+//! 1. server-owned fields and subresource rules ([`Strategy::prepare_create`],
+//!    [`Strategy::prepare_update`]): identity and timestamps, `status` behind the status
+//!    subresource, the core kinds' own rules;
+//! 2. admission of the object ([`Strategy::admit`]): default → prune → coerce metadata →
+//!    validate (schema, list types, metadata, update rules, finalizers, scale paths) → the
+//!    `x-kubernetes-validations` CEL rules, with errors about unchanged values ratcheted on
+//!    updates (KEP-4008); for the definitions API, definition validation. `fieldValidation`
+//!    decides what unknown and duplicate fields cost ([`FieldValidation`]);
+//! 3. `generation` ([`Strategy::set_generation`]);
+//! 4. deletion: finalizers set by `propagationPolicy` ([`Strategy::finalizers_for_deletion`]),
+//!    and the mark of an object that waits for its finalizers ([`mark_deleting`]).
+//!
+//! Nothing here reads or writes storage: the caller reads the current object and stores the
+//! result through the [`crate::storage::Boundary`].
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+use versa_schema::pipeline::{self, ResourceKind};
+use versa_schema::{Error as FieldError, ErrorList, Path};
+
+use crate::builtin;
+use crate::definitions;
+use crate::error::{Error, Result};
+use crate::meta::{self, meta_mut, name_of, set_type_meta};
+use crate::resource::{Builtin, Flavor, Resource, Version};
+
+/// Which part of an object a write may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The main endpoint (everything but `status` when the status subresource is on).
+    Main,
+    /// `/status`: only `status`.
+    Status,
+    /// A Namespace's `/finalize`: only `spec.finalizers`.
+    Finalize,
+}
+
+/// What `fieldValidation` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    Ignore,
+    #[default]
+    Warn,
+    Strict,
+}
+
+impl FieldValidation {
+    /// The query parameter's value; kube's refusal for anything else.
+    pub fn parse(value: &str) -> Result<FieldValidation> {
+        match value {
+            "" | "Warn" => Ok(FieldValidation::Warn),
+            "Ignore" => Ok(FieldValidation::Ignore),
+            "Strict" => Ok(FieldValidation::Strict),
+            other => Err(Error::BadRequest(format!(
+                "fieldValidation: Invalid value: {other:?}: fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\""
+            ))),
+        }
+    }
+}
+
+/// `propagationPolicy` and `orphanDependents` of a delete: how dependents are collected.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Propagation {
+    /// `orphanDependents` (deprecated, still honoured by kube).
+    pub orphan_dependents: Option<bool>,
+    /// `propagationPolicy`: `Orphan`, `Background` or `Foreground`.
+    pub policy: Option<String>,
+}
+
+/// The finalizer that makes kube's garbage collector orphan an object's dependents before the
+/// object goes (`metav1.FinalizerOrphanDependents`).
+pub const ORPHAN_FINALIZER: &str = "orphan";
+/// The finalizer that makes it delete the dependents first (`metav1.FinalizerDeleteDependents`).
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+
+/// What a write's decoding left for admission to judge: the body's duplicate fields, and what
+/// `fieldValidation` makes of them and of unknown ones.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Checks<'a> {
+    pub field_validation: FieldValidation,
+    pub duplicates: &'a [String],
+}
+
+/// One resource's write rules at one of its versions.
+#[derive(Debug, Clone, Copy)]
+pub struct Strategy<'a> {
+    pub res: &'a Resource,
+    pub ver: &'a Version,
+}
+
+impl<'a> Strategy<'a> {
+    pub fn new(res: &'a Resource, ver: &'a Version) -> Strategy<'a> {
+        Strategy { res, ver }
+    }
+
+    /// The strategy at `version` (served or not), if the resource has it.
+    pub fn at(res: &'a Resource, version: &str) -> Option<Strategy<'a>> {
+        res.version(version).map(|ver| Strategy { res, ver })
+    }
+
+    /// A create, whole: [`Strategy::prepare_create`], then [`Strategy::admit_reporting`].
+    pub fn create(&self, obj: &mut Value, checks: Checks<'_>, warnings: &mut Vec<String>) -> Result<()> {
+        self.prepare_create(obj);
+        self.admit_reporting(obj, None, Part::Main, checks.duplicates, checks.field_validation, warnings)
+    }
+
+    /// An update of `old` through `part`, whole: [`Strategy::prepare_update`],
+    /// [`Strategy::admit_reporting`], then [`Strategy::set_generation`].
+    pub fn update(
+        &self,
+        new: &mut Value,
+        old: &Value,
+        part: Part,
+        checks: Checks<'_>,
+        warnings: &mut Vec<String>,
+    ) -> Result<()> {
+        self.prepare_update(new, old, part);
+        self.admit_reporting(new, Some(old), part, checks.duplicates, checks.field_validation, warnings)?;
+        self.set_generation(new, old, part);
+        Ok(())
+    }
+
+    /// Server-owned fields on create, and the subresource rules.
+    pub fn prepare_create(&self, obj: &mut Value) {
+        let res = self.res;
+        if let Some(meta) = meta_mut(obj) {
+            for field in [
+                "resourceVersion",
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "selfLink",
+            ] {
+                meta.remove(field);
+            }
+            meta.insert("uid".into(), json!(meta::new_uid()));
+            meta.insert("creationTimestamp".into(), json!(meta::now()));
+            meta.insert("generation".into(), json!(1));
+        }
+        if res.flavor == Flavor::Custom
+            && self.ver.status
+            && let Some(o) = obj.as_object_mut()
+        {
+            o.remove("status");
+        }
+        if res.builtin.is_some() {
+            // The core kinds have no generation in kube.
+            if let Some(meta) = meta_mut(obj) {
+                meta.remove("generation");
+            }
+        }
+        if res.is(Builtin::Namespace) {
+            builtin::prepare_create_namespace(obj);
+        }
+        if res.is(Builtin::Secret) {
+            builtin::prepare_secret(obj);
+        }
+    }
+
+    /// Update rules: `/status` takes only `status` (and managedFields) from the request; the
+    /// main endpoint keeps the old `status` when the status subresource is on; identity and
+    /// timestamps come from the old object.
+    pub fn prepare_update(&self, new: &mut Value, old: &Value, part: Part) {
+        let res = self.res;
+        let has_status_subresource = res.flavor == Flavor::Definitions || self.ver.status;
+        match part {
+            Part::Status => {
+                let status = new.get("status").cloned();
+                let managed = new.pointer("/metadata/managedFields").cloned();
+                *new = old.clone();
+                if let Some(o) = new.as_object_mut() {
+                    match status {
+                        Some(s) => o.insert("status".into(), s),
+                        None => o.remove("status"),
+                    };
+                }
+                if let Some(meta) = meta_mut(new) {
+                    match managed {
+                        Some(m) => meta.insert("managedFields".into(), m),
+                        None => meta.remove("managedFields"),
+                    };
+                }
+            }
+            Part::Main if has_status_subresource => {
+                if let Some(o) = new.as_object_mut() {
+                    match old.get("status") {
+                        Some(s) => o.insert("status".into(), s.clone()),
+                        None => o.remove("status"),
+                    };
+                }
+            }
+            Part::Main => {}
+            Part::Finalize => builtin::prepare_finalize(new, old),
+        }
+        if res.is(Builtin::Namespace) && part != Part::Finalize {
+            builtin::prepare_update_namespace(new, old);
+        }
+        if res.is(Builtin::Secret) {
+            builtin::prepare_secret(new);
+        }
+        let old_meta = old.get("metadata");
+        if let Some(meta) = meta_mut(new) {
+            for field in ["creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+                match old_meta.and_then(|m| m.get(field)) {
+                    Some(v) => meta.insert(field.into(), v.clone()),
+                    None => meta.remove(field),
+                };
+            }
+            if meta.get("uid").and_then(Value::as_str).is_none_or(str::is_empty)
+                && let Some(uid) = old_meta.and_then(|m| m.get("uid"))
+            {
+                meta.insert("uid".into(), uid.clone());
+            }
+            meta.remove("selfLink");
+        }
+    }
+
+    /// Admits an object at this version and reports fields as `mode` says: duplicate and
+    /// unknown (pruned) fields become warnings (`Warn`), a 400 in kube's words (`Strict`, before
+    /// any validation error, as kube's strict decoder runs first), or nothing. Ratcheted rule
+    /// failures and kube's finalizer-name warnings go to `warnings` too.
+    pub fn admit_reporting(
+        &self,
+        obj: &mut Value,
+        old: Option<&Value>,
+        part: Part,
+        duplicates: &[String],
+        mode: FieldValidation,
+        warnings: &mut Vec<String>,
+    ) -> Result<()> {
+        if mode == FieldValidation::Strict {
+            let unknown = self.unknown_fields(obj);
+            self.report_fields(mode, duplicates, &unknown, warnings)?;
+        }
+        let unknown = self.admit(obj, old, part, warnings)?;
+        if mode == FieldValidation::Warn {
+            self.report_fields(mode, duplicates, &unknown, warnings)?;
+        }
+        if self.res.flavor == Flavor::Custom {
+            warn_finalizer_names(obj, old, warnings);
+        }
+        Ok(())
+    }
+
+    /// Default → prune → validate → `x-kubernetes-validations` at this version (custom
+    /// resources), or definition validation. Returns the pruned field paths; ratcheted rule
+    /// failures go to `warnings`.
+    pub fn admit(&self, obj: &mut Value, old: Option<&Value>, part: Part, warnings: &mut Vec<String>) -> Result<Vec<String>> {
+        let res = self.res;
+        let name = name_of(obj).to_owned();
+        let invalid = |errs: ErrorList| Error::invalid(&res.group, &res.kind, &name, errs);
+        match res.flavor {
+            Flavor::Definitions => {
+                let result = match old {
+                    None => definitions::admit_create(obj),
+                    Some(old) => definitions::admit_update(obj, old, part == Part::Status),
+                };
+                let unknown = result.map_err(invalid)?;
+                // Definitions are decoded and defaulted in their ResourceDefinition form; the
+                // answer is in the face the request came through.
+                set_type_meta(obj, &res.api_version(&self.ver.name), &res.kind);
+                if let Some(old) = old {
+                    let errs = pipeline::validate_update(obj, old);
+                    if !errs.is_empty() {
+                        return Err(invalid(errs));
+                    }
+                }
+                Ok(unknown)
+            }
+            Flavor::Custom => {
+                let kind = ResourceKind {
+                    group: &res.group,
+                    version: &self.ver.name,
+                    kind: &res.kind,
+                    namespaced: res.namespaced,
+                };
+                let Some(schema) = self.ver.schema.as_deref() else {
+                    return Err(Error::internal(format!("no schema for version {}", self.ver.name)));
+                };
+                let mut errs = ErrorList::new();
+                let mut schema_valid = false;
+                // On updates, errors about values that did not change are ratcheted (KEP-4008).
+                let admitted = match old {
+                    Some(old) => pipeline::admit_update(obj, old, schema, &kind),
+                    None => pipeline::admit(obj, schema, &kind),
+                };
+                let unknown = match admitted {
+                    Ok(admitted) => {
+                        schema_valid = true;
+                        admitted.unknown_fields
+                    }
+                    Err(e) => {
+                        errs = e;
+                        Vec::new()
+                    }
+                };
+                if let Some(old) = old {
+                    errs.extend(pipeline::validate_update(obj, old));
+                    errs.extend(finalizer_rules(obj, old));
+                    if res.is(Builtin::Secret) {
+                        errs.extend(builtin::validate_secret_update(obj, old));
+                    }
+                }
+                // x-kubernetes-validations run unless the schema found a blocking error (a value
+                // of the wrong type, a missing required field, an unsupported enum value, too
+                // long, too many); then kube says so instead of running them.
+                let rules = &self.ver.rules;
+                if !rules.is_empty() {
+                    if schema_valid || !versa_schema::validation::has_blocking_error(&errs) {
+                        let outcome = rules.check(obj, old);
+                        errs.extend(outcome.errors);
+                        warnings.extend(outcome.warnings);
+                    } else {
+                        errs.push(versa_schema::validation::cel_skipped_error());
+                    }
+                }
+                if let Some(scale) = &self.ver.scale {
+                    errs.extend(crate::scale::validate_replica_paths(obj, scale));
+                }
+                if errs.is_empty() { Ok(unknown) } else { Err(invalid(errs)) }
+            }
+        }
+    }
+
+    /// The unknown fields a Strict request must fail on even when validation fails too.
+    fn unknown_fields(&self, obj: &Value) -> Vec<String> {
+        let mut copy = obj.clone();
+        match self.ver.schema.as_deref() {
+            Some(schema) if self.res.flavor == Flavor::Custom => {
+                pipeline::normalise(&mut copy, schema, versa_schema::objectmeta::Malformed::Drop).unwrap_or_default()
+            }
+            _ => definitions::admit_create(&mut copy).unwrap_or_default(),
+        }
+    }
+
+    /// Reports duplicate and unknown fields as `mode` says.
+    fn report_fields(
+        &self,
+        mode: FieldValidation,
+        duplicates: &[String],
+        unknown: &[String],
+        warnings: &mut Vec<String>,
+    ) -> Result<()> {
+        let problems: Vec<String> = duplicates
+            .iter()
+            .map(|d| format!("duplicate field {d:?}"))
+            .chain(unknown.iter().map(|u| format!("unknown field {u:?}")))
+            .collect();
+        if problems.is_empty() {
+            return Ok(());
+        }
+        match mode {
+            FieldValidation::Ignore => Ok(()),
+            FieldValidation::Warn => {
+                warnings.extend(problems);
+                Ok(())
+            }
+            FieldValidation::Strict => {
+                let kind = &self.res.kind;
+                Err(Error::BadRequest(format!(
+                    "{kind} in version {:?} cannot be handled as a {kind}: strict decoding error: {}",
+                    self.ver.name,
+                    problems.join(", ")
+                )))
+            }
+        }
+    }
+
+    /// Bumps `generation` when anything outside `metadata` (and, behind the status
+    /// subresource, `status`) changed; `/status` writes never bump it, nor do the core kinds
+    /// have one.
+    pub fn set_generation(&self, new: &mut Value, old: &Value, part: Part) {
+        if part == Part::Status || self.res.builtin.is_some() {
+            return;
+        }
+        let outside_meta = |v: &'_ Value| -> Vec<(String, Value)> {
+            v.as_object()
+                .map(|o| {
+                    o.iter().filter(|(k, _)| k.as_str() != "metadata").map(|(k, v)| (k.clone(), v.clone())).collect()
+                })
+                .unwrap_or_default()
+        };
+        if outside_meta(new) != outside_meta(old) {
+            let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0) + 1;
+            if let Some(meta) = meta_mut(new) {
+                meta.insert("generation".into(), json!(generation));
+            }
+        }
+    }
+
+    /// Whether an update of a marked object removes what held it: the last finalizer (and, for
+    /// a namespace, its `spec.finalizers` — kube's `ShouldDeleteDuringUpdate`). Then the
+    /// object goes instead of being stored.
+    pub fn deleted_by_update(&self, new: &Value, old: &Value) -> bool {
+        let deleting = old.pointer("/metadata/deletionTimestamp").is_some();
+        let empty = |path: &str| new.pointer(path).and_then(Value::as_array).is_none_or(|f| f.is_empty());
+        deleting && empty("/metadata/finalizers") && (!self.res.is(Builtin::Namespace) || empty("/spec/finalizers"))
+    }
+
+    /// The finalizers an object gets when deleted with `propagation`, if they change — kube's
+    /// `deletionFinalizersForGarbageCollection`. The explicit options win (`orphanDependents`,
+    /// then `propagationPolicy`), else a garbage-collection finalizer the object already has;
+    /// custom resources default to `Background`, which needs no finalizer. Without a garbage
+    /// collector (`collected` false: standalone mode, where nothing would ever remove these
+    /// finalizers) nothing changes, as in a kube-apiserver whose garbage collection is
+    /// disabled.
+    pub fn finalizers_for_deletion(&self, obj: &Value, propagation: &Propagation, collected: bool) -> Option<Vec<Value>> {
+        if !collected || self.res.flavor != Flavor::Custom {
+            return None;
+        }
+        let current: Vec<Value> =
+            obj.pointer("/metadata/finalizers").and_then(Value::as_array).cloned().unwrap_or_default();
+        let has = |name: &str| current.iter().any(|f| f == name);
+        let from_finalizers = if has(ORPHAN_FINALIZER) {
+            Some("Orphan")
+        } else if has(FOREGROUND_FINALIZER) {
+            Some("Foreground")
+        } else {
+            None
+        };
+        let policy = match (propagation.orphan_dependents, propagation.policy.as_deref()) {
+            (Some(true), _) => "Orphan",
+            (Some(false), _) => "Background",
+            (None, Some(p)) => p,
+            (None, None) => from_finalizers.unwrap_or("Background"),
+        };
+        let mut wanted: Vec<Value> =
+            current.iter().filter(|f| **f != ORPHAN_FINALIZER && **f != FOREGROUND_FINALIZER).cloned().collect();
+        match policy {
+            "Orphan" => wanted.push(json!(ORPHAN_FINALIZER)),
+            "Foreground" => wanted.push(json!(FOREGROUND_FINALIZER)),
+            _ => {}
+        }
+        let as_set = |v: &[Value]| v.iter().filter_map(Value::as_str).map(str::to_owned).collect::<BTreeSet<_>>();
+        (as_set(&current) != as_set(&wanted)).then_some(wanted)
+    }
+
+    /// Marks an object that waits for finalizers: the definitions API's own mark (condition
+    /// `Terminating`), kube's [`mark_deleting`] otherwise.
+    pub fn mark(&self, obj: &mut Value) {
+        if self.res.flavor == Flavor::Definitions {
+            definitions::mark_deleted(obj, &meta::now());
+        } else {
+            mark_deleting(obj);
+        }
+    }
+}
+
+/// While an object is being deleted no finalizer may be added.
+fn finalizer_rules(new: &Value, old: &Value) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if old.pointer("/metadata/deletionTimestamp").is_none() {
+        return errs;
+    }
+    let (n, o) = (finalizer_names(new), finalizer_names(old));
+    if n.iter().any(|f| !o.contains(f)) {
+        errs.push(FieldError::forbidden(
+            Path::new("metadata").child("finalizers"),
+            "no new finalizers can be added if the object is being deleted",
+        ));
+    }
+    errs
+}
+
+fn finalizer_names(v: &Value) -> Vec<String> {
+    v.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// kube warns about finalizers without a domain (`example.com/name`) that an object gains.
+fn warn_finalizer_names(obj: &Value, old: Option<&Value>, warnings: &mut Vec<String>) {
+    let before = old.map(finalizer_names).unwrap_or_default();
+    for f in finalizer_names(obj) {
+        if !f.contains('/') && !before.contains(&f) {
+            warnings.push(format!(
+                "metadata.finalizers: {f:?}: prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"
+            ));
+        }
+    }
+}
+
+/// kube's `markAsDeleting`: `deletionTimestamp` set unless it already is (to an earlier time),
+/// `deletionGracePeriodSeconds: 0`, and `generation` moved on when the object is first marked.
+pub fn mark_deleting(obj: &mut Value) {
+    let Some(meta) = meta_mut(obj) else { return };
+    if !meta.contains_key("deletionTimestamp") {
+        if let Some(generation) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+            meta.insert("generation".into(), json!(generation + 1));
+        }
+        meta.insert("deletionTimestamp".into(), json!(meta::now()));
+    }
+    meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+}
