@@ -38,6 +38,14 @@ pub enum Error {
     /// reason): reads.
     #[error("{0}")]
     Conversion(String),
+    /// A failure kube reports as a 500 without a reason, its text passed through (the apply
+    /// merge's `failed to create typed patch object (...)`, undecodable `managedFields`).
+    #[error("{0}")]
+    Failed(String),
+    /// An apply that would change fields other managers own (409 `Conflict`, one
+    /// `FieldManagerConflict` cause per field).
+    #[error("{0}")]
+    ApplyConflicts(versa_merge::Conflicts),
     /// Anything else that is the server's fault (500 `InternalError`).
     #[error("Internal error occurred: {0}")]
     Internal(String),
@@ -55,7 +63,8 @@ impl From<versa_storage::Error> for Error {
 }
 
 /// kube's text for a lost compare-and-swap.
-pub const CONFLICT: &str = "the object has been modified; please apply your changes to the latest version and try again";
+pub const CONFLICT: &str =
+    "the object has been modified; please apply your changes to the latest version and try again";
 
 impl Error {
     /// A storage error on object `name` of `group`/`resource`, as a caller acts on it.

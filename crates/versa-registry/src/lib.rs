@@ -9,10 +9,14 @@
 //!   what is served now, swapped whole.
 //! - [`strategy`] — the write rules: server-owned fields on create and update, admission of an
 //!   object (default → prune → validate → CEL, with ratcheting; definition validation for the
-//!   definitions API), `generation`, finalizers and deletion marks. One place, whoever writes.
+//!   definitions API), `generation`, finalizers and deletion marks; [`fields`] — field
+//!   management (`managedFields`, server-side apply's merge). One place, whoever writes.
 //! - [`storage`] — the one storage boundary: stored bytes ↔ objects at a version (read-side
 //!   schema steps, conversion, `resourceVersion`), for single objects and batches alike; REST,
-//!   migration and the controllers all cross it here.
+//!   migration and the controllers all cross it here; [`render`] — the cache of objects
+//!   rendered as JSON at a version (never what a webhook converted).
+//! - [`versions`] — the resource's versions as server-side apply's structured merge judges
+//!   ownership across them (`versa-merge`'s seam, filled with the boundary's converter).
 //! - [`error`] — the write path's [`Error`]; `versa-server` turns it into a `metav1.Status` in
 //!   one place.
 //! - [`definitions`] — the definitions API's own rules (kube's CRD strategy); [`builtin`] —
@@ -22,14 +26,17 @@
 pub mod builtin;
 pub mod definitions;
 pub mod error;
+pub mod fields;
 pub mod jsonpath;
 pub mod meta;
+pub mod render;
 pub mod resource;
 pub mod scale;
 pub mod served;
 pub mod storage;
 pub mod strategy;
 pub mod table;
+pub mod versions;
 
 pub use error::{Error, Result};
 pub use resource::{Builtin, CRD_GROUP, Compact, Face, Flavor, Resource, SchemaTexts, Version, meta_str, with_schema};

@@ -65,7 +65,6 @@ pub fn meta_mut(obj: &mut serde_json::Value) -> Option<&mut serde_json::Map<Stri
     meta.as_object_mut()
 }
 
-
 /// Sets `apiVersion` and `kind`.
 pub fn set_type_meta(obj: &mut serde_json::Value, api_version: &str, kind: &str) {
     if let Some(o) = obj.as_object_mut() {

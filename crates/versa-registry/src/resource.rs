@@ -85,7 +85,7 @@ impl Face {
 /// The core (`v1`) kinds standalone versa serves itself, because operators need them before
 /// anything else (kopf, controller-runtime's namespace handling and event recorders): served
 /// through the same REST implementation as custom resources, from built-in definitions, with
-/// the kind's own rules where kube has them (`rest/core.rs`).
+/// the kind's own rules where kube has them (`builtin.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Builtin {
     /// `v1` `namespaces`, with kube's lifecycle (phase, the `kubernetes` finalizer, content

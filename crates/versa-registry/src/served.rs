@@ -156,4 +156,3 @@ impl Registry {
         self.ready.load(Ordering::Acquire)
     }
 }
-

@@ -59,6 +59,16 @@ impl<'a> Boundary<'a> {
         Boundary { res, version, observer }
     }
 
+    /// The resource whose objects cross here.
+    pub fn resource(&self) -> &'a Resource {
+        self.res
+    }
+
+    /// The version objects are wanted at.
+    pub fn version(&self) -> &'a str {
+        self.version
+    }
+
     /// The same boundary for objects wanted at another version.
     pub fn at(self, version: &'a str) -> Boundary<'a> {
         Boundary { version, ..self }

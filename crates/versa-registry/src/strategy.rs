@@ -252,7 +252,13 @@ impl<'a> Strategy<'a> {
     /// Default → prune → validate → `x-kubernetes-validations` at this version (custom
     /// resources), or definition validation. Returns the pruned field paths; ratcheted rule
     /// failures go to `warnings`.
-    pub fn admit(&self, obj: &mut Value, old: Option<&Value>, part: Part, warnings: &mut Vec<String>) -> Result<Vec<String>> {
+    pub fn admit(
+        &self,
+        obj: &mut Value,
+        old: Option<&Value>,
+        part: Part,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<String>> {
         let res = self.res;
         let name = name_of(obj).to_owned();
         let invalid = |errs: ErrorList| Error::invalid(&res.group, &res.kind, &name, errs);
@@ -411,7 +417,12 @@ impl<'a> Strategy<'a> {
     /// collector (`collected` false: standalone mode, where nothing would ever remove these
     /// finalizers) nothing changes, as in a kube-apiserver whose garbage collection is
     /// disabled.
-    pub fn finalizers_for_deletion(&self, obj: &Value, propagation: &Propagation, collected: bool) -> Option<Vec<Value>> {
+    pub fn finalizers_for_deletion(
+        &self,
+        obj: &Value,
+        propagation: &Propagation,
+        collected: bool,
+    ) -> Option<Vec<Value>> {
         if !collected || self.res.flavor != Flavor::Custom {
             return None;
         }

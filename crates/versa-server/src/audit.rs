@@ -60,8 +60,8 @@ use tokio::sync::{mpsc, oneshot};
 use versa_schema::{Error as FieldError, ErrorList, Path as FieldPath};
 
 use crate::auth::UserInfo;
+use crate::body::{Body, full};
 use crate::request_info::RequestInfo;
-use crate::{Body, full};
 
 /// Lines waiting for the writer thread before requests wait for it.
 pub const QUEUE_EVENTS: usize = 4096;
@@ -1772,7 +1772,7 @@ mod tests {
         audit.record().annotate(REASON_ANNOTATION, "");
         audit.record().annotate(DECISION_ANNOTATION, "forbid");
         let object = json!({"kind": "Thing", "metadata": {"name": "a", "managedFields": []}});
-        let response = crate::json_response(http::StatusCode::OK, &object);
+        let response = crate::body::json_response(http::StatusCode::OK, &object);
         let response = audit.respond(response).await;
         let body = response.into_body().collect().await.unwrap().to_bytes();
         assert_eq!(serde_json::from_slice::<Value>(&body).unwrap(), object, "the answer is untouched");
@@ -1793,7 +1793,7 @@ mod tests {
         let serving = tokio::spawn(async move {
             let record = audit.record().clone();
             catch_panic(&record, async { panic!("boom") }).await;
-            audit.respond(crate::json_response(http::StatusCode::OK, &json!({}))).await
+            audit.respond(crate::body::json_response(http::StatusCode::OK, &json!({}))).await
         });
         assert!(serving.await.unwrap_err().is_panic());
 

@@ -2,7 +2,7 @@
 //! answered: [`Authenticator`] turns a request's credentials into a [`UserInfo`], and
 //! [`Authorizer`] decides on (user, verb, group, resource, subresource, namespace, name) or a
 //! non-resource path. Standalone mode uses client certificates issued by versa's CA and lets
-//! only `system:masters` in; cluster mode uses the delegated implementations in `delegated.rs`
+//! only `system:masters` in; cluster mode uses the delegated implementations in `cluster/delegated.rs`
 //! (front-proxy headers, client CA, TokenReview, SubjectAccessReview).
 
 use std::collections::BTreeMap;

@@ -82,7 +82,7 @@ const ACCEPTED_BUILTIN: &str = "application/json, application/yaml, application/
 /// Decodes a body in `format`; errors are 413 or 400 with the decoder's message.
 pub fn decode(body: &[u8], format: Format) -> Result<Decoded, Status> {
     decode_raw(body, format).map_err(|e| match e {
-        DecodeError::TooLarge => Status::too_large(),
+        DecodeError::TooLarge => Status::too_large(MAX_BODY_BYTES),
         DecodeError::Malformed(message) => Status::bad_request(message),
     })
 }
@@ -91,7 +91,7 @@ pub fn decode(body: &[u8], format: Format) -> Result<Decoded, Status> {
 /// `the object provided is unrecognized (must be of type <Kind>): <error> (<body start>)`.
 pub fn decode_object(body: &[u8], format: Format, kind: &str) -> Result<Decoded, Status> {
     decode_raw(body, format).map_err(|e| match e {
-        DecodeError::TooLarge => Status::too_large(),
+        DecodeError::TooLarge => Status::too_large(MAX_BODY_BYTES),
         DecodeError::Malformed(message) => Status::bad_request(format!(
             "the object provided is unrecognized (must be of type {kind}): {message} ({})",
             truncate_body(body)

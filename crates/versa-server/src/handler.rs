@@ -17,52 +17,13 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 use serde_json::json;
-use std::sync::Mutex;
 
-use tokio_util::sync::CancellationToken;
-use versa_storage::{Keys, Store};
-
-use crate::metrics::Metrics;
-use crate::openapi::OpenApiCache;
-use versa_registry::Registry;
-
-use crate::auth::{Auth, ClientCert, Credentials, Decision, forbidden_message};
+use crate::auth::{ClientCert, Credentials, Decision, forbidden_message};
+use crate::body::{Body, full, json_response};
 use crate::request_info::RequestInfo;
+use crate::state::State;
 use crate::status::Status;
-use crate::{Body, audit, discovery, full, json_response, limits, request_info, rest};
-
-/// What every request shares.
-#[derive(Debug)]
-pub struct State {
-    pub store: Arc<dyn Store>,
-    pub keys: Keys,
-    pub auth: Auth,
-    pub registry: Registry,
-    pub openapi: Mutex<OpenApiCache>,
-    pub metrics: Metrics,
-    /// How converters are built (webhook timeout).
-    pub conversion: versa_conversion::Options,
-    /// How storage migrations run.
-    pub migration: crate::migration::MigrationOptions,
-    /// Whether a garbage collector acts on `ownerReferences` and the `orphan` /
-    /// `foregroundDeletion` finalizers: kube's, in cluster mode. Standalone has none, so deletes
-    /// behave as in a kube-apiserver with garbage collection disabled.
-    pub garbage_collection: bool,
-    /// Cluster mode: whether kube-apiserver has been reached and the set-up is done (until then
-    /// `/readyz` fails with the reason and other requests get 503).
-    pub startup: Option<Arc<crate::cluster::Startup>>,
-    /// Requests in flight and how long each may run (`limits.rs`).
-    pub limits: crate::limits::RequestLimits,
-    pub inflight: crate::limits::InFlight,
-    /// Rendered objects (the LIST and GET fast path).
-    pub render: crate::rest::render::RenderCache,
-    /// The audit policy and log; `None` (no policy): nothing is audited.
-    pub audit: Option<audit::Auditor>,
-    /// Whether this replica does the once-only work now (`leader.rs`).
-    pub leadership: crate::leader::Leadership,
-    /// Cancelled when the server shuts down: watches and the controller end.
-    pub shutdown: CancellationToken,
-}
+use crate::{audit, discovery, limits, request_info, rest};
 
 /// The Kubernetes API version versa's types and behaviour follow (reported by `/version`).
 const KUBE_MAJOR: &str = "1";
@@ -431,11 +392,11 @@ fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Respo
 /// `/openapi/v2`, as kube-openapi serves it: JSON, or gnostic's `openapi.v2.Document` protobuf
 /// when `Accept` prefers `application/com.github.proto-openapi.spec.v2@v1.0+protobuf` (or the
 /// `.v2.v1.0+protobuf` spelling) — what kubectl's OpenAPI getter asks for. Negotiation honours
-/// q-values and wildcards, JSON first (`openapi_proto::negotiate`); nothing acceptable is a 406.
+/// q-values and wildcards, JSON first (`openapi::proto::negotiate`); nothing acceptable is a 406.
 /// Both forms carry the JSON's hash as `ETag` (a matching `If-None-Match` gets 304, which is
 /// how kube-aggregator polls) and `Vary: Accept`.
 fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> {
-    use crate::openapi_proto::{Format, PROTOBUF_CONTENT_TYPE, negotiate};
+    use crate::openapi::proto::{Format, PROTOBUF_CONTENT_TYPE, negotiate};
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     let vary = |mut response: Response<Body>| {
         response.headers_mut().insert(header::VARY, header::HeaderValue::from_static("Accept"));

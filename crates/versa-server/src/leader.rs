@@ -3,7 +3,7 @@
 //! namespace controller. Every replica serves; only the leader runs those.
 //!
 //! The algorithm is client-go's `tools/leaderelection`, over a [`LeaseLock`] (a
-//! `coordination.k8s.io/v1` Lease, `lease_lock.rs`, or an etcd key bound to an etcd lease,
+//! `coordination.k8s.io/v1` Lease, `cluster/lease_lock.rs`, or an etcd key bound to an etcd lease,
 //! `versa-storage-etcd`):
 //!
 //! - a candidate reads the record; it may take it when nobody holds it (`holderIdentity` empty,

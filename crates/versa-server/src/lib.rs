@@ -16,24 +16,18 @@
 //! Every request: TLS (client certificate optional at the handshake) → authenticate → authorize
 //! → route (see `handler.rs`). Errors are `metav1.Status` objects (`status.rs`).
 
-pub mod apiservice;
 pub mod audit;
 pub mod auth;
+pub mod body;
 pub mod cluster;
 pub mod codec;
-mod controller;
-pub mod delegated;
+pub mod controllers;
 pub mod discovery;
 mod handler;
-pub mod kube;
 pub mod leader;
-pub mod lease_lock;
 pub mod limits;
 pub mod metrics;
-pub mod migration;
-mod namespaces;
 pub mod openapi;
-mod openapi_proto;
 pub mod patch;
 pub mod pki;
 mod protobuf;
@@ -42,40 +36,22 @@ pub mod request_info;
 mod rest;
 pub mod selector;
 mod server;
+pub mod state;
 pub mod status;
 pub mod tls;
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt as _, Full, combinators::BoxBody};
 use versa_storage::Store;
 
 pub use auth::Auth;
 
-/// Response bodies: whole buffers now, streams for watches.
-pub type Body = BoxBody<Bytes, Infallible>;
-
-/// A response body holding `bytes`.
-pub fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into()).boxed()
-}
-
-/// A JSON response with `code`.
-pub fn json_response(code: http::StatusCode, value: &serde_json::Value) -> http::Response<Body> {
-    let mut response = http::Response::new(full(serde_json::to_vec(value).unwrap_or_default()));
-    *response.status_mut() = code;
-    response
-        .headers_mut()
-        .insert(http::header::CONTENT_TYPE, http::header::HeaderValue::from_static("application/json"));
-    response
-}
+pub use body::{Body, full, json_response};
 
 /// Keeps the storage gauges current until shutdown.
-async fn probe_storage(state: Arc<handler::State>) {
+async fn probe_storage(state: Arc<state::State>) {
     loop {
         match state.store.current_revision().await {
             Ok(revision) => {
@@ -94,7 +70,7 @@ async fn probe_storage(state: Arc<handler::State>) {
 }
 
 /// Keeps `leader_election_master_status` current until shutdown.
-async fn report_leadership(state: Arc<handler::State>, lease: String) {
+async fn report_leadership(state: Arc<state::State>, lease: String) {
     let mut leadership = state.leadership.clone();
     loop {
         state.metrics.leading(&lease, leadership.is_leader());
@@ -124,7 +100,7 @@ pub struct ServerConfig {
     /// How conversion webhooks are called.
     pub conversion: versa_conversion::Options,
     /// How storage migrations run.
-    pub migration: migration::MigrationOptions,
+    pub migration: state::MigrationOptions,
     /// Requests in flight and their duration.
     pub limits: limits::RequestLimits,
     /// The audit policy and log (`audit.rs`); `None`: no auditing.
@@ -161,7 +137,7 @@ pub struct Prepared {
     cluster: Option<cluster::Tasks>,
     /// The leader election to start, and its lock's name (for the metric).
     campaign: Option<(leader::Campaign, String)>,
-    state: Arc<handler::State>,
+    state: Arc<state::State>,
 }
 
 impl ServerConfig {
@@ -187,9 +163,9 @@ impl ServerConfig {
                             anyhow::anyhow!("leader election: a Lease needs cluster mode (a kubeconfig or a pod)")
                         })?;
                         let namespace = namespace.unwrap_or_else(|| cluster.service.namespace.clone());
-                        let client = kube::KubeClient::new(cluster.kube.clone())
+                        let client = cluster::kube::KubeClient::new(cluster.kube.clone())
                             .map_err(|e| anyhow::anyhow!("leader election: {e}"))?;
-                        Arc::new(lease_lock::KubeLeaseLock::new(client.client().clone(), &namespace, &name))
+                        Arc::new(cluster::lease_lock::KubeLeaseLock::new(client.client().clone(), &namespace, &name))
                     }
                 };
                 let lease_name = lock.describe();
@@ -213,13 +189,17 @@ impl ServerConfig {
             }
         };
         let audit = self.audit.map(audit::Auditor::start).transpose()?;
-        let state = Arc::new(handler::State {
+        let state = Arc::new(state::State {
             store: self.store,
             keys: versa_storage::Keys::new(&self.key_prefix),
             auth,
             // Standalone, the definitions are CustomResourceDefinitions too, and Namespaces
             // and Events are served; behind kube-apiserver those are kube's.
-            registry: if cluster.is_some() { versa_registry::Registry::new() } else { versa_registry::Registry::standalone() },
+            registry: if cluster.is_some() {
+                versa_registry::Registry::new()
+            } else {
+                versa_registry::Registry::standalone()
+            },
             openapi: std::sync::Mutex::new(openapi::OpenApiCache::new()),
             metrics: metrics::Metrics::new(),
             conversion: self.conversion,
@@ -263,11 +243,11 @@ impl Prepared {
             tokio::spawn(report_leadership(self.state.clone(), lease));
             campaign.spawn(self.state.shutdown.clone())
         });
-        let controller = tokio::spawn(controller::run(self.state.clone()));
+        let controller = tokio::spawn(controllers::definitions::run(self.state.clone()));
         tokio::spawn(probe_storage(self.state.clone()));
         let state = self.state.clone();
         tokio::spawn(leader::while_leading(self.state.leadership.clone(), self.state.shutdown.clone(), move |_| {
-            namespaces::run(state.clone())
+            controllers::namespaces::run(state.clone())
         }));
         if let Some(tasks) = self.cluster {
             tasks.spawn(self.state.clone());

@@ -13,7 +13,8 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use crate::auth::ClientCert;
-use crate::handler::{self, State};
+use crate::handler;
+use crate::state::State;
 
 /// How long a client may take to finish the TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

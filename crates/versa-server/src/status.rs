@@ -5,7 +5,7 @@ use http::{Response, StatusCode};
 use serde_json::{Value, json};
 use versa_schema::ErrorList;
 
-use crate::Body;
+use crate::body::Body;
 
 /// A failed request: HTTP code, Kubernetes `reason`, message and optional `details`.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,12 +57,12 @@ impl Status {
         Status { code: StatusCode::BAD_REQUEST, reason: "BadRequest", message: message.into(), details: None }
     }
 
-    /// 413: a body over the limit (kube-apiserver's `limitedReadBody`).
-    pub fn too_large() -> Self {
+    /// 413: a body over `limit` bytes (kube-apiserver's `limitedReadBody`).
+    pub fn too_large(limit: usize) -> Self {
         Status {
             code: StatusCode::PAYLOAD_TOO_LARGE,
             reason: "RequestEntityTooLarge",
-            message: format!("Request entity too large: limit is {}", crate::codec::MAX_BODY_BYTES),
+            message: format!("Request entity too large: limit is {limit}"),
             details: None,
         }
     }
@@ -214,7 +214,7 @@ impl Status {
     /// kube-apiserver's response writer does.
     pub fn into_response(self) -> Response<Body> {
         let retry_after = self.details.as_ref().and_then(|d| d.get("retryAfterSeconds")).and_then(Value::as_u64);
-        let mut response = crate::json_response(self.code, &self.to_json());
+        let mut response = crate::body::json_response(self.code, &self.to_json());
         if let Some(seconds) = retry_after.filter(|s| *s > 0) {
             response.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
         }
@@ -241,7 +241,20 @@ impl From<versa_registry::Error> for Status {
             Error::Invalid { group, kind, name, errors } => Status::invalid(&group, &kind, &name, &errors),
             Error::BadRequest(message) => Status::bad_request(message),
             Error::Forbidden { message, details } => Status::forbidden(message, details),
-            Error::Conversion(message) => Status::unknown(message),
+            Error::Conversion(message) | Error::Failed(message) => Status::unknown(message),
+            Error::ApplyConflicts(conflicts) => {
+                let causes: Vec<Value> = conflicts
+                    .causes()
+                    .into_iter()
+                    .map(|c| json!({"reason": "FieldManagerConflict", "message": c.message, "field": c.field}))
+                    .collect();
+                Status {
+                    code: StatusCode::CONFLICT,
+                    reason: "Conflict",
+                    message: conflicts.to_string(),
+                    details: Some(json!({"causes": causes})),
+                }
+            }
             Error::Internal(message) => Status::internal(message),
             Error::Storage(e) => Status::from_storage(e),
         }

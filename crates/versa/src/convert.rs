@@ -96,9 +96,9 @@ pub fn run(args: &Args) -> Result<Outcome> {
             .into_iter()
             .map(|(source, obj)| {
                 let converted = runtime.block_on(boundary.read_objects(vec![obj]));
-                let converted = converted.map_err(|e| e.to_string()).and_then(|mut all| {
-                    all.pop().ok_or_else(|| "the converter returned no object".to_owned())
-                });
+                let converted = converted
+                    .map_err(|e| e.to_string())
+                    .and_then(|mut all| all.pop().ok_or_else(|| "the converter returned no object".to_owned()));
                 (source, converted)
             })
             .collect()

@@ -9,7 +9,7 @@
 //! files ([`locate`]: kubectl's order, with versa's own admin kubeconfig as the last resort),
 //! how several are merged ([`load`]: the first file to set a value wins, files that do not exist
 //! are skipped, as kubectl does) and which context is used (`--context`, else
-//! `current-context`). The connection itself is `versa_server::kube::KubeClient`.
+//! `current-context`). The connection itself is `versa_server::cluster::kube::KubeClient`.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -199,6 +199,6 @@ mod tests {
         assert_eq!(config.root_cert.as_ref().map(Vec::len), Some(1));
         assert!(config.auth_info.client_certificate_data.is_some());
         // A client can be built from it (certificate and key parse).
-        versa_server::kube::KubeClient::new(config).unwrap();
+        versa_server::cluster::kube::KubeClient::new(config).unwrap();
     }
 }

@@ -1,7 +1,7 @@
 //! `versa migrate status|run`: storage migration of a running versa, seen and driven from the
 //! command line.
 //!
-//! The server does the migrating (`versa_server::migration`): after a definition's storage
+//! The server does the migrating (`versa_server::controllers::migration`): after a definition's storage
 //! version changes it rewrites every object at the new version and then trims
 //! `status.storedVersions` to that version alone — so a definition is migrated exactly when its
 //! stored versions are all its storage version. Servers started with `--auto-migrate=false`
@@ -12,7 +12,7 @@
 //!
 //! The server is found through a kubeconfig (`kubeconfig.rs`: `--kubeconfig`, `$KUBECONFIG`
 //! lists, `--context`, exec plugins, `kubectl proxy`) and reached with kube-rs's client
-//! (`versa_server::kube`), each call bounded by [`REQUEST_TIMEOUT`].
+//! (`versa_server::cluster::kube`), each call bounded by [`REQUEST_TIMEOUT`].
 //!
 //! Exit status: 0 on success; 1 when `run --wait` timed out; 2 on usage, kubeconfig, connection
 //! or server errors (printed as kubectl prints them: `Error from server (NotFound): ...`).
@@ -23,8 +23,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use versa_server::kube::{KubeClient as Client, KubeError};
-use versa_server::migration::REQUEST_ANNOTATION;
+use versa_server::cluster::kube::{KubeClient as Client, KubeError};
+use versa_server::controllers::migration::REQUEST_ANNOTATION;
 
 use crate::kubeconfig;
 

@@ -226,7 +226,7 @@ impl ClusterArgs {
             (None, Ok(host)) if !host.is_empty() => kubeconfig::in_cluster()?,
             _ => return Ok(None),
         };
-        async fn other(path: &Option<PathBuf>) -> anyhow::Result<Option<versa_server::kube::Config>> {
+        async fn other(path: &Option<PathBuf>) -> anyhow::Result<Option<versa_server::cluster::kube::Config>> {
             Ok(match path {
                 Some(p) => Some(crate::kubeconfig::load(std::slice::from_ref(p), None).await?),
                 None => None,
@@ -362,10 +362,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         conversion: versa_conversion::Options {
             webhook_timeout: std::time::Duration::from_secs(args.conversion_webhook_timeout),
         },
-        migration: versa_server::migration::MigrationOptions {
-            automatic: args.auto_migrate,
-            rate: args.migration_rate,
-        },
+        migration: versa_server::state::MigrationOptions { automatic: args.auto_migrate, rate: args.migration_rate },
         limits: versa_server::limits::RequestLimits {
             max_requests_inflight: args.max_requests_inflight,
             max_mutating_requests_inflight: args.max_mutating_requests_inflight,

@@ -11,7 +11,6 @@
 mod fields;
 mod namespace_lifecycle;
 mod read;
-pub(crate) mod render;
 mod scale;
 mod watch;
 mod write;
@@ -23,16 +22,16 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
 use serde_json::{Value, json};
-
-use crate::codec;
-use crate::handler::State;
-use crate::query::Query;
 use versa_registry::storage::Boundary;
 use versa_registry::strategy::{FieldValidation, Strategy};
 use versa_registry::{Resource, Version};
+
+use crate::body::{Body, full};
+use crate::codec;
+use crate::query::Query;
 use crate::request_info::RequestInfo;
+use crate::state::State;
 use crate::status::Status;
-use crate::{Body, full};
 
 /// Everything a verb handler needs about the request.
 #[derive(Debug)]
@@ -430,7 +429,9 @@ pub async fn read_body(body: Incoming) -> Result<Bytes, Status> {
     let limited = http_body_util::Limited::new(body, codec::MAX_BODY_BYTES);
     match limited.collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(Status::too_large()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            Err(Status::too_large(codec::MAX_BODY_BYTES))
+        }
         Err(e) => Err(Status::bad_request(format!("error reading the request body: {e}"))),
     }
 }

@@ -35,4 +35,3 @@ pub async fn admit_create_in_namespace(ctx: &Ctx) -> Result<(), Status> {
         })),
     ))
 }
-

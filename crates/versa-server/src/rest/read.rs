@@ -10,21 +10,21 @@
 use http::StatusCode;
 use serde_json::{Map, Value, json};
 use versa_conversion::Converted;
+use versa_registry::storage::values;
+use versa_registry::table::{IncludeObject, partial_object_metadata};
 use versa_schema::{Error as FieldError, ErrorList, Path};
 use versa_storage::{ContinueToken, ListOptions};
 
-use versa_registry::storage::values;
 use super::{Answer, Ctx, Shape, shape};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
-use versa_registry::table::{IncludeObject, partial_object_metadata};
 
 /// `GET .../<plural>/<name>` (and `.../<name>/status`).
 pub async fn get(ctx: &Ctx) -> Answer {
     let kv = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(ctx.storage_error(&ctx.name))?;
     let kv = kv.ok_or_else(|| ctx.not_found())?;
     if ctx.wants_plain_json() {
-        let bytes = ctx.state.render.render(ctx, &kv).await?;
+        let bytes = ctx.state.render.render(ctx.boundary(), &kv).await?;
         return Ok(ctx.respond_json_bytes(StatusCode::OK, bytes));
     }
     let obj = ctx.boundary().from_storage(&kv).await?;
@@ -338,13 +338,13 @@ pub async fn list(ctx: &Ctx) -> Answer {
 }
 
 /// The common LIST (no selector, plain JSON): one store page, each object rendered once and
-/// cached (`render.rs`), the list written around them.
+/// cached (`versa_registry::render`), the list written around them.
 async fn list_rendered(ctx: &Ctx) -> Answer {
     let (limit, revision) = list_params(ctx).await?;
     let token = ctx.query.get("continue").filter(|c| !c.is_empty()).map(str::to_owned);
     let options = ListOptions { limit, continue_token: token, revision };
     let page = ctx.state.store.list(&ctx.collection_prefix(), options).await.map_err(|e| list_error(ctx, e))?;
-    let items = ctx.state.render.render_all(ctx, &page.items).await?;
+    let items = ctx.state.render.render_all(ctx.boundary(), &page.items).await?;
     let size: usize = items.iter().map(|b| b.len() + 1).sum();
     let list = list_json(ctx, page.revision, page.continue_token.as_deref(), size, |out| {
         for (i, item) in items.iter().enumerate() {

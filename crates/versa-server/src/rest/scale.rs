@@ -7,10 +7,9 @@ use http::StatusCode;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceScale;
 use serde_json::{Value, json};
 use versa_registry::scale::{lookup, set_path};
-
-use super::fields::{self, Manager, Verb};
 use versa_storage::KeyValue;
 
+use super::fields::{self, Manager, Verb};
 use super::write::{Fields, Write, write_object};
 use super::{Answer, Ctx, Part};
 use crate::codec;

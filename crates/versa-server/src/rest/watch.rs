@@ -26,14 +26,14 @@ use http_body::{Body as HttpBody, Frame};
 use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use versa_registry::meta::{name_of, set_resource_version};
+use versa_registry::table::IncludeObject;
 use versa_schema::{Error as FieldError, ErrorList, Path};
 use versa_storage::WatchEvent;
 
-use versa_registry::meta::{name_of, set_resource_version};
 use super::read::{Filter, parse_rv, read_page};
 use super::{Answer, Ctx, Shape, add_warnings, shape};
 use crate::status::Status;
-use versa_registry::table::IncludeObject;
 
 /// A response body fed by a channel of chunks.
 #[derive(Debug)]

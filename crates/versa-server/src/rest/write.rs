@@ -181,7 +181,12 @@ fn update_rules(ctx: &mut Ctx, new: &mut Value, old: &Value, write: Write<'_>) -
 
 /// A create: the create rules, then the store (`AlreadyExists` if the name is taken — after
 /// admission, as kube answers). Answers 201 and the object as stored.
-async fn insert(ctx: &mut Ctx, mut obj: Value, duplicates: &[String], fields: Fields<'_>) -> Result<(StatusCode, Value), Status> {
+async fn insert(
+    ctx: &mut Ctx,
+    mut obj: Value,
+    duplicates: &[String],
+    fields: Fields<'_>,
+) -> Result<(StatusCode, Value), Status> {
     create_rules(ctx, &mut obj, Write { part: Part::Main, duplicates, fields }).await?;
     let key = ctx.key(&ctx.name);
     if ctx.write.dry_run {

@@ -22,10 +22,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-
-use crate::cluster::Cluster;
 use versa_registry::definitions::set_condition;
-use crate::handler::State;
+
+use super::connection::Cluster;
+use crate::state::State;
 
 /// The label marking the APIServices (and the Secret) versa manages.
 pub const MANAGED_BY: &str = "versa.dev/managed-by";
@@ -221,7 +221,7 @@ async fn report(
             continue;
         }
         let now = versa_registry::meta::now();
-        let written = crate::migration::update_status_if(state, &name, |_, doc| {
+        let written = crate::controllers::migration::update_status_if(state, &name, |_, doc| {
             let current = doc
                 .pointer("/status/conditions")
                 .and_then(Value::as_array)
@@ -250,8 +250,10 @@ mod tests {
     #[tokio::test]
     async fn ownership_and_sameness() {
         let cluster = Cluster {
-            kube: crate::kube::KubeClient::new(crate::kube::Config::new("https://127.0.0.1:1".parse().unwrap()))
-                .unwrap(),
+            kube: crate::cluster::kube::KubeClient::new(crate::cluster::kube::Config::new(
+                "https://127.0.0.1:1".parse().unwrap(),
+            ))
+            .unwrap(),
             service: crate::cluster::ServiceRef { namespace: "versa".into(), name: "versa".into(), port: 443 },
             ca_bundle: crate::cluster::CaBundle::Generated("CA".into()),
             resync: Duration::from_secs(30),

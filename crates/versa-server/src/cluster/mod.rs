@@ -34,10 +34,17 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+pub mod apiservice;
+pub mod connection;
+pub mod delegated;
+pub mod kube;
+pub mod lease_lock;
+
+pub use self::connection::{CaBundle, Cluster, ServiceRef};
+use self::delegated::{DelegatedAuthenticator, DelegatedAuthorizer, RequestHeaderConfig};
+use self::kube::{KubeClient, KubeError};
 use crate::auth::Auth;
-use crate::delegated::{DelegatedAuthenticator, DelegatedAuthorizer, RequestHeaderConfig};
-use crate::handler::State;
-use crate::kube::{KubeClient, KubeError};
+use crate::state::{Startup, State};
 use crate::tls::{ClientTrust, ServingCert};
 
 /// How often, by default, the authentication ConfigMap, the CA and certificate files and the
@@ -55,11 +62,11 @@ pub const AUTHENTICATION_CONFIGMAP: &str =
 #[derive(Debug, Clone)]
 pub struct ClusterConfig {
     /// kube-apiserver (from `--kubeconfig` or the pod's service account).
-    pub kube: crate::kube::Config,
+    pub kube: kube::Config,
     /// For TokenReviews (`--authentication-kubeconfig`); default: `kube`.
-    pub authentication_kube: Option<crate::kube::Config>,
+    pub authentication_kube: Option<kube::Config>,
     /// For SubjectAccessReviews (`--authorization-kubeconfig`); default: `kube`.
-    pub authorization_kube: Option<crate::kube::Config>,
+    pub authorization_kube: Option<kube::Config>,
     /// `--tls-cert-file` and `--tls-private-key-file`.
     pub tls_files: Option<(PathBuf, PathBuf)>,
     /// `--apiservice-ca-file`: the `caBundle` for APIServices when the serving certificate
@@ -89,81 +96,6 @@ pub struct RequestHeaderFlags {
     pub group_headers: Vec<String>,
     pub extra_headers_prefix: Vec<String>,
     pub uid_headers: Vec<String>,
-}
-
-/// versa's Service.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServiceRef {
-    pub namespace: String,
-    pub name: String,
-    pub port: u16,
-}
-
-impl ServiceRef {
-    /// The names the serving certificate must carry for kube-aggregator to reach versa
-    /// through the Service.
-    pub fn dns_names(&self) -> Vec<String> {
-        let (n, ns) = (&self.name, &self.namespace);
-        vec![n.clone(), format!("{n}.{ns}"), format!("{n}.{ns}.svc"), format!("{n}.{ns}.svc.cluster.local")]
-    }
-}
-
-/// Where the APIServices' `caBundle` comes from.
-#[derive(Debug, Clone)]
-pub enum CaBundle {
-    /// The generated CA (PEM).
-    Generated(String),
-    /// A file, re-read on every reconciliation (so a rotated CA propagates).
-    File(PathBuf),
-    /// The last certificate of the serving chain (a self-signed certificate is its own CA).
-    ServingChain(PathBuf),
-}
-
-impl CaBundle {
-    pub fn pem(&self) -> Result<String, String> {
-        match self {
-            CaBundle::Generated(pem) => Ok(pem.clone()),
-            CaBundle::File(path) => std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display())),
-            CaBundle::ServingChain(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-                let start = text.rfind("-----BEGIN CERTIFICATE-----").ok_or("no PEM certificate found")?;
-                Ok(text[start..].to_owned())
-            }
-        }
-    }
-}
-
-/// Cluster mode, running (once kube-apiserver has been reached).
-#[derive(Debug)]
-pub struct Cluster {
-    pub kube: KubeClient,
-    pub service: ServiceRef,
-    pub ca_bundle: CaBundle,
-    pub resync: Duration,
-}
-
-/// Whether cluster mode is set up: `None` once kube-apiserver has been reached and the serving
-/// certificate, client CAs and front-proxy settings are in place; until then, why not.
-#[derive(Debug, Default)]
-pub struct Startup {
-    waiting: RwLock<Option<String>>,
-}
-
-impl Startup {
-    /// Why versa is not ready yet, if it is not.
-    pub fn pending(&self) -> Option<String> {
-        match self.waiting.read() {
-            Ok(g) => g.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    fn set(&self, reason: Option<String>) {
-        match self.waiting.write() {
-            Ok(mut g) => *g = reason,
-            Err(poisoned) => *poisoned.into_inner() = reason,
-        }
-    }
 }
 
 /// What [`prepare`] hands to the server.
@@ -214,7 +146,7 @@ impl Tasks {
             // Registration is the leader's (`leader.rs`): one replica creates and repairs.
             let (leadership, stop) = (state.leadership.clone(), state.shutdown.clone());
             tokio::spawn(crate::leader::while_leading(leadership, stop, move |_| {
-                crate::apiservice::run(state.clone(), cluster.clone())
+                apiservice::run(state.clone(), cluster.clone())
             }));
             sync_authentication(self, shutdown).await;
         });
@@ -295,7 +227,7 @@ impl Tasks {
 /// listen address, so that probes and tests can verify it too). Reaches kube-apiserver once; if
 /// that fails, the server starts anyway and [`Tasks::spawn`] keeps trying.
 pub async fn prepare(config: ClusterConfig, extra_hosts: &[String]) -> anyhow::Result<Prepared> {
-    let client = |c: &crate::kube::Config, flag: &str| {
+    let client = |c: &kube::Config, flag: &str| {
         KubeClient::new(c.clone()).map_err(|e| anyhow::anyhow!("{flag}: cannot build the kube-apiserver client: {e}"))
     };
     let kube = client(&config.kube, "--kubeconfig")?;
@@ -368,7 +300,7 @@ async fn serving_ca(kube: &KubeClient, namespace: &str, name: &str) -> anyhow::R
         let secret = json!({
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"name": name, "namespace": namespace, "labels": {crate::apiservice::MANAGED_BY: crate::apiservice::MANAGER}},
+            "metadata": {"name": name, "namespace": namespace, "labels": {apiservice::MANAGED_BY: apiservice::MANAGER}},
             "type": "Opaque",
             "data": {"ca.crt": STANDARD.encode(&cert), "ca.key": STANDARD.encode(&key)},
         });

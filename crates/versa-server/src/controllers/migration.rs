@@ -8,7 +8,7 @@
 //! the resource's converter (pruned with the storage schema) and written back with
 //! compare-and-swap on the revision it read — a conflict means someone else wrote it since,
 //! and every write is at the storage version, so it is skipped. Writes are paced
-//! ([`MigrationOptions::rate`]).
+//! ([`MigrationOptions::rate`](crate::state::MigrationOptions::rate)).
 //!
 //! Only the leader migrates (`leader.rs`; the definitions controller starts this task in the
 //! leader's term and it is cancelled when the term ends), and the walk leaves a checkpoint in
@@ -33,28 +33,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use versa_apiextensions::ResourceDefinition;
+use versa_registry::Resource;
+use versa_registry::definitions::set_condition;
+use versa_registry::meta;
 use versa_registry::storage::Boundary;
+use versa_registry::{Error, Result};
 use versa_storage::{KeyValue, ListOptions, Update, guaranteed_update};
 
-use versa_registry::definitions::set_condition;
-use crate::handler::State;
-use versa_registry::meta;
-use versa_registry::Resource;
-
-/// How migrations run.
-#[derive(Debug, Clone)]
-pub struct MigrationOptions {
-    /// Migrate automatically when the storage version changes.
-    pub automatic: bool,
-    /// Objects rewritten per second at most.
-    pub rate: u32,
-}
-
-impl Default for MigrationOptions {
-    fn default() -> Self {
-        MigrationOptions { automatic: true, rate: 200 }
-    }
-}
+use crate::state::{MigrationOptions, State};
 
 /// How many objects the walk examines between two checkpoints in the definition's status.
 pub const CHECKPOINT_EVERY: u64 = 100;
@@ -116,11 +102,11 @@ enum Outcome {
 }
 
 /// The definition as stored, with its revision.
-async fn load(state: &State, name: &str) -> Result<Option<(KeyValue, ResourceDefinition)>, String> {
+async fn load(state: &State, name: &str) -> Result<Option<(KeyValue, ResourceDefinition)>> {
     let key = state.keys.object(versa_apiextensions::types::GROUP, "resourcedefinitions", None, name);
-    let Some(kv) = state.store.get(&key).await.map_err(|e| e.to_string())? else { return Ok(None) };
-    let doc: Value = serde_json::from_slice(&kv.value).map_err(|e| e.to_string())?;
-    let def = ResourceDefinition::from_document(&doc).map_err(|e| e.to_string())?;
+    let Some(kv) = state.store.get(&key).await? else { return Ok(None) };
+    let doc: Value = serde_json::from_slice(&kv.value).map_err(|e| Error::internal(e.to_string()))?;
+    let def = ResourceDefinition::from_document(&doc).map_err(|e| Error::internal(e.to_string()))?;
     Ok(Some((kv, def)))
 }
 
@@ -149,7 +135,7 @@ impl Checkpoint {
 }
 
 /// One walk over the objects (from the checkpoint, if there is one), then the trim.
-async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome, String> {
+async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome> {
     let Some((kv, def)) = load(state, name).await? else { return Ok(Outcome::NotNeeded) };
     if !wanted(&def, &state.migration) {
         return Ok(Outcome::NotNeeded);
@@ -169,7 +155,7 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome, String> {
     let mut token = match &resumed {
         Some(checkpoint) => {
             tracing::info!(definition = %name, after = %checkpoint.resume_after, seen, migrated, "storage migration resumes");
-            let revision = state.store.current_revision().await.map_err(|e| e.to_string())?;
+            let revision = state.store.current_revision().await?;
             let last = format!("{prefix}{}", checkpoint.resume_after);
             Some(versa_storage::ContinueToken::after(&prefix, &last, revision).encode())
         }
@@ -177,7 +163,7 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome, String> {
     };
     loop {
         let options = ListOptions { limit: 500, continue_token: token.take(), revision: 0 };
-        let page = state.store.list(&prefix, options).await.map_err(|e| e.to_string())?;
+        let page = state.store.list(&prefix, options).await?;
         for kv in &page.items {
             seen += 1;
             if rewrite(state, &res, kv).await? {
@@ -246,19 +232,19 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome, String> {
 
 /// Rewrites one object at the storage version if it is not there yet (the storage boundary's
 /// [`Boundary::restored`]). Returns whether it wrote.
-async fn rewrite(state: &State, res: &Resource, kv: &KeyValue) -> Result<bool, String> {
+async fn rewrite(state: &State, res: &Resource, kv: &KeyValue) -> Result<bool> {
     let boundary = Boundary::new(res, &res.storage_version, &state.metrics);
-    let Some(bytes) = boundary.restored(kv).await.map_err(|e| e.to_string())? else { return Ok(false) };
+    let Some(bytes) = boundary.restored(kv).await? else { return Ok(false) };
     match state.store.update(&kv.key, bytes, kv.mod_revision).await {
         Ok(_) => Ok(true),
         // Written (at the storage version) or deleted meanwhile: nothing left to do.
         Err(versa_storage::Error::Conflict { .. } | versa_storage::Error::NotFound { .. }) => Ok(false),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.into()),
     }
 }
 
 /// Changes the definition's stored document with compare-and-swap (retrying lost races).
-async fn update_status(state: &State, name: &str, change: impl Fn(&mut Value)) -> Result<bool, String> {
+async fn update_status(state: &State, name: &str, change: impl Fn(&mut Value)) -> Result<bool> {
     update_status_if(state, name, |_, doc| {
         change(doc);
         true
@@ -272,22 +258,21 @@ pub(crate) async fn update_status_if(
     state: &State,
     name: &str,
     change: impl Fn(&ResourceDefinition, &mut Value) -> bool,
-) -> Result<bool, String> {
+) -> Result<bool> {
     let key = state.keys.object(versa_apiextensions::types::GROUP, "resourcedefinitions", None, name);
     let mut changed = false;
-    guaranteed_update::<versa_registry::Error, _>(&*state.store, &key, |current| {
+    guaranteed_update::<Error, _>(&*state.store, &key, |current| {
         changed = false;
         let Some(kv) = current else { return Ok(Update::Keep) };
-        let internal = |e: serde_json::Error| versa_registry::Error::internal(e.to_string());
+        let internal = |e: serde_json::Error| Error::internal(e.to_string());
         let mut doc: Value = serde_json::from_slice(&kv.value).map_err(internal)?;
-        let def = ResourceDefinition::from_document(&doc).map_err(|e| versa_registry::Error::internal(e.to_string()))?;
+        let def = ResourceDefinition::from_document(&doc).map_err(|e| Error::internal(e.to_string()))?;
         if !change(&def, &mut doc) {
             return Ok(Update::Keep);
         }
         changed = true;
         serde_json::to_vec(&doc).map(|v| Update::Set(Bytes::from(v))).map_err(internal)
     })
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     Ok(changed)
 }

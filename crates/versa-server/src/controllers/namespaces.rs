@@ -1,6 +1,6 @@
 //! Standalone mode's namespace controller and event expiry — the parts of kube-controller-manager
 //! and kube-apiserver that a cluster would run for the core kinds versa serves itself
-//! (`registry::Builtin`; the rules of the kinds are in `rest/core.rs`).
+//! (`versa_registry::Builtin`; the rules of the kinds are in `versa_registry::builtin`).
 //!
 //! - At start, `default`, `kube-system` and `kube-public` are created when missing.
 //! - A namespace marked for deletion (`Terminating`) is emptied: every object of every served
@@ -19,12 +19,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use serde_json::Value;
+use versa_registry::builtin::{IMMORTAL, KUBERNETES_FINALIZER, new_namespace};
+use versa_registry::{Builtin, Resource};
 use versa_storage::{KeyValue, ListOptions};
 
-use crate::controller::delete_objects;
-use crate::handler::State;
-use versa_registry::{Builtin, Resource};
-use versa_registry::builtin::{IMMORTAL, KUBERNETES_FINALIZER, new_namespace};
+use crate::controllers::definitions::delete_objects;
+use crate::state::State;
 
 /// How long an Event is kept after it was last seen (kube-apiserver's `--event-ttl` default).
 pub const EVENT_TTL: Duration = Duration::from_secs(3600);

@@ -16,8 +16,8 @@ use bytes::Bytes;
 use versa_conversion::Converted;
 use versa_storage::KeyValue;
 
-use super::Ctx;
-use crate::status::Status;
+use crate::error::{Error, Result};
+use crate::storage::Boundary;
 
 /// Bytes of rendered objects kept at most.
 pub const CACHE_BYTES: usize = 64 * 1024 * 1024;
@@ -35,16 +35,16 @@ struct Inner {
 }
 
 impl RenderCache {
-    /// The JSON of `kv` as the request form at the request version, from the cache or
-    /// rendered now (and cached).
-    pub async fn render(&self, ctx: &Ctx, kv: &KeyValue) -> Result<Bytes, Status> {
-        let mut all = self.render_all(ctx, std::slice::from_ref(kv)).await?;
-        all.pop().ok_or_else(|| Status::internal("nothing rendered"))
+    /// The JSON of `kv` at the boundary's version, from the cache or rendered now (and
+    /// cached).
+    pub async fn render(&self, boundary: Boundary<'_>, kv: &KeyValue) -> Result<Bytes> {
+        let mut all = self.render_all(boundary, std::slice::from_ref(kv)).await?;
+        all.pop().ok_or_else(|| Error::internal("nothing rendered"))
     }
 
     /// [`RenderCache::render`] for a page: the objects not cached are converted in one batch.
-    pub async fn render_all(&self, ctx: &Ctx, kvs: &[KeyValue]) -> Result<Vec<Bytes>, Status> {
-        let key = |kv: &KeyValue| (ctx.res.id, ctx.version.clone(), kv.key.clone());
+    pub async fn render_all(&self, boundary: Boundary<'_>, kvs: &[KeyValue]) -> Result<Vec<Bytes>> {
+        let key = |kv: &KeyValue| (boundary.resource().id, boundary.version().to_owned(), kv.key.clone());
         let mut out: Vec<Option<Bytes>> = {
             let inner = self.lock();
             kvs.iter()
@@ -57,12 +57,12 @@ impl RenderCache {
         let missing: Vec<KeyValue> =
             kvs.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(kv, _)| kv.clone()).collect();
         if !missing.is_empty() {
-            let (objects, keep) = ctx.boundary().from_storage_for_json(&missing).await?;
+            let (objects, keep) = boundary.from_storage_for_json(&missing).await?;
             let mut rendered = Vec::with_capacity(missing.len());
             for obj in objects {
                 let json = match obj {
                     Converted::Json { json, .. } => json,
-                    Converted::Value(v) => serde_json::to_vec(&v).map_err(|e| Status::internal(e.to_string()))?,
+                    Converted::Value(v) => serde_json::to_vec(&v).map_err(|e| Error::internal(e.to_string()))?,
                 };
                 rendered.push(Bytes::from(json));
             }

@@ -13,7 +13,7 @@
 //! writes the status when it changed (compare-and-swap; a lost race just means a newer event is
 //! coming), and swaps the compiled [`Resource`] into the registry when the spec, the accepted
 //! names or the deletion state changed. A deleted definition (the finalizer from
-//! `definitions.rs`) has its objects removed — objects with finalizers are marked and waited
+//! `versa_registry::definitions`) has its objects removed — objects with finalizers are marked and waited
 //! for — and then loses the finalizer, which deletes it. A broken watch means a fresh list.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -24,13 +24,13 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use versa_apiextensions::ResourceDefinition;
+use versa_registry::definitions::{CLEANUP_FINALIZER, remove_condition, set_condition};
+use versa_registry::meta;
+use versa_registry::{Compact, Resource, SchemaTexts};
 use versa_storage::{KeyValue, ListOptions, WatchEvent};
 
-use versa_registry::definitions::{CLEANUP_FINALIZER, remove_condition, set_condition};
-use crate::handler::State;
-use versa_registry::meta;
-use crate::migration;
-use versa_registry::{Compact, Resource, SchemaTexts};
+use crate::controllers::migration;
+use crate::state::State;
 
 /// One known definition: its stored form (the bytes; the JSON tree is rebuilt when a status
 /// write needs it, which keeps a thousand definitions small) and its typed form, compacted

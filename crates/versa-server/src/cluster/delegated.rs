@@ -28,10 +28,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::kube::KubeClient;
 use crate::auth::{
     AuthError, Authenticator, Authorizer, BoxFuture, ClientCert, Credentials, Decision, UserInfo, add_authenticated,
 };
-use crate::kube::KubeClient;
 use crate::request_info::RequestInfo;
 
 /// How long TokenReview and SubjectAccessReview answers are reused (kube's default for
