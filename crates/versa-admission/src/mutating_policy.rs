@@ -50,7 +50,7 @@ pub(crate) struct MutatingPolicy {
 
 #[derive(Debug)]
 pub(crate) enum Mutation {
-    JsonPatch(Expression),
+    JsonPatch(Box<Expression>),
     ApplyConfiguration,
     /// A patch type kube does not know, or one without its expression: nothing to do.
     None,
@@ -82,11 +82,11 @@ impl MutatingPolicy {
             .iter()
             .flatten()
             .map(|m| match (m.patch_type.as_str(), &m.json_patch, &m.apply_configuration) {
-                ("JSONPatch", Some(p), _) => Mutation::JsonPatch(Expression::compile(
+                ("JSONPatch", Some(p), _) => Mutation::JsonPatch(Box::new(Expression::compile(
                     p.expression.as_deref().unwrap_or(""),
                     &patch_decls,
                     Returns::JsonPatchList,
-                )),
+                ))),
                 ("ApplyConfiguration", _, Some(_)) => Mutation::ApplyConfiguration,
                 _ => Mutation::None,
             })

@@ -42,7 +42,11 @@ fn object(short: &Value, kind: &str) -> Value {
 fn objects<T: serde::de::DeserializeOwned>(case: &Value, key: &str, kind: &str) -> Vec<T> {
     case[key]
         .as_array()
-        .map(|a| a.iter().map(|s| serde_json::from_value(object(s, kind)).unwrap_or_else(|e| panic!("{key}: {e}: {s}"))).collect())
+        .map(|a| {
+            a.iter()
+                .map(|s| serde_json::from_value(object(s, kind)).unwrap_or_else(|e| panic!("{key}: {e}: {s}")))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -144,7 +148,8 @@ async fn run(case: &Value) -> Vec<String> {
     };
     let expect = &case["expect"];
     let mut diffs = Vec::new();
-    let got_error = result.as_ref().err().map(|e| json!({"code": e.code(), "reason": e.reason(), "message": e.message()}));
+    let got_error =
+        result.as_ref().err().map(|e| json!({"code": e.code(), "reason": e.reason(), "message": e.message()}));
     let want_error = expect.get("error").cloned().filter(|e| !e.is_null());
     match (&got_error, &want_error) {
         (None, None) => {}
@@ -159,7 +164,8 @@ async fn run(case: &Value) -> Vec<String> {
         }
         (g, w) => diffs.push(format!("error: got {g:?}, want {w:?}")),
     }
-    let want_warnings: Vec<String> = serde_json::from_value(expect.get("warnings").cloned().unwrap_or(json!([]))).unwrap();
+    let want_warnings: Vec<String> =
+        serde_json::from_value(expect.get("warnings").cloned().unwrap_or(json!([]))).unwrap();
     if outcome.warnings != want_warnings {
         diffs.push(format!("warnings: got {:?}, want {want_warnings:?}", outcome.warnings));
     }
@@ -203,7 +209,13 @@ fn run_file(file: &str) {
             failures.push(format!("{name}:\n  {}", diffs.join("\n  ")));
         }
     }
-    assert!(failures.is_empty(), "{file}: {} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{file}: {} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
     eprintln!("{file}: {} cases", cases.len());
 }
 

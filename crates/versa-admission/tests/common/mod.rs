@@ -89,13 +89,19 @@ impl ParamLookup for FakeHost {
         })
     }
 
-    fn list<'a>(&'a self, kind: &'a ParamKind, namespace: Option<&'a str>) -> BoxFuture<'a, Result<Vec<Arc<Value>>, String>> {
+    fn list<'a>(
+        &'a self,
+        kind: &'a ParamKind,
+        namespace: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, String>> {
         Box::pin(async move {
             Ok(self
                 .params
                 .iter()
                 .filter(|p| {
-                    p["apiVersion"] == kind.api_version.as_str() && p["kind"] == kind.kind.as_str() && in_namespace(p, namespace)
+                    p["apiVersion"] == kind.api_version.as_str()
+                        && p["kind"] == kind.kind.as_str()
+                        && in_namespace(p, namespace)
                 })
                 .cloned()
                 .collect())
