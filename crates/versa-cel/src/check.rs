@@ -9,11 +9,11 @@
 //! cel-go's, word for word.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-use crate::ast::{Comprehension, Expr, ExprId, ExprKind, Literal, MAP_INSERT, MapEntry, SourceInfo, op};
+use crate::ast::{Comprehension, Expr, ExprId, ExprKind, Literal, MAP_INSERT, MapEntry, SourceInfo, StructField, op};
 use crate::error::CompileError;
-use crate::types::Type;
+use crate::types::{ObjectType, Type};
 
 /// A variable visible to an expression.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,10 +35,24 @@ pub struct Checked {
 
 /// Checks `expr` with the given variables in scope.
 pub fn check(expr: &Expr, info: &SourceInfo, source: &str, vars: &[Variable]) -> Result<Checked, Vec<CompileError>> {
+    check_with_structs(expr, info, source, vars, &[])
+}
+
+/// [`check`] with message types that struct literals may construct (`JSONPatch{op: "add"}` in
+/// Kubernetes' MutatingAdmissionPolicy environment), by their name. A struct literal of
+/// another type is cel-go's `undeclared reference` error, as without any.
+pub fn check_with_structs(
+    expr: &Expr,
+    info: &SourceInfo,
+    source: &str,
+    vars: &[Variable],
+    structs: &[Arc<ObjectType>],
+) -> Result<Checked, Vec<CompileError>> {
     let mut c = Checker {
         info,
         source,
         globals: vars,
+        structs,
         scopes: Vec::new(),
         types: vec![Type::Dyn; info.id_count()],
         mappings: HashMap::new(),
@@ -59,6 +73,7 @@ struct Checker<'a> {
     info: &'a SourceInfo,
     source: &'a str,
     globals: &'a [Variable],
+    structs: &'a [Arc<ObjectType>],
     scopes: Vec<(String, Type)>,
     types: Vec<Type>,
     mappings: HashMap<String, Type>,
@@ -142,7 +157,7 @@ impl Checker<'_> {
             ExprKind::Call { function, target, args } => self.check_call(e, function, target.as_deref(), args),
             ExprKind::List { elements, optional_indices } => self.check_list(e, elements, optional_indices),
             ExprKind::Map { entries } => self.check_map(e, entries),
-            ExprKind::Struct { type_name, .. } => self.check_struct(e, type_name),
+            ExprKind::Struct { type_name, fields } => self.check_struct(e, type_name, fields),
             ExprKind::Comprehension(c) => self.check_comprehension(e, c),
         }
     }
@@ -236,10 +251,37 @@ impl Checker<'_> {
     }
 
     #[inline(never)]
-    fn check_struct(&mut self, e: &Expr, type_name: &str) {
-        // No message types are declared for Kubernetes rules.
-        self.error(e.id, format!("undeclared reference to '{}' (in container '')", type_name.trim_start_matches('.')));
-        self.set_type(e.id, Type::Error);
+    fn check_struct(&mut self, e: &Expr, type_name: &str, fields: &[StructField]) {
+        let name = type_name.trim_start_matches('.');
+        // No message types are declared for Kubernetes rules; admission declares a few.
+        let Some(ty) = self.structs.iter().find(|t| t.name == name).cloned() else {
+            self.error(e.id, format!("undeclared reference to '{name}' (in container '')"));
+            self.set_type(e.id, Type::Error);
+            return;
+        };
+        for f in fields {
+            self.check(&f.value);
+            let Some(decl) = ty.fields.get(&f.field) else {
+                self.error(f.id, format!("undefined field '{}'", f.field));
+                continue;
+            };
+            let mut provided = self.get_type(f.value.id);
+            if f.optional {
+                provided = self.unwrap_optional_element(f.value.id, provided);
+            }
+            let expected = decl.ty.cel_type();
+            let mut m = self.mappings.clone();
+            if is_assignable(&mut m, &provided, &expected) {
+                self.mappings = m;
+            } else {
+                let provided = self.substitute(&provided, true);
+                self.error(
+                    f.id,
+                    format!("expected type of field '{}' is '{expected}' but provided type is '{provided}'", f.field),
+                );
+            }
+        }
+        self.set_type(e.id, Type::Object(ty));
     }
 
     #[inline(never)]

@@ -594,7 +594,7 @@ impl<'a> Coster<'a> {
                 }
                 _ => (self.size(t).scale(STF), None),
             },
-            ("url", None, [s]) => {
+            ("url" | "jsonpatch.escapeKey", None, [s]) => {
                 let sz = self.size(s);
                 (sz.scale(STF), Some(sz))
             }

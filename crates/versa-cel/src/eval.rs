@@ -285,6 +285,42 @@ pub(crate) fn run_general<'a>(
         Some(&compiled.checked.types),
         Some(&compiled.patterns),
         activation,
+        None,
+        tracker,
+    )
+}
+
+/// An object whose fields are computed when an expression first selects them: Kubernetes'
+/// composited `variables` of admission policies (a lazy map in cel-go). The implementation
+/// evaluates a field at most once per evaluation context and keeps its result (or error); the
+/// cost of computing it is its own to account for, not the selecting expression's.
+pub trait LazyFields<'a> {
+    /// Whether the object has field `name` (`has(variables.x)` computes nothing).
+    fn has(&self, name: &str) -> bool;
+    /// The value of field `name`, computed with `activation` (and this same object bound as
+    /// the lazy variable) on first use.
+    fn field(&self, name: &str, activation: &Activation<'a>) -> Result<Value<'a>, EvalError>;
+}
+
+/// [`eval`] with variable `name` bound to `lazy`: every selection `name.f` asks `lazy` for
+/// field `f` (and `has(name.f)` whether it has one). Only selections are supported: `name`
+/// alone, or `name.?f`, is not bound. Always the general evaluation.
+pub fn eval_with_lazy<'a>(
+    compiled: &'a CompiledExpression,
+    activation: &Activation<'a>,
+    name: &str,
+    lazy: &dyn LazyFields<'a>,
+    tracker: &mut CostTracker,
+) -> Result<Value<'a>, EvalError> {
+    let plan = &compiled.plan;
+    run(
+        &compiled.ast.expr,
+        plan,
+        Some(plan),
+        Some(&compiled.checked.types),
+        Some(&compiled.patterns),
+        activation,
+        Some((name, lazy)),
         tracker,
     )
 }
@@ -296,9 +332,10 @@ pub fn eval_expr<'a>(
     tracker: &mut CostTracker,
 ) -> Result<Value<'a>, EvalError> {
     let plan = Plan::build(expr, &activation.names(), None);
-    run(expr, &plan, None, None, None, activation, tracker)
+    run(expr, &plan, None, None, None, activation, None, tracker)
 }
 
+#[allow(clippy::too_many_arguments, reason = "one private entry point for every way in")]
 fn run<'a>(
     expr: &Expr,
     plan: &Plan,
@@ -306,11 +343,13 @@ fn run<'a>(
     types: Option<&[Type]>,
     patterns: Option<&LiteralPatterns>,
     activation: &Activation<'a>,
+    lazy: Option<(&str, &dyn LazyFields<'a>)>,
     tracker: &mut CostTracker,
 ) -> Result<Value<'a>, EvalError> {
     tracker.call_cost = 0;
     let mut interp = Interp {
         act: activation,
+        lazy,
         scopes: Vec::new(),
         tracker,
         plan,
@@ -330,6 +369,8 @@ type Res<'a> = Result<Value<'a>, EvalError>;
 
 pub(crate) struct Interp<'a, 'e> {
     act: &'e Activation<'a>,
+    /// The variable whose fields are computed on selection, with what computes them.
+    lazy: Option<(&'e str, &'e dyn LazyFields<'a>)>,
     scopes: Vec<(&'e str, Res<'a>)>,
     tracker: &'e mut CostTracker,
     /// What was worked out when the expression was compiled.
@@ -411,8 +452,30 @@ impl<'a, 'e> Interp<'a, 'e> {
                 Ok(Value::list(out))
             }
             ExprKind::Map { entries } => self.eval_map(entries),
-            ExprKind::Struct { type_name, .. } => {
-                Err(EvalError::new(format!("unknown type: {}", type_name.trim_start_matches('.'))))
+            ExprKind::Struct { type_name, fields } => {
+                // Only a checked expression constructs messages: the checker accepted the type.
+                let declared =
+                    self.types.and_then(|t| t.get(e.id as usize)).is_some_and(|t| matches!(t, Type::Object(_)));
+                if !declared {
+                    return Err(EvalError::new(format!("unknown type: {}", type_name.trim_start_matches('.'))));
+                }
+                // A message is a map of its set fields (cel-go's runtime charges a struct 40).
+                let mut out: Vec<(Value<'a>, Value<'a>)> = Vec::with_capacity(fields.len());
+                for f in fields {
+                    let v = self.eval(&f.value)?;
+                    let v = if f.optional {
+                        match v {
+                            Value::Optional(Some(inner)) => (*inner).clone(),
+                            Value::Optional(None) => continue,
+                            _ => return Err(no_overload("optional field")),
+                        }
+                    } else {
+                        v
+                    };
+                    out.push((Value::string(f.field.clone()), v));
+                }
+                self.charge(40)?;
+                Ok(Value::Map(Map::Owned(Arc::new(out))))
             }
             ExprKind::Comprehension(c) => self.eval_comprehension(c),
         }
@@ -491,6 +554,22 @@ impl<'a, 'e> Interp<'a, 'e> {
         {
             self.charge(1)?;
             return Ok(Value::Type(Str::Borrowed(t)));
+        }
+        if let Some((name, lazy)) = self.lazy
+            && let ExprKind::Ident(ident) = &operand.kind
+            && ident.trim_start_matches('.') == name
+            && !matches!(self.plan.step(operand.id), Step::Scope(_))
+            && !self.scopes.iter().any(|(n, _)| *n == name)
+        {
+            // The identifier and the selection, as for any other variable.
+            self.charge(2)?;
+            if test_only {
+                return Ok(Value::Bool(lazy.has(field)));
+            }
+            if !lazy.has(field) {
+                return Err(EvalError::new(format!("no such key: {field}")));
+            }
+            return lazy.field(field, self.act);
         }
         let v = self.operand(operand)?;
         self.charge(1)?;
@@ -1065,6 +1144,7 @@ mod tests {
                 types,
                 Some(&compiled.patterns),
                 &act,
+                None,
                 &mut tracker,
             );
             out.push((format!("{r:?}"), tracker.last_cost()));

@@ -70,6 +70,7 @@ pub mod value;
 mod zone;
 
 use std::fmt;
+use std::sync::Arc;
 
 pub use ast::{Expr, ExprId, ExprKind, Literal, Location, SourceInfo};
 pub use check::{Checked, Variable};
@@ -78,9 +79,11 @@ pub use cost::{
     estimate_cost, max_cardinality,
 };
 pub use error::{CompileError, CompileErrors, display_errors};
-pub use eval::{Activation, CostTracker, EvalError, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, eval};
+pub use eval::{
+    Activation, CostTracker, EvalError, LazyFields, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, eval, eval_with_lazy,
+};
 pub use parser::{ParsedExpr, parse};
-pub use types::{DeclKind, DeclType, ListType, ObjectType, Type, escape_property_name, unescape_property_name};
+pub use types::{DYN, DeclKind, DeclType, ListType, ObjectType, Type, escape_property_name, unescape_property_name};
 pub use validator::{Outcome, SchemaRules};
 pub use value::Value;
 
@@ -190,6 +193,43 @@ pub fn compile_expression(
         ast,
         checked,
         uses_old_self,
+    })
+}
+
+/// The declarations an expression is compiled against when it is not a rule on a schema node:
+/// its variables (Kubernetes admission's `object`, `request`, `params`, `variables`, ...) and
+/// the message types its struct literals may construct (`JSONPatch`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Environment {
+    pub variables: Vec<Variable>,
+    pub struct_types: Vec<Arc<types::ObjectType>>,
+}
+
+/// Parses and checks `source` in `env`. The caller judges the result type. The expression has
+/// no fast path (that is keyed to `self`); its plan resolves `env`'s variables.
+pub fn compile_in(source: &str, env: &Environment, opts: &CompileOptions) -> Result<CompiledExpression, CompileErrors> {
+    let fail = |errors: Vec<CompileError>| CompileErrors { source: source.to_owned(), errors };
+    let ast = parse(source).map_err(fail)?;
+    let checked = check::check_with_structs(&ast.expr, &ast.source_info, source, &env.variables, &env.struct_types)
+        .map_err(fail)?;
+    if opts.validate_literals {
+        let mut errors = format_literal_errors(&ast, source);
+        errors.extend(homogeneous_literal_errors(&ast, &checked, source));
+        if !errors.is_empty() {
+            return Err(fail(errors));
+        }
+    }
+    let names: Vec<&str> = env.variables.iter().map(|v| v.name.as_str()).collect();
+    let plan = plan::Plan::build(&ast.expr, &names, Some(&checked.types));
+    Ok(CompiledExpression {
+        source: source.to_owned(),
+        result_type: checked.result_type.clone(),
+        patterns: ext::regex::LiteralPatterns::of(&ast.expr),
+        fast: None,
+        plan,
+        ast,
+        checked,
+        uses_old_self: false,
     })
 }
 

@@ -193,6 +193,13 @@ pub struct DeclType {
     pub int_maximum: Option<i64>,
 }
 
+/// The declared type of untyped JSON: `dyn`. A JSON object seen through it is a
+/// `map(string, dyn)` and an array a `list(dyn)`, element by element: the view cel-go has of the
+/// unstructured objects Kubernetes binds to admission expressions (`object`, `oldObject`,
+/// `params`, `request.options`).
+pub static DYN: DeclType =
+    DeclType { kind: DeclKind::Scalar(Type::Dyn), max_elements: None, min_serialized_size: 1, int_maximum: None };
+
 /// The request size limit the estimates assume (`DefaultMaxRequestSizeBytes`, 3 MiB).
 pub const MAX_REQUEST_SIZE_BYTES: i64 = 3 * 1024 * 1024;
 const MAX_DURATION_SIZE_JSON: i64 = 32;

@@ -8,7 +8,8 @@
 //! - object fields are looked up by their escaped CEL name, mapped back to the JSON property;
 //!   a field whose value is `null` is absent;
 //! - `integer` is `int`, `number` is `double` (JSON integers included), int-or-string is the
-//!   `int` or `string` it holds;
+//!   `int` or `string` it holds; untyped JSON ([`crate::types::DYN`]) is whatever it holds, its
+//!   objects `map(string, dyn)` and its arrays `list(dyn)`;
 //! - strings with `format: byte` are base64 `bytes`, `date`/`date-time` are timestamps,
 //!   `duration` is a duration in Go syntax;
 //! - lists with `x-kubernetes-list-type: set` compare equal regardless of order, `map` lists
@@ -125,6 +126,11 @@ impl<'a> Value<'a> {
             }
             (DeclKind::Map { value }, Json::Object(m)) => Value::Map(Map::Json(m, value)),
             (DeclKind::Object(ty), Json::Object(m)) => Value::Object(Object { json: m, ty, index: None }),
+            // Untyped JSON (`dyn`): objects are maps and arrays lists of untyped JSON.
+            (DeclKind::Scalar(Type::Dyn), Json::Array(items)) => {
+                Value::List(List { items: Items::Json(items, &crate::types::DYN), decl: None })
+            }
+            (DeclKind::Scalar(Type::Dyn), Json::Object(m)) => Value::Map(Map::Json(m, &crate::types::DYN)),
             (DeclKind::Scalar(t), j) => scalar_from_json(t, j).ok_or_else(bad)?,
             _ => return Err(bad()),
         })

@@ -1,9 +1,11 @@
-//! The HTTPS client that calls one definition's conversion webhook.
+//! The HTTPS client that calls one webhook: a definition's conversion webhook, or an admission
+//! webhook (`versa-admission` builds its clients with [`WebhookClient::for_endpoint`]).
 //!
-//! Built once per definition change: the endpoint (`clientConfig.url`, or `clientConfig.service`
-//! as `https://<name>.<namespace>.svc:<port><path>`, port 443 by default), the trust roots (the
-//! `caBundle` alone, or the system roots when there is none) and one pooled hyper client whose
-//! connections are reused across calls, HTTP/2 or HTTP/1.1 by ALPN.
+//! Built once per configuration change: the endpoint (`clientConfig.url`, or
+//! `clientConfig.service` as `https://<name>.<namespace>.svc:<port><path>`, port 443 by default,
+//! optionally reached where a [`ServiceResolver`] says), the trust roots (the `caBundle` alone,
+//! or the system roots when there is none) and one pooled hyper client whose connections are
+//! reused across calls, HTTP/2 or HTTP/1.1 by ALPN.
 //!
 //! What the call reports mirrors client-go's REST client, which kube-apiserver uses for
 //! webhooks: the URL carries `?timeout=<d>` with Go's duration spelling, a transport failure
@@ -52,8 +54,24 @@ const AGENT: &str = concat!("versa/", env!("CARGO_PKG_VERSION"));
 
 type HyperClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
-/// A client bound to one webhook endpoint.
-pub(crate) struct WebhookClient {
+/// Where a webhook listens: `clientConfig.url`, or `clientConfig.service`, called at
+/// `https://<name>.<namespace>.svc:<port><path>` (port 443 when absent or 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint<'a> {
+    Url(&'a str),
+    Service { namespace: &'a str, name: &'a str, port: Option<i32>, path: Option<&'a str> },
+}
+
+/// Finds where a Service's webhook is reachable, for a server that cannot resolve
+/// `<name>.<namespace>.svc` (kube-apiserver's `ServiceResolver`): the `host:port` to connect to.
+/// The URL and the name the serving certificate must hold stay the Service's.
+pub trait ServiceResolver: Send + Sync + std::fmt::Debug {
+    fn resolve(&self, namespace: &str, name: &str, port: u16) -> Result<String, String>;
+}
+
+/// A client bound to one webhook endpoint: conversion webhooks, and admission webhooks
+/// (`versa-admission`), call through it.
+pub struct WebhookClient {
     client: HyperClient,
     uri: http::Uri,
     /// The URL as messages print it (with the timeout parameter).
@@ -75,30 +93,82 @@ impl WebhookClient {
     /// client-go.
     pub(crate) fn new(definition: &str, config: &WebhookClientConfig, timeout: Duration) -> Result<Self, BuildError> {
         let webhook_name = format!("conversion_webhook_for_{definition}");
-        let (base, path) = if let Some(svc) = &config.service {
-            // kube treats a port of 0 like an absent one.
-            let port = svc.port.filter(|p| *p != 0).unwrap_or(443);
-            (format!("https://{}.{}.svc:{port}", svc.name, svc.namespace), svc.path.clone().unwrap_or_default())
-        } else if let Some(url) = &config.url {
-            let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| BuildError::InvalidUrl {
-                webhook_name: webhook_name.clone(),
-                reason: e.to_string(),
-            })?;
-            let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
-                return Err(BuildError::InvalidUrl { webhook_name, reason: format!("{url:?} is not an absolute URL") });
-            };
-            (format!("{scheme}://{authority}"), uri.path().to_owned())
-        } else {
-            return Err(BuildError::NoEndpoint { webhook_name });
+        let endpoint = match (&config.service, &config.url) {
+            (Some(svc), _) => Endpoint::Service {
+                namespace: &svc.namespace,
+                name: &svc.name,
+                port: svc.port,
+                path: svc.path.as_deref(),
+            },
+            (None, Some(url)) => Endpoint::Url(url),
+            (None, None) => return Err(BuildError::NoEndpoint { webhook_name }),
+        };
+        let ca_bundle = config.ca_bundle.as_ref().map(|b| b.0.as_slice());
+        WebhookClient::for_endpoint(&webhook_name, endpoint, ca_bundle, timeout, None)
+    }
+
+    /// A client for webhook `webhook_name` (the name errors give it) at `endpoint`, trusting
+    /// `ca_bundle` (PEM; the system roots when absent or blank), each call bounded by `timeout`
+    /// (zero: none), which the URL also carries as `?timeout=`. With a `resolver`, a Service is
+    /// reached where it says; the URL and the certificate's name stay the Service's.
+    pub fn for_endpoint(
+        webhook_name: &str,
+        endpoint: Endpoint<'_>,
+        ca_bundle: Option<&[u8]>,
+        timeout: Duration,
+        resolver: Option<&dyn ServiceResolver>,
+    ) -> Result<Self, BuildError> {
+        // The base URL messages show, where to connect instead (a resolved Service), and the
+        // name the certificate must hold then.
+        let (base, path, dial, server_name) = match endpoint {
+            Endpoint::Service { namespace, name, port, path } => {
+                // kube treats a port of 0 like an absent one.
+                let port = port.filter(|p| *p != 0).unwrap_or(443);
+                let host = format!("{name}.{namespace}.svc");
+                let dial = match resolver {
+                    Some(r) => {
+                        let port = u16::try_from(port).map_err(|_| BuildError::InvalidUrl {
+                            webhook_name: webhook_name.to_owned(),
+                            reason: format!("invalid port {port}"),
+                        })?;
+                        let resolved = r.resolve(namespace, name, port).map_err(|reason| BuildError::InvalidUrl {
+                            webhook_name: webhook_name.to_owned(),
+                            reason,
+                        })?;
+                        Some(resolved)
+                    }
+                    None => None,
+                };
+                let server_name = dial.as_ref().map(|_| host.clone());
+                (format!("https://{host}:{port}"), path.unwrap_or_default().to_owned(), dial, server_name)
+            }
+            Endpoint::Url(url) => {
+                let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| BuildError::InvalidUrl {
+                    webhook_name: webhook_name.to_owned(),
+                    reason: e.to_string(),
+                })?;
+                let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
+                    return Err(BuildError::InvalidUrl {
+                        webhook_name: webhook_name.to_owned(),
+                        reason: format!("{url:?} is not an absolute URL"),
+                    });
+                };
+                (format!("{scheme}://{authority}"), uri.path().to_owned(), None, None)
+            }
         };
         let timeout = Some(timeout).filter(|t| !t.is_zero());
-        let mut url = format!("{base}{}", clean_path(&path));
+        let mut suffix = clean_path(&path);
         if let Some(t) = timeout {
-            url.push_str("?timeout=");
-            url.push_str(&go_duration(t));
+            suffix.push_str("?timeout=");
+            suffix.push_str(&go_duration(t));
         }
-        let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| BuildError::InvalidUrl {
-            webhook_name: webhook_name.clone(),
+        let url = format!("{base}{suffix}");
+        let target = match &dial {
+            Some(address) => format!("https://{address}{suffix}"),
+            None => url.clone(),
+        };
+        let uri: http::Uri = target.parse().map_err(|e: http::uri::InvalidUri| BuildError::InvalidUrl {
+            webhook_name: webhook_name.to_owned(),
             reason: e.to_string(),
         })?;
         let authority = match uri.authority() {
@@ -106,20 +176,25 @@ impl WebhookClient {
             Some(a) => format!("{}:443", a.host()),
             None => String::new(),
         };
-        let ca_bundle =
-            config.ca_bundle.as_ref().map(|b| b.0.as_slice()).filter(|b| !b.iter().all(u8::is_ascii_whitespace));
+        let ca_bundle = ca_bundle.filter(|b| !b.iter().all(u8::is_ascii_whitespace));
         let tls = tls_config(ca_bundle)?;
         // TCP_NODELAY, as Go's dialer sets it: without it a review upload can stall on Nagle's
         // algorithm against delayed ACKs (~40 ms).
         let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
         http.set_nodelay(true);
         http.enforce_http(false);
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_only()
-            .enable_http1()
-            .enable_http2()
-            .wrap_connector(http);
+        let builder = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_only();
+        let builder = match server_name {
+            Some(name) => {
+                let name = rustls::pki_types::ServerName::try_from(name).map_err(|e| BuildError::InvalidUrl {
+                    webhook_name: webhook_name.to_owned(),
+                    reason: e.to_string(),
+                })?;
+                builder.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name))
+            }
+            None => builder,
+        };
+        let connector = builder.enable_http1().enable_http2().wrap_connector(http);
         // Reviews and answers are large (hundreds of KiB per page): HTTP/2 windows sized for
         // them, so an answer streams without waiting for window updates.
         let client = Client::builder(TokioExecutor::new())
@@ -131,13 +206,15 @@ impl WebhookClient {
     }
 
     /// The URL called, as messages print it.
-    pub(crate) fn url(&self) -> &str {
+    pub fn url(&self) -> &str {
         &self.url
     }
 
     /// POSTs `body` (JSON) and returns the answer's body when the status is 2xx and the body is
-    /// not empty. The error is the reason kube prints after `conversion webhook for ... failed: `.
-    pub(crate) async fn post(&self, body: Bytes) -> Result<Bytes, String> {
+    /// not empty. The error is client-go's text for the failure (`Post "<url>": ...`, a
+    /// server-response message, ...): what kube prints after `conversion webhook for ... failed: `
+    /// or `failed calling webhook "<name>": failed to call webhook: `.
+    pub async fn post(&self, body: Bytes) -> Result<Bytes, String> {
         let deadline = self.timeout.map(|t| Instant::now() + t);
         let limit = MIN_RESPONSE_LIMIT.max(body.len().saturating_mul(4));
         let request = http::Request::post(self.uri.clone())

@@ -21,12 +21,12 @@
 //! Errors are [`ConversionError`]s whose message is kube's text; kube-apiserver answers them
 //! with status 500. Module map: `gv` (Go's spelling of group-versions), `review` (the review
 //! and the checks on the answer), `converted` (the checks on each converted object, the
-//! metadata rule), `client` (the HTTPS call), `webhook` (the strategy), `cel` and `lossless`
+//! metadata rule), [`client`] (the HTTPS call, also admission webhooks'), `webhook` (the strategy), `cel` and `lossless`
 //! (the CEL strategy), [`samples`] (the definition-time checks of CEL rules on generated
 //! objects).
 
 mod cel;
-mod client;
+pub mod client;
 mod converted;
 mod gv;
 mod lossless;

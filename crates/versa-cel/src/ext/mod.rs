@@ -1,7 +1,7 @@
 //! The Kubernetes CEL libraries (k8s.io/apiserver/pkg/cel/library) and the cel-go extensions
 //! Kubernetes enables, one module per library: [`strings`], [`lists`] (with the sets
-//! extension), [`regex`], [`quantity`], [`net`] (IP and CIDR), [`url`], [`semver`] and
-//! [`format`] (named formats).
+//! extension), [`regex`], [`quantity`], [`net`] (IP and CIDR), [`url`], [`semver`],
+//! [`format`] (named formats) and [`jsonpatch`] (admission's `jsonpatch.escapeKey`).
 //!
 //! Each module declares its overloads to the checker (`declare`, so a wrong-typed call gets
 //! cel-go's `found no matching overload` at definition time), evaluates them (`call`, which
@@ -15,6 +15,7 @@
 //! by value, semvers ignoring build metadata) and charge 1 for `==`.
 
 pub mod format;
+pub mod jsonpatch;
 pub mod lists;
 pub mod net;
 pub mod quantity;
@@ -111,6 +112,7 @@ pub(crate) fn declare(add: &mut dyn FnMut(&'static str, bool, Vec<Type>, Type)) 
     url::declare(add);
     semver::declare(add);
     format::declare(add);
+    jsonpatch::declare(add);
 }
 
 /// Evaluates a library function, or `None` when `function` is not one of them (or not for
@@ -129,6 +131,7 @@ pub(crate) fn call<'a>(
         .or_else(|| url::call(interp, function, member, args))
         .or_else(|| semver::call(interp, function, member, args))
         .or_else(|| format::call(interp, function, member, args))
+        .or_else(|| jsonpatch::call(interp, function, member, args))
 }
 
 /// Charges a library call's `cost`, then computes its result: the charge's error (a

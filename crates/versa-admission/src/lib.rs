@@ -1,0 +1,78 @@
+//! versa-admission: the admission chain of kube-apiserver (k8s.io/apiserver
+//! `pkg/admission/plugin/{webhook,policy}`) as a library, for the resources versa serves. An
+//! aggregated API server must run admission itself: kube-apiserver does not run it for the
+//! requests it proxies.
+//!
+//! No HTTP server and no storage: the server describes each object it admits
+//! ([`Attributes`]), hands over what only it knows ([`Host`]: namespaces, policy parameters,
+//! equivalent resources and conversions, an authorizer), and gets back the mutated object, the
+//! warnings and audit annotations ([`Outcome`]), or kube's refusal ([`AdmissionError`], with
+//! the `metav1.Status` to answer).
+//!
+//! # The chain, in kube's order
+//!
+//! 1. [`Configuration::mutate`]: MutatingAdmissionPolicies, then mutating webhooks (in
+//!    order, each on the object the previous one left); then, if the object changed, once
+//!    more for those with `reinvocationPolicy: IfNeeded` that ran before the change.
+//! 2. The caller runs its schema pipeline again on the mutated object (default, prune,
+//!    validate): what a webhook added that the schema does not know is pruned, what it got
+//!    wrong is refused with the schema's errors.
+//! 3. [`Configuration::validate`]: ValidatingAdmissionPolicies, then validating webhooks
+//!    (concurrently). Then the caller stores.
+//!
+//! A dry run goes through the same chain; webhooks with side effects refuse it.
+//!
+//! # Configuration
+//!
+//! [`Configuration::build`] compiles the `admissionregistration.k8s.io/v1` objects once —
+//! rules, selectors, CEL programs (checked as kube checks them), webhook clients (through
+//! versa-conversion's HTTPS client) — and reports what does not compile ([`Problem`]); the
+//! caller swaps the whole configuration when an object changes. With nothing configured, or
+//! nothing that names the request's resource, a call returns at once.
+//! [`type_checking`] produces the `status.typeChecking` of a ValidatingAdmissionPolicy.
+//!
+//! # Modules
+//!
+//! - [`attributes`]: the request; [`error`]: refusals, warnings, audit annotations;
+//!   [`seams`]: the traits the server implements.
+//! - `rules`, `selector`, `matching`: which webhooks and policies apply (scope, operations,
+//!   groups, versions, resources, namespace and object selectors, `matchPolicy: Equivalent`);
+//!   `versioned`: the objects at the version a configuration asked for.
+//! - `expression`: the CEL environment (`object`, `oldObject`, `request`, `namespaceObject`,
+//!   `params`, `variables`) and cost budgets, on versa-cel.
+//! - `review`: AdmissionReview v1/v1beta1; `webhook`: calling webhooks and the two
+//!   dispatchers.
+//! - `params`, `validating_policy`, `mutating_policy`: policies and bindings.
+//! - `config`: [`Configuration`] and the chain; `typecheck`: policy type checking.
+//!
+//! `ADMISSION.md` (next to this crate's manifest) describes all of it for operators: order,
+//! limits, and the differences from kube that remain.
+
+pub mod attributes;
+mod config;
+pub mod error;
+mod expression;
+mod matching;
+mod mutating_policy;
+mod params;
+mod review;
+mod rules;
+pub mod seams;
+mod selector;
+mod typecheck;
+mod validating_policy;
+mod versioned;
+mod webhook;
+
+pub use attributes::{Attributes, GroupVersionKind, GroupVersionResource, Operation, UserInfo};
+pub use config::{BuildOptions, Configuration, Problem, Sources};
+pub use error::{AdmissionError, Outcome};
+pub use expression::{MATCH_CONDITIONS_BUDGET, MAX_MESSAGE_EXPRESSION_BYTES, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET};
+pub use seams::{
+    AuthorizationRequest, Authorizer, BoxFuture, Decision, Host, NamespaceLookup, ParamKind, ParamLookup, ParamScope,
+    Resources,
+};
+pub use typecheck::{SchemaResolver, type_checking};
+pub use validating_policy::MAX_AUDIT_ANNOTATION_VALUE_BYTES;
+pub use versa_conversion::client::ServiceResolver;
+pub use webhook::DEFAULT_TIMEOUT;

@@ -1,0 +1,419 @@
+//! MutatingAdmissionPolicy (`admissionregistration.k8s.io/v1`) and its bindings: each policy
+//! compiled once ([`MutatingPolicy`]), and kube's `policy/mutating` dispatcher.
+//!
+//! Matching, bindings and parameters are as for ValidatingAdmissionPolicy. For each
+//! invocation (policy × binding × parameter) whose `matchConditions` hold, each mutation in
+//! order is evaluated with its own budget on the object as the previous one left it:
+//!
+//! - `JSONPatch`: the expression yields `list(JSONPatch)` (`JSONPatch{op, path, from,
+//!   value}` literals; `jsonpatch.escapeKey` for keys with `/` or `~`), applied to the object;
+//!   a failed `test` operation leaves the object as it is, any other failure is an error;
+//! - `ApplyConfiguration` needs the structured merge of the object's schema: an error here
+//!   (`ApplyConfiguration mutations are not supported`), subject to the failure policy.
+//!
+//! Errors (conditions, evaluations, patches, configuration) are collected; under
+//! `failurePolicy: Fail` the first one refuses the request, 403 with `policy 'p' with binding
+//! 'b' denied request: <error>` (reason `Invalid` for evaluation errors). An invocation that
+//! changed the object makes earlier ones with `reinvocationPolicy: IfNeeded` run again in the
+//! reinvocation round.
+
+use k8s_openapi::api::admissionregistration::v1::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, ParamRef};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause;
+use serde_json::{Map, Value as Json};
+
+use crate::attributes::Attributes;
+use crate::error::{AdmissionError, Outcome, admission_forbidden, go_quote};
+use crate::expression::{
+    Context, Declarations, Expression, Inputs, OUT_OF_BUDGET, RUNTIME_CEL_COST_BUDGET, Returns, Variables,
+    namespace_json, request_json,
+};
+use crate::matching::{Criteria, RequestState, matches};
+use crate::params::{collect, param_gvk_string, param_kind};
+use crate::seams::ParamKind;
+use crate::validating_policy::{FailurePolicy, compile_conditions, compile_variables, report};
+use crate::versioned::{Versions, objects};
+use crate::webhook::{PatchFailure, Reinvocation, apply_json_patch, evaluate_conditions};
+
+/// A compiled MutatingAdmissionPolicy with its bindings.
+#[derive(Debug)]
+pub(crate) struct MutatingPolicy {
+    pub name: String,
+    pub failure_policy: FailurePolicy,
+    pub criteria: Result<Criteria, String>,
+    pub param_kind: Option<ParamKind>,
+    pub variables: Variables,
+    pub conditions: Vec<(String, Expression)>,
+    pub mutations: Vec<Mutation>,
+    pub reinvoke: bool,
+    pub bindings: Vec<MutatingBinding>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Mutation {
+    JsonPatch(Box<Expression>),
+    ApplyConfiguration,
+    /// A patch type kube does not know, or one without its expression: nothing to do.
+    None,
+}
+
+#[derive(Debug)]
+pub(crate) struct MutatingBinding {
+    pub name: String,
+    pub criteria: Option<Criteria>,
+    pub param_ref: Option<ParamRef>,
+}
+
+impl MutatingPolicy {
+    pub fn build(
+        policy: &MutatingAdmissionPolicy,
+        bindings: &[&MutatingAdmissionPolicyBinding],
+        problems: &mut Vec<String>,
+    ) -> MutatingPolicy {
+        let name = policy.metadata.name.clone().unwrap_or_default();
+        let spec = policy.spec.clone().unwrap_or_default();
+        let param_kind = param_kind(spec.param_kind.as_ref());
+        let variables = compile_variables(spec.variables.as_ref(), param_kind.is_some());
+        let decls =
+            Declarations { params: param_kind.is_some(), variables: variables.ty.clone(), ..Declarations::default() };
+        let conditions = compile_conditions(spec.match_conditions.as_ref(), &decls);
+        let patch_decls = Declarations { patch_types: true, ..decls.clone() };
+        let mutations: Vec<Mutation> = spec
+            .mutations
+            .iter()
+            .flatten()
+            .map(|m| match (m.patch_type.as_str(), &m.json_patch, &m.apply_configuration) {
+                ("JSONPatch", Some(p), _) => Mutation::JsonPatch(Box::new(Expression::compile(
+                    p.expression.as_deref().unwrap_or(""),
+                    &patch_decls,
+                    Returns::JsonPatchList,
+                ))),
+                ("ApplyConfiguration", _, Some(_)) => Mutation::ApplyConfiguration,
+                _ => Mutation::None,
+            })
+            .collect();
+        for (i, (vname, e)) in variables.names.iter().zip(&variables.exprs).enumerate() {
+            report(problems, &format!("spec.variables[{i}] ({vname})"), e);
+        }
+        for (i, (_, e)) in conditions.iter().enumerate() {
+            report(problems, &format!("spec.matchConditions[{i}].expression"), e);
+        }
+        for (i, m) in mutations.iter().enumerate() {
+            match m {
+                Mutation::JsonPatch(e) => report(problems, &format!("spec.mutations[{i}].jsonPatch.expression"), e),
+                Mutation::ApplyConfiguration => problems.push(format!(
+                    "spec.mutations[{i}].applyConfiguration: ApplyConfiguration mutations are not supported by versa yet"
+                )),
+                Mutation::None => {}
+            }
+        }
+        let criteria = match &spec.match_constraints {
+            Some(m) => Ok(Criteria::policy(m)),
+            None => Err("policy contained no match constraints, a required field".to_owned()),
+        };
+        let bindings = bindings
+            .iter()
+            .map(|b| {
+                let spec = b.spec.clone().unwrap_or_default();
+                MutatingBinding {
+                    name: b.metadata.name.clone().unwrap_or_default(),
+                    criteria: spec.match_resources.as_ref().map(Criteria::policy),
+                    param_ref: spec.param_ref,
+                }
+            })
+            .collect();
+        MutatingPolicy {
+            name,
+            failure_policy: FailurePolicy::parse(spec.failure_policy.as_deref()),
+            criteria,
+            param_kind,
+            variables,
+            conditions,
+            mutations,
+            reinvoke: spec.reinvocation_policy.as_deref() == Some("IfNeeded"),
+            bindings,
+        }
+    }
+
+    pub fn may_match_resource(&self, resource: &str) -> bool {
+        self.criteria.as_ref().map_or(true, |c| c.may_match_resource(resource))
+    }
+}
+
+/// A policy error, kube's `PolicyError`.
+struct PolicyError {
+    policy: usize,
+    binding: Option<String>,
+    message: String,
+    reason: Option<&'static str>,
+}
+
+/// One invocation: policy × binding × parameter.
+struct Invocation<'p> {
+    policy: &'p MutatingPolicy,
+    binding: &'p MutatingBinding,
+    matched: crate::matching::Matched,
+    param: Option<std::sync::Arc<Json>>,
+}
+
+/// Runs the MutatingAdmissionPolicies on a request for one round; whether the object was
+/// patched (which asks for a reinvocation round, as in kube).
+pub(crate) async fn mutate(
+    policies: &[MutatingPolicy],
+    attrs: &mut Attributes,
+    state: &mut RequestState<'_>,
+    outcome: &mut Outcome,
+    round: u8,
+    reinvocation: &mut Reinvocation,
+) -> Result<bool, AdmissionError> {
+    let _ = outcome;
+    let mut errors: Vec<PolicyError> = Vec::new();
+    let config_error = |errors: &mut Vec<PolicyError>, p: usize, binding: Option<&str>, err: &str| {
+        let message = match binding {
+            None => format!("failed to configure policy: {err}"),
+            Some(_) => format!("failed to configure binding: {err}"),
+        };
+        errors.push(PolicyError { policy: p, binding: binding.map(str::to_owned), message, reason: None });
+    };
+    // The invocations, as kube's generic policy dispatcher finds them.
+    let mut invocations: Vec<Invocation<'_>> = Vec::new();
+    for (pi, policy) in policies.iter().enumerate() {
+        let matched = match &policy.criteria {
+            Err(e) => {
+                config_error(&mut errors, pi, None, e);
+                continue;
+            }
+            Ok(c) => matches(c, attrs, state).await,
+        };
+        let matched = match matched {
+            Err(e) => {
+                config_error(&mut errors, pi, None, e.message());
+                continue;
+            }
+            Ok(None) => continue,
+            Ok(Some(m)) => m,
+        };
+        if let Some(kind) = &policy.param_kind
+            && state.host.params.scope(kind).is_none()
+        {
+            let err = format!("failed to find resource referenced by paramKind: '{}'", param_gvk_string(kind));
+            config_error(&mut errors, pi, None, &err);
+            continue;
+        }
+        for binding in &policy.bindings {
+            if let Some(c) = &binding.criteria {
+                match matches(c, attrs, state).await {
+                    Err(e) => {
+                        config_error(&mut errors, pi, Some(&binding.name), e.message());
+                        continue;
+                    }
+                    Ok(None) => continue,
+                    Ok(Some(_)) => {}
+                }
+            }
+            let params =
+                match collect(policy.param_kind.as_ref(), binding.param_ref.as_ref(), &attrs.namespace, &state.host)
+                    .await
+                {
+                    Ok(p) => p,
+                    Err(e) => {
+                        config_error(&mut errors, pi, Some(&binding.name), &e);
+                        continue;
+                    }
+                };
+            for param in params {
+                invocations.push(Invocation { policy, binding, matched: matched.clone(), param });
+            }
+        }
+    }
+
+    let mut dirty = false;
+    if !invocations.is_empty() {
+        if round > 0 && reinvocation.changed_since_last_output(&attrs.object) {
+            reinvocation.require_reinvoking_previous();
+        }
+        let result = run_invocations(&invocations, policies, attrs, state, round, reinvocation, &mut errors).await;
+        reinvocation.set_last_output(&attrs.object);
+        dirty = result?;
+    }
+
+    let mut failing = errors.into_iter().filter(|e| !policies[e.policy].failure_policy.ignore());
+    let Some(first) = failing.next() else { return Ok(dirty) };
+    let text = |e: &PolicyError| match &e.binding {
+        Some(b) => format!("policy '{}' with binding '{b}' denied request: {}", policies[e.policy].name, e.message),
+        None => format!("policy {} denied request: {}", go_quote(&policies[e.policy].name), e.message),
+    };
+    let mut status = admission_forbidden(attrs, "admission request denied by policy");
+    let message = text(&first);
+    status.message = Some(message.clone());
+    if let Some(r) = first.reason {
+        status.reason = Some(r.to_owned());
+    }
+    let mut causes = vec![StatusCause { message: Some(message), ..StatusCause::default() }];
+    causes.extend(failing.map(|e| StatusCause { message: Some(text(&e)), ..StatusCause::default() }));
+    if let Some(d) = status.details.as_mut() {
+        d.causes = Some(causes);
+    }
+    Err(AdmissionError::PolicyDenied(Box::new(status)))
+}
+
+/// kube's `dispatchInvocations`: returns whether any mutation was applied.
+async fn run_invocations(
+    invocations: &[Invocation<'_>],
+    policies: &[MutatingPolicy],
+    attrs: &mut Attributes,
+    state: &mut RequestState<'_>,
+    round: u8,
+    reinvocation: &mut Reinvocation,
+    errors: &mut Vec<PolicyError>,
+) -> Result<bool, AdmissionError> {
+    let index_of = |p: &MutatingPolicy| policies.iter().position(|q| std::ptr::eq(p, q)).unwrap_or(0);
+    let namespace = if !attrs.namespace.is_empty() && !attrs.is_namespace_kind() {
+        match state.namespace(attrs).await? {
+            Some(ns) => Some(namespace_json(&ns)),
+            None => return Err(AdmissionError::not_found("", "namespaces", &attrs.namespace)),
+        }
+    } else {
+        None
+    };
+    let mut versions = Versions::default();
+    let mut dirty = false;
+    for inv in invocations {
+        let policy = inv.policy;
+        let pi = index_of(policy);
+        let fail = !policy.failure_policy.ignore();
+        let converted = versions.get(attrs, &inv.matched.kind, &state.host).await?;
+        if !policy.conditions.is_empty() {
+            let (object, old_object) = objects(attrs, &converted);
+            let request = request_json(attrs, &attrs.resource, &inv.matched.kind);
+            let inputs =
+                Inputs { object, old_object, request: &request, namespace: None, params: inv.param.as_deref() };
+            match evaluate_conditions(&policy.conditions, inputs, Some(&policy.variables), fail) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    errors.push(PolicyError {
+                        policy: pi,
+                        binding: Some(inv.binding.name.clone()),
+                        message: e,
+                        reason: Some("Invalid"),
+                    });
+                    continue;
+                }
+            }
+        }
+        let key =
+            format!("{}/{}/{}", policy.name, inv.binding.name, inv.param.as_deref().map(param_key).unwrap_or_default());
+        if round > 0 && !reinvocation.should_reinvoke(&key) {
+            continue;
+        }
+        let before = match &converted {
+            Some(c) => c.object.clone(),
+            None => attrs.object.clone(),
+        };
+        let mut current = before.clone();
+        for mutation in &policy.mutations {
+            let Some(object) = current.as_ref() else { continue };
+            let request = request_json(attrs, &inv.matched.resource, &inv.matched.kind);
+            let old_object = match &converted {
+                Some(c) => c.old_object.as_ref(),
+                None => attrs.old_object.as_ref(),
+            };
+            let inputs = Inputs {
+                object: Some(object),
+                old_object,
+                request: &request,
+                namespace: namespace.as_ref(),
+                params: inv.param.as_deref(),
+            };
+            match apply_mutation(mutation, inputs, &policy.variables) {
+                Ok(Some(patched)) => {
+                    current = Some(patched);
+                    dirty = true;
+                }
+                Ok(None) => {}
+                Err(message) => {
+                    errors.push(PolicyError {
+                        policy: pi,
+                        binding: Some(inv.binding.name.clone()),
+                        message,
+                        reason: Some("Invalid"),
+                    });
+                }
+            }
+        }
+        if current != before {
+            let back = match (&converted, current) {
+                (Some(_), Some(o)) => {
+                    Some(state.host.resources.convert(&o, &attrs.kind).await.map_err(AdmissionError::internal)?)
+                }
+                (_, o) => o,
+            };
+            attrs.object = back;
+            versions.invalidate();
+            reinvocation.require_reinvoking_previous();
+        }
+        if policy.reinvoke {
+            reinvocation.invoked(key);
+        }
+    }
+    if dirty {
+        reinvocation.require_reinvoking_previous();
+    }
+    Ok(dirty)
+}
+
+/// `namespace/name` of a parameter object.
+fn param_key(p: &Json) -> String {
+    let meta = p.get("metadata");
+    let field = |k: &str| meta.and_then(|m| m.get(k)).and_then(Json::as_str).unwrap_or("").to_owned();
+    format!("{}/{}", field("namespace"), field("name"))
+}
+
+/// One mutation: the patched object (`None`: nothing to apply), or the error's text.
+fn apply_mutation(mutation: &Mutation, inputs: Inputs<'_>, variables: &Variables) -> Result<Option<Json>, String> {
+    let expression = match mutation {
+        Mutation::None => return Ok(None),
+        Mutation::ApplyConfiguration => {
+            return Err("ApplyConfiguration mutations are not supported by versa yet".into());
+        }
+        Mutation::JsonPatch(e) => e,
+    };
+    if let Err(e) = &expression.compiled {
+        return Err(e.clone());
+    }
+    let Some(object) = inputs.object else { return Ok(None) };
+    let mut ctx = Context::new(inputs, Some(variables), RUNTIME_CEL_COST_BUDGET)?;
+    let value = match ctx.eval(expression) {
+        Err(_) => return Err(OUT_OF_BUDGET.to_owned()),
+        Ok(Err(e)) => return Err(e),
+        Ok(Ok(v)) => v,
+    };
+    let Some(Json::Array(items)) = versa_cel::json::to_json(&value)
+        .map_err(|e| format!("JSONPath valueExpression evaluated to a type that could not marshal to JSON: {e}"))?
+    else {
+        return Err("type mismatch: JSONPatchType.expression should evaluate to array".into());
+    };
+    let mut ops: Vec<Map<String, Json>> = Vec::with_capacity(items.len());
+    for item in items {
+        let Json::Object(mut op) = item else {
+            return Err("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch".into());
+        };
+        // kube writes `op` and `path` always (empty when unset), `from` when set, `value` when
+        // set; evanphx/json-patch v4 takes a missing value as null.
+        op.entry("op").or_insert_with(|| Json::String(String::new()));
+        op.entry("path").or_insert_with(|| Json::String(String::new()));
+        if op.get("from").and_then(Json::as_str) == Some("") {
+            op.remove("from");
+        }
+        if matches!(op.get("op").and_then(Json::as_str), Some("add" | "replace" | "test")) {
+            op.entry("value").or_insert(Json::Null);
+        }
+        ops.push(op);
+    }
+    match apply_json_patch(object, &ops) {
+        Ok(patched) => Ok(Some(patched)),
+        // A failed `test` leaves the object as it is.
+        Err(PatchFailure::TestFailed) => Ok(None),
+        Err(e) => Err(format!("JSON Patch: {e}")),
+    }
+}

@@ -1,0 +1,123 @@
+//! What only the server knows, as traits it implements: namespaces (for namespaceSelectors
+//! and `namespaceObject`), policy parameters (`paramKind` objects), the equivalent resources of
+//! a resource and conversions between their versions (`matchPolicy: Equivalent`), and who may
+//! do what (the CEL `authorizer`). [`Host`] bundles them for one call into the chain.
+//!
+//! Lookups that may reach storage or a remote API are async (boxed futures: the traits are
+//! object-safe, and nothing is boxed unless a configuration needs the lookup). Kube reads
+//! namespaces and parameters from informer caches, falling back to a live read for a namespace
+//! the cache has not seen; an implementation may do the same.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::attributes::{GroupVersionKind, GroupVersionResource, UserInfo};
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Namespaces, for namespaceSelectors and policies' `namespaceObject`.
+pub trait NamespaceLookup: Send + Sync {
+    /// The Namespace `name` as JSON (a `v1` Namespace), `Ok(None)` when there is none. An
+    /// `Err` is reported as an internal error.
+    fn namespace<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Arc<Value>>, String>>;
+}
+
+/// Whether a parameter kind's resource is namespaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamScope {
+    Namespaced,
+    Cluster,
+}
+
+/// A policy's `paramKind`, parsed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ParamKind {
+    /// As written: `v1`, `example.com/v1`.
+    pub api_version: String,
+    pub kind: String,
+}
+
+/// The objects policies take their parameters from (`paramKind` + `paramRef`).
+pub trait ParamLookup: Send + Sync {
+    /// The scope of `kind`'s resource, `None` when no served resource has that kind (kube's
+    /// `failed to find resource referenced by paramKind`).
+    fn scope(&self, kind: &ParamKind) -> Option<ParamScope>;
+    /// The parameter object `name` (in `namespace` for a namespaced kind), `Ok(None)` when there
+    /// is none.
+    fn get<'a>(
+        &'a self,
+        kind: &'a ParamKind,
+        namespace: Option<&'a str>,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<Value>>, String>>;
+    /// Every parameter object of `kind` (in `namespace` for a namespaced kind); the chain
+    /// filters them by the binding's selector.
+    fn list<'a>(
+        &'a self,
+        kind: &'a ParamKind,
+        namespace: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, String>>;
+}
+
+/// Resources and versions, for `matchPolicy: Equivalent` (kube's `EquivalentResourceMapper`
+/// and object convertor).
+pub trait Resources: Send + Sync {
+    /// The resources that are the same objects as `resource` (other versions of a served
+    /// definition; other groups too where the server has such aliases), `resource` included or
+    /// not. Called only when a configuration with `matchPolicy: Equivalent` did not match the
+    /// request's own resource.
+    fn equivalent_resources(&self, resource: &GroupVersionResource, subresource: &str) -> Vec<GroupVersionResource>;
+    /// The kind of `resource` (with `subresource`: the subresource's kind), `None` if unknown.
+    fn kind_for(&self, resource: &GroupVersionResource, subresource: &str) -> Option<GroupVersionKind>;
+    /// `object` converted to version `to` (the kind's version; the object's own `apiVersion`
+    /// says where it is). The error is reported as an internal error.
+    fn convert<'a>(&'a self, object: &'a Value, to: &'a GroupVersionKind) -> BoxFuture<'a, Result<Value, String>>;
+}
+
+/// An authorization question (kube's `authorizer.Attributes` for a resource or a path).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AuthorizationRequest {
+    pub verb: String,
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub subresource: String,
+    pub namespace: String,
+    pub name: String,
+    /// Set for a non-resource request (`authorizer.path('/healthz')`).
+    pub path: Option<String>,
+}
+
+/// An authorizer's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Allow { reason: String },
+    Deny { reason: String },
+    NoOpinion { reason: String },
+    Error { reason: String, error: String },
+}
+
+/// Who may do what, for the CEL `authorizer` variable. Synchronous because CEL evaluation is;
+/// an implementation that asks a remote authorizer should answer from a cache.
+pub trait Authorizer: Send + Sync {
+    fn authorize(&self, user: &UserInfo, request: &AuthorizationRequest) -> Decision;
+}
+
+/// The server's implementations, for one call into the chain.
+#[derive(Clone, Copy)]
+pub struct Host<'a> {
+    pub namespaces: &'a dyn NamespaceLookup,
+    pub params: &'a dyn ParamLookup,
+    pub resources: &'a dyn Resources,
+    pub authorizer: Option<&'a dyn Authorizer>,
+}
+
+impl std::fmt::Debug for Host<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").field("authorizer", &self.authorizer.is_some()).finish_non_exhaustive()
+    }
+}

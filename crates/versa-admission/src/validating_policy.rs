@@ -1,0 +1,573 @@
+//! ValidatingAdmissionPolicy and its bindings: each policy compiled once
+//! ([`ValidatingPolicy`]), and kube's `policy/validating` dispatcher and validator.
+//!
+//! For each policy that has bindings and whose `matchConstraints` match, for each binding
+//! whose `matchResources` match, for each of the binding's parameters
+//! ([`crate::params`]): the policy's `matchConditions` (one false: skip), then every
+//! validation (with its `messageExpression`), then the audit annotations — one cost budget for
+//! the validations and the messages, another for the audit annotations.
+//!
+//! A validation that is false is a decision to deny, with the message (`messageExpression`'s
+//! if it gives a one-line string of at most 5 KiB, else `message`, else `failed expression:
+//! <expression>`) and the reason (`Invalid` by default). An error is a decision to deny or to
+//! admit, as the `failurePolicy` says. The binding's `validationActions` act on each denial:
+//! `Deny` refuses the request (the first denial is the answer: `ValidatingAdmissionPolicy 'p'
+//! with binding 'b' denied request: <message>`, code from the reason: 422 `Invalid`, 403
+//! `Forbidden`, 401, 413), `Warn` adds the warning `Validation failed for
+//! ValidatingAdmissionPolicy 'p' with binding 'b': <message>`, `Audit` the audit annotation
+//! `validation.policy.admission.k8s.io/validation_failure`. A policy that cannot be applied
+//! (a binding's parameters are missing, a selector does not parse, ...) denies with `failed to
+//! configure policy|binding: ...` under `failurePolicy: Fail`, and is skipped under `Ignore`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::admissionregistration::v1::{
+    ParamRef, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::attributes::Attributes;
+use crate::error::{AdmissionError, Outcome, admission_forbidden};
+use crate::expression::{
+    Context, Declarations, Expression, Inputs, MAX_MESSAGE_EXPRESSION_BYTES, OUT_OF_BUDGET, RUNTIME_CEL_COST_BUDGET,
+    Returns, Variables, as_str, namespace_json, request_json,
+};
+use crate::matching::{Criteria, Matched, RequestState, matches};
+use crate::params::{collect, param_gvk_string, param_kind};
+use crate::seams::ParamKind;
+use crate::versioned::{Versions, objects};
+use crate::webhook::evaluate_conditions;
+
+/// The longest audit annotation value kept (longer ones are cut).
+pub const MAX_AUDIT_ANNOTATION_VALUE_BYTES: usize = 10 * 1024;
+
+/// A compiled ValidatingAdmissionPolicy with its bindings.
+#[derive(Debug)]
+pub(crate) struct ValidatingPolicy {
+    pub name: String,
+    pub failure_policy: FailurePolicy,
+    /// `matchConstraints`, or why there are none.
+    pub criteria: Result<Criteria, String>,
+    pub param_kind: Option<ParamKind>,
+    pub variables: Variables,
+    pub conditions: Vec<(String, Expression)>,
+    pub validations: Vec<Validation>,
+    pub audit_annotations: Vec<(String, Expression)>,
+    pub bindings: Vec<ValidatingBinding>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Validation {
+    pub expression: Expression,
+    pub message: String,
+    pub message_expression: Option<Expression>,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug)]
+pub(crate) struct ValidatingBinding {
+    pub name: String,
+    pub criteria: Option<Criteria>,
+    pub param_ref: Option<ParamRef>,
+    /// `validationActions` as written (the audit annotation repeats them).
+    pub actions: Vec<String>,
+}
+
+/// A policy's `failurePolicy`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum FailurePolicy {
+    Fail,
+    Ignore,
+    /// A value kube does not know: failures deny, with `unrecognized failure policy: '<v>'`
+    /// for configuration errors.
+    Unknown(String),
+}
+
+impl FailurePolicy {
+    pub fn parse(s: Option<&str>) -> FailurePolicy {
+        match s {
+            None | Some("Fail") => FailurePolicy::Fail,
+            Some("Ignore") => FailurePolicy::Ignore,
+            Some(other) => FailurePolicy::Unknown(other.to_owned()),
+        }
+    }
+
+    pub fn ignore(&self) -> bool {
+        *self == FailurePolicy::Ignore
+    }
+}
+
+/// The common parts of policies: variables, conditions.
+pub(crate) fn compile_variables(
+    vars: Option<&Vec<k8s_openapi::api::admissionregistration::v1::Variable>>,
+    params: bool,
+) -> Variables {
+    let pairs: Vec<(String, String)> =
+        vars.iter().flat_map(|v| v.iter()).map(|v| (v.name.clone(), v.expression.clone())).collect();
+    Variables::compile(&pairs, params)
+}
+
+pub(crate) fn compile_conditions(
+    conditions: Option<&Vec<k8s_openapi::api::admissionregistration::v1::MatchCondition>>,
+    decls: &Declarations,
+) -> Vec<(String, Expression)> {
+    conditions
+        .iter()
+        .flat_map(|c| c.iter())
+        .map(|c| (c.name.clone(), Expression::compile(&c.expression, decls, Returns::Bool)))
+        .collect()
+}
+
+impl ValidatingPolicy {
+    /// Compiles `policy` with `bindings` (those naming it). `problems` gets a line for each
+    /// expression that does not compile.
+    pub fn build(
+        policy: &ValidatingAdmissionPolicy,
+        bindings: &[&ValidatingAdmissionPolicyBinding],
+        problems: &mut Vec<String>,
+    ) -> ValidatingPolicy {
+        let name = policy.metadata.name.clone().unwrap_or_default();
+        let spec = policy.spec.clone().unwrap_or_default();
+        let param_kind = param_kind(spec.param_kind.as_ref());
+        let variables = compile_variables(spec.variables.as_ref(), param_kind.is_some());
+        let decls =
+            Declarations { params: param_kind.is_some(), variables: variables.ty.clone(), ..Declarations::default() };
+        let conditions = compile_conditions(spec.match_conditions.as_ref(), &decls);
+        let validations: Vec<Validation> = spec
+            .validations
+            .iter()
+            .flatten()
+            .map(|v| Validation {
+                expression: Expression::compile(&v.expression, &decls, Returns::Bool),
+                message: v.message.clone().unwrap_or_default(),
+                message_expression: v
+                    .message_expression
+                    .as_deref()
+                    .filter(|m| !m.is_empty())
+                    .map(|m| Expression::compile(m, &decls, Returns::String)),
+                reason: v.reason.clone(),
+            })
+            .collect();
+        let audit_annotations: Vec<(String, Expression)> = spec
+            .audit_annotations
+            .iter()
+            .flatten()
+            .map(|a| (a.key.clone(), Expression::compile(&a.value_expression, &decls, Returns::StringOrNull)))
+            .collect();
+        for (i, (vname, e)) in variables.names.iter().zip(&variables.exprs).enumerate() {
+            report(problems, &format!("spec.variables[{i}] ({vname})"), e);
+        }
+        for (i, (_, e)) in conditions.iter().enumerate() {
+            report(problems, &format!("spec.matchConditions[{i}].expression"), e);
+        }
+        for (i, v) in validations.iter().enumerate() {
+            report(problems, &format!("spec.validations[{i}].expression"), &v.expression);
+            if let Some(m) = &v.message_expression {
+                report(problems, &format!("spec.validations[{i}].messageExpression"), m);
+            }
+        }
+        for (i, (_, e)) in audit_annotations.iter().enumerate() {
+            report(problems, &format!("spec.auditAnnotations[{i}].valueExpression"), e);
+        }
+        let criteria = match &spec.match_constraints {
+            Some(m) => Ok(Criteria::policy(m)),
+            None => Err("policy contained no match constraints, a required field".to_owned()),
+        };
+        let bindings = bindings
+            .iter()
+            .map(|b| {
+                let spec = b.spec.clone();
+                ValidatingBinding {
+                    name: b.metadata.name.clone().unwrap_or_default(),
+                    criteria: spec.match_resources.as_ref().map(Criteria::policy),
+                    param_ref: spec.param_ref,
+                    actions: spec.validation_actions,
+                }
+            })
+            .collect();
+        ValidatingPolicy {
+            name,
+            failure_policy: FailurePolicy::parse(spec.failure_policy.as_deref()),
+            criteria,
+            param_kind,
+            variables,
+            conditions,
+            validations,
+            audit_annotations,
+            bindings,
+        }
+    }
+
+    /// Whether the policy could apply to resource name `resource` (the fast path's index).
+    pub fn may_match_resource(&self, resource: &str) -> bool {
+        self.criteria.as_ref().map_or(true, |c| c.may_match_resource(resource))
+    }
+}
+
+pub(crate) fn report(problems: &mut Vec<String>, at: &str, e: &Expression) {
+    if let Err(err) = &e.compiled {
+        problems.push(format!("{at}: {err}"));
+    }
+}
+
+/// One decision of a validation, kube's `PolicyDecision`.
+#[derive(Clone, Debug)]
+struct Decision {
+    deny: bool,
+    message: String,
+    reason: Option<String>,
+}
+
+#[derive(Default)]
+struct Validated {
+    decisions: Vec<Decision>,
+    /// `(key, Ok(value) to publish | Err(error) to deny)`; excluded ones are left out.
+    audit: Vec<(String, Result<String, String>)>,
+}
+
+/// A denial to report.
+struct Denial {
+    policy: String,
+    binding: Option<String>,
+    message: String,
+    reason: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ValidationFailure<'a> {
+    message: &'a str,
+    policy: &'a str,
+    binding: &'a str,
+    expression_index: usize,
+    validation_actions: &'a [String],
+}
+
+/// Runs the ValidatingAdmissionPolicies on a request.
+pub(crate) async fn validate(
+    policies: &[ValidatingPolicy],
+    attrs: &Attributes,
+    state: &mut RequestState<'_>,
+    outcome: &mut Outcome,
+) -> Result<(), AdmissionError> {
+    let mut denials: Vec<Denial> = Vec::new();
+    let config_error = |denials: &mut Vec<Denial>, policy: &ValidatingPolicy, binding: Option<&str>, err: &str| {
+        let message = match &policy.failure_policy {
+            FailurePolicy::Ignore => return,
+            FailurePolicy::Fail => match binding {
+                None => format!("failed to configure policy: {err}"),
+                Some(_) => format!("failed to configure binding: {err}"),
+            },
+            FailurePolicy::Unknown(v) => format!("unrecognized failure policy: '{v}'"),
+        };
+        denials.push(Denial {
+            policy: policy.name.clone(),
+            binding: binding.map(str::to_owned),
+            message,
+            reason: None,
+        });
+    };
+    let mut versions = Versions::default();
+    for policy in policies {
+        let matched = match &policy.criteria {
+            Err(e) => {
+                config_error(&mut denials, policy, None, e);
+                continue;
+            }
+            Ok(c) => matches(c, attrs, state).await,
+        };
+        let matched = match matched {
+            Err(e) => {
+                config_error(&mut denials, policy, None, e.message());
+                continue;
+            }
+            Ok(None) => continue,
+            Ok(Some(m)) => m,
+        };
+        if let Some(kind) = &policy.param_kind
+            && state.host.params.scope(kind).is_none()
+        {
+            let err = format!("failed to find resource referenced by paramKind: '{}'", param_gvk_string(kind));
+            config_error(&mut denials, policy, None, &err);
+            continue;
+        }
+        let mut collector: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for binding in &policy.bindings {
+            if let Some(c) = &binding.criteria {
+                match matches(c, attrs, state).await {
+                    Err(e) => {
+                        config_error(&mut denials, policy, Some(&binding.name), e.message());
+                        continue;
+                    }
+                    Ok(None) => continue,
+                    Ok(Some(_)) => {}
+                }
+            }
+            let params =
+                match collect(policy.param_kind.as_ref(), binding.param_ref.as_ref(), &attrs.namespace, &state.host)
+                    .await
+                {
+                    Ok(p) => p,
+                    Err(e) => {
+                        config_error(&mut denials, policy, Some(&binding.name), &e);
+                        continue;
+                    }
+                };
+            if params.is_empty() {
+                continue;
+            }
+            let converted = match versions.get(attrs, &matched.kind, &state.host).await {
+                Ok(c) => c,
+                Err(e) => {
+                    let err = format!("failed to convert object version: {}", e.message());
+                    config_error(&mut denials, policy, Some(&binding.name), &err);
+                    continue;
+                }
+            };
+            let namespace = if !attrs.namespace.is_empty() && !attrs.is_namespace_kind() {
+                match state.namespace(attrs).await? {
+                    Some(ns) => Some(namespace_json(&ns)),
+                    None => return Err(AdmissionError::not_found("", "namespaces", &attrs.namespace)),
+                }
+            } else {
+                None
+            };
+            let (object, old_object) = objects(attrs, &converted);
+            for param in &params {
+                let validated =
+                    validate_one(policy, attrs, &matched, object, old_object, namespace.as_ref(), param.as_deref());
+                apply_decisions(policy, binding, validated, outcome, &mut denials, &mut collector);
+            }
+        }
+        for (key, values) in collector {
+            outcome.annotate(format!("{}/{key}", policy.name), values.join(", "));
+        }
+    }
+    let Some(first) = denials.into_iter().next() else { return Ok(()) };
+    let message = match &first.binding {
+        Some(b) => {
+            format!("ValidatingAdmissionPolicy '{}' with binding '{b}' denied request: {}", first.policy, first.message)
+        }
+        None => format!("ValidatingAdmissionPolicy '{}' denied request: {}", first.policy, first.message),
+    };
+    let mut status = admission_forbidden(attrs, &message);
+    let reason = first.reason.filter(|r| !r.is_empty()).unwrap_or_else(|| "Invalid".to_owned());
+    status.code = Some(reason_to_code(&reason));
+    status.reason = Some(reason);
+    if let Some(d) = status.details.as_mut() {
+        d.causes.get_or_insert_with(Vec::new).push(StatusCause { message: Some(message), ..StatusCause::default() });
+    }
+    Err(AdmissionError::PolicyDenied(Box::new(status)))
+}
+
+/// kube's `reasonToCode`.
+fn reason_to_code(reason: &str) -> i32 {
+    match reason {
+        "Forbidden" => 403,
+        "Unauthorized" => 401,
+        "RequestEntityTooLarge" => 413,
+        _ => 422,
+    }
+}
+
+fn apply_decisions(
+    policy: &ValidatingPolicy,
+    binding: &ValidatingBinding,
+    validated: Validated,
+    outcome: &mut Outcome,
+    denials: &mut Vec<Denial>,
+    collector: &mut BTreeMap<String, Vec<String>>,
+) {
+    for (i, d) in validated.decisions.iter().enumerate() {
+        if !d.deny {
+            continue;
+        }
+        for action in &binding.actions {
+            match action.as_str() {
+                "Deny" => denials.push(Denial {
+                    policy: policy.name.clone(),
+                    binding: Some(binding.name.clone()),
+                    message: d.message.clone(),
+                    reason: d.reason.clone(),
+                }),
+                "Audit" => {
+                    let failure = [ValidationFailure {
+                        message: &d.message,
+                        policy: &policy.name,
+                        binding: &binding.name,
+                        expression_index: i,
+                        validation_actions: &binding.actions,
+                    }];
+                    outcome.annotate(
+                        "validation.policy.admission.k8s.io/validation_failure".into(),
+                        serde_json::to_string(&failure).unwrap_or_default(),
+                    );
+                }
+                "Warn" => outcome.warn(format!(
+                    "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
+                    policy.name, binding.name, d.message
+                )),
+                _ => {}
+            }
+        }
+    }
+    for (key, value) in validated.audit {
+        match value {
+            Ok(mut v) => {
+                truncate(&mut v, MAX_AUDIT_ANNOTATION_VALUE_BYTES);
+                let values = collector.entry(key).or_default();
+                if !values.contains(&v) {
+                    values.push(v);
+                }
+            }
+            Err(message) => denials.push(Denial {
+                policy: policy.name.clone(),
+                binding: Some(binding.name.clone()),
+                message,
+                reason: None,
+            }),
+        }
+    }
+}
+
+fn truncate(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+}
+
+/// kube's `validator.Validate` for one parameter.
+fn validate_one(
+    policy: &ValidatingPolicy,
+    attrs: &Attributes,
+    matched: &Matched,
+    object: Option<&Value>,
+    old_object: Option<&Value>,
+    namespace: Option<&Value>,
+    params: Option<&Value>,
+) -> Validated {
+    let fail = !policy.failure_policy.ignore();
+    let error = |message: String| Validated {
+        decisions: vec![Decision { deny: fail, message, reason: None }],
+        audit: Vec::new(),
+    };
+    if !policy.conditions.is_empty() {
+        // kube evaluates a policy's conditions with the request's resource and no namespace.
+        let request = request_json(attrs, &attrs.resource, &matched.kind);
+        let inputs = Inputs { object, old_object, request: &request, namespace: None, params };
+        match evaluate_conditions(&policy.conditions, inputs, Some(&policy.variables), fail) {
+            Ok(true) => {}
+            Ok(false) => return Validated::default(),
+            Err(e) => return error(e),
+        }
+    }
+    let request = request_json(attrs, &matched.resource, &matched.kind);
+    let inputs = Inputs { object, old_object, request: &request, namespace, params };
+    let mut ctx = match Context::new(inputs, Some(&policy.variables), RUNTIME_CEL_COST_BUDGET) {
+        Ok(c) => c,
+        Err(e) => return error(e),
+    };
+    let mut results = Vec::with_capacity(policy.validations.len());
+    for v in &policy.validations {
+        match ctx.eval(&v.expression) {
+            Ok(r) => results.push(r.map(|value| matches!(value, versa_cel::Value::Bool(true)))),
+            Err(_) => return error(OUT_OF_BUDGET.to_owned()),
+        }
+    }
+    // The messages, all evaluated, with what is left of the budget (in a context of their
+    // own: variables are computed again).
+    let remaining = ctx.remaining();
+    let mut messages: Vec<Option<Result<String, String>>> = Vec::with_capacity(policy.validations.len());
+    let mut message_budget_error = false;
+    if policy.validations.iter().any(|v| v.message_expression.is_some()) {
+        match Context::new(inputs, Some(&policy.variables), remaining) {
+            Ok(mut mctx) => {
+                for v in &policy.validations {
+                    let Some(m) = &v.message_expression else {
+                        messages.push(None);
+                        continue;
+                    };
+                    match mctx.eval(m) {
+                        Ok(r) => messages.push(Some(r.map(|value| as_str(&value).unwrap_or_default().to_owned()))),
+                        Err(_) => {
+                            message_budget_error = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(e) => return error(e),
+        }
+    }
+    let mut out = Validated::default();
+    for (i, (v, result)) in policy.validations.iter().zip(results).enumerate() {
+        let decision = match result {
+            Err(e) => Decision { deny: fail, message: e, reason: None },
+            Ok(_) if message_budget_error => {
+                Decision { deny: fail, message: format!("failed messageExpression: {OUT_OF_BUDGET}"), reason: None }
+            }
+            Ok(true) => Decision { deny: false, message: String::new(), reason: None },
+            Ok(false) => {
+                let mut message = match messages.get(i) {
+                    Some(Some(Ok(m))) => {
+                        let m = m.trim();
+                        if m.len() > MAX_MESSAGE_EXPRESSION_BYTES || m.contains('\n') {
+                            String::new()
+                        } else {
+                            m.to_owned()
+                        }
+                    }
+                    _ => String::new(),
+                };
+                if message.is_empty() {
+                    message = v.message.trim().to_owned();
+                }
+                if message.is_empty() {
+                    message = format!("failed expression: {}", v.expression.source.trim());
+                }
+                let reason = Some(v.reason.clone().unwrap_or_else(|| "Invalid".to_owned()));
+                Decision { deny: true, message, reason }
+            }
+        };
+        out.decisions.push(decision);
+    }
+    if policy.audit_annotations.is_empty() {
+        return out;
+    }
+    let mut actx = match Context::new(inputs, Some(&policy.variables), RUNTIME_CEL_COST_BUDGET) {
+        Ok(c) => c,
+        Err(e) => return error(e),
+    };
+    for (key, e) in &policy.audit_annotations {
+        let result = match actx.eval(e) {
+            Ok(r) => r,
+            Err(_) => return error(OUT_OF_BUDGET.to_owned()),
+        };
+        match result {
+            Err(err) if fail => out.audit.push((key.clone(), Err(err))),
+            Err(_) => {}
+            Ok(versa_cel::Value::String(s)) => {
+                let s = s.trim();
+                if !s.is_empty() {
+                    out.audit.push((key.clone(), Ok(s.to_owned())));
+                }
+            }
+            Ok(versa_cel::Value::Null) => {}
+            Ok(other) => out.audit.push((
+                key.clone(),
+                Err(format!(
+                    "valueExpression '{}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                    e.source,
+                    &*other.type_name()
+                )),
+            )),
+        }
+    }
+    out
+}

@@ -1,0 +1,704 @@
+//! Admission webhooks (`ValidatingWebhookConfiguration`, `MutatingWebhookConfiguration`):
+//! each webhook compiled once ([`Webhook`]), and the two dispatchers of kube's
+//! `webhook/validating` and `webhook/mutating`.
+//!
+//! A webhook is called when it matches ([`crate::matching`]) and its `matchConditions` all
+//! hold (CEL, evaluated on the objects at the matched version; one that is false skips the
+//! webhook, errors follow the `failurePolicy`). The call:
+//!
+//! 1. on a dry run, `sideEffects` must be `None` or `NoneOnDryRun` (400 `admission webhook
+//!    "<name>" does not support dry run` otherwise, whatever the failure policy);
+//! 2. an `AdmissionReview` of the first version of `admissionReviewVersions` kube knows is
+//!    POSTed through the webhook's client (versa-conversion's: caBundle or system roots,
+//!    `?timeout=`, `timeoutSeconds` bounding the whole call, 10 s by default);
+//! 3. the answer is checked ([`crate::review`]); its audit annotations (`<webhook>/<key>`) and
+//!    warnings are kept;
+//! 4. `allowed: false` is a denial with the webhook's status (code at least 400, message
+//!    `admission webhook "<name>" denied the request: <message>`);
+//! 5. a mutating webhook's JSON Patch is applied to the object it was sent.
+//!
+//! Failures to call or to understand a webhook are kube's `ErrCallingWebhook` (`failed
+//! calling webhook "<name>": ...`): with `failurePolicy: Ignore` the webhook is skipped (and a
+//! `failed-open...` audit annotation says so), with `Fail` (the default) the request fails
+//! with 500 `Internal error occurred: failed calling webhook ...`.
+//!
+//! Validating webhooks that apply are called concurrently, and the first error in webhook
+//! order is the answer; mutating webhooks are called one after the other, each on the object
+//! the previous one patched, and remember what reinvocation needs ([`Reinvocation`]).
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::future::join_all;
+use k8s_openapi::api::admissionregistration::v1::{
+    MatchCondition, MutatingWebhook, RuleWithOperations, ValidatingWebhook, WebhookClientConfig,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Status};
+use serde::Serialize;
+use serde_json::Value;
+use versa_conversion::client::{Endpoint, ServiceResolver, WebhookClient};
+
+use crate::attributes::Attributes;
+use crate::error::{AdmissionError, Outcome, go_quote};
+use crate::expression::{Context, Declarations, Expression, Inputs, MATCH_CONDITIONS_BUDGET, Returns, request_json};
+use crate::matching::{Criteria, Matched, RequestState, matches};
+use crate::review::{AnswerError, Invocation, ReviewVersion, check_answer, request_body};
+use crate::rules::Rule;
+use crate::selector::Selector;
+use crate::versioned::{Versions, objects};
+
+/// The timeout of a webhook without `timeoutSeconds` (the API's default).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A compiled webhook.
+#[derive(Debug)]
+pub(crate) struct Webhook {
+    /// `<configuration>/<webhook>/<n>`, the n-th webhook of that name in its configuration.
+    pub uid: String,
+    pub name: String,
+    pub configuration: String,
+    pub criteria: Criteria,
+    pub conditions: Vec<(String, Expression)>,
+    /// `failurePolicy: Ignore`.
+    pub fail_open: bool,
+    pub side_effects: String,
+    pub review: Option<ReviewVersion>,
+    pub client: Result<WebhookClient, String>,
+    /// `reinvocationPolicy: IfNeeded` (mutating webhooks).
+    pub reinvoke: bool,
+    pub mutating: bool,
+}
+
+/// The fields validating and mutating webhooks share.
+pub(crate) struct WebhookSpec<'a> {
+    pub name: &'a str,
+    pub client_config: &'a WebhookClientConfig,
+    pub review_versions: &'a [String],
+    pub failure_policy: Option<&'a str>,
+    pub match_conditions: Option<&'a Vec<MatchCondition>>,
+    pub match_policy: Option<&'a str>,
+    pub namespace_selector: Option<&'a LabelSelector>,
+    pub object_selector: Option<&'a LabelSelector>,
+    pub rules: Option<&'a Vec<RuleWithOperations>>,
+    pub side_effects: &'a str,
+    pub timeout_seconds: Option<i32>,
+    pub reinvocation_policy: Option<&'a str>,
+}
+
+impl<'a> WebhookSpec<'a> {
+    pub fn validating(h: &'a ValidatingWebhook) -> WebhookSpec<'a> {
+        WebhookSpec {
+            name: &h.name,
+            client_config: &h.client_config,
+            review_versions: &h.admission_review_versions,
+            failure_policy: h.failure_policy.as_deref(),
+            match_conditions: h.match_conditions.as_ref(),
+            match_policy: h.match_policy.as_deref(),
+            namespace_selector: h.namespace_selector.as_ref(),
+            object_selector: h.object_selector.as_ref(),
+            rules: h.rules.as_ref(),
+            side_effects: &h.side_effects,
+            timeout_seconds: h.timeout_seconds,
+            reinvocation_policy: None,
+        }
+    }
+
+    pub fn mutating(h: &'a MutatingWebhook) -> WebhookSpec<'a> {
+        WebhookSpec {
+            name: &h.name,
+            client_config: &h.client_config,
+            review_versions: &h.admission_review_versions,
+            failure_policy: h.failure_policy.as_deref(),
+            match_conditions: h.match_conditions.as_ref(),
+            match_policy: h.match_policy.as_deref(),
+            namespace_selector: h.namespace_selector.as_ref(),
+            object_selector: h.object_selector.as_ref(),
+            rules: h.rules.as_ref(),
+            side_effects: &h.side_effects,
+            timeout_seconds: h.timeout_seconds,
+            reinvocation_policy: h.reinvocation_policy.as_deref(),
+        }
+    }
+}
+
+impl Webhook {
+    /// Compiles a webhook; what does not compile is kept and reported when the webhook is
+    /// needed, as kube does. `problems` receives a line for each such part.
+    pub fn build(
+        uid: String,
+        configuration: &str,
+        spec: &WebhookSpec<'_>,
+        mutating: bool,
+        resolver: Option<&dyn ServiceResolver>,
+        problems: &mut Vec<String>,
+    ) -> Webhook {
+        let rules = spec.rules.iter().flat_map(|r| r.iter()).map(Rule::from_webhook).collect();
+        let criteria = Criteria::webhook(
+            rules,
+            Selector::compile(spec.namespace_selector),
+            Selector::compile(spec.object_selector),
+            spec.match_policy,
+        );
+        for (what, s) in
+            [("namespaceSelector", &criteria.namespace_selector), ("objectSelector", &criteria.object_selector)]
+        {
+            if let Err(e) = s {
+                problems.push(format!("{what}: {e}"));
+            }
+        }
+        let decls = Declarations::default();
+        let conditions: Vec<(String, Expression)> = spec
+            .match_conditions
+            .iter()
+            .flat_map(|c| c.iter())
+            .map(|c| (c.name.clone(), Expression::compile(&c.expression, &decls, Returns::Bool)))
+            .collect();
+        for (name, e) in &conditions {
+            if let Err(err) = &e.compiled {
+                problems.push(format!("matchConditions {name:?}: {err}"));
+            }
+        }
+        let timeout = match spec.timeout_seconds {
+            Some(t) if t > 0 => Duration::from_secs(u64::from(t.unsigned_abs())),
+            _ => DEFAULT_TIMEOUT,
+        };
+        let cc = spec.client_config;
+        let endpoint = match (&cc.service, &cc.url) {
+            (Some(s), _) => Some(Endpoint::Service {
+                namespace: &s.namespace,
+                name: &s.name,
+                port: s.port,
+                path: s.path.as_deref(),
+            }),
+            (None, Some(url)) => Some(Endpoint::Url(url)),
+            (None, None) => None,
+        };
+        let client = match endpoint {
+            Some(endpoint) => {
+                let ca = cc.ca_bundle.as_ref().map(|b| b.0.as_slice());
+                WebhookClient::for_endpoint(spec.name, endpoint, ca, timeout, resolver).map_err(|e| e.to_string())
+            }
+            None => Err(format!(
+                "failed calling webhook {}: webhook configuration must have either service or URL",
+                go_quote(spec.name)
+            )),
+        };
+        if let Err(e) = &client {
+            problems.push(format!("clientConfig: {e}"));
+        }
+        let review = ReviewVersion::first_supported(spec.review_versions);
+        if review.is_none() {
+            problems.push("admissionReviewVersions: no version kube knows (v1, v1beta1)".into());
+        }
+        Webhook {
+            uid,
+            name: spec.name.to_owned(),
+            configuration: configuration.to_owned(),
+            criteria,
+            conditions,
+            fail_open: spec.failure_policy == Some("Ignore"),
+            side_effects: spec.side_effects.to_owned(),
+            review,
+            client,
+            reinvoke: spec.reinvocation_policy == Some("IfNeeded"),
+            mutating,
+        }
+    }
+
+    /// kube's `ShouldCallHook`: the resource and kind to call the webhook with, `None` to skip
+    /// it.
+    pub async fn should_call(
+        &self,
+        attrs: &Attributes,
+        state: &mut RequestState<'_>,
+        versions: &mut Versions,
+    ) -> Result<Option<Matched>, AdmissionError> {
+        let Some(matched) = matches(&self.criteria, attrs, state).await? else { return Ok(None) };
+        if self.conditions.is_empty() {
+            return Ok(Some(matched));
+        }
+        let converted = versions.get(attrs, &matched.kind, &state.host).await?;
+        let (object, old_object) = objects(attrs, &converted);
+        // kube builds this request from the request's resource and the matched kind.
+        let request = request_json(attrs, &attrs.resource, &matched.kind);
+        let inputs = Inputs { object, old_object, request: &request, namespace: None, params: None };
+        match evaluate_conditions(&self.conditions, inputs, None, !self.fail_open) {
+            Ok(true) => Ok(Some(matched)),
+            Ok(false) => Ok(None),
+            Err(e) => {
+                tracing::warn!(webhook = %self.name, error = %e, "failed evaluating match conditions, failing closed");
+                Err(AdmissionError::forbidden(&attrs.resource.group, &attrs.resource.resource, &attrs.name, &e))
+            }
+        }
+    }
+}
+
+/// kube's `matchconditions.Matcher.Match`: every condition is evaluated (one budget for all);
+/// one that is `false` means no match; errors otherwise fail (`fail`) or mean no match. The
+/// error text is the errors' aggregate.
+pub(crate) fn evaluate_conditions<'a>(
+    conditions: &'a [(String, Expression)],
+    inputs: Inputs<'a>,
+    variables: Option<&'a crate::expression::Variables>,
+    fail: bool,
+) -> Result<bool, String> {
+    let on_error = |e: String| if fail { Err(e) } else { Ok(false) };
+    let mut ctx = match Context::new(inputs, variables, MATCH_CONDITIONS_BUDGET) {
+        Ok(c) => c,
+        Err(e) => return on_error(e),
+    };
+    let mut results = Vec::with_capacity(conditions.len());
+    for (_, e) in conditions {
+        match ctx.eval(e) {
+            Ok(r) => results.push(r),
+            Err(_) => return on_error(crate::expression::OUT_OF_BUDGET.to_owned()),
+        }
+    }
+    let mut errors = Vec::new();
+    for r in results {
+        match r {
+            Ok(versa_cel::Value::Bool(false)) => return Ok(false),
+            Ok(_) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    match errors.len() {
+        0 => Ok(true),
+        1 => on_error(errors.swap_remove(0)),
+        _ => on_error(format!("[{}]", errors.join(", "))),
+    }
+}
+
+/// Why a call did not admit.
+enum CallError {
+    /// kube's `ErrCallingWebhook`: the failure policy decides. The text is the error's.
+    Calling(String),
+    /// The webhook said no.
+    Rejected(Box<Status>),
+    /// Returned as it is, whatever the failure policy.
+    Other(AdmissionError),
+}
+
+/// What a call brought back.
+#[derive(Default)]
+struct Answer {
+    outcome: Outcome,
+    /// The object as the mutating webhook patched it, when it did.
+    patched: Option<Value>,
+    /// The patch, for the audit annotation.
+    patch: Option<Value>,
+}
+
+impl Webhook {
+    fn calling(&self, reason: impl std::fmt::Display) -> CallError {
+        CallError::Calling(format!("failed calling webhook {}: {reason}", go_quote(&self.name)))
+    }
+
+    /// kube's `callHook` / `callAttrMutatingHook`, up to (not including) the patch.
+    async fn call(&self, attrs: &Attributes, inv: &Invocation<'_>) -> Result<Answer, CallError> {
+        if attrs.dry_run {
+            if self.side_effects.is_empty() {
+                return Err(self.calling("Webhook SideEffects is nil"));
+            }
+            if !matches!(self.side_effects.as_str(), "None" | "NoneOnDryRun") {
+                return Err(CallError::Other(AdmissionError::bad_request(format!(
+                    "admission webhook {} does not support dry run",
+                    go_quote(&self.name)
+                ))));
+            }
+        }
+        let Some(version) = self.review else {
+            return Err(self.calling(
+                "could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)",
+            ));
+        };
+        let uid = new_uid();
+        let body = request_body(version, &uid, attrs, inv)
+            .map_err(|e| self.calling(format!("could not create admission objects: {e}")))?;
+        let client = self.client.as_ref().map_err(|e| self.calling(format!("could not get REST client: {e}")))?;
+        let answer =
+            client.post(Bytes::from(body)).await.map_err(|e| self.calling(format!("failed to call webhook: {e}")))?;
+        let response = check_answer(version, &uid, self.mutating, &answer).map_err(|e| match e {
+            AnswerError::Decode(e) => self.calling(format!("failed to call webhook: {e}")),
+            AnswerError::Invalid(e) => self.calling(format!("received invalid webhook response: {e}")),
+        })?;
+        let mut out = Answer::default();
+        for (k, v) in response.audit_annotations {
+            out.outcome.annotate(format!("{}/{k}", self.name), v);
+        }
+        for w in response.warnings {
+            out.outcome.warn(w);
+        }
+        if !response.allowed {
+            return Err(CallError::Rejected(Box::new(denial_status(&self.name, response.status))));
+        }
+        if !self.mutating {
+            return Ok(out);
+        }
+        let Some(patch) = response.patch else { return Ok(out) };
+        let patch: Vec<serde_json::Map<String, Value>> = serde_json::from_slice(&patch)
+            .map_err(|e| self.calling(format!("received undecodable patch in webhook response: {e}")))?;
+        if patch.is_empty() {
+            return Ok(out);
+        }
+        let Some(object) = inv.object else {
+            return Err(CallError::Other(AdmissionError::internal(format!(
+                "admission webhook {} attempted to modify the object, which is not supported for this operation",
+                go_quote(&self.name)
+            ))));
+        };
+        match response.patch_type.as_deref() {
+            Some("JSONPatch") => {}
+            other => {
+                return Err(self.calling(format!("unsupported patch type {}", go_quote(other.unwrap_or("")))));
+            }
+        }
+        let patched =
+            apply_json_patch(object, &patch).map_err(|e| CallError::Other(AdmissionError::internal(e.to_string())))?;
+        out.patched = Some(patched);
+        out.patch = Some(Value::Array(patch.into_iter().map(Value::Object).collect()));
+        Ok(out)
+    }
+}
+
+/// kube's `ToStatusErr`: the webhook's status made a failure (code at least 400), its message
+/// prefixed with who denied.
+pub(crate) fn denial_status(webhook: &str, status: Option<Status>) -> Status {
+    let mut s = status.unwrap_or_else(|| Status { status: Some("Failure".into()), ..Status::default() });
+    if s.code.is_none_or(|c| c < 400) {
+        s.code = Some(400);
+    }
+    if matches!(s.status.as_deref(), None | Some("") | Some("Success")) {
+        s.status = Some("Failure".into());
+    }
+    let denied_by = format!("admission webhook {} denied the request", go_quote(webhook));
+    let message = s.message.as_deref().unwrap_or("");
+    let reason = s.reason.as_deref().unwrap_or("");
+    s.message = Some(if !message.is_empty() {
+        format!("{denied_by}: {message}")
+    } else if !reason.is_empty() {
+        format!("{denied_by}: {reason}")
+    } else {
+        format!("{denied_by} without explanation")
+    });
+    s
+}
+
+/// Why a JSON Patch did not apply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PatchFailure {
+    /// A `test` operation did not hold.
+    TestFailed,
+    Other(String),
+}
+
+impl std::fmt::Display for PatchFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PatchFailure::TestFailed => f.write_str("testing value failed"),
+            PatchFailure::Other(e) => f.write_str(e),
+        }
+    }
+}
+
+/// Applies a webhook's (or a policy's) JSON Patch to `object`, returning the patched object.
+/// The patched object must still be an object with `apiVersion` and `kind`, as kube's decoder
+/// requires.
+pub(crate) fn apply_json_patch(
+    object: &Value,
+    patch: &[serde_json::Map<String, Value>],
+) -> Result<Value, PatchFailure> {
+    let ops: json_patch::Patch =
+        serde_json::from_value(Value::Array(patch.iter().cloned().map(Value::Object).collect()))
+            .map_err(|e| PatchFailure::Other(e.to_string()))?;
+    let mut doc = object.clone();
+    if let Err(e) = json_patch::patch(&mut doc, &ops) {
+        return Err(match e.kind {
+            json_patch::PatchErrorKind::TestFailed => PatchFailure::TestFailed,
+            _ => PatchFailure::Other(e.to_string()),
+        });
+    }
+    check_decodable(&doc).map_err(PatchFailure::Other)?;
+    Ok(doc)
+}
+
+/// What kube's JSON decoder needs of a patched object.
+fn check_decodable(doc: &Value) -> Result<(), String> {
+    let text = || serde_json::to_string(doc).unwrap_or_default();
+    let Some(o) = doc.as_object() else {
+        return Err(format!(
+            "couldn't get version/kind; json parse error: cannot unmarshal into an object: {}",
+            text()
+        ));
+    };
+    if o.get("kind").and_then(Value::as_str).is_none_or(str::is_empty) {
+        return Err(format!("Object 'Kind' is missing in '{}'", text()));
+    }
+    if o.get("apiVersion").and_then(Value::as_str).is_none_or(str::is_empty) {
+        return Err(format!("Object 'apiVersion' is missing in '{}'", text()));
+    }
+    Ok(())
+}
+
+/// A random (version 4) UUID for a review.
+pub(crate) fn new_uid() -> String {
+    use ring::rand::SecureRandom;
+    let mut b = [0u8; 16];
+    if ring::rand::SystemRandom::new().fill(&mut b).is_err() {
+        // No randomness: a uid that still differs per call.
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        b = nanos.to_le_bytes();
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}
+
+/// Validating webhooks: the ones that apply, called concurrently.
+pub(crate) async fn validate(
+    hooks: &[Webhook],
+    attrs: &Attributes,
+    state: &mut RequestState<'_>,
+    outcome: &mut Outcome,
+) -> Result<(), AdmissionError> {
+    let mut versions = Versions::default();
+    let mut relevant = Vec::new();
+    for hook in hooks {
+        if let Some(m) = hook.should_call(attrs, state, &mut versions).await? {
+            let converted = versions.get(attrs, &m.kind, &state.host).await?;
+            relevant.push((hook, m, converted));
+        }
+    }
+    if relevant.is_empty() {
+        return Ok(());
+    }
+    let calls = relevant.iter().map(|(hook, m, converted)| async move {
+        let (object, old_object) = objects(attrs, converted);
+        let inv = Invocation { resource: &m.resource, kind: &m.kind, object, old_object };
+        hook.call(attrs, &inv).await
+    });
+    let results = join_all(calls).await;
+    let mut first_error = None;
+    for (idx, ((hook, _, _), result)) in relevant.iter().zip(results).enumerate() {
+        let err = match result {
+            Ok(answer) => {
+                merge(outcome, answer.outcome);
+                continue;
+            }
+            Err(e) => e,
+        };
+        let err = match err {
+            CallError::Calling(text) if hook.fail_open => {
+                tracing::warn!(webhook = %hook.name, error = %text, "failed calling webhook, failing open");
+                outcome.annotate(
+                    format!("failed-open.validating.webhook.admission.k8s.io/round_0_index_{idx}"),
+                    hook.name.clone(),
+                );
+                continue;
+            }
+            CallError::Calling(text) => AdmissionError::webhook_failed(text),
+            CallError::Rejected(status) => AdmissionError::WebhookDenied(status),
+            CallError::Other(e) => e,
+        };
+        first_error.get_or_insert(err);
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn merge(into: &mut Outcome, from: Outcome) {
+    for w in from.warnings {
+        into.warn(w);
+    }
+    for (k, v) in from.audit_annotations {
+        into.annotate(k, v);
+    }
+}
+
+/// What reinvocation remembers between the rounds of one plugin (kube's
+/// `webhookReinvokeContext`, also used for mutating policies): the invoked hooks that want to
+/// be called again if something changes later, the ones to call again, and the object as the
+/// plugin last left it.
+#[derive(Debug, Default)]
+pub(crate) struct Reinvocation {
+    previously_invoked: HashSet<String>,
+    to_reinvoke: HashSet<String>,
+    last_output: Option<Option<Value>>,
+}
+
+impl Reinvocation {
+    /// Everything invoked so far that asked for it is to be called again.
+    pub fn require_reinvoking_previous(&mut self) {
+        self.to_reinvoke.extend(self.previously_invoked.drain());
+    }
+
+    pub fn invoked(&mut self, key: String) {
+        self.previously_invoked.insert(key);
+    }
+
+    pub fn should_reinvoke(&self, key: &str) -> bool {
+        self.to_reinvoke.contains(key)
+    }
+
+    /// At the start of a reinvocation round: whether the object changed since the plugin last
+    /// ran (then everything it invoked is called again).
+    pub fn changed_since_last_output(&self, object: &Option<Value>) -> bool {
+        self.last_output.as_ref().is_none_or(|last| last != object)
+    }
+
+    pub fn set_last_output(&mut self, object: &Option<Value>) {
+        self.last_output = Some(object.clone());
+    }
+}
+
+#[derive(Serialize)]
+struct MutationAnnotation<'a> {
+    configuration: &'a str,
+    webhook: &'a str,
+    mutated: bool,
+}
+
+#[derive(Serialize)]
+struct PatchAnnotation<'a> {
+    configuration: &'a str,
+    webhook: &'a str,
+    patch: &'a Value,
+    #[serde(rename = "patchType")]
+    patch_type: &'static str,
+}
+
+/// Mutating webhooks, in order, for one round (0, or 1 when reinvoked). Returns whether the
+/// object changed (the chain then reinvokes).
+pub(crate) async fn mutate(
+    hooks: &[Webhook],
+    attrs: &mut Attributes,
+    state: &mut RequestState<'_>,
+    outcome: &mut Outcome,
+    round: u8,
+    reinvocation: &mut Reinvocation,
+) -> Result<bool, AdmissionError> {
+    let reinvoking = round > 0;
+    if reinvoking && reinvocation.changed_since_last_output(&attrs.object) {
+        reinvocation.require_reinvoking_previous();
+    }
+    let result = mutate_round(hooks, attrs, state, outcome, round, reinvocation).await;
+    reinvocation.set_last_output(&attrs.object);
+    result
+}
+
+async fn mutate_round(
+    hooks: &[Webhook],
+    attrs: &mut Attributes,
+    state: &mut RequestState<'_>,
+    outcome: &mut Outcome,
+    round: u8,
+    reinvocation: &mut Reinvocation,
+) -> Result<bool, AdmissionError> {
+    let mut versions = Versions::default();
+    let mut any_change = false;
+    for (i, hook) in hooks.iter().enumerate() {
+        let Some(m) = hook.should_call(attrs, state, &mut versions).await? else { continue };
+        // A webhook is never called for the first time in a reinvocation round.
+        if round > 0 && !reinvocation.should_reinvoke(&hook.uid) {
+            continue;
+        }
+        let converted = versions.get(attrs, &m.kind, &state.host).await?;
+        let (object, old_object) = objects(attrs, &converted);
+        let inv = Invocation { resource: &m.resource, kind: &m.kind, object, old_object };
+        let result = hook.call(attrs, &inv).await;
+        let mut changed = false;
+        let result = match result {
+            Ok(answer) => {
+                merge(outcome, answer.outcome);
+                if let (Some(patched), Some(patch)) = (answer.patched, answer.patch) {
+                    changed = inv.object != Some(&patched);
+                    let annotation = PatchAnnotation {
+                        configuration: &hook.configuration,
+                        webhook: &hook.name,
+                        patch: &patch,
+                        patch_type: "JSONPatch",
+                    };
+                    outcome.annotate(
+                        format!("patch.webhook.admission.k8s.io/round_{round}_index_{i}"),
+                        serde_json::to_string(&annotation).unwrap_or_default(),
+                    );
+                    // Back at the request's version.
+                    let patched = match &converted {
+                        Some(_) => state
+                            .host
+                            .resources
+                            .convert(&patched, &attrs.kind)
+                            .await
+                            .map_err(AdmissionError::internal)?,
+                        None => patched,
+                    };
+                    attrs.object = Some(patched);
+                    versions.invalidate();
+                }
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
+        let mutation = MutationAnnotation { configuration: &hook.configuration, webhook: &hook.name, mutated: changed };
+        outcome.annotate(
+            format!("mutation.webhook.admission.k8s.io/round_{round}_index_{i}"),
+            serde_json::to_string(&mutation).unwrap_or_default(),
+        );
+        if changed {
+            reinvocation.require_reinvoking_previous();
+            any_change = true;
+        }
+        if hook.reinvoke {
+            reinvocation.invoked(hook.uid.clone());
+        }
+        match result {
+            Ok(()) => {}
+            Err(CallError::Calling(text)) if hook.fail_open => {
+                tracing::warn!(webhook = %hook.name, error = %text, "failed calling webhook, failing open");
+                outcome.annotate(
+                    format!("failed-open.mutation.webhook.admission.k8s.io/round_{round}_index_{i}"),
+                    hook.name.clone(),
+                );
+            }
+            Err(CallError::Calling(text)) => return Err(AdmissionError::webhook_failed(text)),
+            Err(CallError::Rejected(status)) => return Err(AdmissionError::WebhookDenied(status)),
+            Err(CallError::Other(e)) => return Err(e),
+        }
+    }
+    Ok(any_change)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn denials_as_kube_words_them() {
+        let s = denial_status("x.example.com", None);
+        assert_eq!(
+            s.message.as_deref(),
+            Some(r#"admission webhook "x.example.com" denied the request without explanation"#)
+        );
+        assert_eq!(s.code, Some(400));
+        let s = denial_status(
+            "x.example.com",
+            Some(Status { code: Some(403), message: Some("no".into()), ..Status::default() }),
+        );
+        assert_eq!(s.message.as_deref(), Some(r#"admission webhook "x.example.com" denied the request: no"#));
+        assert_eq!(s.code, Some(403));
+        assert_eq!(s.status.as_deref(), Some("Failure"));
+    }
+
+    #[test]
+    fn uids_are_uuids() {
+        let u = new_uid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert_ne!(u, new_uid());
+    }
+}
