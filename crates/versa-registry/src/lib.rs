@@ -39,5 +39,8 @@ pub mod table;
 pub mod versions;
 
 pub use error::{Error, Result};
-pub use resource::{Builtin, CRD_GROUP, Compact, Face, Flavor, Resource, SchemaTexts, Version, meta_str, with_schema};
+pub use resource::{
+    ADMISSION_GROUP, AdmissionKind, Builtin, CRD_GROUP, Compact, Face, Flavor, Resource, SchemaTexts, Version,
+    meta_str, with_schema,
+};
 pub use served::{DiscoveryCache, Registry, Snapshot};

@@ -99,6 +99,76 @@ pub enum Builtin {
     /// `v1` `secrets`: where `helm install` keeps its releases (its default storage driver), so
     /// that charts install on standalone versa as on a cluster.
     Secret,
+    /// `admissionregistration.k8s.io/v1` kinds: the admission configuration of standalone
+    /// versa, applied with kubectl like any object and run on writes of the resources it
+    /// serves (kube-apiserver's in cluster mode).
+    Admission(AdmissionKind),
+}
+
+/// The `admissionregistration.k8s.io/v1` kinds standalone versa serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AdmissionKind {
+    ValidatingWebhookConfiguration,
+    MutatingWebhookConfiguration,
+    ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding,
+    MutatingAdmissionPolicy,
+    MutatingAdmissionPolicyBinding,
+}
+
+/// The group of the admission configuration kinds.
+pub const ADMISSION_GROUP: &str = "admissionregistration.k8s.io";
+
+impl AdmissionKind {
+    pub const ALL: [AdmissionKind; 6] = [
+        AdmissionKind::ValidatingWebhookConfiguration,
+        AdmissionKind::MutatingWebhookConfiguration,
+        AdmissionKind::ValidatingAdmissionPolicy,
+        AdmissionKind::ValidatingAdmissionPolicyBinding,
+        AdmissionKind::MutatingAdmissionPolicy,
+        AdmissionKind::MutatingAdmissionPolicyBinding,
+    ];
+
+    /// `(kind, plural, definition name)`.
+    pub fn names(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            AdmissionKind::ValidatingWebhookConfiguration => (
+                "ValidatingWebhookConfiguration",
+                "validatingwebhookconfigurations",
+                "validatingwebhookconfigurations.admissionregistration.k8s.io",
+            ),
+            AdmissionKind::MutatingWebhookConfiguration => (
+                "MutatingWebhookConfiguration",
+                "mutatingwebhookconfigurations",
+                "mutatingwebhookconfigurations.admissionregistration.k8s.io",
+            ),
+            AdmissionKind::ValidatingAdmissionPolicy => (
+                "ValidatingAdmissionPolicy",
+                "validatingadmissionpolicies",
+                "validatingadmissionpolicies.admissionregistration.k8s.io",
+            ),
+            AdmissionKind::ValidatingAdmissionPolicyBinding => (
+                "ValidatingAdmissionPolicyBinding",
+                "validatingadmissionpolicybindings",
+                "validatingadmissionpolicybindings.admissionregistration.k8s.io",
+            ),
+            AdmissionKind::MutatingAdmissionPolicy => (
+                "MutatingAdmissionPolicy",
+                "mutatingadmissionpolicies",
+                "mutatingadmissionpolicies.admissionregistration.k8s.io",
+            ),
+            AdmissionKind::MutatingAdmissionPolicyBinding => (
+                "MutatingAdmissionPolicyBinding",
+                "mutatingadmissionpolicybindings",
+                "mutatingadmissionpolicybindings.admissionregistration.k8s.io",
+            ),
+        }
+    }
+
+    /// Policies report their type checking in `status` (a status subresource).
+    fn has_status(self) -> bool {
+        matches!(self, AdmissionKind::ValidatingAdmissionPolicy | AdmissionKind::MutatingAdmissionPolicy)
+    }
 }
 
 impl Builtin {
@@ -110,7 +180,14 @@ impl Builtin {
             Builtin::Event => "events",
             Builtin::EventV1 => "events.events.k8s.io",
             Builtin::Secret => "secrets",
+            Builtin::Admission(kind) => kind.names().2,
         }
+    }
+
+    /// Whether objects of the kind carry `metadata.generation` (kube's admission configuration
+    /// kinds do; the core kinds do not).
+    pub fn has_generation(self) -> bool {
+        matches!(self, Builtin::Admission(_))
     }
 
     /// The definition the resource is built from: names, scope, and a schema that keeps what
@@ -137,6 +214,7 @@ impl Builtin {
                                     "x-kubernetes-preserve-unknown-fields": true}}}}}}}}],
                 },
             }),
+            Builtin::Admission(kind) => admission_definition(kind),
             Builtin::Event => event_definition(self.name(), ""),
             Builtin::EventV1 => event_definition(self.name(), "events.k8s.io"),
             Builtin::Secret => serde_json::json!({
@@ -158,6 +236,24 @@ impl Builtin {
         };
         ResourceDefinition::from_document(&doc).unwrap_or_default()
     }
+}
+
+/// An admission configuration kind as a definition: kept as it comes (the admission engine
+/// reads it with the API types and reports what does not compile), cluster-scoped.
+fn admission_definition(kind: AdmissionKind) -> serde_json::Value {
+    let (kind_name, plural, name) = kind.names();
+    let subresources = if kind.has_status() { serde_json::json!({"status": {}}) } else { serde_json::json!({}) };
+    serde_json::json!({
+        "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name},
+        "spec": {
+            "group": ADMISSION_GROUP, "scope": "Cluster",
+            "names": {"plural": plural, "singular": kind_name.to_lowercase(), "kind": kind_name,
+                      "listKind": format!("{kind_name}List"), "categories": ["api-extensions"]},
+            "versions": [{"name": "v1", "served": true, "storage": true, "subresources": subresources,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}}],
+        },
+    })
 }
 
 /// An Event kind (core or `events.k8s.io`) as a definition: its fields are many and flat, so

@@ -55,3 +55,25 @@ pub fn validate_replica_paths(obj: &Value, spec: &CustomResourceSubresourceScale
     }
     errs
 }
+
+/// The `autoscaling/v1` `Scale` of an object (`None` when its spec replicas field is missing).
+pub fn to_scale(obj: &Value, spec: &CustomResourceSubresourceScale) -> Option<Value> {
+    let replicas = lookup(obj, &spec.spec_replicas_path).and_then(Value::as_i64)?;
+    let status_replicas = lookup(obj, &spec.status_replicas_path).and_then(Value::as_i64).unwrap_or(0);
+    let selector =
+        spec.label_selector_path.as_deref().and_then(|p| lookup(obj, p)).and_then(Value::as_str).unwrap_or("");
+    let m = obj.get("metadata").cloned().unwrap_or(json!({}));
+    let mut meta = json!({});
+    for f in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+        if let Some(v) = m.get(f) {
+            meta[f] = v.clone();
+        }
+    }
+    let mut status = json!({"replicas": status_replicas});
+    if !selector.is_empty() {
+        status["selector"] = json!(selector);
+    }
+    Some(
+        json!({"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": meta, "spec": {"replicas": replicas}, "status": status}),
+    )
+}

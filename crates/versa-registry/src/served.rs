@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use versa_apiextensions::ResourceDefinition;
 
-use crate::resource::{Builtin, Face, Resource};
+use crate::resource::{AdmissionKind, Builtin, Face, Resource};
 
 /// The served resources at one moment.
 #[derive(Debug, Default)]
@@ -78,7 +78,9 @@ impl Registry {
     pub fn standalone() -> Registry {
         let registry = Registry::with_faces(&[Face::ResourceDefinition, Face::CustomResourceDefinition]);
         registry.update(|by_name| {
-            for builtin in [Builtin::Namespace, Builtin::Event, Builtin::EventV1, Builtin::Secret] {
+            let admission = AdmissionKind::ALL.map(Builtin::Admission);
+            let core = [Builtin::Namespace, Builtin::Event, Builtin::EventV1, Builtin::Secret];
+            for builtin in core.into_iter().chain(admission) {
                 let resource = Resource::core(builtin);
                 by_name.insert(resource.definition.name().to_owned(), Arc::new(resource));
             }

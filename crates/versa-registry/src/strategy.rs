@@ -6,11 +6,13 @@
 //! 1. server-owned fields and subresource rules ([`Strategy::prepare_create`],
 //!    [`Strategy::prepare_update`]): identity and timestamps, `status` behind the status
 //!    subresource, the core kinds' own rules;
-//! 2. admission of the object ([`Strategy::admit`]): default → prune → coerce metadata →
-//!    validate (schema, list types, metadata, update rules, finalizers, scale paths) → the
-//!    `x-kubernetes-validations` CEL rules, with errors about unchanged values ratcheted on
-//!    updates (KEP-4008); for the definitions API, definition validation. `fieldValidation`
-//!    decides what unknown and duplicate fields cost ([`FieldValidation`]);
+//! 2. admission of the object: first what kube's decoder does ([`Strategy::decode`]: default →
+//!    prune → coerce metadata, with `fieldValidation` deciding what unknown and duplicate
+//!    fields cost, [`FieldValidation`]); then — after the server's mutating admission, if any
+//!    — [`Strategy::validate`]: the schema pipeline again and validation (schema, list types,
+//!    metadata, update rules, finalizers, scale paths, the `x-kubernetes-validations` CEL
+//!    rules, with errors about unchanged values ratcheted on updates, KEP-4008); for the
+//!    definitions API, definition validation;
 //! 3. `generation` ([`Strategy::set_generation`]);
 //! 4. deletion: finalizers set by `propagationPolicy` ([`Strategy::finalizers_for_deletion`]),
 //!    and the mark of an object that waits for its finalizers ([`mark_deleting`]).
@@ -104,14 +106,17 @@ impl<'a> Strategy<'a> {
         res.version(version).map(|ver| Strategy { res, ver })
     }
 
-    /// A create, whole: [`Strategy::prepare_create`], then [`Strategy::admit_reporting`].
+    /// A create, whole, for writers without admission (tests, `versa validate`): [`Strategy::decode`],
+    /// [`Strategy::prepare_create`], [`Strategy::validate`]. The server runs the same steps with
+    /// `managedFields` and mutating admission between the first two.
     pub fn create(&self, obj: &mut Value, checks: Checks<'_>, warnings: &mut Vec<String>) -> Result<()> {
+        self.decode(obj, checks, warnings)?;
         self.prepare_create(obj);
-        self.admit_reporting(obj, None, Part::Main, checks.duplicates, checks.field_validation, warnings)
+        self.validate(obj, None, Part::Main, warnings)
     }
 
-    /// An update of `old` through `part`, whole: [`Strategy::prepare_update`],
-    /// [`Strategy::admit_reporting`], then [`Strategy::set_generation`].
+    /// An update of `old` through `part`, whole: [`Strategy::decode`],
+    /// [`Strategy::prepare_update`], [`Strategy::validate`], then [`Strategy::set_generation`].
     pub fn update(
         &self,
         new: &mut Value,
@@ -120,9 +125,40 @@ impl<'a> Strategy<'a> {
         checks: Checks<'_>,
         warnings: &mut Vec<String>,
     ) -> Result<()> {
+        self.decode(new, checks, warnings)?;
         self.prepare_update(new, old, part);
-        self.admit_reporting(new, Some(old), part, checks.duplicates, checks.field_validation, warnings)?;
+        self.validate(new, Some(old), part, warnings)?;
         self.set_generation(new, old, part);
+        Ok(())
+    }
+
+    /// What kube's decoder does to a request's object before anything else: defaults, prunes
+    /// unknown fields and coerces metadata (custom resources), and reports the unknown and
+    /// duplicate fields as `fieldValidation` says — warnings (`Warn`), kube's strict decoding
+    /// error (`Strict`), or nothing (`Ignore`). No validation: that comes after mutating
+    /// admission ([`Strategy::validate`]), so that a defaulting webhook may still fill in a
+    /// required field.
+    pub fn decode(&self, obj: &mut Value, checks: Checks<'_>, warnings: &mut Vec<String>) -> Result<()> {
+        let unknown = match self.ver.schema.as_deref() {
+            Some(schema) if self.res.flavor == Flavor::Custom => {
+                let malformed = versa_schema::objectmeta::Malformed::Reject;
+                // Malformed metadata: validation reports it with every other error.
+                pipeline::normalise(obj, schema, malformed).unwrap_or_default()
+            }
+            _ => definitions::admit_create(&mut obj.clone()).unwrap_or_default(),
+        };
+        self.report_fields(checks.field_validation, checks.duplicates, &unknown, warnings)
+    }
+
+    /// Validation of the object to store, after the server-owned fields and mutating admission:
+    /// [`Strategy::admit`] (defaults and pruning again — what a webhook added that the schema
+    /// does not know is dropped — then the schema, CEL, update and finalizer rules), and kube's
+    /// warnings about finalizer names.
+    pub fn validate(&self, obj: &mut Value, old: Option<&Value>, part: Part, warnings: &mut Vec<String>) -> Result<()> {
+        self.admit(obj, old, part, warnings)?;
+        if self.res.flavor == Flavor::Custom {
+            warn_finalizer_names(obj, old, warnings);
+        }
         Ok(())
     }
 
@@ -150,7 +186,7 @@ impl<'a> Strategy<'a> {
         {
             o.remove("status");
         }
-        if res.builtin.is_some() {
+        if res.builtin.is_some_and(|b| !b.has_generation()) {
             // The core kinds have no generation in kube.
             if let Some(meta) = meta_mut(obj) {
                 meta.remove("generation");
@@ -220,33 +256,6 @@ impl<'a> Strategy<'a> {
             }
             meta.remove("selfLink");
         }
-    }
-
-    /// Admits an object at this version and reports fields as `mode` says: duplicate and
-    /// unknown (pruned) fields become warnings (`Warn`), a 400 in kube's words (`Strict`, before
-    /// any validation error, as kube's strict decoder runs first), or nothing. Ratcheted rule
-    /// failures and kube's finalizer-name warnings go to `warnings` too.
-    pub fn admit_reporting(
-        &self,
-        obj: &mut Value,
-        old: Option<&Value>,
-        part: Part,
-        duplicates: &[String],
-        mode: FieldValidation,
-        warnings: &mut Vec<String>,
-    ) -> Result<()> {
-        if mode == FieldValidation::Strict {
-            let unknown = self.unknown_fields(obj);
-            self.report_fields(mode, duplicates, &unknown, warnings)?;
-        }
-        let unknown = self.admit(obj, old, part, warnings)?;
-        if mode == FieldValidation::Warn {
-            self.report_fields(mode, duplicates, &unknown, warnings)?;
-        }
-        if self.res.flavor == Flavor::Custom {
-            warn_finalizer_names(obj, old, warnings);
-        }
-        Ok(())
     }
 
     /// Default → prune → validate → `x-kubernetes-validations` at this version (custom
@@ -335,17 +344,6 @@ impl<'a> Strategy<'a> {
         }
     }
 
-    /// The unknown fields a Strict request must fail on even when validation fails too.
-    fn unknown_fields(&self, obj: &Value) -> Vec<String> {
-        let mut copy = obj.clone();
-        match self.ver.schema.as_deref() {
-            Some(schema) if self.res.flavor == Flavor::Custom => {
-                pipeline::normalise(&mut copy, schema, versa_schema::objectmeta::Malformed::Drop).unwrap_or_default()
-            }
-            _ => definitions::admit_create(&mut copy).unwrap_or_default(),
-        }
-    }
-
     /// Reports duplicate and unknown fields as `mode` says.
     fn report_fields(
         &self,
@@ -383,7 +381,7 @@ impl<'a> Strategy<'a> {
     /// subresource, `status`) changed; `/status` writes never bump it, nor do the core kinds
     /// have one.
     pub fn set_generation(&self, new: &mut Value, old: &Value, part: Part) {
-        if part == Part::Status || self.res.builtin.is_some() {
+        if part == Part::Status || self.res.builtin.is_some_and(|b| !b.has_generation()) {
             return;
         }
         let outside_meta = |v: &'_ Value| -> Vec<(String, Value)> {

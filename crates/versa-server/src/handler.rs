@@ -242,6 +242,9 @@ async fn authorized(
         return Status::forbidden(forbidden_message(&user, info, &reason), details).into_response();
     }
     if info.is_resource_request {
+        // Who asks travels with the request to the REST layer (admission needs it).
+        let mut req = req;
+        req.extensions_mut().insert(Arc::new(user));
         return resource(state, info, req).await;
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {

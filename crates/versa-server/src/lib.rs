@@ -16,6 +16,7 @@
 //! Every request: TLS (client certificate optional at the handshake) → authenticate → authorize
 //! → route (see `handler.rs`). Errors are `metav1.Status` objects (`status.rs`).
 
+pub mod admission;
 pub mod audit;
 pub mod auth;
 pub mod body;
@@ -209,6 +210,7 @@ impl ServerConfig {
             inflight: limits::InFlight::new(&self.limits),
             startup,
             render: Default::default(),
+            admission: Default::default(),
             audit,
             leadership,
             shutdown: tokio_util::sync::CancellationToken::new(),
@@ -244,6 +246,7 @@ impl Prepared {
             campaign.spawn(self.state.shutdown.clone())
         });
         let controller = tokio::spawn(controllers::definitions::run(self.state.clone()));
+        tokio::spawn(controllers::admission::run(self.state.clone()));
         tokio::spawn(probe_storage(self.state.clone()));
         let state = self.state.clone();
         tokio::spawn(leader::while_leading(self.state.leadership.clone(), self.state.shutdown.clone(), move |_| {

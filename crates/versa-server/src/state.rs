@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use versa_registry::Registry;
 use versa_storage::{Keys, Store};
 
+use crate::admission::configured::Configured;
 use crate::auth::Auth;
 use crate::metrics::Metrics;
 use crate::openapi::OpenApiCache;
@@ -38,6 +39,8 @@ pub struct State {
     /// Requests in flight and how long each may run (`limits.rs`).
     pub limits: limits::RequestLimits,
     pub inflight: limits::InFlight,
+    /// The admission configuration in force (`admission/`).
+    pub admission: Configured,
     /// Rendered objects (the LIST and GET fast path).
     pub render: versa_registry::render::RenderCache,
     /// The audit policy and log; `None` (no policy): nothing is audited.

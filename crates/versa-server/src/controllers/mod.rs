@@ -1,8 +1,10 @@
 //! The background work of a replica: following the stored definitions and serving them
-//! ([`definitions`], which every replica runs), and the work that must happen once — definition
+//! ([`definitions`], which every replica runs), following the admission configuration
+//! ([`admission`], every replica too), and the work that must happen once — definition
 //! status, cleanup of deleted definitions, storage [`migration`], standalone's [`namespaces`] —
 //! which runs only in the term of the replica elected by [`crate::leader`].
 
+pub mod admission;
 pub mod definitions;
 pub mod migration;
 pub mod namespaces;

@@ -26,6 +26,7 @@ use versa_registry::storage::Boundary;
 use versa_registry::strategy::{FieldValidation, Strategy};
 use versa_registry::{Resource, Version};
 
+use crate::auth::UserInfo;
 use crate::body::{Body, full};
 use crate::codec;
 use crate::query::Query;
@@ -50,6 +51,8 @@ pub struct Ctx {
     pub warnings: Vec<String>,
     /// The write options of the query, parsed once before anything else.
     pub write: WriteOptions,
+    /// Who asks.
+    pub user: Arc<UserInfo>,
 }
 
 /// What every write takes from the query, parsed and checked once, up front — as kube decodes
@@ -106,6 +109,7 @@ impl Ctx {
             headers: self.headers.clone(),
             warnings: Vec::new(),
             write: self.write,
+            user: self.user.clone(),
         }
     }
 
@@ -117,6 +121,21 @@ impl Ctx {
     /// The write rules of the request's resource at the request version.
     pub fn strategy(&self) -> Strategy<'_> {
         Strategy::new(&self.res, self.ver())
+    }
+
+    /// The request as admission sees it, for a write through `subresource` with `options`.
+    pub fn admission(&self, subresource: &'static str, options: Option<Value>) -> crate::admission::Request<'_> {
+        crate::admission::Request {
+            state: &self.state,
+            res: &self.res,
+            version: &self.version,
+            user: &self.user,
+            namespace: self.namespace.as_deref(),
+            name: &self.name,
+            subresource,
+            dry_run: self.write.dry_run,
+            options,
+        }
     }
 
     /// A storage error about object `name` of the request's resource, as its Status.
@@ -286,6 +305,7 @@ pub async fn serve(
         headers: parts.headers,
         warnings: Vec::new(),
         write,
+        user: parts.extensions.get::<Arc<UserInfo>>().cloned().unwrap_or_default(),
     };
     let body = match read_body(body).await {
         Ok(b) => b,
@@ -300,7 +320,7 @@ pub async fn serve(
             "list" => read::list(&ctx).await,
             "watch" => watch::watch(&ctx).await,
             "create" => write::create(&mut ctx, b).await,
-            "deletecollection" => write::delete_collection(&ctx, b).await,
+            "deletecollection" => write::delete_collection(&mut ctx, b).await,
             verb => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, verb)),
         },
         ("", false) => match (&parts.method, info.verb.as_str()) {
@@ -308,7 +328,7 @@ pub async fn serve(
             (_, "watch") => watch::watch(&ctx).await,
             (&Method::PUT, _) => write::update(&mut ctx, b, Part::Main).await,
             (&Method::PATCH, _) => write::patch(&mut ctx, b, Part::Main).await,
-            (&Method::DELETE, _) => write::delete(&ctx, b).await,
+            (&Method::DELETE, _) => write::delete(&mut ctx, b).await,
             (_, verb) => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, verb)),
         },
         ("status", false) if ctx.ver().status => match parts.method {

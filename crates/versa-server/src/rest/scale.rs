@@ -6,7 +6,7 @@
 use http::StatusCode;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceScale;
 use serde_json::{Value, json};
-use versa_registry::scale::{lookup, set_path};
+use versa_registry::scale::set_path;
 use versa_storage::KeyValue;
 
 use super::fields::{self, Manager, Verb};
@@ -18,27 +18,10 @@ use crate::status::Status;
 
 /// The Scale of an object.
 fn to_scale(ctx: &Ctx, obj: &Value, spec: &CustomResourceSubresourceScale) -> Result<Value, Status> {
-    let replicas = lookup(obj, &spec.spec_replicas_path).and_then(Value::as_i64).ok_or_else(|| {
-        Status::internal(format!("the spec replicas field {:?} does not exist", spec.spec_replicas_path))
-    })?;
-    let status_replicas = lookup(obj, &spec.status_replicas_path).and_then(Value::as_i64).unwrap_or(0);
-    let selector =
-        spec.label_selector_path.as_deref().and_then(|p| lookup(obj, p)).and_then(Value::as_str).unwrap_or("");
-    let m = obj.get("metadata").cloned().unwrap_or(json!({}));
-    let mut meta = json!({});
-    for f in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
-        if let Some(v) = m.get(f) {
-            meta[f] = v.clone();
-        }
-    }
     let _ = ctx;
-    let mut status = json!({"replicas": status_replicas});
-    if !selector.is_empty() {
-        status["selector"] = json!(selector);
-    }
-    Ok(
-        json!({"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": meta, "spec": {"replicas": replicas}, "status": status}),
-    )
+    versa_registry::scale::to_scale(obj, spec).ok_or_else(|| {
+        Status::internal(format!("the spec replicas field {:?} does not exist", spec.spec_replicas_path))
+    })
 }
 
 fn scale_spec(ctx: &Ctx) -> Result<CustomResourceSubresourceScale, Status> {
@@ -85,7 +68,7 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8]) -> Answer {
 /// through the one read–modify–write of the update pipeline, answers the new Scale.
 async fn write_scale(ctx: &mut Ctx, manager: &Manager, make: impl Fn(&Value) -> Result<Value, Status>) -> Answer {
     let spec = scale_spec(ctx)?;
-    let write = Write { part: Part::Main, duplicates: &[], fields: Fields::Track(manager) };
+    let write = Write { part: Part::Main, subresource: "scale", duplicates: &[], fields: Fields::Track(manager) };
     let (_, updated) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
         let (kv, obj) = current.ok_or_else(|| ctx.not_found())?;
         let scale = make(&to_scale(ctx, obj, &spec).unwrap_or_else(|_| json!({"spec": {}})))?;
@@ -129,7 +112,7 @@ async fn apply(ctx: &mut Ctx, body: &[u8]) -> Answer {
     }
     let applied = fields::Applied { config, duplicates: Vec::new() };
     let force = ctx.query.get("force") == Some("true");
-    let write = Write { part: Part::Main, duplicates: &[], fields: Fields::Applied };
+    let write = Write { part: Part::Main, subresource: "scale", duplicates: &[], fields: Fields::Applied };
     let (_, updated) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
         let (_, obj) = current.ok_or_else(|| ctx.not_found())?;
         fields::apply(ctx, &manager, Some(obj), &applied, force)

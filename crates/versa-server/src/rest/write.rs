@@ -18,6 +18,7 @@
 
 use http::StatusCode;
 use serde_json::{Value, json};
+use versa_admission::Operation;
 use versa_registry::builtin::{self, NamespaceDelete};
 use versa_registry::meta::{self, meta_mut, name_of, set_resource_version};
 use versa_registry::strategy::{Checks, Propagation, Strategy};
@@ -29,6 +30,7 @@ use versa_storage::{Committed, KeyValue, ReadModifyWrite, Update};
 use super::fields::{self, Manager, Verb};
 use super::read::{Filter, list_object, read_page};
 use super::{Answer, Ctx, Part};
+use crate::admission;
 use crate::codec::{self, Decoded};
 use crate::patch::{self, PatchType};
 use crate::status::Status;
@@ -126,6 +128,8 @@ pub(super) enum Fields<'a> {
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Write<'a> {
     pub part: Part,
+    /// The subresource written through: `status`, `scale`, `finalize`, or empty.
+    pub subresource: &'static str,
     pub duplicates: &'a [String],
     pub fields: Fields<'a>,
 }
@@ -137,9 +141,10 @@ impl Write<'_> {
     }
 }
 
-/// The create rules, whoever creates (a POST, an apply of an object that does not exist yet):
-/// no creates while the definition is terminating or in a terminating namespace, then the
-/// create strategy (server-owned fields, admission with `fieldValidation`) and `managedFields`.
+/// The create rules, whoever creates (a POST, an apply of an object that does not exist yet), in
+/// kube's order: no creates while the definition is terminating or in a terminating namespace;
+/// the object decoded (defaults, pruning, `fieldValidation`); `managedFields`; mutating
+/// admission; the server-owned fields; validation; validating admission.
 async fn create_rules(ctx: &mut Ctx, obj: &mut Value, write: Write<'_>) -> Result<(), Status> {
     if ctx.res.terminating {
         // kube's admission.NewForbidden: `<resource>.<group> "<name>" is forbidden: <why>`.
@@ -154,29 +159,99 @@ async fn create_rules(ctx: &mut Ctx, obj: &mut Value, write: Write<'_>) -> Resul
     let res = ctx.res.clone();
     let strategy = Strategy::new(&res, &res.versions[ctx.version_index]);
     let mut warnings = Vec::new();
-    let admitted = strategy.create(obj, write.checks(ctx), &mut warnings);
-    ctx.warnings.extend(warnings);
-    admitted?;
+    let decoded = strategy.decode(obj, write.checks(ctx), &mut warnings);
+    ctx.warnings.append(&mut warnings);
+    decoded?;
     if let Fields::Track(manager) = write.fields {
         fields::track(ctx, manager, None, obj);
     }
-    Ok(())
+    mutating_admission(ctx, write, Operation::Create, obj, None).await?;
+    strategy.prepare_create(obj);
+    let validated = strategy.validate(obj, None, Part::Main, &mut warnings);
+    ctx.warnings.extend(warnings);
+    validated?;
+    validating_admission(ctx, write, Operation::Create, Some(obj), None).await
 }
 
-/// The update rules on the object a write makes from the current one (`old`): the update
-/// strategy (subresource rules, server-owned fields, admission, `generation`) and
-/// `managedFields`.
-fn update_rules(ctx: &mut Ctx, new: &mut Value, old: &Value, write: Write<'_>) -> Result<(), Status> {
+/// The update rules on the object a write makes from the current one (`old`), in kube's
+/// order: the object decoded; `managedFields`; mutating admission; the subresource rules and
+/// server-owned fields; validation; `generation`; validating admission.
+async fn update_rules(ctx: &mut Ctx, new: &mut Value, old: &Value, write: Write<'_>) -> Result<(), Status> {
     let res = ctx.res.clone();
     let strategy = Strategy::new(&res, &res.versions[ctx.version_index]);
     let mut warnings = Vec::new();
-    let admitted = strategy.update(new, old, write.part, write.checks(ctx), &mut warnings);
-    ctx.warnings.extend(warnings);
-    admitted?;
+    let decoded = strategy.decode(new, write.checks(ctx), &mut warnings);
+    ctx.warnings.append(&mut warnings);
+    decoded?;
     if let Fields::Track(manager) = write.fields {
         fields::track(ctx, manager, Some(old), new);
     }
-    Ok(())
+    mutating_admission(ctx, write, Operation::Update, new, Some(old)).await?;
+    strategy.prepare_update(new, old, write.part);
+    let validated = strategy.validate(new, Some(old), write.part, &mut warnings);
+    ctx.warnings.extend(warnings);
+    validated?;
+    strategy.set_generation(new, old, write.part);
+    validating_admission(ctx, write, Operation::Update, Some(new), Some(old)).await
+}
+
+/// The options kind of an operation, as admission webhooks receive it.
+fn options_kind(operation: Operation) -> &'static str {
+    match operation {
+        Operation::Create => "CreateOptions",
+        Operation::Update => "UpdateOptions",
+        _ => "DeleteOptions",
+    }
+}
+
+/// Mutating admission (`admission/`) on the object a write makes. Through the scale
+/// subresource admission sees the `Scale`, and what a mutation does to it is not taken back
+/// into the object.
+async fn mutating_admission(
+    ctx: &mut Ctx,
+    write: Write<'_>,
+    operation: Operation,
+    obj: &mut Value,
+    old: Option<&Value>,
+) -> Result<(), Status> {
+    if write.subresource == "scale" {
+        return Ok(());
+    }
+    let mut warnings = Vec::new();
+    let options = admission::options(options_kind(operation), ctx.query.get("fieldManager"), ctx.write.dry_run);
+    let result =
+        admission::mutate(&ctx.admission(write.subresource, Some(options)), operation, obj, old, &mut warnings).await;
+    ctx.warnings.extend(warnings);
+    result.map(|_| ())
+}
+
+/// Validating admission (`admission/`) on the object about to be stored (`None`: a delete).
+async fn validating_admission(
+    ctx: &mut Ctx,
+    write: Write<'_>,
+    operation: Operation,
+    obj: Option<&Value>,
+    old: Option<&Value>,
+) -> Result<(), Status> {
+    let (obj, old) = match (write.subresource, &ctx.ver().scale) {
+        ("scale", Some(spec)) => (
+            obj.and_then(|o| versa_registry::scale::to_scale(o, spec)),
+            old.and_then(|o| versa_registry::scale::to_scale(o, spec)),
+        ),
+        _ => (obj.cloned(), old.cloned()),
+    };
+    let mut warnings = Vec::new();
+    let options = admission::options(options_kind(operation), ctx.query.get("fieldManager"), ctx.write.dry_run);
+    let result = admission::validate(
+        &ctx.admission(write.subresource, Some(options)),
+        operation,
+        obj.as_ref(),
+        old.as_ref(),
+        &mut warnings,
+    )
+    .await;
+    ctx.warnings.extend(warnings);
+    result
 }
 
 /// A create: the create rules, then the store (`AlreadyExists` if the name is taken — after
@@ -187,7 +262,7 @@ async fn insert(
     duplicates: &[String],
     fields: Fields<'_>,
 ) -> Result<(StatusCode, Value), Status> {
-    create_rules(ctx, &mut obj, Write { part: Part::Main, duplicates, fields }).await?;
+    create_rules(ctx, &mut obj, Write { part: Part::Main, subresource: "", duplicates, fields }).await?;
     let key = ctx.key(&ctx.name);
     if ctx.write.dry_run {
         // A dry run answers what the real create would, including AlreadyExists.
@@ -273,7 +348,7 @@ where
     };
     let old = ctx.boundary().from_storage(kv).await?;
     let mut new = make(ctx, Some((kv, &old)))?;
-    update_rules(ctx, &mut new, &old, write)?;
+    update_rules(ctx, &mut new, &old, write).await?;
     if ctx.strategy().deleted_by_update(&new, &old) {
         // The last finalizer is gone: the object goes.
         let update = if dry_run { Update::Keep } else { Update::Delete };
@@ -318,7 +393,12 @@ pub async fn update(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
         }
         rv => Some(super::read::parse_rv(rv)?),
     };
-    let write = Write { part, duplicates: &duplicates, fields: Fields::Track(&manager) };
+    let write = Write {
+        part,
+        subresource: fields::subresource(part),
+        duplicates: &duplicates,
+        fields: Fields::Track(&manager),
+    };
     let (code, obj) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
         let (kv, _) = current.ok_or_else(|| ctx.not_found())?;
         if expected.is_some_and(|rv| rv != kv.mod_revision) {
@@ -338,7 +418,8 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
     if apply {
         return server_side_apply(ctx, body, part, &manager).await;
     }
-    let write = Write { part, duplicates: &[], fields: Fields::Track(&manager) };
+    let write =
+        Write { part, subresource: fields::subresource(part), duplicates: &[], fields: Fields::Track(&manager) };
     let (code, obj) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
         let (kv, old) = current.ok_or_else(|| ctx.not_found())?;
         let patched = patch::apply(patch_type, old, body).map_err(|e| patch_status(ctx, &e))?;
@@ -372,7 +453,7 @@ fn patch_type(ctx: &Ctx) -> Result<PatchType, Status> {
 async fn server_side_apply(ctx: &mut Ctx, body: &[u8], part: Part, manager: &Manager) -> Answer {
     let applied = fields::decode_applied(ctx, body)?;
     let force = ctx.query.get("force") == Some("true");
-    let write = Write { part, duplicates: &[], fields: Fields::Applied };
+    let write = Write { part, subresource: fields::subresource(part), duplicates: &[], fields: Fields::Applied };
     let (code, obj) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
         let Some((kv, old)) = current else {
             if part != Part::Main {
@@ -484,9 +565,12 @@ fn delete_options(ctx: &Ctx, body: &[u8]) -> Result<DeleteOptions, Status> {
 }
 
 /// `DELETE .../<name>`.
-pub async fn delete(ctx: &Ctx, body: &[u8]) -> Answer {
+pub async fn delete(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let opts = delete_options(ctx, body)?;
-    let (code, value) = delete_one(ctx, &ctx.name, &opts).await?;
+    let mut warnings = Vec::new();
+    let result = delete_one(ctx, &ctx.name, &opts, &mut warnings).await;
+    ctx.warnings.extend(warnings);
+    let (code, value) = result?;
     ctx.respond_object(code, &value)
 }
 
@@ -498,11 +582,16 @@ pub async fn delete(ctx: &Ctx, body: &[u8]) -> Answer {
 /// is only marked (`deletionTimestamp` kept if it was already set,
 /// `deletionGracePeriodSeconds: 0`, `generation` moved on the first mark) and answered;
 /// otherwise it is deleted. A lost race looks again (preconditions are checked again).
-async fn delete_one(ctx: &Ctx, name: &str, opts: &DeleteOptions) -> Result<(StatusCode, Value), Status> {
+async fn delete_one(
+    ctx: &Ctx,
+    name: &str,
+    opts: &DeleteOptions,
+    warnings: &mut Vec<String>,
+) -> Result<(StatusCode, Value), Status> {
     let key = ctx.key(name);
     let mut rmw = ReadModifyWrite::start(&*ctx.state.store, &key).await?;
     loop {
-        let (update, decided) = decide_delete(ctx, name, opts, rmw.current()).await?;
+        let (update, decided) = decide_delete(ctx, name, opts, rmw.current(), warnings).await?;
         let after = match rmw.commit(update).await? {
             Committed::Raced => continue,
             Committed::Done(after) => after,
@@ -524,6 +613,7 @@ async fn decide_delete(
     name: &str,
     opts: &DeleteOptions,
     stored: Option<&KeyValue>,
+    warnings: &mut Vec<String>,
 ) -> Result<(Update, Decided), Status> {
     let (group, plural) = (&ctx.res.group, &ctx.res.plural);
     let current = stored.ok_or_else(|| Status::not_found(group, plural, name))?;
@@ -548,6 +638,13 @@ async fn decide_delete(
         );
         return Err(Status::conflict_with(group, kind, name, &why));
     }
+    // Validating admission sees the object as stored (kube's DELETE attributes: no object, the
+    // old object), after the preconditions, before anything is marked or removed.
+    let options = admission::options("DeleteOptions", None, opts.dry_run);
+    let mut request = ctx.admission("", Some(options));
+    request.name = name;
+    request.dry_run = opts.dry_run;
+    admission::validate(&request, Operation::Delete, None, Some(&obj), warnings).await?;
     if ctx.res.is(Builtin::Namespace) {
         match builtin::delete_namespace(&obj, name) {
             NamespaceDelete::Refuse(e) => return Err(e.into()),
@@ -588,11 +685,12 @@ async fn mark(ctx: &Ctx, opts: &DeleteOptions, obj: Value) -> Result<(Update, De
 
 /// `DELETE .../<plural>`: every object the selectors match, one by one; answers the list of
 /// what was deleted (or marked).
-pub async fn delete_collection(ctx: &Ctx, body: &[u8]) -> Answer {
+pub async fn delete_collection(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let opts = delete_options(ctx, body)?;
     let filter = Filter::from_query(ctx)?;
     let page = read_page(ctx, &filter).await?;
     let mut deleted = Vec::new();
+    let mut warnings = Vec::new();
     for obj in &page.items {
         let name = name_of(obj).to_owned();
         let ns_ctx;
@@ -601,14 +699,18 @@ pub async fn delete_collection(ctx: &Ctx, body: &[u8]) -> Answer {
                 ns_ctx = Ctx { namespace: Some(ns.to_owned()), name: name.clone(), ..ctx.fork() };
                 &ns_ctx
             }
-            _ => ctx,
+            _ => &*ctx,
         };
-        match delete_one(target, &name, &opts).await {
+        match delete_one(target, &name, &opts, &mut warnings).await {
             Ok(_) => deleted.push(obj.clone()),
             Err(s) if s.code == StatusCode::NOT_FOUND => {}
-            Err(s) => return Err(s),
+            Err(s) => {
+                ctx.warnings.extend(warnings);
+                return Err(s);
+            }
         }
     }
+    ctx.warnings.extend(warnings);
     let page = super::read::Page { items: deleted, revision: page.revision, continue_token: None };
     Ok(ctx.respond(StatusCode::OK, &list_object(ctx, page)))
 }

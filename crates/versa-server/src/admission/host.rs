@@ -1,0 +1,139 @@
+//! What the admission chain asks the server ([`versa_admission::Host`]), answered from
+//! versa's own store and registry: Namespaces (standalone serves them), policy parameters from
+//! the served resources, the versions of a served resource and conversions between them
+//! (`matchPolicy: Equivalent`), through the storage boundary like every other read.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use versa_admission::{
+    BoxFuture, GroupVersionKind, GroupVersionResource, NamespaceLookup, ParamKind, ParamLookup, ParamScope, Resources,
+};
+use versa_registry::storage::Boundary;
+use versa_registry::{Builtin, Resource, Snapshot};
+use versa_storage::ListOptions;
+
+use crate::state::State;
+
+/// The host of one request: the state, and the served set the request was routed with.
+pub struct StoreHost<'a> {
+    pub state: &'a State,
+    pub snapshot: Arc<Snapshot>,
+}
+
+impl StoreHost<'_> {
+    /// The served resource of `group` with kind `kind`.
+    fn by_kind(&self, group: &str, kind: &str) -> Option<&Arc<Resource>> {
+        self.snapshot.resources().find(|r| r.group == group && r.kind == kind)
+    }
+
+    /// The served resource of `group` and `plural`.
+    fn by_resource(&self, group: &str, plural: &str) -> Option<&Arc<Resource>> {
+        self.snapshot.route(group, plural)
+    }
+
+    /// An object read through `res`'s boundary at `version`.
+    async fn read(&self, res: &Resource, version: &str, key: &str) -> Result<Option<Arc<Value>>, String> {
+        let Some(kv) = self.state.store.get(key).await.map_err(|e| e.to_string())? else { return Ok(None) };
+        let obj =
+            Boundary::new(res, version, &self.state.metrics).from_storage(&kv).await.map_err(|e| e.to_string())?;
+        Ok(Some(Arc::new(obj)))
+    }
+}
+
+/// `(group, version)` of an `apiVersion`.
+fn split_api_version(api_version: &str) -> (&str, &str) {
+    api_version.rsplit_once('/').unwrap_or(("", api_version))
+}
+
+impl NamespaceLookup for StoreHost<'_> {
+    fn namespace<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Arc<Value>>, String>> {
+        Box::pin(async move {
+            let Some(namespaces) = self.state.registry.core(Builtin::Namespace) else { return Ok(None) };
+            let (group, plural) = namespaces.stored_as();
+            let key = self.state.keys.object(group, plural, None, name);
+            self.read(&namespaces, "v1", &key).await
+        })
+    }
+}
+
+impl ParamLookup for StoreHost<'_> {
+    fn scope(&self, kind: &ParamKind) -> Option<ParamScope> {
+        let (group, version) = split_api_version(&kind.api_version);
+        let res = self.by_kind(group, &kind.kind).filter(|r| r.served_version(version).is_some())?;
+        Some(if res.namespaced { ParamScope::Namespaced } else { ParamScope::Cluster })
+    }
+
+    fn get<'a>(
+        &'a self,
+        kind: &'a ParamKind,
+        namespace: Option<&'a str>,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<Value>>, String>> {
+        Box::pin(async move {
+            let (group, version) = split_api_version(&kind.api_version);
+            let Some(res) = self.by_kind(group, &kind.kind).cloned() else { return Ok(None) };
+            let (sg, sp) = res.stored_as();
+            let key = self.state.keys.object(sg, sp, namespace.filter(|_| res.namespaced), name);
+            self.read(&res, version, &key).await
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        kind: &'a ParamKind,
+        namespace: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, String>> {
+        Box::pin(async move {
+            let (group, version) = split_api_version(&kind.api_version);
+            let Some(res) = self.by_kind(group, &kind.kind).cloned() else { return Ok(Vec::new()) };
+            let (sg, sp) = res.stored_as();
+            let prefix = match namespace.filter(|_| res.namespaced) {
+                Some(ns) => self.state.keys.namespace(sg, sp, ns),
+                None => self.state.keys.resource(sg, sp),
+            };
+            let boundary = Boundary::new(&res, version, &self.state.metrics);
+            let mut out = Vec::new();
+            let mut token = None;
+            loop {
+                let options = ListOptions { limit: 500, continue_token: token.take(), revision: 0 };
+                let page = self.state.store.list(&prefix, options).await.map_err(|e| e.to_string())?;
+                let objects = boundary.from_storage_batch(&page.items).await.map_err(|e| e.to_string())?;
+                out.extend(objects.into_iter().map(Arc::new));
+                match page.continue_token {
+                    Some(t) => token = Some(t),
+                    None => return Ok(out),
+                }
+            }
+        })
+    }
+}
+
+impl Resources for StoreHost<'_> {
+    fn equivalent_resources(&self, resource: &GroupVersionResource, _subresource: &str) -> Vec<GroupVersionResource> {
+        let Some(res) = self.by_resource(&resource.group, &resource.resource) else { return Vec::new() };
+        res.versions
+            .iter()
+            .filter(|v| v.served)
+            .map(|v| GroupVersionResource::new(&res.group, &v.name, &res.plural))
+            .collect()
+    }
+
+    fn kind_for(&self, resource: &GroupVersionResource, subresource: &str) -> Option<GroupVersionKind> {
+        let res = self.by_resource(&resource.group, &resource.resource)?;
+        res.served_version(&resource.version)?;
+        Some(match subresource {
+            "scale" => GroupVersionKind::new("autoscaling", "v1", "Scale"),
+            _ => GroupVersionKind::new(&res.group, &resource.version, &res.kind),
+        })
+    }
+
+    fn convert<'a>(&'a self, object: &'a Value, to: &'a GroupVersionKind) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            let res = self.by_kind(&to.group, &to.kind).ok_or_else(|| format!("no served resource of kind {to}"))?;
+            let boundary = Boundary::new(res, &to.version, &self.state.metrics);
+            let mut converted = boundary.convert(vec![object.clone()], &to.version).await.map_err(|e| e.to_string())?;
+            converted.pop().ok_or_else(|| "the converter returned no object".to_owned())
+        })
+    }
+}

@@ -1,0 +1,197 @@
+//! Admission for the resources versa serves. kube-apiserver does not run admission for the
+//! requests it proxies to an aggregated server, so versa runs it itself, in kube's order, on
+//! every create, update, patch (apply included), delete and subresource write:
+//!
+//! 1. the registry's strategy (server-owned fields, defaults, pruning, validation) and
+//!    `managedFields`, as kube's handlers do before admission;
+//! 2. [`mutate`]: MutatingAdmissionPolicies and mutating webhooks (reinvoked as kube does); a
+//!    changed object goes through the strategy's admission again (defaults, pruning, schema
+//!    and CEL validation), so that a webhook can neither store an unknown field nor an invalid
+//!    value;
+//! 3. [`validate`]: ValidatingAdmissionPolicies and validating webhooks;
+//! 4. the store.
+//!
+//! The chain itself is `versa-admission`'s; this module builds each request's
+//! [`Attributes`], answers the chain's questions from versa's store and registry (`host.rs`),
+//! and turns refusals into kube's statuses. The configuration is the `admissionregistration.k8s.io`
+//! objects standalone versa serves (`configured.rs`, kept current by `controllers/admission.rs`).
+//! A dry run goes through the whole chain and stores nothing.
+
+pub mod configured;
+mod host;
+
+use serde_json::{Value, json};
+use versa_admission::{AdmissionError, Attributes, GroupVersionKind, GroupVersionResource, Host, Operation, Outcome};
+use versa_registry::{Builtin, Resource};
+
+use self::host::StoreHost;
+use crate::auth::UserInfo;
+use crate::state::State;
+use crate::status::Status;
+
+/// One write as admission sees it, besides the objects.
+#[derive(Debug)]
+pub struct Request<'a> {
+    pub state: &'a State,
+    pub res: &'a Resource,
+    /// The request version.
+    pub version: &'a str,
+    pub user: &'a UserInfo,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+    /// `status`, `scale`, `finalize`, or empty.
+    pub subresource: &'static str,
+    pub dry_run: bool,
+    /// The operation's options (`CreateOptions`, ...), as kube sends them to webhooks.
+    pub options: Option<Value>,
+}
+
+impl Request<'_> {
+    fn attributes(&self, operation: Operation, object: Option<&Value>, old: Option<&Value>) -> Attributes {
+        let res = self.res;
+        let kind = match self.subresource {
+            "scale" => GroupVersionKind::new("autoscaling", "v1", "Scale"),
+            _ => GroupVersionKind::new(&res.group, self.version, &res.kind),
+        };
+        // A request on a Namespace itself carries the Namespace's name as its namespace (kube's
+        // request info).
+        let namespace = match self.namespace {
+            Some(ns) => ns.to_owned(),
+            None if res.is(Builtin::Namespace) => self.name.to_owned(),
+            None => String::new(),
+        };
+        Attributes {
+            operation,
+            kind,
+            resource: GroupVersionResource::new(&res.group, self.version, &res.plural),
+            subresource: self.subresource.to_owned(),
+            name: self.name.to_owned(),
+            namespace,
+            user: versa_admission::UserInfo {
+                username: self.user.name.clone(),
+                uid: self.user.uid.clone(),
+                groups: self.user.groups.clone(),
+                extra: self.user.extra.clone(),
+            },
+            object: object.cloned(),
+            old_object: old.cloned(),
+            dry_run: self.dry_run,
+            options: self.options.clone(),
+            namespaced: res.namespaced,
+        }
+    }
+
+    fn host(&self) -> StoreHost<'_> {
+        StoreHost { state: self.state, snapshot: self.state.registry.snapshot() }
+    }
+}
+
+/// Runs mutating admission on `object` (`None` for a delete); returns whether it changed the
+/// object, which the caller then admits again with its strategy. Warnings go to `warnings`.
+pub async fn mutate(
+    req: &Request<'_>,
+    operation: Operation,
+    object: &mut Value,
+    old: Option<&Value>,
+    warnings: &mut Vec<String>,
+) -> Result<bool, Status> {
+    let configuration = loaded(req.state)?;
+    if !configuration.has_mutating() {
+        return Ok(false);
+    }
+    let mut attrs = req.attributes(operation, Some(object), old);
+    let host = req.host();
+    let mut outcome = Outcome::default();
+    let result = configuration.mutate(&mut attrs, as_host(&host), &mut outcome).await;
+    warnings.extend(outcome.warnings);
+    result.map_err(|e| status(&e))?;
+    match attrs.object {
+        Some(mutated) if mutated != *object => {
+            *object = mutated;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Runs validating admission on the object as it will be stored (`None` for a delete).
+pub async fn validate(
+    req: &Request<'_>,
+    operation: Operation,
+    object: Option<&Value>,
+    old: Option<&Value>,
+    warnings: &mut Vec<String>,
+) -> Result<(), Status> {
+    let configuration = loaded(req.state)?;
+    if !configuration.has_validating() {
+        return Ok(());
+    }
+    let attrs = req.attributes(operation, object, old);
+    let host = req.host();
+    let mut outcome = Outcome::default();
+    let result = configuration.validate(&attrs, as_host(&host), &mut outcome).await;
+    warnings.extend(outcome.warnings);
+    result.map_err(|e| status(&e))
+}
+
+/// The configuration in force; while it has not been read, writes are refused (503), never
+/// admitted without it.
+fn loaded(state: &State) -> Result<std::sync::Arc<versa_admission::Configuration>, Status> {
+    if !state.admission.is_loaded() {
+        return Err(Status::storage_unavailable("the admission configuration has not been read from storage yet"));
+    }
+    Ok(state.admission.current())
+}
+
+fn as_host<'a>(host: &'a StoreHost<'a>) -> Host<'a> {
+    Host { namespaces: host, params: host, resources: host, authorizer: None }
+}
+
+/// kube's status of a refusal, as the chain built it.
+fn status(e: &AdmissionError) -> Status {
+    let s = e.status();
+    let code = http::StatusCode::from_u16(e.code()).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    let details = s.details.as_ref().and_then(|d| serde_json::to_value(d).ok()).filter(|d| d != &json!({}));
+    Status { code, reason: reason(e.reason()), message: e.message().to_owned(), details }
+}
+
+/// A `metav1.StatusReason` as the server's statuses hold it. kube's reasons are a fixed list;
+/// a webhook that makes up another one is answered without a reason (its code and message
+/// stay).
+fn reason(reason: &str) -> &'static str {
+    const REASONS: [&str; 20] = [
+        "Unauthorized",
+        "Forbidden",
+        "NotFound",
+        "AlreadyExists",
+        "Conflict",
+        "Gone",
+        "Invalid",
+        "ServerTimeout",
+        "StoreReadError",
+        "Timeout",
+        "TooManyRequests",
+        "BadRequest",
+        "MethodNotAllowed",
+        "NotAcceptable",
+        "RequestEntityTooLarge",
+        "UnsupportedMediaType",
+        "InternalError",
+        "Expired",
+        "ServiceUnavailable",
+        "Unknown",
+    ];
+    REASONS.iter().find(|r| **r == reason).copied().unwrap_or("")
+}
+
+/// The options object of an operation as kube sends it to webhooks.
+pub fn options(kind: &str, field_manager: Option<&str>, dry_run: bool) -> Value {
+    let mut options = json!({"apiVersion": "meta.k8s.io/v1", "kind": kind});
+    if let Some(manager) = field_manager.filter(|m| !m.is_empty()) {
+        options["fieldManager"] = json!(manager);
+    }
+    if dry_run {
+        options["dryRun"] = json!(["All"]);
+    }
+    options
+}
