@@ -470,8 +470,8 @@ fn bytes_response(code: StatusCode, content_type: &'static str, bytes: impl Into
     response
 }
 
-/// `/healthz`, `/livez`, `/readyz` (ready once storage answers, the definitions are loaded and,
-/// in cluster mode, kube-apiserver has been reached).
+/// `/healthz`, `/livez`, `/readyz` (ready once storage answers, the definitions and the
+/// admission configuration are loaded and, in cluster mode, kube-apiserver has been reached).
 async fn health(state: &State, method: &Method, path: &str) -> Option<Response<Body>> {
     let check = path.trim_end_matches('/');
     if !matches!(check, "/healthz" | "/livez" | "/readyz") {
@@ -491,6 +491,10 @@ async fn health(state: &State, method: &Method, path: &str) -> Option<Response<B
         }
         if !state.registry.is_ready() {
             let body = "[-]definitions not loaded yet\nreadyz check failed\n".to_string();
+            return Some(text_response(StatusCode::INTERNAL_SERVER_ERROR, body));
+        }
+        if !state.admission.is_loaded() {
+            let body = "[-]admission configuration not loaded yet\nreadyz check failed\n".to_string();
             return Some(text_response(StatusCode::INTERNAL_SERVER_ERROR, body));
         }
     }
