@@ -194,8 +194,11 @@ impl Configuration {
         let mut policy_reinvocation = Reinvocation::default();
         let mut webhook_reinvocation = Reinvocation::default();
         let mut reinvoke = false;
+        // Only what asked for reinvocation can run in the second round.
+        let reinvocable =
+            self.mutating_webhooks.iter().any(|w| w.reinvoke) || self.mutating_policies.iter().any(|p| p.reinvoke);
         for round in 0..2u8 {
-            if round == 1 && !reinvoke {
+            if round == 1 && !(reinvoke && reinvocable) {
                 break;
             }
             if policies {

@@ -107,6 +107,11 @@ impl Expression {
         Expression { source: source.to_owned(), compiled }
     }
 
+    /// Whether the expression reads variable `name`.
+    pub fn references(&self, name: &str) -> bool {
+        self.compiled.as_ref().is_ok_and(|c| c.checked.referenced_idents.iter().any(|r| r == name))
+    }
+
     /// The result type, `dyn` when the expression does not compile.
     pub fn result_type(&self) -> Type {
         self.compiled.as_ref().map_or(Type::Dyn, |c| c.result_type.clone())
@@ -354,39 +359,53 @@ fn json_patch_type() -> Arc<ObjectType> {
 /// JSON): `kind`/`resource` are the matched ones, `requestKind`/`requestResource` the
 /// request's.
 pub(crate) fn request_json(attrs: &Attributes, resource: &GroupVersionResource, kind: &GroupVersionKind) -> Json {
-    let mut m = Map::new();
-    m.insert("uid".into(), json!(""));
-    m.insert("kind".into(), json!(kind));
-    m.insert("resource".into(), json!(resource));
-    if !attrs.subresource.is_empty() {
-        m.insert("subResource".into(), json!(attrs.subresource));
-        m.insert("requestSubResource".into(), json!(attrs.subresource));
+    fn s(v: &str) -> Json {
+        Json::String(v.to_owned())
     }
-    m.insert("requestKind".into(), json!(attrs.kind));
-    m.insert("requestResource".into(), json!(attrs.resource));
+    fn triple(a: (&str, &str), b: (&str, &str), c: (&str, &str)) -> Json {
+        let mut m = Map::new();
+        for (k, v) in [a, b, c] {
+            m.insert(k.to_owned(), s(v));
+        }
+        Json::Object(m)
+    }
+    let gvk = |k: &GroupVersionKind| triple(("group", &k.group), ("version", &k.version), ("kind", &k.kind));
+    let gvr =
+        |r: &GroupVersionResource| triple(("group", &r.group), ("version", &r.version), ("resource", &r.resource));
+    let mut m = Map::new();
+    m.insert("uid".into(), s(""));
+    m.insert("kind".into(), gvk(kind));
+    m.insert("resource".into(), gvr(resource));
+    if !attrs.subresource.is_empty() {
+        m.insert("subResource".into(), s(&attrs.subresource));
+        m.insert("requestSubResource".into(), s(&attrs.subresource));
+    }
+    m.insert("requestKind".into(), gvk(&attrs.kind));
+    m.insert("requestResource".into(), gvr(&attrs.resource));
     if !attrs.name.is_empty() {
-        m.insert("name".into(), json!(attrs.name));
+        m.insert("name".into(), s(&attrs.name));
     }
     if !attrs.namespace.is_empty() {
-        m.insert("namespace".into(), json!(attrs.namespace));
+        m.insert("namespace".into(), s(&attrs.namespace));
     }
-    m.insert("operation".into(), json!(attrs.operation.as_str()));
+    m.insert("operation".into(), s(attrs.operation.as_str()));
     let u = &attrs.user;
     let mut user = Map::new();
     if !u.username.is_empty() {
-        user.insert("username".into(), json!(u.username));
+        user.insert("username".into(), s(&u.username));
     }
     if !u.uid.is_empty() {
-        user.insert("uid".into(), json!(u.uid));
+        user.insert("uid".into(), s(&u.uid));
     }
     if !u.groups.is_empty() {
-        user.insert("groups".into(), json!(u.groups));
+        user.insert("groups".into(), Json::Array(u.groups.iter().map(|g| s(g)).collect()));
     }
     if !u.extra.is_empty() {
-        user.insert("extra".into(), json!(u.extra));
+        let extra = u.extra.iter().map(|(k, v)| (k.clone(), Json::Array(v.iter().map(|x| s(x)).collect()))).collect();
+        user.insert("extra".into(), Json::Object(extra));
     }
     m.insert("userInfo".into(), Json::Object(user));
-    m.insert("dryRun".into(), json!(attrs.dry_run));
+    m.insert("dryRun".into(), Json::Bool(attrs.dry_run));
     m.insert("options".into(), attrs.options.clone().unwrap_or(Json::Null));
     Json::Object(m)
 }
@@ -420,12 +439,32 @@ pub(crate) fn namespace_json(ns: &Json) -> Json {
     Json::Object(out)
 }
 
+/// Which of the costlier inputs a set of expressions reads (the others are bound to `null`,
+/// which nothing reads).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Uses {
+    pub request: bool,
+    pub namespace: bool,
+}
+
+impl Uses {
+    pub fn of<'e>(exprs: impl IntoIterator<Item = &'e Expression>) -> Uses {
+        let mut u = Uses::default();
+        for e in exprs {
+            u.request |= e.references("request");
+            u.namespace |= e.references("namespaceObject");
+        }
+        u
+    }
+}
+
 /// The values an evaluation context binds.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Inputs<'a> {
     pub object: Option<&'a Json>,
     pub old_object: Option<&'a Json>,
-    pub request: &'a Json,
+    /// `None` when no expression reads it (it is then `null`).
+    pub request: Option<&'a Json>,
     pub namespace: Option<&'a Json>,
     pub params: Option<&'a Json>,
 }
@@ -453,11 +492,11 @@ impl<'a> Context<'a> {
                 None => Ok(Value::Null),
             }
         };
-        act.bind("object", bind_json(inputs.object, &DYN)?);
-        act.bind("oldObject", bind_json(inputs.old_object, &DYN)?);
-        act.bind("request", bind_json(Some(inputs.request), request_type())?);
-        act.bind("namespaceObject", bind_json(inputs.namespace, namespace_type())?);
-        act.bind("params", bind_json(inputs.params, &DYN)?);
+        act.bind_static("object", bind_json(inputs.object, &DYN)?);
+        act.bind_static("oldObject", bind_json(inputs.old_object, &DYN)?);
+        act.bind_static("request", bind_json(inputs.request, request_type())?);
+        act.bind_static("namespaceObject", bind_json(inputs.namespace, namespace_type())?);
+        act.bind_static("params", bind_json(inputs.params, &DYN)?);
         let vars = LazyVariables {
             vars: variables,
             cache: RefCell::new(vec![None; variables.names.len()]),

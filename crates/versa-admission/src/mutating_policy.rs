@@ -24,8 +24,7 @@ use serde_json::{Map, Value as Json};
 use crate::attributes::Attributes;
 use crate::error::{AdmissionError, Outcome, admission_forbidden, go_quote};
 use crate::expression::{
-    Context, Declarations, Expression, Inputs, OUT_OF_BUDGET, RUNTIME_CEL_COST_BUDGET, Returns, Variables,
-    namespace_json, request_json,
+    Context, Declarations, Expression, Inputs, OUT_OF_BUDGET, RUNTIME_CEL_COST_BUDGET, Returns, Uses, Variables,
 };
 use crate::matching::{Criteria, RequestState, matches};
 use crate::params::{collect, param_gvk_string, param_kind};
@@ -46,6 +45,8 @@ pub(crate) struct MutatingPolicy {
     pub mutations: Vec<Mutation>,
     pub reinvoke: bool,
     pub bindings: Vec<MutatingBinding>,
+    /// Whether any expression reads `request` or `namespaceObject`.
+    pub uses: Uses,
 }
 
 #[derive(Debug)]
@@ -121,7 +122,14 @@ impl MutatingPolicy {
                 }
             })
             .collect();
+        let uses = Uses::of(variables.exprs.iter().chain(conditions.iter().map(|(_, e)| e)).chain(
+            mutations.iter().filter_map(|m| match m {
+                Mutation::JsonPatch(e) => Some(&**e),
+                _ => None,
+            }),
+        ));
         MutatingPolicy {
+            uses,
             name,
             failure_policy: FailurePolicy::parse(spec.failure_policy.as_deref()),
             criteria,
@@ -267,9 +275,12 @@ async fn run_invocations(
     errors: &mut Vec<PolicyError>,
 ) -> Result<bool, AdmissionError> {
     let index_of = |p: &MutatingPolicy| policies.iter().position(|q| std::ptr::eq(p, q)).unwrap_or(0);
+    // kube looks the namespace up whether or not an expression reads it.
+    let uses_namespace = invocations.iter().any(|i| i.policy.uses.namespace);
     let namespace = if !attrs.namespace.is_empty() && !attrs.is_namespace_kind() {
-        match state.namespace(attrs).await? {
-            Some(ns) => Some(namespace_json(&ns)),
+        let found = if uses_namespace { state.namespace_object(attrs).await? } else { state.namespace(attrs).await? };
+        match found {
+            Some(ns) => uses_namespace.then_some(ns),
             None => return Err(AdmissionError::not_found("", "namespaces", &attrs.namespace)),
         }
     } else {
@@ -284,9 +295,15 @@ async fn run_invocations(
         let converted = versions.get(attrs, &inv.matched.kind, &state.host).await?;
         if !policy.conditions.is_empty() {
             let (object, old_object) = objects(attrs, &converted);
-            let request = request_json(attrs, &attrs.resource, &inv.matched.kind);
-            let inputs =
-                Inputs { object, old_object, request: &request, namespace: None, params: inv.param.as_deref() };
+            // kube evaluates a policy's conditions with the request's resource, no namespace.
+            let request = policy.uses.request.then(|| state.request(attrs, &attrs.resource, &inv.matched.kind));
+            let inputs = Inputs {
+                object,
+                old_object,
+                request: request.as_deref(),
+                namespace: None,
+                params: inv.param.as_deref(),
+            };
             match evaluate_conditions(&policy.conditions, inputs, Some(&policy.variables), fail) {
                 Ok(true) => {}
                 Ok(false) => continue,
@@ -306,29 +323,25 @@ async fn run_invocations(
         if round > 0 && !reinvocation.should_reinvoke(&key) {
             continue;
         }
-        let before = match &converted {
-            Some(c) => c.object.clone(),
-            None => attrs.object.clone(),
-        };
-        let mut current = before.clone();
+        let request = policy.uses.request.then(|| state.request(attrs, &inv.matched.resource, &inv.matched.kind));
+        // The object as the mutations leave it, when one changed it.
+        let mut changed: Option<Json> = None;
         for mutation in &policy.mutations {
-            let Some(object) = current.as_ref() else { continue };
-            let request = request_json(attrs, &inv.matched.resource, &inv.matched.kind);
-            let old_object = match &converted {
-                Some(c) => c.old_object.as_ref(),
-                None => attrs.old_object.as_ref(),
-            };
+            let (object, old_object) = objects(attrs, &converted);
+            let Some(object) = changed.as_ref().or(object) else { continue };
             let inputs = Inputs {
                 object: Some(object),
                 old_object,
-                request: &request,
-                namespace: namespace.as_ref(),
+                request: request.as_deref(),
+                namespace: namespace.as_deref(),
                 params: inv.param.as_deref(),
             };
             match apply_mutation(mutation, inputs, &policy.variables) {
                 Ok(Some(patched)) => {
-                    current = Some(patched);
                     dirty = true;
+                    if patched != *object {
+                        changed = Some(patched);
+                    }
                 }
                 Ok(None) => {}
                 Err(message) => {
@@ -341,14 +354,14 @@ async fn run_invocations(
                 }
             }
         }
-        if current != before {
-            let back = match (&converted, current) {
-                (Some(_), Some(o)) => {
-                    Some(state.host.resources.convert(&o, &attrs.kind).await.map_err(AdmissionError::internal)?)
+        if let Some(object) = changed {
+            let object = match &converted {
+                Some(_) => {
+                    state.host.resources.convert(&object, &attrs.kind).await.map_err(AdmissionError::internal)?
                 }
-                (_, o) => o,
+                None => object,
             };
-            attrs.object = back;
+            attrs.object = Some(object);
             versions.invalidate();
             reinvocation.require_reinvoking_previous();
         }

@@ -32,9 +32,9 @@ use crate::attributes::Attributes;
 use crate::error::{AdmissionError, Outcome, admission_forbidden};
 use crate::expression::{
     Context, Declarations, Expression, Inputs, MAX_MESSAGE_EXPRESSION_BYTES, OUT_OF_BUDGET, RUNTIME_CEL_COST_BUDGET,
-    Returns, Variables, as_str, namespace_json, request_json,
+    Returns, Uses, Variables, as_str,
 };
-use crate::matching::{Criteria, Matched, RequestState, matches};
+use crate::matching::{Criteria, RequestState, matches};
 use crate::params::{collect, param_gvk_string, param_kind};
 use crate::seams::ParamKind;
 use crate::versioned::{Versions, objects};
@@ -56,6 +56,8 @@ pub(crate) struct ValidatingPolicy {
     pub validations: Vec<Validation>,
     pub audit_annotations: Vec<(String, Expression)>,
     pub bindings: Vec<ValidatingBinding>,
+    /// Whether any expression reads `request` or `namespaceObject`.
+    pub uses: Uses,
 }
 
 #[derive(Debug)]
@@ -187,7 +189,20 @@ impl ValidatingPolicy {
                 }
             })
             .collect();
+        let uses = Uses::of(
+            variables
+                .exprs
+                .iter()
+                .chain(conditions.iter().map(|(_, e)| e))
+                .chain(
+                    validations
+                        .iter()
+                        .flat_map(|v| std::iter::once(&v.expression).chain(v.message_expression.as_ref())),
+                )
+                .chain(audit_annotations.iter().map(|(_, e)| e)),
+        );
         ValidatingPolicy {
+            uses,
             name,
             failure_policy: FailurePolicy::parse(spec.failure_policy.as_deref()),
             criteria,
@@ -326,18 +341,39 @@ pub(crate) async fn validate(
                     continue;
                 }
             };
+            // kube looks the namespace up whether or not an expression reads it.
             let namespace = if !attrs.namespace.is_empty() && !attrs.is_namespace_kind() {
-                match state.namespace(attrs).await? {
-                    Some(ns) => Some(namespace_json(&ns)),
+                let found = if policy.uses.namespace {
+                    state.namespace_object(attrs).await?
+                } else {
+                    state.namespace(attrs).await?
+                };
+                match found {
+                    Some(ns) => policy.uses.namespace.then_some(ns),
                     None => return Err(AdmissionError::not_found("", "namespaces", &attrs.namespace)),
                 }
             } else {
                 None
             };
+            let requests = policy.uses.request.then(|| {
+                // kube evaluates a policy's conditions with the request's resource.
+                (
+                    state.request(attrs, &attrs.resource, &matched.kind),
+                    state.request(attrs, &matched.resource, &matched.kind),
+                )
+            });
             let (object, old_object) = objects(attrs, &converted);
+            let inputs = Inputs {
+                object,
+                old_object,
+                request: requests.as_ref().map(|(_, r)| &**r),
+                namespace: namespace.as_deref(),
+                params: None,
+            };
+            let condition_request = requests.as_ref().map(|(r, _)| &**r);
             for param in &params {
-                let validated =
-                    validate_one(policy, attrs, &matched, object, old_object, namespace.as_ref(), param.as_deref());
+                let inputs = Inputs { params: param.as_deref(), ..inputs };
+                let validated = validate_one(policy, inputs, condition_request);
                 apply_decisions(policy, binding, validated, outcome, &mut denials, &mut collector);
             }
         }
@@ -442,33 +478,22 @@ fn truncate(s: &mut String, max: usize) {
     }
 }
 
-/// kube's `validator.Validate` for one parameter.
-fn validate_one(
-    policy: &ValidatingPolicy,
-    attrs: &Attributes,
-    matched: &Matched,
-    object: Option<&Value>,
-    old_object: Option<&Value>,
-    namespace: Option<&Value>,
-    params: Option<&Value>,
-) -> Validated {
+/// kube's `validator.Validate` for one parameter. The conditions see `condition_request`
+/// and no namespace, as in kube.
+fn validate_one(policy: &ValidatingPolicy, inputs: Inputs<'_>, condition_request: Option<&Value>) -> Validated {
     let fail = !policy.failure_policy.ignore();
     let error = |message: String| Validated {
         decisions: vec![Decision { deny: fail, message, reason: None }],
         audit: Vec::new(),
     };
     if !policy.conditions.is_empty() {
-        // kube evaluates a policy's conditions with the request's resource and no namespace.
-        let request = request_json(attrs, &attrs.resource, &matched.kind);
-        let inputs = Inputs { object, old_object, request: &request, namespace: None, params };
-        match evaluate_conditions(&policy.conditions, inputs, Some(&policy.variables), fail) {
+        let conditions = Inputs { request: condition_request, namespace: None, ..inputs };
+        match evaluate_conditions(&policy.conditions, conditions, Some(&policy.variables), fail) {
             Ok(true) => {}
             Ok(false) => return Validated::default(),
             Err(e) => return error(e),
         }
     }
-    let request = request_json(attrs, &matched.resource, &matched.kind);
-    let inputs = Inputs { object, old_object, request: &request, namespace, params };
     let mut ctx = match Context::new(inputs, Some(&policy.variables), RUNTIME_CEL_COST_BUDGET) {
         Ok(c) => c,
         Err(e) => return error(e),

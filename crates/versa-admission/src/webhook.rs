@@ -41,7 +41,7 @@ use versa_conversion::client::{Endpoint, ServiceResolver, WebhookClient};
 
 use crate::attributes::Attributes;
 use crate::error::{AdmissionError, Outcome, go_quote};
-use crate::expression::{Context, Declarations, Expression, Inputs, MATCH_CONDITIONS_BUDGET, Returns, request_json};
+use crate::expression::{Context, Declarations, Expression, Inputs, MATCH_CONDITIONS_BUDGET, Returns, Uses};
 use crate::matching::{Criteria, Matched, RequestState, matches};
 use crate::review::{AnswerError, Invocation, ReviewVersion, check_answer, request_body};
 use crate::rules::Rule;
@@ -60,6 +60,8 @@ pub(crate) struct Webhook {
     pub configuration: String,
     pub criteria: Criteria,
     pub conditions: Vec<(String, Expression)>,
+    /// Whether a condition reads `request`.
+    pub uses_request: bool,
     /// `failurePolicy: Ignore`.
     pub fail_open: bool,
     pub side_effects: String,
@@ -196,6 +198,7 @@ impl Webhook {
             name: spec.name.to_owned(),
             configuration: configuration.to_owned(),
             criteria,
+            uses_request: Uses::of(conditions.iter().map(|(_, e)| e)).request,
             conditions,
             fail_open: spec.failure_policy == Some("Ignore"),
             side_effects: spec.side_effects.to_owned(),
@@ -221,8 +224,8 @@ impl Webhook {
         let converted = versions.get(attrs, &matched.kind, &state.host).await?;
         let (object, old_object) = objects(attrs, &converted);
         // kube builds this request from the request's resource and the matched kind.
-        let request = request_json(attrs, &attrs.resource, &matched.kind);
-        let inputs = Inputs { object, old_object, request: &request, namespace: None, params: None };
+        let request = self.uses_request.then(|| state.request(attrs, &attrs.resource, &matched.kind));
+        let inputs = Inputs { object, old_object, request: request.as_deref(), namespace: None, params: None };
         match evaluate_conditions(&self.conditions, inputs, None, !self.fail_open) {
             Ok(true) => Ok(Some(matched)),
             Ok(false) => Ok(None),
@@ -550,8 +553,10 @@ impl Reinvocation {
         self.last_output.as_ref().is_none_or(|last| last != object)
     }
 
+    /// Remembers the object as the plugin leaves it — only when something invoked may be
+    /// called again because of a later change (otherwise the comparison could not matter).
     pub fn set_last_output(&mut self, object: &Option<Value>) {
-        self.last_output = Some(object.clone());
+        self.last_output = if self.previously_invoked.is_empty() { None } else { Some(object.clone()) };
     }
 }
 

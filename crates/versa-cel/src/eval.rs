@@ -122,7 +122,7 @@ enum StepKind {
 pub struct Activation<'a> {
     pub(crate) self_value: Option<Value<'a>>,
     pub(crate) old_self: Option<Value<'a>>,
-    others: Vec<(String, Value<'a>)>,
+    others: Vec<(std::borrow::Cow<'static, str>, Value<'a>)>,
 }
 
 impl<'a> Activation<'a> {
@@ -161,6 +161,18 @@ impl<'a> Activation<'a> {
         Activation { self_value: Some(self_value), old_self, others: Vec::new() }
     }
 
+    /// [`Activation::bind`] for a variable whose name is a constant (nothing is allocated for
+    /// the name).
+    pub fn bind_static(&mut self, name: &'static str, value: Value<'a>) {
+        match name {
+            SELF_VAR | OLD_SELF_VAR => self.bind(name, value),
+            _ => match self.others.iter_mut().find(|(n, _)| n == name) {
+                Some(slot) => slot.1 = value,
+                None => self.others.push((name.into(), value)),
+            },
+        }
+    }
+
     /// Binds (or rebinds) a variable.
     pub fn bind(&mut self, name: &str, value: Value<'a>) {
         match name {
@@ -168,7 +180,7 @@ impl<'a> Activation<'a> {
             OLD_SELF_VAR => self.old_self = Some(value),
             _ => match self.others.iter_mut().find(|(n, _)| n == name) {
                 Some(slot) => slot.1 = value,
-                None => self.others.push((name.to_owned(), value)),
+                None => self.others.push((name.to_owned().into(), value)),
             },
         }
     }
@@ -177,7 +189,7 @@ impl<'a> Activation<'a> {
         match name {
             SELF_VAR => self.self_value.as_ref(),
             OLD_SELF_VAR => self.old_self.as_ref(),
-            _ => self.others.iter().find(|(n, _)| n == name).map(|(_, v)| v),
+            _ => self.others.iter().find(|(n, _)| *n == name).map(|(_, v)| v),
         }
     }
 
@@ -185,7 +197,7 @@ impl<'a> Activation<'a> {
     fn names(&self) -> Vec<&str> {
         let fixed = [(SELF_VAR, &self.self_value), (OLD_SELF_VAR, &self.old_self)];
         let fixed = fixed.into_iter().filter(|(_, v)| v.is_some()).map(|(n, _)| n);
-        fixed.chain(self.others.iter().map(|(n, _)| n.as_str())).collect()
+        fixed.chain(self.others.iter().map(|(n, _)| &**n)).collect()
     }
 }
 
