@@ -173,11 +173,51 @@ pub(crate) fn go_quote(s: &str) -> String {
 
 /// What an admitted request carries on: warnings for the `Warning` header (kube's
 /// `warning.AddWarning`; the server adds `299 - "<text>"`, deduplicated as kube does) and audit
-/// annotations for the audit event (kube's `AddAnnotation`: a key keeps its first value).
+/// annotations for the audit event (kube's `AddAnnotation`: a key keeps its first value); and,
+/// refused or not, what was observed for kube's metrics.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
     pub warnings: Vec<String>,
     pub audit_annotations: BTreeMap<String, String>,
+    /// One entry per webhook called.
+    pub webhook_calls: Vec<WebhookCall>,
+    /// One entry per ValidatingAdmissionPolicy decision that counts.
+    pub policy_checks: Vec<PolicyCheck>,
+}
+
+/// A webhook call, with the labels of kube's `apiserver_admission_webhook_admission_duration_seconds`
+/// (`name`, `type`, `operation`, `rejected`), `apiserver_admission_webhook_request_total`
+/// (`code`), `apiserver_admission_webhook_rejection_count` (`error_type`, `rejection_code`) and
+/// `apiserver_admission_webhook_fail_open_count`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebhookCall {
+    pub name: String,
+    /// `validating` or `admit`.
+    pub step: &'static str,
+    pub operation: crate::attributes::Operation,
+    pub elapsed: std::time::Duration,
+    pub rejected: bool,
+    /// 200 when it admitted; the status code of the denial or of the failure; 0 for an error of
+    /// the server's own (kube truncates codes above 600 to 600).
+    pub code: u16,
+    /// When rejected: `calling_webhook_error`, `no_error` (the webhook said no) or
+    /// `apiserver_internal_error`.
+    pub rejection: Option<&'static str>,
+    /// The call failed and `failurePolicy: Ignore` let the request through.
+    pub failed_open: bool,
+}
+
+/// A policy decision, with the labels of kube's
+/// `apiserver_validating_admission_policy_check_total` and `..._check_duration_seconds`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyCheck {
+    pub policy: String,
+    pub binding: String,
+    /// `no_error`, `compile_error`, `invalid_error`, `out_of_budget`.
+    pub error_type: &'static str,
+    /// `allow`, `deny`, `warn`, `audit`.
+    pub enforcement_action: &'static str,
+    pub elapsed: std::time::Duration,
 }
 
 impl Outcome {

@@ -20,6 +20,7 @@
 //! configure policy|binding: ...` under `failurePolicy: Fail`, and is skipped under `Ignore`.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::admissionregistration::v1::{
     ParamRef, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
@@ -29,7 +30,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::attributes::Attributes;
-use crate::error::{AdmissionError, Outcome, admission_forbidden};
+use crate::error::{AdmissionError, Outcome, PolicyCheck, admission_forbidden};
 use crate::expression::{
     Context, Declarations, Expression, Inputs, MAX_MESSAGE_EXPRESSION_BYTES, OUT_OF_BUDGET, RUNTIME_CEL_COST_BUDGET,
     Returns, Uses, Variables, as_str,
@@ -233,6 +234,28 @@ struct Decision {
     deny: bool,
     message: String,
     reason: Option<String>,
+    /// The decision comes from an error (kube's `EvalError`), not from the validation.
+    error: bool,
+    elapsed: Duration,
+}
+
+impl Decision {
+    fn error(deny: bool, message: String, elapsed: Duration) -> Decision {
+        Decision { deny, message, reason: None, error: true, elapsed }
+    }
+
+    /// kube's `ErrorType` of a decision, for its metrics.
+    fn error_type(&self) -> &'static str {
+        if !self.error {
+            "no_error"
+        } else if self.message.starts_with("compilation") {
+            "compile_error"
+        } else if self.message.starts_with("validation failed due to running out of cost budget") {
+            "out_of_budget"
+        } else {
+            "invalid_error"
+        }
+    }
 }
 
 #[derive(Default)]
@@ -416,11 +439,29 @@ fn apply_decisions(
     denials: &mut Vec<Denial>,
     collector: &mut BTreeMap<String, Vec<String>>,
 ) {
+    let check = |outcome: &mut Outcome, d: &Decision, action: &'static str| {
+        outcome.policy_checks.push(PolicyCheck {
+            policy: policy.name.clone(),
+            binding: binding.name.clone(),
+            error_type: d.error_type(),
+            enforcement_action: action,
+            elapsed: d.elapsed,
+        });
+    };
     for (i, d) in validated.decisions.iter().enumerate() {
         if !d.deny {
+            if d.error {
+                check(outcome, d, "allow");
+            }
             continue;
         }
         for action in &binding.actions {
+            match action.as_str() {
+                "Deny" => check(outcome, d, "deny"),
+                "Audit" => check(outcome, d, "audit"),
+                "Warn" => check(outcome, d, "warn"),
+                _ => {}
+            }
             match action.as_str() {
                 "Deny" => denials.push(Denial {
                     policy: policy.name.clone(),
@@ -458,12 +499,15 @@ fn apply_decisions(
                     values.push(v);
                 }
             }
-            Err(message) => denials.push(Denial {
-                policy: policy.name.clone(),
-                binding: Some(binding.name.clone()),
-                message,
-                reason: None,
-            }),
+            Err(message) => {
+                check(outcome, &Decision::error(true, message.clone(), Duration::ZERO), "deny");
+                denials.push(Denial {
+                    policy: policy.name.clone(),
+                    binding: Some(binding.name.clone()),
+                    message,
+                    reason: None,
+                })
+            }
         }
     }
 }
@@ -483,7 +527,7 @@ fn truncate(s: &mut String, max: usize) {
 fn validate_one(policy: &ValidatingPolicy, inputs: Inputs<'_>, condition_request: Option<&Value>) -> Validated {
     let fail = !policy.failure_policy.ignore();
     let error = |message: String| Validated {
-        decisions: vec![Decision { deny: fail, message, reason: None }],
+        decisions: vec![Decision::error(fail, message, Duration::ZERO)],
         audit: Vec::new(),
     };
     if !policy.conditions.is_empty() {
@@ -500,8 +544,9 @@ fn validate_one(policy: &ValidatingPolicy, inputs: Inputs<'_>, condition_request
     };
     let mut results = Vec::with_capacity(policy.validations.len());
     for v in &policy.validations {
+        let started = Instant::now();
         match ctx.eval(&v.expression) {
-            Ok(r) => results.push(r.map(|value| matches!(value, versa_cel::Value::Bool(true)))),
+            Ok(r) => results.push((r.map(|value| matches!(value, versa_cel::Value::Bool(true))), started.elapsed())),
             Err(_) => return error(OUT_OF_BUDGET.to_owned()),
         }
     }
@@ -531,13 +576,13 @@ fn validate_one(policy: &ValidatingPolicy, inputs: Inputs<'_>, condition_request
         }
     }
     let mut out = Validated::default();
-    for (i, (v, result)) in policy.validations.iter().zip(results).enumerate() {
+    for (i, (v, (result, elapsed))) in policy.validations.iter().zip(results).enumerate() {
         let decision = match result {
-            Err(e) => Decision { deny: fail, message: e, reason: None },
+            Err(e) => Decision::error(fail, e, elapsed),
             Ok(_) if message_budget_error => {
-                Decision { deny: fail, message: format!("failed messageExpression: {OUT_OF_BUDGET}"), reason: None }
+                Decision::error(fail, format!("failed messageExpression: {OUT_OF_BUDGET}"), elapsed)
             }
-            Ok(true) => Decision { deny: false, message: String::new(), reason: None },
+            Ok(true) => Decision { deny: false, message: String::new(), reason: None, error: false, elapsed },
             Ok(false) => {
                 let mut message = match messages.get(i) {
                     Some(Some(Ok(m))) => {
@@ -557,7 +602,7 @@ fn validate_one(policy: &ValidatingPolicy, inputs: Inputs<'_>, condition_request
                     message = format!("failed expression: {}", v.expression.source.trim());
                 }
                 let reason = Some(v.reason.clone().unwrap_or_else(|| "Invalid".to_owned()));
-                Decision { deny: true, message, reason }
+                Decision { deny: true, message, reason, error: false, elapsed }
             }
         };
         out.decisions.push(decision);

@@ -27,7 +27,7 @@
 //! the previous one patched, and remember what reinvocation needs ([`Reinvocation`]).
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::future::join_all;
@@ -40,7 +40,7 @@ use serde_json::Value;
 use versa_conversion::client::{Endpoint, ServiceResolver, WebhookClient};
 
 use crate::attributes::Attributes;
-use crate::error::{AdmissionError, Outcome, go_quote};
+use crate::error::{AdmissionError, Outcome, WebhookCall, go_quote};
 use crate::expression::{Context, Declarations, Expression, Inputs, MATCH_CONDITIONS_BUDGET, Returns, Uses};
 use crate::matching::{Criteria, Matched, RequestState, matches};
 use crate::review::{AnswerError, Invocation, ReviewVersion, check_answer, request_body};
@@ -275,8 +275,9 @@ pub(crate) fn evaluate_conditions<'a>(
 
 /// Why a call did not admit.
 enum CallError {
-    /// kube's `ErrCallingWebhook`: the failure policy decides. The text is the error's.
-    Calling(String),
+    /// kube's `ErrCallingWebhook`: the failure policy decides. The text is the error's, the
+    /// code the one kube's metrics record.
+    Calling(String, u16),
     /// The webhook said no.
     Rejected(Box<Status>),
     /// Returned as it is, whatever the failure policy.
@@ -294,15 +295,21 @@ struct Answer {
 }
 
 impl Webhook {
+    /// kube's `ErrCallingWebhook`, with the status code its metrics record (503 for a call that
+    /// failed or an answer that is not one, as kube's `NewServiceUnavailable`).
     fn calling(&self, reason: impl std::fmt::Display) -> CallError {
-        CallError::Calling(format!("failed calling webhook {}: {reason}", go_quote(&self.name)))
+        self.calling_with(503, reason)
+    }
+
+    fn calling_with(&self, code: u16, reason: impl std::fmt::Display) -> CallError {
+        CallError::Calling(format!("failed calling webhook {}: {reason}", go_quote(&self.name)), code)
     }
 
     /// kube's `callHook` / `callAttrMutatingHook`, up to (not including) the patch.
     async fn call(&self, attrs: &Attributes, inv: &Invocation<'_>) -> Result<Answer, CallError> {
         if attrs.dry_run {
             if self.side_effects.is_empty() {
-                return Err(self.calling("Webhook SideEffects is nil"));
+                return Err(self.calling_with(400, "Webhook SideEffects is nil"));
             }
             if !matches!(self.side_effects.as_str(), "None" | "NoneOnDryRun") {
                 return Err(CallError::Other(AdmissionError::bad_request(format!(
@@ -312,14 +319,16 @@ impl Webhook {
             }
         }
         let Some(version) = self.review else {
-            return Err(self.calling(
+            return Err(self.calling_with(
+                400,
                 "could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)",
             ));
         };
         let uid = new_uid();
         let body = request_body(version, &uid, attrs, inv)
-            .map_err(|e| self.calling(format!("could not create admission objects: {e}")))?;
-        let client = self.client.as_ref().map_err(|e| self.calling(format!("could not get REST client: {e}")))?;
+            .map_err(|e| self.calling_with(400, format!("could not create admission objects: {e}")))?;
+        let client =
+            self.client.as_ref().map_err(|e| self.calling_with(500, format!("could not get REST client: {e}")))?;
         let answer =
             client.post(Bytes::from(body)).await.map_err(|e| self.calling(format!("failed to call webhook: {e}")))?;
         let response = check_answer(version, &uid, self.mutating, &answer).map_err(|e| match e {
@@ -354,7 +363,7 @@ impl Webhook {
         match response.patch_type.as_deref() {
             Some("JSONPatch") => {}
             other => {
-                return Err(self.calling(format!("unsupported patch type {}", go_quote(other.unwrap_or("")))));
+                return Err(self.calling_with(400, format!("unsupported patch type {}", go_quote(other.unwrap_or("")))));
             }
         }
         let patched =
@@ -480,11 +489,14 @@ pub(crate) async fn validate(
     let calls = relevant.iter().map(|(hook, m, converted)| async move {
         let (object, old_object) = objects(attrs, converted);
         let inv = Invocation { resource: &m.resource, kind: &m.kind, object, old_object };
-        hook.call(attrs, &inv).await
+        let started = Instant::now();
+        let result = hook.call(attrs, &inv).await;
+        (result, started.elapsed())
     });
     let results = join_all(calls).await;
     let mut first_error = None;
-    for (idx, ((hook, _, _), result)) in relevant.iter().zip(results).enumerate() {
+    for (idx, ((hook, _, _), (result, elapsed))) in relevant.iter().zip(results).enumerate() {
+        outcome.webhook_calls.push(observe(hook, "validating", attrs, elapsed, &result));
         let err = match result {
             Ok(answer) => {
                 merge(outcome, answer.outcome);
@@ -493,7 +505,7 @@ pub(crate) async fn validate(
             Err(e) => e,
         };
         let err = match err {
-            CallError::Calling(text) if hook.fail_open => {
+            CallError::Calling(text, _) if hook.fail_open => {
                 tracing::warn!(webhook = %hook.name, error = %text, "failed calling webhook, failing open");
                 outcome.annotate(
                     format!("failed-open.validating.webhook.admission.k8s.io/round_0_index_{idx}"),
@@ -501,7 +513,7 @@ pub(crate) async fn validate(
                 );
                 continue;
             }
-            CallError::Calling(text) => AdmissionError::webhook_failed(text),
+            CallError::Calling(text, _) => AdmissionError::webhook_failed(text),
             CallError::Rejected(status) => AdmissionError::WebhookDenied(status),
             CallError::Other(e) => e,
         };
@@ -510,6 +522,36 @@ pub(crate) async fn validate(
     match first_error {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// What kube's webhook metrics record of a call.
+fn observe(
+    hook: &Webhook,
+    step: &'static str,
+    attrs: &Attributes,
+    elapsed: Duration,
+    result: &Result<Answer, CallError>,
+) -> WebhookCall {
+    let (rejected, code, rejection, failed_open) = match result {
+        Ok(_) => (false, 200, None, false),
+        Err(CallError::Calling(_, code)) if hook.fail_open => (false, *code, None, true),
+        Err(CallError::Calling(_, code)) => (true, *code, Some("calling_webhook_error"), false),
+        Err(CallError::Rejected(status)) => {
+            let code = status.code.and_then(|c| u16::try_from(c).ok()).unwrap_or(400);
+            (true, code, Some("no_error"), false)
+        }
+        Err(CallError::Other(_)) => (true, 0, Some("apiserver_internal_error"), false),
+    };
+    WebhookCall {
+        name: hook.name.clone(),
+        step,
+        operation: attrs.operation,
+        elapsed,
+        rejected,
+        code: code.min(600),
+        rejection,
+        failed_open,
     }
 }
 
@@ -614,7 +656,9 @@ async fn mutate_round(
         let converted = versions.get(attrs, &m.kind, &state.host).await?;
         let (object, old_object) = objects(attrs, &converted);
         let inv = Invocation { resource: &m.resource, kind: &m.kind, object, old_object };
+        let started = Instant::now();
         let result = hook.call(attrs, &inv).await;
+        outcome.webhook_calls.push(observe(hook, "admit", attrs, started.elapsed(), &result));
         let mut changed = false;
         let result = match result {
             Ok(answer) => {
@@ -662,14 +706,14 @@ async fn mutate_round(
         }
         match result {
             Ok(()) => {}
-            Err(CallError::Calling(text)) if hook.fail_open => {
+            Err(CallError::Calling(text, _)) if hook.fail_open => {
                 tracing::warn!(webhook = %hook.name, error = %text, "failed calling webhook, failing open");
                 outcome.annotate(
                     format!("failed-open.mutation.webhook.admission.k8s.io/round_{round}_index_{i}"),
                     hook.name.clone(),
                 );
             }
-            Err(CallError::Calling(text)) => return Err(AdmissionError::webhook_failed(text)),
+            Err(CallError::Calling(text, _)) => return Err(AdmissionError::webhook_failed(text)),
             Err(CallError::Rejected(status)) => return Err(AdmissionError::WebhookDenied(status)),
             Err(CallError::Other(e)) => return Err(e),
         }

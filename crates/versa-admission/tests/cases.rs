@@ -1,7 +1,8 @@
 //! Runs `tests/data/*.yaml`: each case is a configuration (policies, bindings, webhooks), a
 //! world (namespaces, parameter objects, equivalent resources) and a request, run through
 //! [`Configuration::mutate`] then [`Configuration::validate`] with the expected refusal
-//! (code, reason, message), warnings, audit annotations, mutated object and build problems.
+//! (code, reason, message), warnings, audit annotations, mutated object, build problems, and
+//! what the metrics would record (`checks`: policy decisions, `calls`: webhook calls).
 //!
 //! Webhooks in these cases listen nowhere (`https://127.0.0.1:1/`): whether one is called shows
 //! as the `failed calling webhook` refusal (or its absence); `webhook_server.rs` talks to real
@@ -179,6 +180,32 @@ async fn run(case: &Value) -> Vec<String> {
         let got = attrs.object.clone().unwrap_or(Value::Null);
         if got != *want {
             diffs.push(format!("object: got {got}, want {want}"));
+        }
+    }
+    if let Some(want) = expect.get("checks") {
+        let got: Vec<String> = outcome
+            .policy_checks
+            .iter()
+            .map(|c| format!("{}/{} {} {}", c.policy, c.binding, c.error_type, c.enforcement_action))
+            .collect();
+        let want: Vec<String> = serde_json::from_value(want.clone()).unwrap();
+        if got != want {
+            diffs.push(format!("checks: got {got:?}, want {want:?}"));
+        }
+    }
+    if let Some(want) = expect.get("calls") {
+        let got: Vec<String> = outcome
+            .webhook_calls
+            .iter()
+            .map(|c| {
+                let how =
+                    if c.failed_open { "failed-open".to_owned() } else { c.rejection.unwrap_or("admitted").to_owned() };
+                format!("{} {} {} {} {how}", c.name, c.step, c.operation, c.code)
+            })
+            .collect();
+        let want: Vec<String> = serde_json::from_value(want.clone()).unwrap();
+        if got != want {
+            diffs.push(format!("calls: got {got:?}, want {want:?}"));
         }
     }
     let got_problems: Vec<String> = problems.iter().map(|p| format!("{} {}: {}", p.kind, p.name, p.message)).collect();

@@ -309,7 +309,12 @@ async fn reviews_v1_and_v1beta1_carry_every_request_field() {
 async fn denials() {
     let server = Server::start().await;
     let config = build(&validating(vec![server.webhook("deny.example.com", "/deny", json!({}))]), &[]);
-    let (r, _) = admit(&config, &mut create(), &host()).await;
+    let (r, outcome) = admit(&config, &mut create(), &host()).await;
+    let call = &outcome.webhook_calls[0];
+    assert_eq!(
+        (call.name.as_str(), call.step, call.rejected, call.code, call.rejection),
+        ("deny.example.com", "validating", true, 403, Some("no_error"))
+    );
     let e = r.unwrap_err();
     assert!(matches!(e, AdmissionError::WebhookDenied(_)));
     assert_eq!(e.code(), 403);
