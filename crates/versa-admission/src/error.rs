@@ -171,6 +171,11 @@ pub(crate) fn go_quote(s: &str) -> String {
     versa_schema::field::go_quote(s)
 }
 
+/// The prefix of the audit annotations that hold a mutating webhook's patch: kube records them
+/// at audit level `Request` (the others at `Metadata`), since a patch may hold the object's
+/// data.
+pub const PATCH_ANNOTATION_PREFIX: &str = "patch.webhook.admission.k8s.io/";
+
 /// What an admitted request carries on: warnings for the `Warning` header (kube's
 /// `warning.AddWarning`; the server adds `299 - "<text>"`, deduplicated as kube does) and audit
 /// annotations for the audit event (kube's `AddAnnotation`: a key keeps its first value); and,
@@ -228,8 +233,13 @@ impl Outcome {
     }
 
     /// Adds an annotation; a key already set keeps its value (kube refuses the overwrite and
-    /// logs it).
+    /// logs it), and a key that is not `<prefix>/<name>` with a qualified name is dropped (kube's
+    /// `checkKeyFormat`).
     pub(crate) fn annotate(&mut self, key: String, value: String) {
+        if key.split('/').count() != 2 || !versa_schema::names::is_qualified_name(&key).is_empty() {
+            tracing::warn!(key, "an admission audit annotation key must be a qualified name with one '/'");
+            return;
+        }
         if let Some(existing) = self.audit_annotations.get(&key) {
             if *existing != value {
                 tracing::warn!(key, "an admission audit annotation may not be overwritten");

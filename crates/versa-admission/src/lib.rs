@@ -66,7 +66,7 @@ mod webhook;
 
 pub use attributes::{Attributes, GroupVersionKind, GroupVersionResource, Operation, UserInfo};
 pub use config::{BuildOptions, Configuration, Problem, Sources};
-pub use error::{AdmissionError, Outcome, PolicyCheck, WebhookCall};
+pub use error::{AdmissionError, Outcome, PATCH_ANNOTATION_PREFIX, PolicyCheck, WebhookCall};
 pub use expression::{MATCH_CONDITIONS_BUDGET, MAX_MESSAGE_EXPRESSION_BYTES, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET};
 pub use seams::{
     AuthorizationRequest, Authorizer, BoxFuture, Decision, Host, NamespaceLookup, ParamKind, ParamLookup, ParamScope,
