@@ -20,7 +20,9 @@
 //! 3. [`Configuration::validate`]: ValidatingAdmissionPolicies, then validating webhooks
 //!    (concurrently). Then the caller stores.
 //!
-//! A dry run goes through the same chain; webhooks with side effects refuse it.
+//! A dry run goes through the same chain; webhooks with side effects refuse it. Before step 1,
+//! kube runs its `NamespaceLifecycle` plugin: [`namespace_lifecycle`] (for cluster mode, where
+//! namespaces are kube's).
 //!
 //! # Configuration
 //!
@@ -43,7 +45,8 @@
 //! - `review`: AdmissionReview v1/v1beta1; `webhook`: calling webhooks and the two
 //!   dispatchers.
 //! - `params`, `validating_policy`, `mutating_policy`: policies and bindings.
-//! - `config`: [`Configuration`] and the chain; `typecheck`: policy type checking.
+//! - `config`: [`Configuration`] and the chain; `typecheck`: policy type checking;
+//!   `lifecycle`: namespace lifecycle.
 //!
 //! `ADMISSION.md` (next to this crate's manifest) describes all of it for operators: order,
 //! limits, and the differences from kube that remain.
@@ -52,6 +55,7 @@ pub mod attributes;
 mod config;
 pub mod error;
 mod expression;
+mod lifecycle;
 mod matching;
 mod mutating_policy;
 mod params;
@@ -68,6 +72,7 @@ pub use attributes::{Attributes, GroupVersionKind, GroupVersionResource, Operati
 pub use config::{BuildOptions, Configuration, Problem, Sources};
 pub use error::{AdmissionError, Outcome, PATCH_ANNOTATION_PREFIX, PolicyCheck, WebhookCall};
 pub use expression::{MATCH_CONDITIONS_BUDGET, MAX_MESSAGE_EXPRESSION_BYTES, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET};
+pub use lifecycle::{IMMORTAL_NAMESPACES, namespace_lifecycle};
 pub use seams::{
     AuthorizationRequest, Authorizer, BoxFuture, Decision, Host, NamespaceLookup, ParamKind, ParamLookup, ParamScope,
     Resources,

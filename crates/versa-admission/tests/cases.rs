@@ -106,6 +106,9 @@ fn host(case: &Value) -> FakeHost {
     for (name, labels) in namespaces.as_object().expect("namespaces: a map of labels") {
         host = host.namespace(name, labels.clone());
     }
+    for ns in case["namespaceObjects"].as_array().into_iter().flatten() {
+        host.namespaces.insert(ns["metadata"]["name"].as_str().unwrap().to_owned(), Arc::new(ns.clone()));
+    }
     for p in case["params"].as_array().into_iter().flatten() {
         host.params.push(Arc::new(p.clone()));
     }
@@ -143,8 +146,13 @@ async fn run(case: &Value) -> Vec<String> {
     let fake = host(case);
     let mut attrs = attributes(&case["request"]);
     let mut outcome = Outcome::default();
-    let result = match config.mutate(&mut attrs, fake.host(), &mut outcome).await {
-        Ok(()) => config.validate(&attrs, fake.host(), &mut outcome).await,
+    let lifecycle =
+        if case["lifecycle"] == true { versa_admission::namespace_lifecycle(&attrs, &fake).await } else { Ok(()) };
+    let result = match lifecycle {
+        Ok(()) => match config.mutate(&mut attrs, fake.host(), &mut outcome).await {
+            Ok(()) => config.validate(&attrs, fake.host(), &mut outcome).await,
+            Err(e) => Err(e),
+        },
         Err(e) => Err(e),
     };
     let expect = &case["expect"];
@@ -259,6 +267,11 @@ fn validating_policies() {
 #[test]
 fn mutating_policies() {
     run_file("mutating_policy.yaml");
+}
+
+#[test]
+fn namespace_lifecycle() {
+    run_file("lifecycle.yaml");
 }
 
 #[test]
