@@ -28,7 +28,8 @@ pub async fn namespace_lifecycle(attrs: &Attributes, namespaces: &dyn NamespaceL
             "this namespace may not be deleted",
         ));
     }
-    if (attrs.namespace.is_empty() && !is_namespace) || is_namespace || attrs.operation == Operation::Delete {
+    // Cluster-scoped resources, Namespaces themselves and deletions always pass.
+    if attrs.namespace.is_empty() || is_namespace || attrs.operation == Operation::Delete {
         return Ok(());
     }
     // Access reviews say nothing about the namespace (that would leak whether it exists).
