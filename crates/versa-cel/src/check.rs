@@ -193,6 +193,18 @@ impl Checker<'_> {
 
     #[inline(never)]
     fn check_select(&mut self, e: &Expr, operand: &Expr, field: &str, test_only: bool) {
+        // A qualified name may be a variable of its own (`authorizer.requestResource`): cel-go
+        // resolves the longest declared name first.
+        if !test_only
+            && let Some(q) = qualified_name(e)
+            && q.contains('.')
+            && let Some(v) = self.globals.iter().find(|v| v.name == q)
+        {
+            let t = v.ty.clone();
+            self.referenced.push(q);
+            self.set_type(e.id, t);
+            return;
+        }
         // A qualified name may denote a type (`google.protobuf.Timestamp`).
         if !test_only
             && let Some(q) = qualified_name(e)

@@ -123,6 +123,8 @@ pub struct Activation<'a> {
     pub(crate) self_value: Option<Value<'a>>,
     pub(crate) old_self: Option<Value<'a>>,
     others: Vec<(std::borrow::Cow<'static, str>, Value<'a>)>,
+    /// Some variable has a dotted name (`authorizer.requestResource`).
+    dotted: bool,
 }
 
 impl<'a> Activation<'a> {
@@ -158,7 +160,7 @@ impl<'a> Activation<'a> {
             (None, true) => Some(Value::Optional(None)),
             (None, false) => None,
         };
-        Activation { self_value: Some(self_value), old_self, others: Vec::new() }
+        Activation { self_value: Some(self_value), old_self, others: Vec::new(), dotted: false }
     }
 
     /// [`Activation::bind`] for a variable whose name is a constant (nothing is allocated for
@@ -168,7 +170,10 @@ impl<'a> Activation<'a> {
             SELF_VAR | OLD_SELF_VAR => self.bind(name, value),
             _ => match self.others.iter_mut().find(|(n, _)| n == name) {
                 Some(slot) => slot.1 = value,
-                None => self.others.push((name.into(), value)),
+                None => {
+                    self.dotted |= name.contains('.');
+                    self.others.push((name.into(), value));
+                }
             },
         }
     }
@@ -180,7 +185,10 @@ impl<'a> Activation<'a> {
             OLD_SELF_VAR => self.old_self = Some(value),
             _ => match self.others.iter_mut().find(|(n, _)| n == name) {
                 Some(slot) => slot.1 = value,
-                None => self.others.push((name.to_owned().into(), value)),
+                None => {
+                    self.dotted |= name.contains('.');
+                    self.others.push((name.to_owned().into(), value));
+                }
             },
         }
     }
@@ -557,6 +565,15 @@ impl<'a, 'e> Interp<'a, 'e> {
         if let Step::TypeName(t) = step {
             self.charge(1)?;
             return Ok(Value::Type(Str::Borrowed(t)));
+        }
+        // A variable with a dotted name, bound as such.
+        if self.act.dotted
+            && !test_only
+            && let Some(q) = qualified_name(e)
+            && let Some(v) = self.act.get(&q)
+        {
+            self.charge(1)?;
+            return Ok(v.clone());
         }
         if !test_only
             && matches!(step, Step::None)
