@@ -18,8 +18,9 @@
 //!   once per evaluation context, when first selected (kube's lazy composition);
 //! - in mutations, `JSONPatch{op, path, from, value}` literals and `jsonpatch.escapeKey`.
 //!
-//! The `authorizer` variable is not declared: expressions that use it fail to compile (see
-//! ADMISSION.md).
+//! - `authorizer`, `authorizer.requestResource`: versa-cel's authorization library, answered
+//!   by the server's [`Authorize`] (not in messageExpressions, as in kube); unbound — an
+//!   evaluation error — when the server has none.
 //!
 //! # Cost
 //!
@@ -33,9 +34,10 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Map, Value as Json, json};
+use versa_cel::ext::authz::{self, Authorize, AuthzCheck, AuthzDecision, AuthzUser};
 use versa_cel::types::DeclField;
 use versa_cel::{
     Activation, CompileOptions, CompiledExpression, CostTracker, DYN, DeclKind, DeclType, Environment, EvalError,
@@ -59,6 +61,8 @@ pub const OUT_OF_BUDGET: &str =
 
 /// The name of the lazily computed variable.
 const VARIABLES: &str = "variables";
+const AUTHORIZER: &str = "authorizer";
+const REQUEST_RESOURCE: &str = "authorizer.requestResource";
 
 /// What an expression must evaluate to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +90,8 @@ pub(crate) struct Declarations {
     /// schemas); `dyn` otherwise.
     pub object_type: Option<Type>,
     pub params_type: Option<Type>,
+    /// `authorizer` and `authorizer.requestResource` (everywhere but in messageExpressions).
+    pub authorizer: bool,
 }
 
 /// One compiled expression, or why it does not compile (kube keeps both and reports the
@@ -154,6 +160,10 @@ fn environment(decls: &Declarations) -> Environment {
     if decls.params {
         variables.push(var("params", decls.params_type.clone().unwrap_or(Type::Dyn)));
     }
+    if decls.authorizer {
+        variables.push(var(AUTHORIZER, Type::Opaque(authz::AUTHORIZER_TYPE)));
+        variables.push(var(REQUEST_RESOURCE, Type::Opaque(authz::RESOURCE_CHECK_TYPE)));
+    }
     let vars_type = decls.variables.clone().unwrap_or_else(|| Arc::new(variables_type(Vec::new())));
     variables.push(var(VARIABLES, Type::Object(vars_type)));
     let struct_types = if decls.patch_types { vec![json_patch_type()] } else { Vec::new() };
@@ -170,11 +180,7 @@ pub(crate) struct Variables {
 }
 
 impl Variables {
-    pub fn compile(vars: &[(String, String)], params: bool) -> Variables {
-        Variables::compile_in(vars, &Declarations { params, ..Declarations::default() })
-    }
-
-    /// [`Variables::compile`] with `base`'s declarations (typed objects, for type checking).
+    /// Compiles `vars` (name, expression) with `base`'s declarations.
     pub fn compile_in(vars: &[(String, String)], base: &Declarations) -> Variables {
         let mut fields: Vec<(String, DeclType)> = Vec::new();
         let mut out = Variables::default();
@@ -445,6 +451,7 @@ pub(crate) fn namespace_json(ns: &Json) -> Json {
 pub(crate) struct Uses {
     pub request: bool,
     pub namespace: bool,
+    pub authorizer: bool,
 }
 
 impl Uses {
@@ -453,6 +460,7 @@ impl Uses {
         for e in exprs {
             u.request |= e.references("request");
             u.namespace |= e.references("namespaceObject");
+            u.authorizer |= e.references(AUTHORIZER) || e.references(REQUEST_RESOURCE);
         }
         u
     }
@@ -467,6 +475,65 @@ pub(crate) struct Inputs<'a> {
     pub request: Option<&'a Json>,
     pub namespace: Option<&'a Json>,
     pub params: Option<&'a Json>,
+    /// The request's authorizer, when the server has one and an expression reads it.
+    pub authz: Option<&'a RequestAuthz>,
+}
+
+/// The `authorizer` of one request: the user, the server's authorizer (asked once per
+/// distinct question), and the request's own resource for `authorizer.requestResource`.
+#[derive(Debug)]
+pub(crate) struct RequestAuthz {
+    pub user: AuthzUser,
+    pub authorizer: Arc<dyn Authorize>,
+    pub request: AuthzCheck,
+}
+
+impl RequestAuthz {
+    pub fn new(attrs: &Attributes, authorizer: Arc<dyn Authorize>) -> RequestAuthz {
+        let u = &attrs.user;
+        RequestAuthz {
+            user: AuthzUser {
+                username: u.username.clone(),
+                uid: u.uid.clone(),
+                groups: u.groups.clone(),
+                extra: u.extra.clone(),
+            },
+            authorizer: Arc::new(CachingAuthorizer { inner: authorizer, answers: Mutex::new(Vec::new()) }),
+            request: AuthzCheck {
+                group: attrs.resource.group.clone(),
+                resource: attrs.resource.resource.clone(),
+                subresource: attrs.subresource.clone(),
+                namespace: attrs.namespace.clone(),
+                name: attrs.name.clone(),
+                ..AuthzCheck::default()
+            },
+        }
+    }
+}
+
+/// kube's `CachingAuthorizer`: within one request, a question asked twice is answered once.
+#[derive(Debug)]
+struct CachingAuthorizer {
+    inner: Arc<dyn Authorize>,
+    answers: Mutex<Vec<(AuthzUser, AuthzCheck, AuthzDecision)>>,
+}
+
+impl Authorize for CachingAuthorizer {
+    fn authorize(&self, user: &AuthzUser, check: &AuthzCheck) -> AuthzDecision {
+        let cached = |answers: &Vec<(AuthzUser, AuthzCheck, AuthzDecision)>| {
+            answers.iter().find(|(u, c, _)| u == user && c == check).map(|(_, _, d)| d.clone())
+        };
+        if let Ok(answers) = self.answers.lock()
+            && let Some(d) = cached(&answers)
+        {
+            return d;
+        }
+        let d = self.inner.authorize(user, check);
+        if let Ok(mut answers) = self.answers.lock() {
+            answers.push((user.clone(), check.clone(), d.clone()));
+        }
+        d
+    }
 }
 
 /// Why an evaluation context stopped.
@@ -497,6 +564,13 @@ impl<'a> Context<'a> {
         act.bind_static("request", bind_json(inputs.request, request_type())?);
         act.bind_static("namespaceObject", bind_json(inputs.namespace, namespace_type())?);
         act.bind_static("params", bind_json(inputs.params, &DYN)?);
+        if let Some(a) = inputs.authz {
+            act.bind_static(AUTHORIZER, authz::authorizer_value(a.user.clone(), a.authorizer.clone()));
+            act.bind_static(
+                REQUEST_RESOURCE,
+                authz::resource_check_value(a.user.clone(), a.authorizer.clone(), a.request.clone()),
+            );
+        }
         let vars = LazyVariables {
             vars: variables,
             cache: RefCell::new(vec![None; variables.names.len()]),

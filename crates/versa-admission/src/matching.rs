@@ -93,11 +93,28 @@ pub(crate) struct RequestState<'h> {
     namespace_object: Option<Option<Arc<Value>>>,
     equivalents: Option<Vec<GroupVersionResource>>,
     requests: Vec<(GroupVersionResource, GroupVersionKind, Arc<Value>)>,
+    authz: Option<Option<Arc<crate::expression::RequestAuthz>>>,
 }
 
 impl<'h> RequestState<'h> {
     pub fn new(host: Host<'h>) -> RequestState<'h> {
-        RequestState { host, namespace: None, namespace_object: None, equivalents: None, requests: Vec::new() }
+        RequestState {
+            host,
+            namespace: None,
+            namespace_object: None,
+            equivalents: None,
+            requests: Vec::new(),
+            authz: None,
+        }
+    }
+
+    /// The request's `authorizer`, when the server has one.
+    pub fn authz(&mut self, attrs: &Attributes) -> Option<Arc<crate::expression::RequestAuthz>> {
+        if self.authz.is_none() {
+            let built = self.host.authorizer.clone().map(|a| Arc::new(crate::expression::RequestAuthz::new(attrs, a)));
+            self.authz = Some(built);
+        }
+        self.authz.clone().flatten()
     }
 
     /// The `request` variable for `resource` and `kind` (built once per pair).

@@ -74,8 +74,12 @@ impl MutatingPolicy {
         let spec = policy.spec.clone().unwrap_or_default();
         let param_kind = param_kind(spec.param_kind.as_ref());
         let variables = compile_variables(spec.variables.as_ref(), param_kind.is_some());
-        let decls =
-            Declarations { params: param_kind.is_some(), variables: variables.ty.clone(), ..Declarations::default() };
+        let decls = Declarations {
+            params: param_kind.is_some(),
+            variables: variables.ty.clone(),
+            authorizer: true,
+            ..Declarations::default()
+        };
         let conditions = compile_conditions(spec.match_conditions.as_ref(), &decls);
         let patch_decls = Declarations { patch_types: true, ..decls.clone() };
         let mutations: Vec<Mutation> = spec
@@ -293,6 +297,7 @@ async fn run_invocations(
         let pi = index_of(policy);
         let fail = !policy.failure_policy.ignore();
         let converted = versions.get(attrs, &inv.matched.kind, &state.host).await?;
+        let authz = if policy.uses.authorizer { state.authz(attrs) } else { None };
         if !policy.conditions.is_empty() {
             let (object, old_object) = objects(attrs, &converted);
             // kube evaluates a policy's conditions with the request's resource, no namespace.
@@ -303,6 +308,7 @@ async fn run_invocations(
                 request: request.as_deref(),
                 namespace: None,
                 params: inv.param.as_deref(),
+                authz: authz.as_deref(),
             };
             match evaluate_conditions(&policy.conditions, inputs, Some(&policy.variables), fail) {
                 Ok(true) => {}
@@ -335,6 +341,7 @@ async fn run_invocations(
                 request: request.as_deref(),
                 namespace: namespace.as_deref(),
                 params: inv.param.as_deref(),
+                authz: authz.as_deref(),
             };
             match apply_mutation(mutation, inputs, &policy.variables) {
                 Ok(Some(patched)) => {

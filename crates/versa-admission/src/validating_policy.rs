@@ -109,7 +109,7 @@ pub(crate) fn compile_variables(
 ) -> Variables {
     let pairs: Vec<(String, String)> =
         vars.iter().flat_map(|v| v.iter()).map(|v| (v.name.clone(), v.expression.clone())).collect();
-    Variables::compile(&pairs, params)
+    Variables::compile_in(&pairs, &Declarations { params, authorizer: true, ..Declarations::default() })
 }
 
 pub(crate) fn compile_conditions(
@@ -135,8 +135,14 @@ impl ValidatingPolicy {
         let spec = policy.spec.clone().unwrap_or_default();
         let param_kind = param_kind(spec.param_kind.as_ref());
         let variables = compile_variables(spec.variables.as_ref(), param_kind.is_some());
-        let decls =
-            Declarations { params: param_kind.is_some(), variables: variables.ty.clone(), ..Declarations::default() };
+        let decls = Declarations {
+            params: param_kind.is_some(),
+            variables: variables.ty.clone(),
+            authorizer: true,
+            ..Declarations::default()
+        };
+        // kube compiles messages without the authorizer.
+        let message_decls = Declarations { authorizer: false, ..decls.clone() };
         let conditions = compile_conditions(spec.match_conditions.as_ref(), &decls);
         let validations: Vec<Validation> = spec
             .validations
@@ -149,7 +155,7 @@ impl ValidatingPolicy {
                     .message_expression
                     .as_deref()
                     .filter(|m| !m.is_empty())
-                    .map(|m| Expression::compile(m, &decls, Returns::String)),
+                    .map(|m| Expression::compile(m, &message_decls, Returns::String)),
                 reason: v.reason.clone(),
             })
             .collect();
@@ -385,6 +391,7 @@ pub(crate) async fn validate(
                     state.request(attrs, &matched.resource, &matched.kind),
                 )
             });
+            let authz = if policy.uses.authorizer { state.authz(attrs) } else { None };
             let (object, old_object) = objects(attrs, &converted);
             let inputs = Inputs {
                 object,
@@ -392,6 +399,7 @@ pub(crate) async fn validate(
                 request: requests.as_ref().map(|(_, r)| &**r),
                 namespace: namespace.as_deref(),
                 params: None,
+                authz: authz.as_deref(),
             };
             let condition_request = requests.as_ref().map(|(r, _)| &**r);
             for param in &params {
@@ -556,7 +564,8 @@ fn validate_one(policy: &ValidatingPolicy, inputs: Inputs<'_>, condition_request
     let mut messages: Vec<Option<Result<String, String>>> = Vec::with_capacity(policy.validations.len());
     let mut message_budget_error = false;
     if policy.validations.iter().any(|v| v.message_expression.is_some()) {
-        match Context::new(inputs, Some(&policy.variables), remaining) {
+        // kube binds no authorizer for messages.
+        match Context::new(Inputs { authz: None, ..inputs }, Some(&policy.variables), remaining) {
             Ok(mut mctx) => {
                 for v in &policy.validations {
                     let Some(m) = &v.message_expression else {

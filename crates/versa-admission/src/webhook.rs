@@ -60,8 +60,8 @@ pub(crate) struct Webhook {
     pub configuration: String,
     pub criteria: Criteria,
     pub conditions: Vec<(String, Expression)>,
-    /// Whether a condition reads `request`.
-    pub uses_request: bool,
+    /// Which costlier inputs the conditions read.
+    pub uses: Uses,
     /// `failurePolicy: Ignore`.
     pub fail_open: bool,
     pub side_effects: String,
@@ -149,7 +149,7 @@ impl Webhook {
                 problems.push(format!("{what}: {e}"));
             }
         }
-        let decls = Declarations::default();
+        let decls = Declarations { authorizer: true, ..Declarations::default() };
         let conditions: Vec<(String, Expression)> = spec
             .match_conditions
             .iter()
@@ -198,7 +198,7 @@ impl Webhook {
             name: spec.name.to_owned(),
             configuration: configuration.to_owned(),
             criteria,
-            uses_request: Uses::of(conditions.iter().map(|(_, e)| e)).request,
+            uses: Uses::of(conditions.iter().map(|(_, e)| e)),
             conditions,
             fail_open: spec.failure_policy == Some("Ignore"),
             side_effects: spec.side_effects.to_owned(),
@@ -224,8 +224,16 @@ impl Webhook {
         let converted = versions.get(attrs, &matched.kind, &state.host).await?;
         let (object, old_object) = objects(attrs, &converted);
         // kube builds this request from the request's resource and the matched kind.
-        let request = self.uses_request.then(|| state.request(attrs, &attrs.resource, &matched.kind));
-        let inputs = Inputs { object, old_object, request: request.as_deref(), namespace: None, params: None };
+        let request = self.uses.request.then(|| state.request(attrs, &attrs.resource, &matched.kind));
+        let authz = if self.uses.authorizer { state.authz(attrs) } else { None };
+        let inputs = Inputs {
+            object,
+            old_object,
+            request: request.as_deref(),
+            namespace: None,
+            params: None,
+            authz: authz.as_deref(),
+        };
         match evaluate_conditions(&self.conditions, inputs, None, !self.fail_open) {
             Ok(true) => Ok(Some(matched)),
             Ok(false) => Ok(None),

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use versa_admission::{
-    BoxFuture, GroupVersionKind, GroupVersionResource, Host, NamespaceLookup, ParamKind, ParamLookup, ParamScope,
-    Resources,
+    Authorize, AuthzCheck, AuthzDecision, AuthzUser, BoxFuture, GroupVersionKind, GroupVersionResource, Host,
+    NamespaceLookup, ParamKind, ParamLookup, ParamScope, Resources,
 };
 
 /// A test file of `tests/data/`, as JSON.
@@ -33,11 +33,37 @@ pub struct FakeHost {
     pub equivalents: Vec<(GroupVersionResource, GroupVersionKind)>,
     /// When set, every conversion fails with this text.
     pub conversion_error: Option<String>,
+    pub authorizer: Option<Arc<dyn Authorize>>,
+}
+
+/// Allows what is listed: `verb group/resource[/subresource] namespace` for resources,
+/// `verb path` for paths; the reason names the user and the question.
+#[derive(Debug)]
+pub struct FakeAuthorizer {
+    pub allow: Vec<String>,
+}
+
+impl Authorize for FakeAuthorizer {
+    fn authorize(&self, user: &AuthzUser, c: &AuthzCheck) -> AuthzDecision {
+        let question = match &c.path {
+            Some(p) => format!("{} {p}", c.verb),
+            None => {
+                let sub = if c.subresource.is_empty() { String::new() } else { format!("/{}", c.subresource) };
+                format!("{} {}/{}{sub} {}", c.verb, c.group, c.resource, c.namespace)
+            }
+        };
+        let allowed = self.allow.contains(&question);
+        AuthzDecision {
+            allowed,
+            reason: format!("{} may{} {question}", user.username, if allowed { "" } else { " not" }),
+            error: None,
+        }
+    }
 }
 
 impl FakeHost {
     pub fn host(&self) -> Host<'_> {
-        Host { namespaces: self, params: self, resources: self, authorizer: None }
+        Host { namespaces: self, params: self, resources: self, authorizer: self.authorizer.clone() }
     }
 
     /// A namespace `name` with `labels`.
