@@ -36,6 +36,9 @@ pub enum AdmissionError {
     /// 404 (the namespace a namespaceSelector needs does not exist).
     #[error("{}", message(.0))]
     NotFound(Box<Status>),
+    /// 503 (the schema a mutation needs is not known yet).
+    #[error("{}", message(.0))]
+    ServiceUnavailable(Box<Status>),
     /// 500 for anything else (a conversion for `matchPolicy: Equivalent` failed, a patch that
     /// does not apply, a namespace lookup that failed).
     #[error("{}", message(.0))]
@@ -56,6 +59,7 @@ impl AdmissionError {
             | AdmissionError::Forbidden(s)
             | AdmissionError::BadRequest(s)
             | AdmissionError::NotFound(s)
+            | AdmissionError::ServiceUnavailable(s)
             | AdmissionError::Internal(s) => s,
         }
     }
@@ -114,6 +118,17 @@ impl AdmissionError {
     /// `apierrors.NewForbidden(resource, name, err)`.
     pub(crate) fn forbidden(group: &str, resource: &str, name: &str, err: &str) -> AdmissionError {
         AdmissionError::Forbidden(Box::new(forbidden_status(group, resource, name, err)))
+    }
+
+    /// `apierrors.NewServiceUnavailable(reason)`.
+    pub(crate) fn service_unavailable(reason: impl Into<String>) -> AdmissionError {
+        AdmissionError::ServiceUnavailable(Box::new(Status {
+            status: Some("Failure".into()),
+            code: Some(503),
+            reason: Some("ServiceUnavailable".into()),
+            message: Some(reason.into()),
+            ..Status::default()
+        }))
     }
 
     /// `apierrors.NewNotFound(resource, name)`.

@@ -75,6 +75,8 @@ pub(crate) enum Returns {
     Any,
     /// JSONPatch mutations: `list(JSONPatch)`.
     JsonPatchList,
+    /// ApplyConfiguration mutations: `Object`.
+    ApplyConfiguration,
 }
 
 /// What an expression may refer to besides `object`, `oldObject`, `request` and
@@ -84,7 +86,7 @@ pub(crate) struct Declarations {
     pub params: bool,
     /// The policy's `variables` type (the variables compiled so far).
     pub variables: Option<Arc<ObjectType>>,
-    /// `JSONPatch` literals.
+    /// `JSONPatch` and `Object{...}` literals (mutations).
     pub patch_types: bool,
     /// The types of `object`/`oldObject` and `params` when known (type checking against
     /// schemas); `dyn` otherwise.
@@ -134,6 +136,7 @@ fn check_returns(c: CompiledExpression, returns: Returns) -> Result<CompiledExpr
         Returns::JsonPatchList => {
             matches!(t, Type::List(e) if matches!(&**e, Type::Object(o) if o.name == "JSONPatch"))
         }
+        Returns::ApplyConfiguration => matches!(t, Type::Object(o) if o.name == "Object"),
     };
     if ok {
         return Ok(c);
@@ -142,6 +145,7 @@ fn check_returns(c: CompiledExpression, returns: Returns) -> Result<CompiledExpr
         Returns::Bool => "bool",
         Returns::String => "string",
         Returns::JsonPatchList => "list(JSONPatch)",
+        Returns::ApplyConfiguration => "Object",
         Returns::StringOrNull => return Err(format!("must evaluate to one of [string null_type] but got {t}")),
         Returns::Any => "dyn",
     };
@@ -167,7 +171,7 @@ fn environment(decls: &Declarations) -> Environment {
     let vars_type = decls.variables.clone().unwrap_or_else(|| Arc::new(variables_type(Vec::new())));
     variables.push(var(VARIABLES, Type::Object(vars_type)));
     let struct_types = if decls.patch_types { vec![json_patch_type()] } else { Vec::new() };
-    Environment { variables, struct_types }
+    Environment { variables, struct_types, dynamic_objects: decls.patch_types }
 }
 
 /// A policy's variables, compiled in order: each sees the ones before it.

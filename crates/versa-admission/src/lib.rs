@@ -75,7 +75,7 @@ pub use expression::{MATCH_CONDITIONS_BUDGET, MAX_MESSAGE_EXPRESSION_BYTES, PER_
 pub use lifecycle::{IMMORTAL_NAMESPACES, namespace_lifecycle};
 pub use seams::{
     Authorize, AuthzCheck, AuthzDecision, AuthzUser, BoxFuture, Host, NamespaceLookup, ParamKind, ParamLookup,
-    ParamScope, Resources,
+    ParamScope, Resources, StructuredMerge,
 };
 pub use typecheck::{SchemaResolver, type_checking};
 pub use validating_policy::MAX_AUDIT_ANNOTATION_VALUE_BYTES;

@@ -8,8 +8,10 @@
 //! - `JSONPatch`: the expression yields `list(JSONPatch)` (`JSONPatch{op, path, from,
 //!   value}` literals; `jsonpatch.escapeKey` for keys with `/` or `~`), applied to the object;
 //!   a failed `test` operation leaves the object as it is, any other failure is an error;
-//! - `ApplyConfiguration` needs the structured merge of the object's schema: an error here
-//!   (`ApplyConfiguration mutations are not supported`), subject to the failure policy.
+//! - `ApplyConfiguration`: the expression yields an `Object{...}` literal (nested literals named
+//!   after their field path, `Object.spec{...}`), merged into the object by its schema through
+//!   the server's [`StructuredMerge`] (a kind it does not know is 503, as kube answers when it
+//!   has no type converter).
 //!
 //! Errors (conditions, evaluations, patches, configuration) are collected; under
 //! `failurePolicy: Fail` the first one refuses the request, 403 with `policy 'p' with binding
@@ -28,7 +30,7 @@ use crate::expression::{
 };
 use crate::matching::{Criteria, RequestState, matches};
 use crate::params::{collect, param_gvk_string, param_kind};
-use crate::seams::ParamKind;
+use crate::seams::{ParamKind, StructuredMerge};
 use crate::validating_policy::{FailurePolicy, compile_conditions, compile_variables, report};
 use crate::versioned::{Versions, objects};
 use crate::webhook::{PatchFailure, Reinvocation, apply_json_patch, evaluate_conditions};
@@ -52,7 +54,9 @@ pub(crate) struct MutatingPolicy {
 #[derive(Debug)]
 pub(crate) enum Mutation {
     JsonPatch(Box<Expression>),
-    ApplyConfiguration,
+    /// The expression, and the type-name mismatches of its `Object` literals (kube finds them
+    /// when it evaluates; they are found once here and reported then).
+    ApplyConfiguration(Box<Expression>, Option<String>),
     /// A patch type kube does not know, or one without its expression: nothing to do.
     None,
 }
@@ -92,7 +96,15 @@ impl MutatingPolicy {
                     &patch_decls,
                     Returns::JsonPatchList,
                 ))),
-                ("ApplyConfiguration", _, Some(_)) => Mutation::ApplyConfiguration,
+                ("ApplyConfiguration", _, Some(a)) => {
+                    let e = Expression::compile(
+                        a.expression.as_deref().unwrap_or(""),
+                        &patch_decls,
+                        Returns::ApplyConfiguration,
+                    );
+                    let mismatches = e.compiled.as_ref().ok().and_then(|c| type_name_mismatches(&c.ast.expr));
+                    Mutation::ApplyConfiguration(Box::new(e), mismatches)
+                }
                 _ => Mutation::None,
             })
             .collect();
@@ -105,9 +117,9 @@ impl MutatingPolicy {
         for (i, m) in mutations.iter().enumerate() {
             match m {
                 Mutation::JsonPatch(e) => report(problems, &format!("spec.mutations[{i}].jsonPatch.expression"), e),
-                Mutation::ApplyConfiguration => problems.push(format!(
-                    "spec.mutations[{i}].applyConfiguration: ApplyConfiguration mutations are not supported by versa yet"
-                )),
+                Mutation::ApplyConfiguration(e, _) => {
+                    report(problems, &format!("spec.mutations[{i}].applyConfiguration.expression"), e)
+                }
                 Mutation::None => {}
             }
         }
@@ -128,8 +140,8 @@ impl MutatingPolicy {
             .collect();
         let uses = Uses::of(variables.exprs.iter().chain(conditions.iter().map(|(_, e)| e)).chain(
             mutations.iter().filter_map(|m| match m {
-                Mutation::JsonPatch(e) => Some(&**e),
-                _ => None,
+                Mutation::JsonPatch(e) | Mutation::ApplyConfiguration(e, _) => Some(&**e),
+                Mutation::None => None,
             }),
         ));
         MutatingPolicy {
@@ -343,7 +355,7 @@ async fn run_invocations(
                 params: inv.param.as_deref(),
                 authz: authz.as_deref(),
             };
-            match apply_mutation(mutation, inputs, &policy.variables) {
+            match apply_mutation(mutation, inputs, &policy.variables, &inv.matched.kind, state.host.merge) {
                 Ok(Some(patched)) => {
                     dirty = true;
                     if patched != *object {
@@ -351,7 +363,8 @@ async fn run_invocations(
                     }
                 }
                 Ok(None) => {}
-                Err(message) => {
+                Err(MutationFailure::Status(e)) => return Err(e),
+                Err(MutationFailure::Policy(message)) => {
                     errors.push(PolicyError {
                         policy: pi,
                         binding: Some(inv.binding.name.clone()),
@@ -389,25 +402,72 @@ fn param_key(p: &Json) -> String {
     format!("{}/{}", field("namespace"), field("name"))
 }
 
-/// One mutation: the patched object (`None`: nothing to apply), or the error's text.
-fn apply_mutation(mutation: &Mutation, inputs: Inputs<'_>, variables: &Variables) -> Result<Option<Json>, String> {
-    let expression = match mutation {
+/// Why a mutation failed: a policy error (the failure policy decides), or a status kube
+/// answers at once.
+enum MutationFailure {
+    Policy(String),
+    Status(AdmissionError),
+}
+
+impl From<String> for MutationFailure {
+    fn from(s: String) -> Self {
+        MutationFailure::Policy(s)
+    }
+}
+
+impl From<&str> for MutationFailure {
+    fn from(s: &str) -> Self {
+        MutationFailure::Policy(s.to_owned())
+    }
+}
+
+/// One mutation: the patched object (`None`: nothing to apply), or why not.
+fn apply_mutation(
+    mutation: &Mutation,
+    inputs: Inputs<'_>,
+    variables: &Variables,
+    kind: &crate::attributes::GroupVersionKind,
+    merge: Option<&dyn StructuredMerge>,
+) -> Result<Option<Json>, MutationFailure> {
+    let (expression, mismatches) = match mutation {
         Mutation::None => return Ok(None),
-        Mutation::ApplyConfiguration => {
-            return Err("ApplyConfiguration mutations are not supported by versa yet".into());
-        }
-        Mutation::JsonPatch(e) => e,
+        Mutation::ApplyConfiguration(e, mismatches) => (&**e, mismatches.as_ref()),
+        Mutation::JsonPatch(e) => (&**e, None),
     };
     if let Err(e) = &expression.compiled {
-        return Err(e.clone());
+        return Err(e.clone().into());
     }
     let Some(object) = inputs.object else { return Ok(None) };
+    let apply = matches!(mutation, Mutation::ApplyConfiguration(..));
+    // kube's patcher needs the kind's schema before it evaluates anything.
+    let merge = match (apply, merge) {
+        (true, None) => return Err(MutationFailure::Status(unknown_kind(kind))),
+        (_, m) => m,
+    };
     let mut ctx = Context::new(inputs, Some(variables), RUNTIME_CEL_COST_BUDGET)?;
     let value = match ctx.eval(expression) {
-        Err(_) => return Err(OUT_OF_BUDGET.to_owned()),
-        Ok(Err(e)) => return Err(e),
+        Err(_) => return Err(OUT_OF_BUDGET.to_owned().into()),
+        Ok(Err(e)) => return Err(e.into()),
         Ok(Ok(v)) => v,
     };
+    if let Some(merge) = merge.filter(|_| apply) {
+        if let Some(m) = mismatches {
+            return Err(format!("type mismatch: {m}").into());
+        }
+        let Some(Json::Object(mut configuration)) = versa_cel::json::to_json(&value).map_err(|e| e.to_string())? else {
+            return Err(format!("invalid return type: {}", &*value.type_name()).into());
+        };
+        for k in ["apiVersion", "kind"] {
+            if let Some(v) = object.get(k) {
+                configuration.insert(k.to_owned(), v.clone());
+            }
+        }
+        return match merge.merge(kind, object, &Json::Object(configuration)) {
+            None => Err(MutationFailure::Status(unknown_kind(kind))),
+            Some(Ok(merged)) => Ok(Some(merged)),
+            Some(Err(e)) => Err(format!("error applying patch: {e}").into()),
+        };
+    }
     let Some(Json::Array(items)) = versa_cel::json::to_json(&value)
         .map_err(|e| format!("JSONPath valueExpression evaluated to a type that could not marshal to JSON: {e}"))?
     else {
@@ -434,6 +494,48 @@ fn apply_mutation(mutation: &Mutation, inputs: Inputs<'_>, variables: &Variables
         Ok(patched) => Ok(Some(patched)),
         // A failed `test` leaves the object as it is.
         Err(PatchFailure::TestFailed) => Ok(None),
-        Err(e) => Err(format!("JSON Patch: {e}")),
+        Err(e) => Err(format!("JSON Patch: {e}").into()),
     }
+}
+
+/// kube's answer when the type converter of a kind is missing.
+fn unknown_kind(kind: &crate::attributes::GroupVersionKind) -> AdmissionError {
+    AdmissionError::service_unavailable(format!(
+        "Resource kind {kind} not found. There can be a delay between when CustomResourceDefinitions are created and when they are available."
+    ))
+}
+
+/// kube's `CheckTypeNamesMatchFieldPathNames` on the `Object` literals of an expression:
+/// below an `Object...{}` literal, a literal in field `f` (directly, or in a list or map
+/// literal, or a branch of `?:`) must be named `<the parent's path>.f`.
+fn type_name_mismatches(expr: &versa_cel::Expr) -> Option<String> {
+    use versa_cel::ExprKind;
+    fn walk(e: &versa_cel::Expr, expected: Option<&str>, errs: &mut Vec<String>) {
+        match &e.kind {
+            ExprKind::Struct { type_name, fields }
+                if versa_cel::check::is_dynamic_object(type_name.trim_start_matches('.')) =>
+            {
+                let name = type_name.trim_start_matches('.');
+                let path = expected.unwrap_or(name).to_owned();
+                if name != path {
+                    errs.push(format!(
+                        "unexpected type name {name:?}, expected {path:?}, which matches field name path from root Object type"
+                    ));
+                }
+                for f in fields {
+                    walk(&f.value, Some(&format!("{path}.{}", f.field)), errs);
+                }
+            }
+            ExprKind::List { elements, .. } => elements.iter().for_each(|el| walk(el, expected, errs)),
+            ExprKind::Map { entries } => entries.iter().for_each(|en| walk(&en.value, expected, errs)),
+            ExprKind::Call { function, args, .. } if function == "_?_:_" && args.len() == 3 => {
+                walk(&args[1], expected, errs);
+                walk(&args[2], expected, errs);
+            }
+            _ => {}
+        }
+    }
+    let mut errs = Vec::new();
+    walk(expr, None, &mut errs);
+    (!errs.is_empty()).then(|| errs.join("\n"))
 }

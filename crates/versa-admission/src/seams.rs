@@ -85,6 +85,16 @@ pub trait Resources: Send + Sync {
 /// answer from a cache. Within one request, identical questions are asked once.
 pub use versa_cel::ext::authz::{Authorize, AuthzCheck, AuthzDecision, AuthzUser};
 
+/// The structured merge of MutatingAdmissionPolicy's ApplyConfiguration mutations
+/// (structured-merge-diff's `Merge` by the object's schema; the server's versa-merge).
+pub trait StructuredMerge: Send + Sync {
+    /// Merges `configuration` (with the object's `apiVersion` and `kind`) into `object` by the
+    /// schema of `kind`: `None` when the kind's schema is not known; the error is kube's text
+    /// (`invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.x`,
+    /// `failed to merge patch: ...`).
+    fn merge(&self, kind: &GroupVersionKind, object: &Value, configuration: &Value) -> Option<Result<Value, String>>;
+}
+
 /// The server's implementations, for one call into the chain. Without an authorizer, an
 /// expression that reads `authorizer` fails when evaluated (as in kube).
 #[derive(Clone)]
@@ -93,6 +103,8 @@ pub struct Host<'a> {
     pub params: &'a dyn ParamLookup,
     pub resources: &'a dyn Resources,
     pub authorizer: Option<Arc<dyn Authorize>>,
+    /// Needed only for ApplyConfiguration mutations.
+    pub merge: Option<&'a dyn StructuredMerge>,
 }
 
 impl std::fmt::Debug for Host<'_> {

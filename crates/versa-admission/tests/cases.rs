@@ -123,6 +123,7 @@ fn host(case: &Value) -> FakeHost {
         host.equivalents.push((r, k));
     }
     host.conversion_error = case["conversionError"].as_str().map(str::to_owned);
+    host.no_merge = case["structuredMerge"] == false;
     if let Some(allow) = case.get("authorize") {
         let allow: Vec<String> = serde_json::from_value(allow.clone()).unwrap();
         host.authorizer = Some(Arc::new(common::FakeAuthorizer { allow }));

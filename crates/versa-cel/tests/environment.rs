@@ -20,6 +20,7 @@ fn env(vars: &[(&str, Type)]) -> Environment {
     Environment {
         variables: vars.iter().map(|(n, t)| Variable { name: (*n).to_owned(), ty: t.clone() }).collect(),
         struct_types: vec![json_patch_type()],
+        dynamic_objects: true,
     }
 }
 
@@ -286,4 +287,22 @@ fn the_authorizer_library() {
         err.contains("found no matching overload for 'path' applied to 'kubernetes.authorization.Authorizer.(int)'"),
         "{err}"
     );
+}
+
+#[test]
+fn dynamic_object_literals() {
+    let object = json!({"spec": {"replicas": 3}});
+    let got = run(
+        "Object{spec: Object.spec{replicas: object.spec.replicas + 1, template: Object.spec.template{x: [1]}}}",
+        &object,
+    )
+    .unwrap();
+    assert_eq!(got, Some(json!({"spec": {"replicas": 4, "template": {"x": [1]}}})));
+    let compiled = compile("Object{spec: Object.spec{}}.spec.anything", &[]);
+    assert_eq!(compiled.result_type, Type::Dyn);
+    let compiled = compile("Object{}", &[]);
+    assert_eq!(compiled.result_type.to_string(), "Object");
+    let e = Environment { dynamic_objects: false, ..env(&[]) };
+    let err = compile_in("Object{}", &e, &CompileOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("undeclared reference to 'Object' (in container '')"), "{err}");
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use versa_admission::{
     Authorize, AuthzCheck, AuthzDecision, AuthzUser, BoxFuture, GroupVersionKind, GroupVersionResource, Host,
-    NamespaceLookup, ParamKind, ParamLookup, ParamScope, Resources,
+    NamespaceLookup, ParamKind, ParamLookup, ParamScope, Resources, StructuredMerge,
 };
 
 /// A test file of `tests/data/`, as JSON.
@@ -34,6 +34,38 @@ pub struct FakeHost {
     /// When set, every conversion fails with this text.
     pub conversion_error: Option<String>,
     pub authorizer: Option<Arc<dyn Authorize>>,
+    /// Offer no structured merge (ApplyConfiguration mutations).
+    pub no_merge: bool,
+}
+
+/// A stand-in for the schema's structured merge: maps merge key by key, anything else is
+/// replaced; `spec.selector` is atomic.
+impl StructuredMerge for FakeHost {
+    fn merge(&self, _kind: &GroupVersionKind, object: &Value, configuration: &Value) -> Option<Result<Value, String>> {
+        fn merge(into: &mut Value, from: &Value) {
+            match (into, from) {
+                (Value::Object(a), Value::Object(b)) => {
+                    for (k, v) in b {
+                        match a.get_mut(k) {
+                            Some(existing) => merge(existing, v),
+                            None => {
+                                a.insert(k.clone(), v.clone());
+                            }
+                        }
+                    }
+                }
+                (slot, v) => *slot = v.clone(),
+            }
+        }
+        if configuration.pointer("/spec/selector").is_some() {
+            return Some(Err(
+                "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.selector".into(),
+            ));
+        }
+        let mut out = object.clone();
+        merge(&mut out, configuration);
+        Some(Ok(out))
+    }
 }
 
 /// Allows what is listed: `verb group/resource[/subresource] namespace` for resources,
@@ -63,7 +95,13 @@ impl Authorize for FakeAuthorizer {
 
 impl FakeHost {
     pub fn host(&self) -> Host<'_> {
-        Host { namespaces: self, params: self, resources: self, authorizer: self.authorizer.clone() }
+        Host {
+            namespaces: self,
+            params: self,
+            resources: self,
+            authorizer: self.authorizer.clone(),
+            merge: (!self.no_merge).then_some(self as &dyn StructuredMerge),
+        }
     }
 
     /// A namespace `name` with `labels`.
