@@ -283,3 +283,19 @@ fn namespace_lifecycle() {
 fn webhook_matching() {
     run_file("webhook_matching.yaml");
 }
+
+/// The server shares one configuration between its tasks and awaits the chain inside hyper's
+/// (`Send`) futures.
+#[test]
+fn configuration_and_calls_are_send() {
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    fn send<T: Send>(_: T) {}
+    let config = Configuration::default();
+    send_sync(&config);
+    let fake = FakeHost::default();
+    let mut attrs = attributes(&json!({}));
+    let mut outcome = Outcome::default();
+    send(config.mutate(&mut attrs, fake.host(), &mut outcome));
+    send(config.validate(&attrs, fake.host(), &mut outcome));
+    send(versa_admission::namespace_lifecycle(&attrs, &fake));
+}
