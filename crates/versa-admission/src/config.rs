@@ -24,9 +24,10 @@ use crate::attributes::Attributes;
 use crate::error::{AdmissionError, Outcome};
 use crate::matching::RequestState;
 use crate::mutating_policy::{self, MutatingPolicy};
+use crate::reinvocation::Reinvocation;
 use crate::seams::Host;
 use crate::validating_policy::{self, ValidatingPolicy};
-use crate::webhook::{self, Reinvocation, Webhook, WebhookSpec};
+use crate::webhook::{self, Webhook, WebhookSpec};
 
 /// The configuration objects to build from (any order).
 #[derive(Clone, Copy, Debug, Default)]

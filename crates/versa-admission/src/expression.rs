@@ -613,6 +613,42 @@ impl<'a> Context<'a> {
     }
 }
 
+/// kube's `matchconditions.Matcher.Match`: every condition is evaluated (one budget for all);
+/// one that is `false` means no match; errors otherwise fail (`fail`) or mean no match. The
+/// error text is the errors' aggregate.
+pub(crate) fn evaluate_conditions<'a>(
+    conditions: &'a [(String, Expression)],
+    inputs: Inputs<'a>,
+    variables: Option<&'a Variables>,
+    fail: bool,
+) -> Result<bool, String> {
+    let on_error = |e: String| if fail { Err(e) } else { Ok(false) };
+    let mut ctx = match Context::new(inputs, variables, MATCH_CONDITIONS_BUDGET) {
+        Ok(c) => c,
+        Err(e) => return on_error(e),
+    };
+    let mut results = Vec::with_capacity(conditions.len());
+    for (_, e) in conditions {
+        match ctx.eval(e) {
+            Ok(r) => results.push(r),
+            Err(_) => return on_error(OUT_OF_BUDGET.to_owned()),
+        }
+    }
+    let mut errors = Vec::new();
+    for r in results {
+        match r {
+            Ok(versa_cel::Value::Bool(false)) => return Ok(false),
+            Ok(_) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    match errors.len() {
+        0 => Ok(true),
+        1 => on_error(errors.swap_remove(0)),
+        _ => on_error(format!("[{}]", errors.join(", "))),
+    }
+}
+
 /// `variables`, computed on first selection and kept for the context.
 struct LazyVariables<'a> {
     vars: &'a Variables,

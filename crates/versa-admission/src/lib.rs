@@ -43,8 +43,8 @@
 //! - `expression`: the CEL environment (`object`, `oldObject`, `request`, `namespaceObject`,
 //!   `params`, `variables`) and cost budgets, on versa-cel.
 //! - `review`: AdmissionReview v1/v1beta1; `webhook`: calling webhooks and the two
-//!   dispatchers.
-//! - `params`, `validating_policy`, `mutating_policy`: policies and bindings.
+//!   dispatchers; `patch`: JSON Patch; `reinvocation`: what the second mutating round needs.
+//! - `params`, `policy`, `validating_policy`, `mutating_policy`: policies and bindings.
 //! - `config`: [`Configuration`] and the chain; `typecheck`: policy type checking;
 //!   `lifecycle`: namespace lifecycle.
 //!
@@ -59,6 +59,9 @@ mod lifecycle;
 mod matching;
 mod mutating_policy;
 mod params;
+mod patch;
+mod policy;
+mod reinvocation;
 mod review;
 mod rules;
 pub mod seams;

@@ -27,13 +27,15 @@ use crate::attributes::Attributes;
 use crate::error::{AdmissionError, Outcome, admission_forbidden, go_quote};
 use crate::expression::{
     Context, Declarations, Expression, Inputs, OUT_OF_BUDGET, RUNTIME_CEL_COST_BUDGET, Returns, Uses, Variables,
+    evaluate_conditions,
 };
 use crate::matching::{Criteria, RequestState, matches};
 use crate::params::{collect, param_gvk_string, param_kind};
+use crate::patch::{PatchFailure, apply_json_patch};
+use crate::policy::{FailurePolicy, compile_conditions, compile_variables, report};
+use crate::reinvocation::Reinvocation;
 use crate::seams::{ParamKind, StructuredMerge};
-use crate::validating_policy::{FailurePolicy, compile_conditions, compile_variables, report};
 use crate::versioned::{Versions, objects};
-use crate::webhook::{PatchFailure, Reinvocation, apply_json_patch, evaluate_conditions};
 
 /// A compiled MutatingAdmissionPolicy with its bindings.
 #[derive(Debug)]

@@ -33,13 +33,13 @@ use crate::attributes::Attributes;
 use crate::error::{AdmissionError, Outcome, PolicyCheck, admission_forbidden};
 use crate::expression::{
     Context, Declarations, Expression, Inputs, MAX_MESSAGE_EXPRESSION_BYTES, OUT_OF_BUDGET, RUNTIME_CEL_COST_BUDGET,
-    Returns, Uses, Variables, as_str,
+    Returns, Uses, Variables, as_str, evaluate_conditions,
 };
 use crate::matching::{Criteria, RequestState, matches};
 use crate::params::{collect, param_gvk_string, param_kind};
+use crate::policy::{FailurePolicy, compile_conditions, compile_variables, report};
 use crate::seams::ParamKind;
 use crate::versioned::{Versions, objects};
-use crate::webhook::evaluate_conditions;
 
 /// The longest audit annotation value kept (longer ones are cut).
 pub const MAX_AUDIT_ANNOTATION_VALUE_BYTES: usize = 10 * 1024;
@@ -76,51 +76,6 @@ pub(crate) struct ValidatingBinding {
     pub param_ref: Option<ParamRef>,
     /// `validationActions` as written (the audit annotation repeats them).
     pub actions: Vec<String>,
-}
-
-/// A policy's `failurePolicy`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum FailurePolicy {
-    Fail,
-    Ignore,
-    /// A value kube does not know: failures deny, with `unrecognized failure policy: '<v>'`
-    /// for configuration errors.
-    Unknown(String),
-}
-
-impl FailurePolicy {
-    pub fn parse(s: Option<&str>) -> FailurePolicy {
-        match s {
-            None | Some("Fail") => FailurePolicy::Fail,
-            Some("Ignore") => FailurePolicy::Ignore,
-            Some(other) => FailurePolicy::Unknown(other.to_owned()),
-        }
-    }
-
-    pub fn ignore(&self) -> bool {
-        *self == FailurePolicy::Ignore
-    }
-}
-
-/// The common parts of policies: variables, conditions.
-pub(crate) fn compile_variables(
-    vars: Option<&Vec<k8s_openapi::api::admissionregistration::v1::Variable>>,
-    params: bool,
-) -> Variables {
-    let pairs: Vec<(String, String)> =
-        vars.iter().flat_map(|v| v.iter()).map(|v| (v.name.clone(), v.expression.clone())).collect();
-    Variables::compile_in(&pairs, &Declarations { params, authorizer: true, ..Declarations::default() })
-}
-
-pub(crate) fn compile_conditions(
-    conditions: Option<&Vec<k8s_openapi::api::admissionregistration::v1::MatchCondition>>,
-    decls: &Declarations,
-) -> Vec<(String, Expression)> {
-    conditions
-        .iter()
-        .flat_map(|c| c.iter())
-        .map(|c| (c.name.clone(), Expression::compile(&c.expression, decls, Returns::Bool)))
-        .collect()
 }
 
 impl ValidatingPolicy {
@@ -225,12 +180,6 @@ impl ValidatingPolicy {
     /// Whether the policy could apply to resource name `resource` (the fast path's index).
     pub fn may_match_resource(&self, resource: &str) -> bool {
         self.criteria.as_ref().map_or(true, |c| c.may_match_resource(resource))
-    }
-}
-
-pub(crate) fn report(problems: &mut Vec<String>, at: &str, e: &Expression) {
-    if let Err(err) = &e.compiled {
-        problems.push(format!("{at}: {err}"));
     }
 }
 

@@ -26,7 +26,6 @@
 //! order is the answer; mutating webhooks are called one after the other, each on the object
 //! the previous one patched, and remember what reinvocation needs ([`Reinvocation`]).
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -41,8 +40,10 @@ use versa_conversion::client::{Endpoint, ServiceResolver, WebhookClient};
 
 use crate::attributes::Attributes;
 use crate::error::{AdmissionError, Outcome, WebhookCall, go_quote};
-use crate::expression::{Context, Declarations, Expression, Inputs, MATCH_CONDITIONS_BUDGET, Returns, Uses};
+use crate::expression::{Declarations, Expression, Inputs, Returns, Uses, evaluate_conditions};
 use crate::matching::{Criteria, Matched, RequestState, matches};
+use crate::patch::apply_json_patch;
+use crate::reinvocation::Reinvocation;
 use crate::review::{AnswerError, Invocation, ReviewVersion, check_answer, request_body};
 use crate::rules::Rule;
 use crate::selector::Selector;
@@ -245,42 +246,6 @@ impl Webhook {
     }
 }
 
-/// kube's `matchconditions.Matcher.Match`: every condition is evaluated (one budget for all);
-/// one that is `false` means no match; errors otherwise fail (`fail`) or mean no match. The
-/// error text is the errors' aggregate.
-pub(crate) fn evaluate_conditions<'a>(
-    conditions: &'a [(String, Expression)],
-    inputs: Inputs<'a>,
-    variables: Option<&'a crate::expression::Variables>,
-    fail: bool,
-) -> Result<bool, String> {
-    let on_error = |e: String| if fail { Err(e) } else { Ok(false) };
-    let mut ctx = match Context::new(inputs, variables, MATCH_CONDITIONS_BUDGET) {
-        Ok(c) => c,
-        Err(e) => return on_error(e),
-    };
-    let mut results = Vec::with_capacity(conditions.len());
-    for (_, e) in conditions {
-        match ctx.eval(e) {
-            Ok(r) => results.push(r),
-            Err(_) => return on_error(crate::expression::OUT_OF_BUDGET.to_owned()),
-        }
-    }
-    let mut errors = Vec::new();
-    for r in results {
-        match r {
-            Ok(versa_cel::Value::Bool(false)) => return Ok(false),
-            Ok(_) => {}
-            Err(e) => errors.push(e),
-        }
-    }
-    match errors.len() {
-        0 => Ok(true),
-        1 => on_error(errors.swap_remove(0)),
-        _ => on_error(format!("[{}]", errors.join(", "))),
-    }
-}
-
 /// Why a call did not admit.
 enum CallError {
     /// kube's `ErrCallingWebhook`: the failure policy decides. The text is the error's, the
@@ -405,62 +370,6 @@ pub(crate) fn denial_status(webhook: &str, status: Option<Status>) -> Status {
     s
 }
 
-/// Why a JSON Patch did not apply.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum PatchFailure {
-    /// A `test` operation did not hold.
-    TestFailed,
-    Other(String),
-}
-
-impl std::fmt::Display for PatchFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PatchFailure::TestFailed => f.write_str("testing value failed"),
-            PatchFailure::Other(e) => f.write_str(e),
-        }
-    }
-}
-
-/// Applies a webhook's (or a policy's) JSON Patch to `object`, returning the patched object.
-/// The patched object must still be an object with `apiVersion` and `kind`, as kube's decoder
-/// requires.
-pub(crate) fn apply_json_patch(
-    object: &Value,
-    patch: &[serde_json::Map<String, Value>],
-) -> Result<Value, PatchFailure> {
-    let ops: json_patch::Patch =
-        serde_json::from_value(Value::Array(patch.iter().cloned().map(Value::Object).collect()))
-            .map_err(|e| PatchFailure::Other(e.to_string()))?;
-    let mut doc = object.clone();
-    if let Err(e) = json_patch::patch(&mut doc, &ops) {
-        return Err(match e.kind {
-            json_patch::PatchErrorKind::TestFailed => PatchFailure::TestFailed,
-            _ => PatchFailure::Other(e.to_string()),
-        });
-    }
-    check_decodable(&doc).map_err(PatchFailure::Other)?;
-    Ok(doc)
-}
-
-/// What kube's JSON decoder needs of a patched object.
-fn check_decodable(doc: &Value) -> Result<(), String> {
-    let text = || serde_json::to_string(doc).unwrap_or_default();
-    let Some(o) = doc.as_object() else {
-        return Err(format!(
-            "couldn't get version/kind; json parse error: cannot unmarshal into an object: {}",
-            text()
-        ));
-    };
-    if o.get("kind").and_then(Value::as_str).is_none_or(str::is_empty) {
-        return Err(format!("Object 'Kind' is missing in '{}'", text()));
-    }
-    if o.get("apiVersion").and_then(Value::as_str).is_none_or(str::is_empty) {
-        return Err(format!("Object 'apiVersion' is missing in '{}'", text()));
-    }
-    Ok(())
-}
-
 /// A random (version 4) UUID for a review.
 pub(crate) fn new_uid() -> String {
     use ring::rand::SecureRandom;
@@ -569,44 +478,6 @@ fn merge(into: &mut Outcome, from: Outcome) {
     }
     for (k, v) in from.audit_annotations {
         into.annotate(k, v);
-    }
-}
-
-/// What reinvocation remembers between the rounds of one plugin (kube's
-/// `webhookReinvokeContext`, also used for mutating policies): the invoked hooks that want to
-/// be called again if something changes later, the ones to call again, and the object as the
-/// plugin last left it.
-#[derive(Debug, Default)]
-pub(crate) struct Reinvocation {
-    previously_invoked: HashSet<String>,
-    to_reinvoke: HashSet<String>,
-    last_output: Option<Option<Value>>,
-}
-
-impl Reinvocation {
-    /// Everything invoked so far that asked for it is to be called again.
-    pub fn require_reinvoking_previous(&mut self) {
-        self.to_reinvoke.extend(self.previously_invoked.drain());
-    }
-
-    pub fn invoked(&mut self, key: String) {
-        self.previously_invoked.insert(key);
-    }
-
-    pub fn should_reinvoke(&self, key: &str) -> bool {
-        self.to_reinvoke.contains(key)
-    }
-
-    /// At the start of a reinvocation round: whether the object changed since the plugin last
-    /// ran (then everything it invoked is called again).
-    pub fn changed_since_last_output(&self, object: &Option<Value>) -> bool {
-        self.last_output.as_ref().is_none_or(|last| last != object)
-    }
-
-    /// Remembers the object as the plugin leaves it — only when something invoked may be
-    /// called again because of a later change (otherwise the comparison could not matter).
-    pub fn set_last_output(&mut self, object: &Option<Value>) {
-        self.last_output = if self.previously_invoked.is_empty() { None } else { Some(object.clone()) };
     }
 }
 
