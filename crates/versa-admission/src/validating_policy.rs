@@ -568,10 +568,12 @@ fn validate_one(policy: &ValidatingPolicy, inputs: Inputs<'_>, condition_request
     if policy.audit_annotations.is_empty() {
         return out;
     }
-    let mut actx = match Context::new(inputs, Some(&policy.variables), RUNTIME_CEL_COST_BUDGET) {
-        Ok(c) => c,
-        Err(e) => return error(e),
-    };
+    // kube binds no authorizer for audit annotations either.
+    let mut actx =
+        match Context::new(Inputs { authz: None, ..inputs }, Some(&policy.variables), RUNTIME_CEL_COST_BUDGET) {
+            Ok(c) => c,
+            Err(e) => return error(e),
+        };
     for (key, e) in &policy.audit_annotations {
         let result = match actx.eval(e) {
             Ok(r) => r,
