@@ -33,6 +33,29 @@
 //! nothing that names the request's resource, a call returns at once.
 //! [`type_checking`] produces the `status.typeChecking` of a ValidatingAdmissionPolicy.
 //!
+//! # Using it from the server
+//!
+//! ```text
+//! // When an admissionregistration object changes (a watch, or a write in standalone mode):
+//! let (config, problems) = Configuration::build(&sources, &options);  // log the problems
+//! // for each ValidatingAdmissionPolicy: write type_checking(&policy, &schemas) to status
+//! swap(Arc::new(config));
+//!
+//! // For each object a write admits, with the request's user, kind, resource, objects:
+//! let host = Host { namespaces, params, resources, authorizer, merge };
+//! let mut outcome = Outcome::default();
+//! namespace_lifecycle(&attrs, namespaces).await?;        // cluster mode
+//! config.mutate(&mut attrs, host.clone(), &mut outcome).await?;
+//! // default, prune, validate attrs.object with the schema again
+//! config.validate(&attrs, host, &mut outcome).await?;
+//! // store; send outcome.warnings as Warning headers, outcome.audit_annotations to the
+//! // audit event, outcome.webhook_calls / policy_checks to the metrics
+//! ```
+//!
+//! An [`AdmissionError`] is answered with its [`AdmissionError::status`] (and the warnings
+//! collected so far). Nothing here needs the server's runtime beyond tokio timers and sockets
+//! for webhook calls.
+//!
 //! # Modules
 //!
 //! - [`attributes`]: the request; [`error`]: refusals, warnings, audit annotations;
