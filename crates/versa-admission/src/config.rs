@@ -24,9 +24,10 @@ use crate::attributes::Attributes;
 use crate::error::{AdmissionError, Outcome};
 use crate::matching::RequestState;
 use crate::mutating_policy::{self, MutatingPolicy};
+use crate::reinvocation::Reinvocation;
 use crate::seams::Host;
 use crate::validating_policy::{self, ValidatingPolicy};
-use crate::webhook::{self, Reinvocation, Webhook, WebhookSpec};
+use crate::webhook::{self, Webhook, WebhookSpec};
 
 /// The configuration objects to build from (any order).
 #[derive(Clone, Copy, Debug, Default)]
@@ -194,8 +195,11 @@ impl Configuration {
         let mut policy_reinvocation = Reinvocation::default();
         let mut webhook_reinvocation = Reinvocation::default();
         let mut reinvoke = false;
+        // Only what asked for reinvocation can run in the second round.
+        let reinvocable =
+            self.mutating_webhooks.iter().any(|w| w.reinvoke) || self.mutating_policies.iter().any(|p| p.reinvoke);
         for round in 0..2u8 {
-            if round == 1 && !reinvoke {
+            if round == 1 && !(reinvoke && reinvocable) {
                 break;
             }
             if policies {

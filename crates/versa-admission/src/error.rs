@@ -36,6 +36,9 @@ pub enum AdmissionError {
     /// 404 (the namespace a namespaceSelector needs does not exist).
     #[error("{}", message(.0))]
     NotFound(Box<Status>),
+    /// 503 (the schema a mutation needs is not known yet).
+    #[error("{}", message(.0))]
+    ServiceUnavailable(Box<Status>),
     /// 500 for anything else (a conversion for `matchPolicy: Equivalent` failed, a patch that
     /// does not apply, a namespace lookup that failed).
     #[error("{}", message(.0))]
@@ -56,6 +59,7 @@ impl AdmissionError {
             | AdmissionError::Forbidden(s)
             | AdmissionError::BadRequest(s)
             | AdmissionError::NotFound(s)
+            | AdmissionError::ServiceUnavailable(s)
             | AdmissionError::Internal(s) => s,
         }
     }
@@ -116,6 +120,17 @@ impl AdmissionError {
         AdmissionError::Forbidden(Box::new(forbidden_status(group, resource, name, err)))
     }
 
+    /// `apierrors.NewServiceUnavailable(reason)`.
+    pub(crate) fn service_unavailable(reason: impl Into<String>) -> AdmissionError {
+        AdmissionError::ServiceUnavailable(Box::new(Status {
+            status: Some("Failure".into()),
+            code: Some(503),
+            reason: Some("ServiceUnavailable".into()),
+            message: Some(reason.into()),
+            ..Status::default()
+        }))
+    }
+
     /// `apierrors.NewNotFound(resource, name)`.
     pub(crate) fn not_found(group: &str, resource: &str, name: &str) -> AdmissionError {
         let qualified = if group.is_empty() { resource.to_owned() } else { format!("{resource}.{group}") };
@@ -171,13 +186,58 @@ pub(crate) fn go_quote(s: &str) -> String {
     versa_schema::field::go_quote(s)
 }
 
+/// The prefix of the audit annotations that hold a mutating webhook's patch: kube records them
+/// at audit level `Request` (the others at `Metadata`), since a patch may hold the object's
+/// data.
+pub const PATCH_ANNOTATION_PREFIX: &str = "patch.webhook.admission.k8s.io/";
+
 /// What an admitted request carries on: warnings for the `Warning` header (kube's
 /// `warning.AddWarning`; the server adds `299 - "<text>"`, deduplicated as kube does) and audit
-/// annotations for the audit event (kube's `AddAnnotation`: a key keeps its first value).
+/// annotations for the audit event (kube's `AddAnnotation`: a key keeps its first value); and,
+/// refused or not, what was observed for kube's metrics.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
     pub warnings: Vec<String>,
     pub audit_annotations: BTreeMap<String, String>,
+    /// One entry per webhook called.
+    pub webhook_calls: Vec<WebhookCall>,
+    /// One entry per ValidatingAdmissionPolicy decision that counts.
+    pub policy_checks: Vec<PolicyCheck>,
+}
+
+/// A webhook call, with the labels of kube's `apiserver_admission_webhook_admission_duration_seconds`
+/// (`name`, `type`, `operation`, `rejected`), `apiserver_admission_webhook_request_total`
+/// (`code`), `apiserver_admission_webhook_rejection_count` (`error_type`, `rejection_code`) and
+/// `apiserver_admission_webhook_fail_open_count`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebhookCall {
+    pub name: String,
+    /// `validating` or `admit`.
+    pub step: &'static str,
+    pub operation: crate::attributes::Operation,
+    pub elapsed: std::time::Duration,
+    pub rejected: bool,
+    /// 200 when it admitted; the status code of the denial or of the failure; 0 for an error of
+    /// the server's own (kube truncates codes above 600 to 600).
+    pub code: u16,
+    /// When rejected: `calling_webhook_error`, `no_error` (the webhook said no) or
+    /// `apiserver_internal_error`.
+    pub rejection: Option<&'static str>,
+    /// The call failed and `failurePolicy: Ignore` let the request through.
+    pub failed_open: bool,
+}
+
+/// A policy decision, with the labels of kube's
+/// `apiserver_validating_admission_policy_check_total` and `..._check_duration_seconds`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyCheck {
+    pub policy: String,
+    pub binding: String,
+    /// `no_error`, `compile_error`, `invalid_error`, `out_of_budget`.
+    pub error_type: &'static str,
+    /// `allow`, `deny`, `warn`, `audit`.
+    pub enforcement_action: &'static str,
+    pub elapsed: std::time::Duration,
 }
 
 impl Outcome {
@@ -188,8 +248,13 @@ impl Outcome {
     }
 
     /// Adds an annotation; a key already set keeps its value (kube refuses the overwrite and
-    /// logs it).
+    /// logs it), and a key that is not `<prefix>/<name>` with a qualified name is dropped (kube's
+    /// `checkKeyFormat`).
     pub(crate) fn annotate(&mut self, key: String, value: String) {
+        if key.split('/').count() != 2 || !versa_schema::names::is_qualified_name(&key).is_empty() {
+            tracing::warn!(key, "an admission audit annotation key must be a qualified name with one '/'");
+            return;
+        }
         if let Some(existing) = self.audit_annotations.get(&key) {
             if *existing != value {
                 tracing::warn!(key, "an admission audit annotation may not be overwritten");

@@ -18,8 +18,9 @@
 //!   once per evaluation context, when first selected (kube's lazy composition);
 //! - in mutations, `JSONPatch{op, path, from, value}` literals and `jsonpatch.escapeKey`.
 //!
-//! The `authorizer` variable is not declared: expressions that use it fail to compile (see
-//! ADMISSION.md).
+//! - `authorizer`, `authorizer.requestResource`: versa-cel's authorization library, answered
+//!   by the server's [`Authorize`] (not in messageExpressions, as in kube); unbound — an
+//!   evaluation error — when the server has none.
 //!
 //! # Cost
 //!
@@ -33,9 +34,10 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Map, Value as Json, json};
+use versa_cel::ext::authz::{self, Authorize, AuthzCheck, AuthzDecision, AuthzUser};
 use versa_cel::types::DeclField;
 use versa_cel::{
     Activation, CompileOptions, CompiledExpression, CostTracker, DYN, DeclKind, DeclType, Environment, EvalError,
@@ -59,6 +61,8 @@ pub const OUT_OF_BUDGET: &str =
 
 /// The name of the lazily computed variable.
 const VARIABLES: &str = "variables";
+const AUTHORIZER: &str = "authorizer";
+const REQUEST_RESOURCE: &str = "authorizer.requestResource";
 
 /// What an expression must evaluate to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +75,8 @@ pub(crate) enum Returns {
     Any,
     /// JSONPatch mutations: `list(JSONPatch)`.
     JsonPatchList,
+    /// ApplyConfiguration mutations: `Object`.
+    ApplyConfiguration,
 }
 
 /// What an expression may refer to besides `object`, `oldObject`, `request` and
@@ -80,12 +86,14 @@ pub(crate) struct Declarations {
     pub params: bool,
     /// The policy's `variables` type (the variables compiled so far).
     pub variables: Option<Arc<ObjectType>>,
-    /// `JSONPatch` literals.
+    /// `JSONPatch` and `Object{...}` literals (mutations).
     pub patch_types: bool,
     /// The types of `object`/`oldObject` and `params` when known (type checking against
     /// schemas); `dyn` otherwise.
     pub object_type: Option<Type>,
     pub params_type: Option<Type>,
+    /// `authorizer` and `authorizer.requestResource` (everywhere but in messageExpressions).
+    pub authorizer: bool,
 }
 
 /// One compiled expression, or why it does not compile (kube keeps both and reports the
@@ -107,6 +115,11 @@ impl Expression {
         Expression { source: source.to_owned(), compiled }
     }
 
+    /// Whether the expression reads variable `name`.
+    pub fn references(&self, name: &str) -> bool {
+        self.compiled.as_ref().is_ok_and(|c| c.checked.referenced_idents.iter().any(|r| r == name))
+    }
+
     /// The result type, `dyn` when the expression does not compile.
     pub fn result_type(&self) -> Type {
         self.compiled.as_ref().map_or(Type::Dyn, |c| c.result_type.clone())
@@ -123,6 +136,7 @@ fn check_returns(c: CompiledExpression, returns: Returns) -> Result<CompiledExpr
         Returns::JsonPatchList => {
             matches!(t, Type::List(e) if matches!(&**e, Type::Object(o) if o.name == "JSONPatch"))
         }
+        Returns::ApplyConfiguration => matches!(t, Type::Object(o) if o.name == "Object"),
     };
     if ok {
         return Ok(c);
@@ -131,6 +145,7 @@ fn check_returns(c: CompiledExpression, returns: Returns) -> Result<CompiledExpr
         Returns::Bool => "bool",
         Returns::String => "string",
         Returns::JsonPatchList => "list(JSONPatch)",
+        Returns::ApplyConfiguration => "Object",
         Returns::StringOrNull => return Err(format!("must evaluate to one of [string null_type] but got {t}")),
         Returns::Any => "dyn",
     };
@@ -149,10 +164,14 @@ fn environment(decls: &Declarations) -> Environment {
     if decls.params {
         variables.push(var("params", decls.params_type.clone().unwrap_or(Type::Dyn)));
     }
+    if decls.authorizer {
+        variables.push(var(AUTHORIZER, Type::Opaque(authz::AUTHORIZER_TYPE)));
+        variables.push(var(REQUEST_RESOURCE, Type::Opaque(authz::RESOURCE_CHECK_TYPE)));
+    }
     let vars_type = decls.variables.clone().unwrap_or_else(|| Arc::new(variables_type(Vec::new())));
     variables.push(var(VARIABLES, Type::Object(vars_type)));
     let struct_types = if decls.patch_types { vec![json_patch_type()] } else { Vec::new() };
-    Environment { variables, struct_types }
+    Environment { variables, struct_types, dynamic_objects: decls.patch_types }
 }
 
 /// A policy's variables, compiled in order: each sees the ones before it.
@@ -165,11 +184,7 @@ pub(crate) struct Variables {
 }
 
 impl Variables {
-    pub fn compile(vars: &[(String, String)], params: bool) -> Variables {
-        Variables::compile_in(vars, &Declarations { params, ..Declarations::default() })
-    }
-
-    /// [`Variables::compile`] with `base`'s declarations (typed objects, for type checking).
+    /// Compiles `vars` (name, expression) with `base`'s declarations.
     pub fn compile_in(vars: &[(String, String)], base: &Declarations) -> Variables {
         let mut fields: Vec<(String, DeclType)> = Vec::new();
         let mut out = Variables::default();
@@ -354,39 +369,53 @@ fn json_patch_type() -> Arc<ObjectType> {
 /// JSON): `kind`/`resource` are the matched ones, `requestKind`/`requestResource` the
 /// request's.
 pub(crate) fn request_json(attrs: &Attributes, resource: &GroupVersionResource, kind: &GroupVersionKind) -> Json {
-    let mut m = Map::new();
-    m.insert("uid".into(), json!(""));
-    m.insert("kind".into(), json!(kind));
-    m.insert("resource".into(), json!(resource));
-    if !attrs.subresource.is_empty() {
-        m.insert("subResource".into(), json!(attrs.subresource));
-        m.insert("requestSubResource".into(), json!(attrs.subresource));
+    fn s(v: &str) -> Json {
+        Json::String(v.to_owned())
     }
-    m.insert("requestKind".into(), json!(attrs.kind));
-    m.insert("requestResource".into(), json!(attrs.resource));
+    fn triple(a: (&str, &str), b: (&str, &str), c: (&str, &str)) -> Json {
+        let mut m = Map::new();
+        for (k, v) in [a, b, c] {
+            m.insert(k.to_owned(), s(v));
+        }
+        Json::Object(m)
+    }
+    let gvk = |k: &GroupVersionKind| triple(("group", &k.group), ("version", &k.version), ("kind", &k.kind));
+    let gvr =
+        |r: &GroupVersionResource| triple(("group", &r.group), ("version", &r.version), ("resource", &r.resource));
+    let mut m = Map::new();
+    m.insert("uid".into(), s(""));
+    m.insert("kind".into(), gvk(kind));
+    m.insert("resource".into(), gvr(resource));
+    if !attrs.subresource.is_empty() {
+        m.insert("subResource".into(), s(&attrs.subresource));
+        m.insert("requestSubResource".into(), s(&attrs.subresource));
+    }
+    m.insert("requestKind".into(), gvk(&attrs.kind));
+    m.insert("requestResource".into(), gvr(&attrs.resource));
     if !attrs.name.is_empty() {
-        m.insert("name".into(), json!(attrs.name));
+        m.insert("name".into(), s(&attrs.name));
     }
     if !attrs.namespace.is_empty() {
-        m.insert("namespace".into(), json!(attrs.namespace));
+        m.insert("namespace".into(), s(&attrs.namespace));
     }
-    m.insert("operation".into(), json!(attrs.operation.as_str()));
+    m.insert("operation".into(), s(attrs.operation.as_str()));
     let u = &attrs.user;
     let mut user = Map::new();
     if !u.username.is_empty() {
-        user.insert("username".into(), json!(u.username));
+        user.insert("username".into(), s(&u.username));
     }
     if !u.uid.is_empty() {
-        user.insert("uid".into(), json!(u.uid));
+        user.insert("uid".into(), s(&u.uid));
     }
     if !u.groups.is_empty() {
-        user.insert("groups".into(), json!(u.groups));
+        user.insert("groups".into(), Json::Array(u.groups.iter().map(|g| s(g)).collect()));
     }
     if !u.extra.is_empty() {
-        user.insert("extra".into(), json!(u.extra));
+        let extra = u.extra.iter().map(|(k, v)| (k.clone(), Json::Array(v.iter().map(|x| s(x)).collect()))).collect();
+        user.insert("extra".into(), Json::Object(extra));
     }
     m.insert("userInfo".into(), Json::Object(user));
-    m.insert("dryRun".into(), json!(attrs.dry_run));
+    m.insert("dryRun".into(), Json::Bool(attrs.dry_run));
     m.insert("options".into(), attrs.options.clone().unwrap_or(Json::Null));
     Json::Object(m)
 }
@@ -420,14 +449,95 @@ pub(crate) fn namespace_json(ns: &Json) -> Json {
     Json::Object(out)
 }
 
+/// Which of the costlier inputs a set of expressions reads (the others are bound to `null`,
+/// which nothing reads).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Uses {
+    pub request: bool,
+    pub namespace: bool,
+    pub authorizer: bool,
+}
+
+impl Uses {
+    pub fn of<'e>(exprs: impl IntoIterator<Item = &'e Expression>) -> Uses {
+        let mut u = Uses::default();
+        for e in exprs {
+            u.request |= e.references("request");
+            u.namespace |= e.references("namespaceObject");
+            u.authorizer |= e.references(AUTHORIZER) || e.references(REQUEST_RESOURCE);
+        }
+        u
+    }
+}
+
 /// The values an evaluation context binds.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Inputs<'a> {
     pub object: Option<&'a Json>,
     pub old_object: Option<&'a Json>,
-    pub request: &'a Json,
+    /// `None` when no expression reads it (it is then `null`).
+    pub request: Option<&'a Json>,
     pub namespace: Option<&'a Json>,
     pub params: Option<&'a Json>,
+    /// The request's authorizer, when the server has one and an expression reads it.
+    pub authz: Option<&'a RequestAuthz>,
+}
+
+/// The `authorizer` of one request: the user, the server's authorizer (asked once per
+/// distinct question), and the request's own resource for `authorizer.requestResource`.
+#[derive(Debug)]
+pub(crate) struct RequestAuthz {
+    pub user: AuthzUser,
+    pub authorizer: Arc<dyn Authorize>,
+    pub request: AuthzCheck,
+}
+
+impl RequestAuthz {
+    pub fn new(attrs: &Attributes, authorizer: Arc<dyn Authorize>) -> RequestAuthz {
+        let u = &attrs.user;
+        RequestAuthz {
+            user: AuthzUser {
+                username: u.username.clone(),
+                uid: u.uid.clone(),
+                groups: u.groups.clone(),
+                extra: u.extra.clone(),
+            },
+            authorizer: Arc::new(CachingAuthorizer { inner: authorizer, answers: Mutex::new(Vec::new()) }),
+            request: AuthzCheck {
+                group: attrs.resource.group.clone(),
+                resource: attrs.resource.resource.clone(),
+                subresource: attrs.subresource.clone(),
+                namespace: attrs.namespace.clone(),
+                name: attrs.name.clone(),
+                ..AuthzCheck::default()
+            },
+        }
+    }
+}
+
+/// kube's `CachingAuthorizer`: within one request, a question asked twice is answered once.
+#[derive(Debug)]
+struct CachingAuthorizer {
+    inner: Arc<dyn Authorize>,
+    answers: Mutex<Vec<(AuthzUser, AuthzCheck, AuthzDecision)>>,
+}
+
+impl Authorize for CachingAuthorizer {
+    fn authorize(&self, user: &AuthzUser, check: &AuthzCheck) -> AuthzDecision {
+        let cached = |answers: &Vec<(AuthzUser, AuthzCheck, AuthzDecision)>| {
+            answers.iter().find(|(u, c, _)| u == user && c == check).map(|(_, _, d)| d.clone())
+        };
+        if let Ok(answers) = self.answers.lock()
+            && let Some(d) = cached(&answers)
+        {
+            return d;
+        }
+        let d = self.inner.authorize(user, check);
+        if let Ok(mut answers) = self.answers.lock() {
+            answers.push((user.clone(), check.clone(), d.clone()));
+        }
+        d
+    }
 }
 
 /// Why an evaluation context stopped.
@@ -453,11 +563,18 @@ impl<'a> Context<'a> {
                 None => Ok(Value::Null),
             }
         };
-        act.bind("object", bind_json(inputs.object, &DYN)?);
-        act.bind("oldObject", bind_json(inputs.old_object, &DYN)?);
-        act.bind("request", bind_json(Some(inputs.request), request_type())?);
-        act.bind("namespaceObject", bind_json(inputs.namespace, namespace_type())?);
-        act.bind("params", bind_json(inputs.params, &DYN)?);
+        act.bind_static("object", bind_json(inputs.object, &DYN)?);
+        act.bind_static("oldObject", bind_json(inputs.old_object, &DYN)?);
+        act.bind_static("request", bind_json(inputs.request, request_type())?);
+        act.bind_static("namespaceObject", bind_json(inputs.namespace, namespace_type())?);
+        act.bind_static("params", bind_json(inputs.params, &DYN)?);
+        if let Some(a) = inputs.authz {
+            act.bind_static(AUTHORIZER, authz::authorizer_value(a.user.clone(), a.authorizer.clone()));
+            act.bind_static(
+                REQUEST_RESOURCE,
+                authz::resource_check_value(a.user.clone(), a.authorizer.clone(), a.request.clone()),
+            );
+        }
         let vars = LazyVariables {
             vars: variables,
             cache: RefCell::new(vec![None; variables.names.len()]),
@@ -493,6 +610,42 @@ impl<'a> Context<'a> {
         }
         self.remaining -= cost;
         Ok(result.map_err(|err| format!("expression '{}' resulted in error: {err}", e.source)))
+    }
+}
+
+/// kube's `matchconditions.Matcher.Match`: every condition is evaluated (one budget for all);
+/// one that is `false` means no match; errors otherwise fail (`fail`) or mean no match. The
+/// error text is the errors' aggregate.
+pub(crate) fn evaluate_conditions<'a>(
+    conditions: &'a [(String, Expression)],
+    inputs: Inputs<'a>,
+    variables: Option<&'a Variables>,
+    fail: bool,
+) -> Result<bool, String> {
+    let on_error = |e: String| if fail { Err(e) } else { Ok(false) };
+    let mut ctx = match Context::new(inputs, variables, MATCH_CONDITIONS_BUDGET) {
+        Ok(c) => c,
+        Err(e) => return on_error(e),
+    };
+    let mut results = Vec::with_capacity(conditions.len());
+    for (_, e) in conditions {
+        match ctx.eval(e) {
+            Ok(r) => results.push(r),
+            Err(_) => return on_error(OUT_OF_BUDGET.to_owned()),
+        }
+    }
+    let mut errors = Vec::new();
+    for r in results {
+        match r {
+            Ok(versa_cel::Value::Bool(false)) => return Ok(false),
+            Ok(_) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    match errors.len() {
+        0 => Ok(true),
+        1 => on_error(errors.swap_remove(0)),
+        _ => on_error(format!("[{}]", errors.join(", "))),
     }
 }
 

@@ -20,7 +20,9 @@
 //! 3. [`Configuration::validate`]: ValidatingAdmissionPolicies, then validating webhooks
 //!    (concurrently). Then the caller stores.
 //!
-//! A dry run goes through the same chain; webhooks with side effects refuse it.
+//! A dry run goes through the same chain; webhooks with side effects refuse it. Before step 1,
+//! kube runs its `NamespaceLifecycle` plugin: [`namespace_lifecycle`] (for cluster mode, where
+//! namespaces are kube's).
 //!
 //! # Configuration
 //!
@@ -30,6 +32,29 @@
 //! caller swaps the whole configuration when an object changes. With nothing configured, or
 //! nothing that names the request's resource, a call returns at once.
 //! [`type_checking`] produces the `status.typeChecking` of a ValidatingAdmissionPolicy.
+//!
+//! # Using it from the server
+//!
+//! ```text
+//! // When an admissionregistration object changes (a watch, or a write in standalone mode):
+//! let (config, problems) = Configuration::build(&sources, &options);  // log the problems
+//! // for each ValidatingAdmissionPolicy: write type_checking(&policy, &schemas) to status
+//! swap(Arc::new(config));
+//!
+//! // For each object a write admits, with the request's user, kind, resource, objects:
+//! let host = Host { namespaces, params, resources, authorizer, merge };
+//! let mut outcome = Outcome::default();
+//! namespace_lifecycle(&attrs, namespaces).await?;        // cluster mode
+//! config.mutate(&mut attrs, host.clone(), &mut outcome).await?;
+//! // default, prune, validate attrs.object with the schema again
+//! config.validate(&attrs, host, &mut outcome).await?;
+//! // store; send outcome.warnings as Warning headers, outcome.audit_annotations to the
+//! // audit event, outcome.webhook_calls / policy_checks to the metrics
+//! ```
+//!
+//! An [`AdmissionError`] is answered with its [`AdmissionError::status`] (and the warnings
+//! collected so far). Nothing here needs the server's runtime beyond tokio timers and sockets
+//! for webhook calls.
 //!
 //! # Modules
 //!
@@ -41,9 +66,10 @@
 //! - `expression`: the CEL environment (`object`, `oldObject`, `request`, `namespaceObject`,
 //!   `params`, `variables`) and cost budgets, on versa-cel.
 //! - `review`: AdmissionReview v1/v1beta1; `webhook`: calling webhooks and the two
-//!   dispatchers.
-//! - `params`, `validating_policy`, `mutating_policy`: policies and bindings.
-//! - `config`: [`Configuration`] and the chain; `typecheck`: policy type checking.
+//!   dispatchers; `patch`: JSON Patch; `reinvocation`: what the second mutating round needs.
+//! - `params`, `policy`, `validating_policy`, `mutating_policy`: policies and bindings.
+//! - `config`: [`Configuration`] and the chain; `typecheck`: policy type checking;
+//!   `lifecycle`: namespace lifecycle.
 //!
 //! `ADMISSION.md` (next to this crate's manifest) describes all of it for operators: order,
 //! limits, and the differences from kube that remain.
@@ -52,9 +78,13 @@ pub mod attributes;
 mod config;
 pub mod error;
 mod expression;
+mod lifecycle;
 mod matching;
 mod mutating_policy;
 mod params;
+mod patch;
+mod policy;
+mod reinvocation;
 mod review;
 mod rules;
 pub mod seams;
@@ -66,11 +96,12 @@ mod webhook;
 
 pub use attributes::{Attributes, GroupVersionKind, GroupVersionResource, Operation, UserInfo};
 pub use config::{BuildOptions, Configuration, Problem, Sources};
-pub use error::{AdmissionError, Outcome};
+pub use error::{AdmissionError, Outcome, PATCH_ANNOTATION_PREFIX, PolicyCheck, WebhookCall};
 pub use expression::{MATCH_CONDITIONS_BUDGET, MAX_MESSAGE_EXPRESSION_BYTES, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET};
+pub use lifecycle::{IMMORTAL_NAMESPACES, namespace_lifecycle};
 pub use seams::{
-    AuthorizationRequest, Authorizer, BoxFuture, Decision, Host, NamespaceLookup, ParamKind, ParamLookup, ParamScope,
-    Resources,
+    Authorize, AuthzCheck, AuthzDecision, AuthzUser, BoxFuture, Host, NamespaceLookup, ParamKind, ParamLookup,
+    ParamScope, Resources, StructuredMerge,
 };
 pub use typecheck::{SchemaResolver, type_checking};
 pub use validating_policy::MAX_AUDIT_ANNOTATION_VALUE_BYTES;

@@ -85,16 +85,62 @@ impl Criteria {
     }
 }
 
-/// What matching looks up once per request.
+/// What admission looks up or builds once per request: the namespace (and its
+/// `namespaceObject`), the equivalent resources, the `request` variables.
 pub(crate) struct RequestState<'h> {
     pub host: Host<'h>,
     namespace: Option<Result<Option<Arc<Value>>, AdmissionError>>,
+    namespace_object: Option<Option<Arc<Value>>>,
     equivalents: Option<Vec<GroupVersionResource>>,
+    requests: Vec<(GroupVersionResource, GroupVersionKind, Arc<Value>)>,
+    authz: Option<Option<Arc<crate::expression::RequestAuthz>>>,
 }
 
 impl<'h> RequestState<'h> {
     pub fn new(host: Host<'h>) -> RequestState<'h> {
-        RequestState { host, namespace: None, equivalents: None }
+        RequestState {
+            host,
+            namespace: None,
+            namespace_object: None,
+            equivalents: None,
+            requests: Vec::new(),
+            authz: None,
+        }
+    }
+
+    /// The request's `authorizer`, when the server has one.
+    pub fn authz(&mut self, attrs: &Attributes) -> Option<Arc<crate::expression::RequestAuthz>> {
+        if self.authz.is_none() {
+            let built = self.host.authorizer.clone().map(|a| Arc::new(crate::expression::RequestAuthz::new(attrs, a)));
+            self.authz = Some(built);
+        }
+        self.authz.clone().flatten()
+    }
+
+    /// The `request` variable for `resource` and `kind` (built once per pair).
+    pub fn request(
+        &mut self,
+        attrs: &Attributes,
+        resource: &GroupVersionResource,
+        kind: &GroupVersionKind,
+    ) -> Arc<Value> {
+        if let Some((_, _, r)) = self.requests.iter().find(|(r, k, _)| r == resource && k == kind) {
+            return r.clone();
+        }
+        let built = Arc::new(crate::expression::request_json(attrs, resource, kind));
+        self.requests.push((resource.clone(), kind.clone(), built.clone()));
+        built
+    }
+
+    /// The `namespaceObject` of the request's namespace: `Ok(None)` when the namespace does not
+    /// exist.
+    pub async fn namespace_object(&mut self, attrs: &Attributes) -> Result<Option<Arc<Value>>, AdmissionError> {
+        if let Some(done) = &self.namespace_object {
+            return Ok(done.clone());
+        }
+        let ns = self.namespace(attrs).await?.map(|ns| Arc::new(crate::expression::namespace_json(&ns)));
+        self.namespace_object = Some(ns.clone());
+        Ok(ns)
     }
 
     /// The request's namespace (looked up once); `Ok(None)` when it does not exist.

@@ -8,8 +8,10 @@
 //! - `JSONPatch`: the expression yields `list(JSONPatch)` (`JSONPatch{op, path, from,
 //!   value}` literals; `jsonpatch.escapeKey` for keys with `/` or `~`), applied to the object;
 //!   a failed `test` operation leaves the object as it is, any other failure is an error;
-//! - `ApplyConfiguration` needs the structured merge of the object's schema: an error here
-//!   (`ApplyConfiguration mutations are not supported`), subject to the failure policy.
+//! - `ApplyConfiguration`: the expression yields an `Object{...}` literal (nested literals named
+//!   after their field path, `Object.spec{...}`), merged into the object by its schema through
+//!   the server's [`StructuredMerge`] (a kind it does not know is 503, as kube answers when it
+//!   has no type converter).
 //!
 //! Errors (conditions, evaluations, patches, configuration) are collected; under
 //! `failurePolicy: Fail` the first one refuses the request, 403 with `policy 'p' with binding
@@ -24,15 +26,16 @@ use serde_json::{Map, Value as Json};
 use crate::attributes::Attributes;
 use crate::error::{AdmissionError, Outcome, admission_forbidden, go_quote};
 use crate::expression::{
-    Context, Declarations, Expression, Inputs, OUT_OF_BUDGET, RUNTIME_CEL_COST_BUDGET, Returns, Variables,
-    namespace_json, request_json,
+    Context, Declarations, Expression, Inputs, OUT_OF_BUDGET, RUNTIME_CEL_COST_BUDGET, Returns, Uses, Variables,
+    evaluate_conditions,
 };
 use crate::matching::{Criteria, RequestState, matches};
 use crate::params::{collect, param_gvk_string, param_kind};
-use crate::seams::ParamKind;
-use crate::validating_policy::{FailurePolicy, compile_conditions, compile_variables, report};
+use crate::patch::{PatchFailure, apply_json_patch};
+use crate::policy::{FailurePolicy, compile_conditions, compile_variables, report};
+use crate::reinvocation::Reinvocation;
+use crate::seams::{ParamKind, StructuredMerge};
 use crate::versioned::{Versions, objects};
-use crate::webhook::{PatchFailure, Reinvocation, apply_json_patch, evaluate_conditions};
 
 /// A compiled MutatingAdmissionPolicy with its bindings.
 #[derive(Debug)]
@@ -46,12 +49,16 @@ pub(crate) struct MutatingPolicy {
     pub mutations: Vec<Mutation>,
     pub reinvoke: bool,
     pub bindings: Vec<MutatingBinding>,
+    /// Whether any expression reads `request` or `namespaceObject`.
+    pub uses: Uses,
 }
 
 #[derive(Debug)]
 pub(crate) enum Mutation {
     JsonPatch(Box<Expression>),
-    ApplyConfiguration,
+    /// The expression, and the type-name mismatches of its `Object` literals (kube finds them
+    /// when it evaluates; they are found once here and reported then).
+    ApplyConfiguration(Box<Expression>, Option<String>),
     /// A patch type kube does not know, or one without its expression: nothing to do.
     None,
 }
@@ -73,8 +80,12 @@ impl MutatingPolicy {
         let spec = policy.spec.clone().unwrap_or_default();
         let param_kind = param_kind(spec.param_kind.as_ref());
         let variables = compile_variables(spec.variables.as_ref(), param_kind.is_some());
-        let decls =
-            Declarations { params: param_kind.is_some(), variables: variables.ty.clone(), ..Declarations::default() };
+        let decls = Declarations {
+            params: param_kind.is_some(),
+            variables: variables.ty.clone(),
+            authorizer: true,
+            ..Declarations::default()
+        };
         let conditions = compile_conditions(spec.match_conditions.as_ref(), &decls);
         let patch_decls = Declarations { patch_types: true, ..decls.clone() };
         let mutations: Vec<Mutation> = spec
@@ -87,7 +98,15 @@ impl MutatingPolicy {
                     &patch_decls,
                     Returns::JsonPatchList,
                 ))),
-                ("ApplyConfiguration", _, Some(_)) => Mutation::ApplyConfiguration,
+                ("ApplyConfiguration", _, Some(a)) => {
+                    let e = Expression::compile(
+                        a.expression.as_deref().unwrap_or(""),
+                        &patch_decls,
+                        Returns::ApplyConfiguration,
+                    );
+                    let mismatches = e.compiled.as_ref().ok().and_then(|c| type_name_mismatches(&c.ast.expr));
+                    Mutation::ApplyConfiguration(Box::new(e), mismatches)
+                }
                 _ => Mutation::None,
             })
             .collect();
@@ -100,9 +119,9 @@ impl MutatingPolicy {
         for (i, m) in mutations.iter().enumerate() {
             match m {
                 Mutation::JsonPatch(e) => report(problems, &format!("spec.mutations[{i}].jsonPatch.expression"), e),
-                Mutation::ApplyConfiguration => problems.push(format!(
-                    "spec.mutations[{i}].applyConfiguration: ApplyConfiguration mutations are not supported by versa yet"
-                )),
+                Mutation::ApplyConfiguration(e, _) => {
+                    report(problems, &format!("spec.mutations[{i}].applyConfiguration.expression"), e)
+                }
                 Mutation::None => {}
             }
         }
@@ -121,7 +140,14 @@ impl MutatingPolicy {
                 }
             })
             .collect();
+        let uses = Uses::of(variables.exprs.iter().chain(conditions.iter().map(|(_, e)| e)).chain(
+            mutations.iter().filter_map(|m| match m {
+                Mutation::JsonPatch(e) | Mutation::ApplyConfiguration(e, _) => Some(&**e),
+                Mutation::None => None,
+            }),
+        ));
         MutatingPolicy {
+            uses,
             name,
             failure_policy: FailurePolicy::parse(spec.failure_policy.as_deref()),
             criteria,
@@ -267,9 +293,12 @@ async fn run_invocations(
     errors: &mut Vec<PolicyError>,
 ) -> Result<bool, AdmissionError> {
     let index_of = |p: &MutatingPolicy| policies.iter().position(|q| std::ptr::eq(p, q)).unwrap_or(0);
+    // kube looks the namespace up whether or not an expression reads it.
+    let uses_namespace = invocations.iter().any(|i| i.policy.uses.namespace);
     let namespace = if !attrs.namespace.is_empty() && !attrs.is_namespace_kind() {
-        match state.namespace(attrs).await? {
-            Some(ns) => Some(namespace_json(&ns)),
+        let found = if uses_namespace { state.namespace_object(attrs).await? } else { state.namespace(attrs).await? };
+        match found {
+            Some(ns) => uses_namespace.then_some(ns),
             None => return Err(AdmissionError::not_found("", "namespaces", &attrs.namespace)),
         }
     } else {
@@ -282,11 +311,19 @@ async fn run_invocations(
         let pi = index_of(policy);
         let fail = !policy.failure_policy.ignore();
         let converted = versions.get(attrs, &inv.matched.kind, &state.host).await?;
+        let authz = if policy.uses.authorizer { state.authz(attrs) } else { None };
         if !policy.conditions.is_empty() {
             let (object, old_object) = objects(attrs, &converted);
-            let request = request_json(attrs, &attrs.resource, &inv.matched.kind);
-            let inputs =
-                Inputs { object, old_object, request: &request, namespace: None, params: inv.param.as_deref() };
+            // kube evaluates a policy's conditions with the request's resource, no namespace.
+            let request = policy.uses.request.then(|| state.request(attrs, &attrs.resource, &inv.matched.kind));
+            let inputs = Inputs {
+                object,
+                old_object,
+                request: request.as_deref(),
+                namespace: None,
+                params: inv.param.as_deref(),
+                authz: authz.as_deref(),
+            };
             match evaluate_conditions(&policy.conditions, inputs, Some(&policy.variables), fail) {
                 Ok(true) => {}
                 Ok(false) => continue,
@@ -306,32 +343,30 @@ async fn run_invocations(
         if round > 0 && !reinvocation.should_reinvoke(&key) {
             continue;
         }
-        let before = match &converted {
-            Some(c) => c.object.clone(),
-            None => attrs.object.clone(),
-        };
-        let mut current = before.clone();
+        let request = policy.uses.request.then(|| state.request(attrs, &inv.matched.resource, &inv.matched.kind));
+        // The object as the mutations leave it, when one changed it.
+        let mut changed: Option<Json> = None;
         for mutation in &policy.mutations {
-            let Some(object) = current.as_ref() else { continue };
-            let request = request_json(attrs, &inv.matched.resource, &inv.matched.kind);
-            let old_object = match &converted {
-                Some(c) => c.old_object.as_ref(),
-                None => attrs.old_object.as_ref(),
-            };
+            let (object, old_object) = objects(attrs, &converted);
+            let Some(object) = changed.as_ref().or(object) else { continue };
             let inputs = Inputs {
                 object: Some(object),
                 old_object,
-                request: &request,
-                namespace: namespace.as_ref(),
+                request: request.as_deref(),
+                namespace: namespace.as_deref(),
                 params: inv.param.as_deref(),
+                authz: authz.as_deref(),
             };
-            match apply_mutation(mutation, inputs, &policy.variables) {
+            match apply_mutation(mutation, inputs, &policy.variables, &inv.matched.kind, state.host.merge) {
                 Ok(Some(patched)) => {
-                    current = Some(patched);
                     dirty = true;
+                    if patched != *object {
+                        changed = Some(patched);
+                    }
                 }
                 Ok(None) => {}
-                Err(message) => {
+                Err(MutationFailure::Status(e)) => return Err(e),
+                Err(MutationFailure::Policy(message)) => {
                     errors.push(PolicyError {
                         policy: pi,
                         binding: Some(inv.binding.name.clone()),
@@ -341,14 +376,14 @@ async fn run_invocations(
                 }
             }
         }
-        if current != before {
-            let back = match (&converted, current) {
-                (Some(_), Some(o)) => {
-                    Some(state.host.resources.convert(&o, &attrs.kind).await.map_err(AdmissionError::internal)?)
+        if let Some(object) = changed {
+            let object = match &converted {
+                Some(_) => {
+                    state.host.resources.convert(&object, &attrs.kind).await.map_err(AdmissionError::internal)?
                 }
-                (_, o) => o,
+                None => object,
             };
-            attrs.object = back;
+            attrs.object = Some(object);
             versions.invalidate();
             reinvocation.require_reinvoking_previous();
         }
@@ -369,25 +404,72 @@ fn param_key(p: &Json) -> String {
     format!("{}/{}", field("namespace"), field("name"))
 }
 
-/// One mutation: the patched object (`None`: nothing to apply), or the error's text.
-fn apply_mutation(mutation: &Mutation, inputs: Inputs<'_>, variables: &Variables) -> Result<Option<Json>, String> {
-    let expression = match mutation {
+/// Why a mutation failed: a policy error (the failure policy decides), or a status kube
+/// answers at once.
+enum MutationFailure {
+    Policy(String),
+    Status(AdmissionError),
+}
+
+impl From<String> for MutationFailure {
+    fn from(s: String) -> Self {
+        MutationFailure::Policy(s)
+    }
+}
+
+impl From<&str> for MutationFailure {
+    fn from(s: &str) -> Self {
+        MutationFailure::Policy(s.to_owned())
+    }
+}
+
+/// One mutation: the patched object (`None`: nothing to apply), or why not.
+fn apply_mutation(
+    mutation: &Mutation,
+    inputs: Inputs<'_>,
+    variables: &Variables,
+    kind: &crate::attributes::GroupVersionKind,
+    merge: Option<&dyn StructuredMerge>,
+) -> Result<Option<Json>, MutationFailure> {
+    let (expression, mismatches) = match mutation {
         Mutation::None => return Ok(None),
-        Mutation::ApplyConfiguration => {
-            return Err("ApplyConfiguration mutations are not supported by versa yet".into());
-        }
-        Mutation::JsonPatch(e) => e,
+        Mutation::ApplyConfiguration(e, mismatches) => (&**e, mismatches.as_ref()),
+        Mutation::JsonPatch(e) => (&**e, None),
     };
     if let Err(e) = &expression.compiled {
-        return Err(e.clone());
+        return Err(e.clone().into());
     }
     let Some(object) = inputs.object else { return Ok(None) };
+    let apply = matches!(mutation, Mutation::ApplyConfiguration(..));
+    // kube's patcher needs the kind's schema before it evaluates anything.
+    let merge = match (apply, merge) {
+        (true, None) => return Err(MutationFailure::Status(unknown_kind(kind))),
+        (_, m) => m,
+    };
     let mut ctx = Context::new(inputs, Some(variables), RUNTIME_CEL_COST_BUDGET)?;
     let value = match ctx.eval(expression) {
-        Err(_) => return Err(OUT_OF_BUDGET.to_owned()),
-        Ok(Err(e)) => return Err(e),
+        Err(_) => return Err(OUT_OF_BUDGET.to_owned().into()),
+        Ok(Err(e)) => return Err(e.into()),
         Ok(Ok(v)) => v,
     };
+    if let Some(merge) = merge.filter(|_| apply) {
+        if let Some(m) = mismatches {
+            return Err(format!("type mismatch: {m}").into());
+        }
+        let Some(Json::Object(mut configuration)) = versa_cel::json::to_json(&value).map_err(|e| e.to_string())? else {
+            return Err(format!("invalid return type: {}", &*value.type_name()).into());
+        };
+        for k in ["apiVersion", "kind"] {
+            if let Some(v) = object.get(k) {
+                configuration.insert(k.to_owned(), v.clone());
+            }
+        }
+        return match merge.merge(kind, object, &Json::Object(configuration)) {
+            None => Err(MutationFailure::Status(unknown_kind(kind))),
+            Some(Ok(merged)) => Ok(Some(merged)),
+            Some(Err(e)) => Err(format!("error applying patch: {e}").into()),
+        };
+    }
     let Some(Json::Array(items)) = versa_cel::json::to_json(&value)
         .map_err(|e| format!("JSONPath valueExpression evaluated to a type that could not marshal to JSON: {e}"))?
     else {
@@ -414,6 +496,48 @@ fn apply_mutation(mutation: &Mutation, inputs: Inputs<'_>, variables: &Variables
         Ok(patched) => Ok(Some(patched)),
         // A failed `test` leaves the object as it is.
         Err(PatchFailure::TestFailed) => Ok(None),
-        Err(e) => Err(format!("JSON Patch: {e}")),
+        Err(e) => Err(format!("JSON Patch: {e}").into()),
     }
+}
+
+/// kube's answer when the type converter of a kind is missing.
+fn unknown_kind(kind: &crate::attributes::GroupVersionKind) -> AdmissionError {
+    AdmissionError::service_unavailable(format!(
+        "Resource kind {kind} not found. There can be a delay between when CustomResourceDefinitions are created and when they are available."
+    ))
+}
+
+/// kube's `CheckTypeNamesMatchFieldPathNames` on the `Object` literals of an expression:
+/// below an `Object...{}` literal, a literal in field `f` (directly, or in a list or map
+/// literal, or a branch of `?:`) must be named `<the parent's path>.f`.
+fn type_name_mismatches(expr: &versa_cel::Expr) -> Option<String> {
+    use versa_cel::ExprKind;
+    fn walk(e: &versa_cel::Expr, expected: Option<&str>, errs: &mut Vec<String>) {
+        match &e.kind {
+            ExprKind::Struct { type_name, fields }
+                if versa_cel::check::is_dynamic_object(type_name.trim_start_matches('.')) =>
+            {
+                let name = type_name.trim_start_matches('.');
+                let path = expected.unwrap_or(name).to_owned();
+                if name != path {
+                    errs.push(format!(
+                        "unexpected type name {name:?}, expected {path:?}, which matches field name path from root Object type"
+                    ));
+                }
+                for f in fields {
+                    walk(&f.value, Some(&format!("{path}.{}", f.field)), errs);
+                }
+            }
+            ExprKind::List { elements, .. } => elements.iter().for_each(|el| walk(el, expected, errs)),
+            ExprKind::Map { entries } => entries.iter().for_each(|en| walk(&en.value, expected, errs)),
+            ExprKind::Call { function, args, .. } if function == "_?_:_" && args.len() == 3 => {
+                walk(&args[1], expected, errs);
+                walk(&args[2], expected, errs);
+            }
+            _ => {}
+        }
+    }
+    let mut errs = Vec::new();
+    walk(expr, None, &mut errs);
+    (!errs.is_empty()).then(|| errs.join("\n"))
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::attributes::{GroupVersionKind, GroupVersionResource, UserInfo};
+use crate::attributes::{GroupVersionKind, GroupVersionResource};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -78,42 +78,33 @@ pub trait Resources: Send + Sync {
     fn convert<'a>(&'a self, object: &'a Value, to: &'a GroupVersionKind) -> BoxFuture<'a, Result<Value, String>>;
 }
 
-/// An authorization question (kube's `authorizer.Attributes` for a resource or a path).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AuthorizationRequest {
-    pub verb: String,
-    pub group: String,
-    pub version: String,
-    pub resource: String,
-    pub subresource: String,
-    pub namespace: String,
-    pub name: String,
-    /// Set for a non-resource request (`authorizer.path('/healthz')`).
-    pub path: Option<String>,
+/// Who may do what, for the CEL `authorizer` variable (versa-cel's authorization library):
+/// asked with the user and an [`AuthzCheck`] (a path, or a group/resource/subresource/
+/// namespace/name, and a verb), it answers an [`AuthzDecision`]. Synchronous because CEL
+/// evaluation is; an implementation that asks a remote authorizer (SubjectAccessReview) should
+/// answer from a cache. Within one request, identical questions are asked once.
+pub use versa_cel::ext::authz::{Authorize, AuthzCheck, AuthzDecision, AuthzUser};
+
+/// The structured merge of MutatingAdmissionPolicy's ApplyConfiguration mutations
+/// (structured-merge-diff's `Merge` by the object's schema; the server's versa-merge).
+pub trait StructuredMerge: Send + Sync {
+    /// Merges `configuration` (with the object's `apiVersion` and `kind`) into `object` by the
+    /// schema of `kind`: `None` when the kind's schema is not known; the error is kube's text
+    /// (`invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.x`,
+    /// `failed to merge patch: ...`).
+    fn merge(&self, kind: &GroupVersionKind, object: &Value, configuration: &Value) -> Option<Result<Value, String>>;
 }
 
-/// An authorizer's answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
-    Allow { reason: String },
-    Deny { reason: String },
-    NoOpinion { reason: String },
-    Error { reason: String, error: String },
-}
-
-/// Who may do what, for the CEL `authorizer` variable. Synchronous because CEL evaluation is;
-/// an implementation that asks a remote authorizer should answer from a cache.
-pub trait Authorizer: Send + Sync {
-    fn authorize(&self, user: &UserInfo, request: &AuthorizationRequest) -> Decision;
-}
-
-/// The server's implementations, for one call into the chain.
-#[derive(Clone, Copy)]
+/// The server's implementations, for one call into the chain. Without an authorizer, an
+/// expression that reads `authorizer` fails when evaluated (as in kube).
+#[derive(Clone)]
 pub struct Host<'a> {
     pub namespaces: &'a dyn NamespaceLookup,
     pub params: &'a dyn ParamLookup,
     pub resources: &'a dyn Resources,
-    pub authorizer: Option<&'a dyn Authorizer>,
+    pub authorizer: Option<Arc<dyn Authorize>>,
+    /// Needed only for ApplyConfiguration mutations.
+    pub merge: Option<&'a dyn StructuredMerge>,
 }
 
 impl std::fmt::Debug for Host<'_> {

@@ -56,6 +56,7 @@ pub fn type_checking(policy: &ValidatingAdmissionPolicy, resolver: &dyn SchemaRe
                 params: spec.param_kind.is_some(),
                 object_type: Some(decl.cel_type()),
                 params_type: params_type.clone(),
+                authorizer: true,
                 ..Declarations::default()
             };
             let variables = Variables::compile_in(&vars, &base);

@@ -20,6 +20,7 @@
 //! configure policy|binding: ...` under `failurePolicy: Fail`, and is skipped under `Ignore`.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::admissionregistration::v1::{
     ParamRef, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
@@ -29,16 +30,16 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::attributes::Attributes;
-use crate::error::{AdmissionError, Outcome, admission_forbidden};
+use crate::error::{AdmissionError, Outcome, PolicyCheck, admission_forbidden};
 use crate::expression::{
     Context, Declarations, Expression, Inputs, MAX_MESSAGE_EXPRESSION_BYTES, OUT_OF_BUDGET, RUNTIME_CEL_COST_BUDGET,
-    Returns, Variables, as_str, namespace_json, request_json,
+    Returns, Uses, Variables, as_str, evaluate_conditions,
 };
-use crate::matching::{Criteria, Matched, RequestState, matches};
+use crate::matching::{Criteria, RequestState, matches};
 use crate::params::{collect, param_gvk_string, param_kind};
+use crate::policy::{FailurePolicy, compile_conditions, compile_variables, report};
 use crate::seams::ParamKind;
 use crate::versioned::{Versions, objects};
-use crate::webhook::evaluate_conditions;
 
 /// The longest audit annotation value kept (longer ones are cut).
 pub const MAX_AUDIT_ANNOTATION_VALUE_BYTES: usize = 10 * 1024;
@@ -56,6 +57,8 @@ pub(crate) struct ValidatingPolicy {
     pub validations: Vec<Validation>,
     pub audit_annotations: Vec<(String, Expression)>,
     pub bindings: Vec<ValidatingBinding>,
+    /// Whether any expression reads `request` or `namespaceObject`.
+    pub uses: Uses,
 }
 
 #[derive(Debug)]
@@ -75,51 +78,6 @@ pub(crate) struct ValidatingBinding {
     pub actions: Vec<String>,
 }
 
-/// A policy's `failurePolicy`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum FailurePolicy {
-    Fail,
-    Ignore,
-    /// A value kube does not know: failures deny, with `unrecognized failure policy: '<v>'`
-    /// for configuration errors.
-    Unknown(String),
-}
-
-impl FailurePolicy {
-    pub fn parse(s: Option<&str>) -> FailurePolicy {
-        match s {
-            None | Some("Fail") => FailurePolicy::Fail,
-            Some("Ignore") => FailurePolicy::Ignore,
-            Some(other) => FailurePolicy::Unknown(other.to_owned()),
-        }
-    }
-
-    pub fn ignore(&self) -> bool {
-        *self == FailurePolicy::Ignore
-    }
-}
-
-/// The common parts of policies: variables, conditions.
-pub(crate) fn compile_variables(
-    vars: Option<&Vec<k8s_openapi::api::admissionregistration::v1::Variable>>,
-    params: bool,
-) -> Variables {
-    let pairs: Vec<(String, String)> =
-        vars.iter().flat_map(|v| v.iter()).map(|v| (v.name.clone(), v.expression.clone())).collect();
-    Variables::compile(&pairs, params)
-}
-
-pub(crate) fn compile_conditions(
-    conditions: Option<&Vec<k8s_openapi::api::admissionregistration::v1::MatchCondition>>,
-    decls: &Declarations,
-) -> Vec<(String, Expression)> {
-    conditions
-        .iter()
-        .flat_map(|c| c.iter())
-        .map(|c| (c.name.clone(), Expression::compile(&c.expression, decls, Returns::Bool)))
-        .collect()
-}
-
 impl ValidatingPolicy {
     /// Compiles `policy` with `bindings` (those naming it). `problems` gets a line for each
     /// expression that does not compile.
@@ -132,8 +90,14 @@ impl ValidatingPolicy {
         let spec = policy.spec.clone().unwrap_or_default();
         let param_kind = param_kind(spec.param_kind.as_ref());
         let variables = compile_variables(spec.variables.as_ref(), param_kind.is_some());
-        let decls =
-            Declarations { params: param_kind.is_some(), variables: variables.ty.clone(), ..Declarations::default() };
+        let decls = Declarations {
+            params: param_kind.is_some(),
+            variables: variables.ty.clone(),
+            authorizer: true,
+            ..Declarations::default()
+        };
+        // kube compiles messages without the authorizer.
+        let message_decls = Declarations { authorizer: false, ..decls.clone() };
         let conditions = compile_conditions(spec.match_conditions.as_ref(), &decls);
         let validations: Vec<Validation> = spec
             .validations
@@ -146,7 +110,7 @@ impl ValidatingPolicy {
                     .message_expression
                     .as_deref()
                     .filter(|m| !m.is_empty())
-                    .map(|m| Expression::compile(m, &decls, Returns::String)),
+                    .map(|m| Expression::compile(m, &message_decls, Returns::String)),
                 reason: v.reason.clone(),
             })
             .collect();
@@ -187,7 +151,20 @@ impl ValidatingPolicy {
                 }
             })
             .collect();
+        let uses = Uses::of(
+            variables
+                .exprs
+                .iter()
+                .chain(conditions.iter().map(|(_, e)| e))
+                .chain(
+                    validations
+                        .iter()
+                        .flat_map(|v| std::iter::once(&v.expression).chain(v.message_expression.as_ref())),
+                )
+                .chain(audit_annotations.iter().map(|(_, e)| e)),
+        );
         ValidatingPolicy {
+            uses,
             name,
             failure_policy: FailurePolicy::parse(spec.failure_policy.as_deref()),
             criteria,
@@ -206,18 +183,34 @@ impl ValidatingPolicy {
     }
 }
 
-pub(crate) fn report(problems: &mut Vec<String>, at: &str, e: &Expression) {
-    if let Err(err) = &e.compiled {
-        problems.push(format!("{at}: {err}"));
-    }
-}
-
 /// One decision of a validation, kube's `PolicyDecision`.
 #[derive(Clone, Debug)]
 struct Decision {
     deny: bool,
     message: String,
     reason: Option<String>,
+    /// The decision comes from an error (kube's `EvalError`), not from the validation.
+    error: bool,
+    elapsed: Duration,
+}
+
+impl Decision {
+    fn error(deny: bool, message: String, elapsed: Duration) -> Decision {
+        Decision { deny, message, reason: None, error: true, elapsed }
+    }
+
+    /// kube's `ErrorType` of a decision, for its metrics.
+    fn error_type(&self) -> &'static str {
+        if !self.error {
+            "no_error"
+        } else if self.message.starts_with("compilation") {
+            "compile_error"
+        } else if self.message.starts_with("validation failed due to running out of cost budget") {
+            "out_of_budget"
+        } else {
+            "invalid_error"
+        }
+    }
 }
 
 #[derive(Default)]
@@ -326,18 +319,41 @@ pub(crate) async fn validate(
                     continue;
                 }
             };
+            // kube looks the namespace up whether or not an expression reads it.
             let namespace = if !attrs.namespace.is_empty() && !attrs.is_namespace_kind() {
-                match state.namespace(attrs).await? {
-                    Some(ns) => Some(namespace_json(&ns)),
+                let found = if policy.uses.namespace {
+                    state.namespace_object(attrs).await?
+                } else {
+                    state.namespace(attrs).await?
+                };
+                match found {
+                    Some(ns) => policy.uses.namespace.then_some(ns),
                     None => return Err(AdmissionError::not_found("", "namespaces", &attrs.namespace)),
                 }
             } else {
                 None
             };
+            let requests = policy.uses.request.then(|| {
+                // kube evaluates a policy's conditions with the request's resource.
+                (
+                    state.request(attrs, &attrs.resource, &matched.kind),
+                    state.request(attrs, &matched.resource, &matched.kind),
+                )
+            });
+            let authz = if policy.uses.authorizer { state.authz(attrs) } else { None };
             let (object, old_object) = objects(attrs, &converted);
+            let inputs = Inputs {
+                object,
+                old_object,
+                request: requests.as_ref().map(|(_, r)| &**r),
+                namespace: namespace.as_deref(),
+                params: None,
+                authz: authz.as_deref(),
+            };
+            let condition_request = requests.as_ref().map(|(r, _)| &**r);
             for param in &params {
-                let validated =
-                    validate_one(policy, attrs, &matched, object, old_object, namespace.as_ref(), param.as_deref());
+                let inputs = Inputs { params: param.as_deref(), ..inputs };
+                let validated = validate_one(policy, inputs, condition_request);
                 apply_decisions(policy, binding, validated, outcome, &mut denials, &mut collector);
             }
         }
@@ -380,11 +396,29 @@ fn apply_decisions(
     denials: &mut Vec<Denial>,
     collector: &mut BTreeMap<String, Vec<String>>,
 ) {
+    let check = |outcome: &mut Outcome, d: &Decision, action: &'static str| {
+        outcome.policy_checks.push(PolicyCheck {
+            policy: policy.name.clone(),
+            binding: binding.name.clone(),
+            error_type: d.error_type(),
+            enforcement_action: action,
+            elapsed: d.elapsed,
+        });
+    };
     for (i, d) in validated.decisions.iter().enumerate() {
         if !d.deny {
+            if d.error {
+                check(outcome, d, "allow");
+            }
             continue;
         }
         for action in &binding.actions {
+            match action.as_str() {
+                "Deny" => check(outcome, d, "deny"),
+                "Audit" => check(outcome, d, "audit"),
+                "Warn" => check(outcome, d, "warn"),
+                _ => {}
+            }
             match action.as_str() {
                 "Deny" => denials.push(Denial {
                     policy: policy.name.clone(),
@@ -422,12 +456,15 @@ fn apply_decisions(
                     values.push(v);
                 }
             }
-            Err(message) => denials.push(Denial {
-                policy: policy.name.clone(),
-                binding: Some(binding.name.clone()),
-                message,
-                reason: None,
-            }),
+            Err(message) => {
+                check(outcome, &Decision::error(true, message.clone(), Duration::ZERO), "deny");
+                denials.push(Denial {
+                    policy: policy.name.clone(),
+                    binding: Some(binding.name.clone()),
+                    message,
+                    reason: None,
+                })
+            }
         }
     }
 }
@@ -442,41 +479,31 @@ fn truncate(s: &mut String, max: usize) {
     }
 }
 
-/// kube's `validator.Validate` for one parameter.
-fn validate_one(
-    policy: &ValidatingPolicy,
-    attrs: &Attributes,
-    matched: &Matched,
-    object: Option<&Value>,
-    old_object: Option<&Value>,
-    namespace: Option<&Value>,
-    params: Option<&Value>,
-) -> Validated {
+/// kube's `validator.Validate` for one parameter. The conditions see `condition_request`
+/// and no namespace, as in kube.
+fn validate_one(policy: &ValidatingPolicy, inputs: Inputs<'_>, condition_request: Option<&Value>) -> Validated {
     let fail = !policy.failure_policy.ignore();
     let error = |message: String| Validated {
-        decisions: vec![Decision { deny: fail, message, reason: None }],
+        decisions: vec![Decision::error(fail, message, Duration::ZERO)],
         audit: Vec::new(),
     };
     if !policy.conditions.is_empty() {
-        // kube evaluates a policy's conditions with the request's resource and no namespace.
-        let request = request_json(attrs, &attrs.resource, &matched.kind);
-        let inputs = Inputs { object, old_object, request: &request, namespace: None, params };
-        match evaluate_conditions(&policy.conditions, inputs, Some(&policy.variables), fail) {
+        let conditions = Inputs { request: condition_request, namespace: None, ..inputs };
+        match evaluate_conditions(&policy.conditions, conditions, Some(&policy.variables), fail) {
             Ok(true) => {}
             Ok(false) => return Validated::default(),
             Err(e) => return error(e),
         }
     }
-    let request = request_json(attrs, &matched.resource, &matched.kind);
-    let inputs = Inputs { object, old_object, request: &request, namespace, params };
     let mut ctx = match Context::new(inputs, Some(&policy.variables), RUNTIME_CEL_COST_BUDGET) {
         Ok(c) => c,
         Err(e) => return error(e),
     };
     let mut results = Vec::with_capacity(policy.validations.len());
     for v in &policy.validations {
+        let started = Instant::now();
         match ctx.eval(&v.expression) {
-            Ok(r) => results.push(r.map(|value| matches!(value, versa_cel::Value::Bool(true)))),
+            Ok(r) => results.push((r.map(|value| matches!(value, versa_cel::Value::Bool(true))), started.elapsed())),
             Err(_) => return error(OUT_OF_BUDGET.to_owned()),
         }
     }
@@ -486,7 +513,8 @@ fn validate_one(
     let mut messages: Vec<Option<Result<String, String>>> = Vec::with_capacity(policy.validations.len());
     let mut message_budget_error = false;
     if policy.validations.iter().any(|v| v.message_expression.is_some()) {
-        match Context::new(inputs, Some(&policy.variables), remaining) {
+        // kube binds no authorizer for messages.
+        match Context::new(Inputs { authz: None, ..inputs }, Some(&policy.variables), remaining) {
             Ok(mut mctx) => {
                 for v in &policy.validations {
                     let Some(m) = &v.message_expression else {
@@ -506,13 +534,13 @@ fn validate_one(
         }
     }
     let mut out = Validated::default();
-    for (i, (v, result)) in policy.validations.iter().zip(results).enumerate() {
+    for (i, (v, (result, elapsed))) in policy.validations.iter().zip(results).enumerate() {
         let decision = match result {
-            Err(e) => Decision { deny: fail, message: e, reason: None },
+            Err(e) => Decision::error(fail, e, elapsed),
             Ok(_) if message_budget_error => {
-                Decision { deny: fail, message: format!("failed messageExpression: {OUT_OF_BUDGET}"), reason: None }
+                Decision::error(fail, format!("failed messageExpression: {OUT_OF_BUDGET}"), elapsed)
             }
-            Ok(true) => Decision { deny: false, message: String::new(), reason: None },
+            Ok(true) => Decision { deny: false, message: String::new(), reason: None, error: false, elapsed },
             Ok(false) => {
                 let mut message = match messages.get(i) {
                     Some(Some(Ok(m))) => {
@@ -532,7 +560,7 @@ fn validate_one(
                     message = format!("failed expression: {}", v.expression.source.trim());
                 }
                 let reason = Some(v.reason.clone().unwrap_or_else(|| "Invalid".to_owned()));
-                Decision { deny: true, message, reason }
+                Decision { deny: true, message, reason, error: false, elapsed }
             }
         };
         out.decisions.push(decision);
@@ -540,10 +568,12 @@ fn validate_one(
     if policy.audit_annotations.is_empty() {
         return out;
     }
-    let mut actx = match Context::new(inputs, Some(&policy.variables), RUNTIME_CEL_COST_BUDGET) {
-        Ok(c) => c,
-        Err(e) => return error(e),
-    };
+    // kube binds no authorizer for audit annotations either.
+    let mut actx =
+        match Context::new(Inputs { authz: None, ..inputs }, Some(&policy.variables), RUNTIME_CEL_COST_BUDGET) {
+            Ok(c) => c,
+            Err(e) => return error(e),
+        };
     for (key, e) in &policy.audit_annotations {
         let result = match actx.eval(e) {
             Ok(r) => r,

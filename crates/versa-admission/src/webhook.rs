@@ -26,8 +26,7 @@
 //! order is the answer; mutating webhooks are called one after the other, each on the object
 //! the previous one patched, and remember what reinvocation needs ([`Reinvocation`]).
 
-use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::future::join_all;
@@ -40,9 +39,11 @@ use serde_json::Value;
 use versa_conversion::client::{Endpoint, ServiceResolver, WebhookClient};
 
 use crate::attributes::Attributes;
-use crate::error::{AdmissionError, Outcome, go_quote};
-use crate::expression::{Context, Declarations, Expression, Inputs, MATCH_CONDITIONS_BUDGET, Returns, request_json};
+use crate::error::{AdmissionError, Outcome, WebhookCall, go_quote};
+use crate::expression::{Declarations, Expression, Inputs, Returns, Uses, evaluate_conditions};
 use crate::matching::{Criteria, Matched, RequestState, matches};
+use crate::patch::apply_json_patch;
+use crate::reinvocation::Reinvocation;
 use crate::review::{AnswerError, Invocation, ReviewVersion, check_answer, request_body};
 use crate::rules::Rule;
 use crate::selector::Selector;
@@ -60,6 +61,8 @@ pub(crate) struct Webhook {
     pub configuration: String,
     pub criteria: Criteria,
     pub conditions: Vec<(String, Expression)>,
+    /// Which costlier inputs the conditions read.
+    pub uses: Uses,
     /// `failurePolicy: Ignore`.
     pub fail_open: bool,
     pub side_effects: String,
@@ -147,7 +150,7 @@ impl Webhook {
                 problems.push(format!("{what}: {e}"));
             }
         }
-        let decls = Declarations::default();
+        let decls = Declarations { authorizer: true, ..Declarations::default() };
         let conditions: Vec<(String, Expression)> = spec
             .match_conditions
             .iter()
@@ -196,6 +199,7 @@ impl Webhook {
             name: spec.name.to_owned(),
             configuration: configuration.to_owned(),
             criteria,
+            uses: Uses::of(conditions.iter().map(|(_, e)| e)),
             conditions,
             fail_open: spec.failure_policy == Some("Ignore"),
             side_effects: spec.side_effects.to_owned(),
@@ -221,8 +225,16 @@ impl Webhook {
         let converted = versions.get(attrs, &matched.kind, &state.host).await?;
         let (object, old_object) = objects(attrs, &converted);
         // kube builds this request from the request's resource and the matched kind.
-        let request = request_json(attrs, &attrs.resource, &matched.kind);
-        let inputs = Inputs { object, old_object, request: &request, namespace: None, params: None };
+        let request = self.uses.request.then(|| state.request(attrs, &attrs.resource, &matched.kind));
+        let authz = if self.uses.authorizer { state.authz(attrs) } else { None };
+        let inputs = Inputs {
+            object,
+            old_object,
+            request: request.as_deref(),
+            namespace: None,
+            params: None,
+            authz: authz.as_deref(),
+        };
         match evaluate_conditions(&self.conditions, inputs, None, !self.fail_open) {
             Ok(true) => Ok(Some(matched)),
             Ok(false) => Ok(None),
@@ -234,46 +246,11 @@ impl Webhook {
     }
 }
 
-/// kube's `matchconditions.Matcher.Match`: every condition is evaluated (one budget for all);
-/// one that is `false` means no match; errors otherwise fail (`fail`) or mean no match. The
-/// error text is the errors' aggregate.
-pub(crate) fn evaluate_conditions<'a>(
-    conditions: &'a [(String, Expression)],
-    inputs: Inputs<'a>,
-    variables: Option<&'a crate::expression::Variables>,
-    fail: bool,
-) -> Result<bool, String> {
-    let on_error = |e: String| if fail { Err(e) } else { Ok(false) };
-    let mut ctx = match Context::new(inputs, variables, MATCH_CONDITIONS_BUDGET) {
-        Ok(c) => c,
-        Err(e) => return on_error(e),
-    };
-    let mut results = Vec::with_capacity(conditions.len());
-    for (_, e) in conditions {
-        match ctx.eval(e) {
-            Ok(r) => results.push(r),
-            Err(_) => return on_error(crate::expression::OUT_OF_BUDGET.to_owned()),
-        }
-    }
-    let mut errors = Vec::new();
-    for r in results {
-        match r {
-            Ok(versa_cel::Value::Bool(false)) => return Ok(false),
-            Ok(_) => {}
-            Err(e) => errors.push(e),
-        }
-    }
-    match errors.len() {
-        0 => Ok(true),
-        1 => on_error(errors.swap_remove(0)),
-        _ => on_error(format!("[{}]", errors.join(", "))),
-    }
-}
-
 /// Why a call did not admit.
 enum CallError {
-    /// kube's `ErrCallingWebhook`: the failure policy decides. The text is the error's.
-    Calling(String),
+    /// kube's `ErrCallingWebhook`: the failure policy decides. The text is the error's, the
+    /// code the one kube's metrics record.
+    Calling(String, u16),
     /// The webhook said no.
     Rejected(Box<Status>),
     /// Returned as it is, whatever the failure policy.
@@ -291,15 +268,21 @@ struct Answer {
 }
 
 impl Webhook {
+    /// kube's `ErrCallingWebhook`, with the status code its metrics record (503 for a call that
+    /// failed or an answer that is not one, as kube's `NewServiceUnavailable`).
     fn calling(&self, reason: impl std::fmt::Display) -> CallError {
-        CallError::Calling(format!("failed calling webhook {}: {reason}", go_quote(&self.name)))
+        self.calling_with(503, reason)
+    }
+
+    fn calling_with(&self, code: u16, reason: impl std::fmt::Display) -> CallError {
+        CallError::Calling(format!("failed calling webhook {}: {reason}", go_quote(&self.name)), code)
     }
 
     /// kube's `callHook` / `callAttrMutatingHook`, up to (not including) the patch.
     async fn call(&self, attrs: &Attributes, inv: &Invocation<'_>) -> Result<Answer, CallError> {
         if attrs.dry_run {
             if self.side_effects.is_empty() {
-                return Err(self.calling("Webhook SideEffects is nil"));
+                return Err(self.calling_with(400, "Webhook SideEffects is nil"));
             }
             if !matches!(self.side_effects.as_str(), "None" | "NoneOnDryRun") {
                 return Err(CallError::Other(AdmissionError::bad_request(format!(
@@ -309,14 +292,16 @@ impl Webhook {
             }
         }
         let Some(version) = self.review else {
-            return Err(self.calling(
+            return Err(self.calling_with(
+                400,
                 "could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)",
             ));
         };
         let uid = new_uid();
         let body = request_body(version, &uid, attrs, inv)
-            .map_err(|e| self.calling(format!("could not create admission objects: {e}")))?;
-        let client = self.client.as_ref().map_err(|e| self.calling(format!("could not get REST client: {e}")))?;
+            .map_err(|e| self.calling_with(400, format!("could not create admission objects: {e}")))?;
+        let client =
+            self.client.as_ref().map_err(|e| self.calling_with(500, format!("could not get REST client: {e}")))?;
         let answer =
             client.post(Bytes::from(body)).await.map_err(|e| self.calling(format!("failed to call webhook: {e}")))?;
         let response = check_answer(version, &uid, self.mutating, &answer).map_err(|e| match e {
@@ -351,7 +336,7 @@ impl Webhook {
         match response.patch_type.as_deref() {
             Some("JSONPatch") => {}
             other => {
-                return Err(self.calling(format!("unsupported patch type {}", go_quote(other.unwrap_or("")))));
+                return Err(self.calling_with(400, format!("unsupported patch type {}", go_quote(other.unwrap_or("")))));
             }
         }
         let patched =
@@ -383,62 +368,6 @@ pub(crate) fn denial_status(webhook: &str, status: Option<Status>) -> Status {
         format!("{denied_by} without explanation")
     });
     s
-}
-
-/// Why a JSON Patch did not apply.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum PatchFailure {
-    /// A `test` operation did not hold.
-    TestFailed,
-    Other(String),
-}
-
-impl std::fmt::Display for PatchFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PatchFailure::TestFailed => f.write_str("testing value failed"),
-            PatchFailure::Other(e) => f.write_str(e),
-        }
-    }
-}
-
-/// Applies a webhook's (or a policy's) JSON Patch to `object`, returning the patched object.
-/// The patched object must still be an object with `apiVersion` and `kind`, as kube's decoder
-/// requires.
-pub(crate) fn apply_json_patch(
-    object: &Value,
-    patch: &[serde_json::Map<String, Value>],
-) -> Result<Value, PatchFailure> {
-    let ops: json_patch::Patch =
-        serde_json::from_value(Value::Array(patch.iter().cloned().map(Value::Object).collect()))
-            .map_err(|e| PatchFailure::Other(e.to_string()))?;
-    let mut doc = object.clone();
-    if let Err(e) = json_patch::patch(&mut doc, &ops) {
-        return Err(match e.kind {
-            json_patch::PatchErrorKind::TestFailed => PatchFailure::TestFailed,
-            _ => PatchFailure::Other(e.to_string()),
-        });
-    }
-    check_decodable(&doc).map_err(PatchFailure::Other)?;
-    Ok(doc)
-}
-
-/// What kube's JSON decoder needs of a patched object.
-fn check_decodable(doc: &Value) -> Result<(), String> {
-    let text = || serde_json::to_string(doc).unwrap_or_default();
-    let Some(o) = doc.as_object() else {
-        return Err(format!(
-            "couldn't get version/kind; json parse error: cannot unmarshal into an object: {}",
-            text()
-        ));
-    };
-    if o.get("kind").and_then(Value::as_str).is_none_or(str::is_empty) {
-        return Err(format!("Object 'Kind' is missing in '{}'", text()));
-    }
-    if o.get("apiVersion").and_then(Value::as_str).is_none_or(str::is_empty) {
-        return Err(format!("Object 'apiVersion' is missing in '{}'", text()));
-    }
-    Ok(())
 }
 
 /// A random (version 4) UUID for a review.
@@ -477,11 +406,14 @@ pub(crate) async fn validate(
     let calls = relevant.iter().map(|(hook, m, converted)| async move {
         let (object, old_object) = objects(attrs, converted);
         let inv = Invocation { resource: &m.resource, kind: &m.kind, object, old_object };
-        hook.call(attrs, &inv).await
+        let started = Instant::now();
+        let result = hook.call(attrs, &inv).await;
+        (result, started.elapsed())
     });
     let results = join_all(calls).await;
     let mut first_error = None;
-    for (idx, ((hook, _, _), result)) in relevant.iter().zip(results).enumerate() {
+    for (idx, ((hook, _, _), (result, elapsed))) in relevant.iter().zip(results).enumerate() {
+        outcome.webhook_calls.push(observe(hook, "validating", attrs, elapsed, &result));
         let err = match result {
             Ok(answer) => {
                 merge(outcome, answer.outcome);
@@ -490,7 +422,7 @@ pub(crate) async fn validate(
             Err(e) => e,
         };
         let err = match err {
-            CallError::Calling(text) if hook.fail_open => {
+            CallError::Calling(text, _) if hook.fail_open => {
                 tracing::warn!(webhook = %hook.name, error = %text, "failed calling webhook, failing open");
                 outcome.annotate(
                     format!("failed-open.validating.webhook.admission.k8s.io/round_0_index_{idx}"),
@@ -498,7 +430,7 @@ pub(crate) async fn validate(
                 );
                 continue;
             }
-            CallError::Calling(text) => AdmissionError::webhook_failed(text),
+            CallError::Calling(text, _) => AdmissionError::webhook_failed(text),
             CallError::Rejected(status) => AdmissionError::WebhookDenied(status),
             CallError::Other(e) => e,
         };
@@ -510,48 +442,42 @@ pub(crate) async fn validate(
     }
 }
 
+/// What kube's webhook metrics record of a call.
+fn observe(
+    hook: &Webhook,
+    step: &'static str,
+    attrs: &Attributes,
+    elapsed: Duration,
+    result: &Result<Answer, CallError>,
+) -> WebhookCall {
+    let (rejected, code, rejection, failed_open) = match result {
+        Ok(_) => (false, 200, None, false),
+        Err(CallError::Calling(_, code)) if hook.fail_open => (false, *code, None, true),
+        Err(CallError::Calling(_, code)) => (true, *code, Some("calling_webhook_error"), false),
+        Err(CallError::Rejected(status)) => {
+            let code = status.code.and_then(|c| u16::try_from(c).ok()).unwrap_or(400);
+            (true, code, Some("no_error"), false)
+        }
+        Err(CallError::Other(_)) => (true, 0, Some("apiserver_internal_error"), false),
+    };
+    WebhookCall {
+        name: hook.name.clone(),
+        step,
+        operation: attrs.operation,
+        elapsed,
+        rejected,
+        code: code.min(600),
+        rejection,
+        failed_open,
+    }
+}
+
 fn merge(into: &mut Outcome, from: Outcome) {
     for w in from.warnings {
         into.warn(w);
     }
     for (k, v) in from.audit_annotations {
         into.annotate(k, v);
-    }
-}
-
-/// What reinvocation remembers between the rounds of one plugin (kube's
-/// `webhookReinvokeContext`, also used for mutating policies): the invoked hooks that want to
-/// be called again if something changes later, the ones to call again, and the object as the
-/// plugin last left it.
-#[derive(Debug, Default)]
-pub(crate) struct Reinvocation {
-    previously_invoked: HashSet<String>,
-    to_reinvoke: HashSet<String>,
-    last_output: Option<Option<Value>>,
-}
-
-impl Reinvocation {
-    /// Everything invoked so far that asked for it is to be called again.
-    pub fn require_reinvoking_previous(&mut self) {
-        self.to_reinvoke.extend(self.previously_invoked.drain());
-    }
-
-    pub fn invoked(&mut self, key: String) {
-        self.previously_invoked.insert(key);
-    }
-
-    pub fn should_reinvoke(&self, key: &str) -> bool {
-        self.to_reinvoke.contains(key)
-    }
-
-    /// At the start of a reinvocation round: whether the object changed since the plugin last
-    /// ran (then everything it invoked is called again).
-    pub fn changed_since_last_output(&self, object: &Option<Value>) -> bool {
-        self.last_output.as_ref().is_none_or(|last| last != object)
-    }
-
-    pub fn set_last_output(&mut self, object: &Option<Value>) {
-        self.last_output = Some(object.clone());
     }
 }
 
@@ -609,7 +535,9 @@ async fn mutate_round(
         let converted = versions.get(attrs, &m.kind, &state.host).await?;
         let (object, old_object) = objects(attrs, &converted);
         let inv = Invocation { resource: &m.resource, kind: &m.kind, object, old_object };
+        let started = Instant::now();
         let result = hook.call(attrs, &inv).await;
+        outcome.webhook_calls.push(observe(hook, "admit", attrs, started.elapsed(), &result));
         let mut changed = false;
         let result = match result {
             Ok(answer) => {
@@ -657,14 +585,14 @@ async fn mutate_round(
         }
         match result {
             Ok(()) => {}
-            Err(CallError::Calling(text)) if hook.fail_open => {
+            Err(CallError::Calling(text, _)) if hook.fail_open => {
                 tracing::warn!(webhook = %hook.name, error = %text, "failed calling webhook, failing open");
                 outcome.annotate(
                     format!("failed-open.mutation.webhook.admission.k8s.io/round_{round}_index_{i}"),
                     hook.name.clone(),
                 );
             }
-            Err(CallError::Calling(text)) => return Err(AdmissionError::webhook_failed(text)),
+            Err(CallError::Calling(text, _)) => return Err(AdmissionError::webhook_failed(text)),
             Err(CallError::Rejected(status)) => return Err(AdmissionError::WebhookDenied(status)),
             Err(CallError::Other(e)) => return Err(e),
         }

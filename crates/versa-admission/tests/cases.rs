@@ -1,7 +1,8 @@
 //! Runs `tests/data/*.yaml`: each case is a configuration (policies, bindings, webhooks), a
 //! world (namespaces, parameter objects, equivalent resources) and a request, run through
 //! [`Configuration::mutate`] then [`Configuration::validate`] with the expected refusal
-//! (code, reason, message), warnings, audit annotations, mutated object and build problems.
+//! (code, reason, message), warnings, audit annotations, mutated object, build problems, and
+//! what the metrics would record (`checks`: policy decisions, `calls`: webhook calls).
 //!
 //! Webhooks in these cases listen nowhere (`https://127.0.0.1:1/`): whether one is called shows
 //! as the `failed calling webhook` refusal (or its absence); `webhook_server.rs` talks to real
@@ -105,6 +106,9 @@ fn host(case: &Value) -> FakeHost {
     for (name, labels) in namespaces.as_object().expect("namespaces: a map of labels") {
         host = host.namespace(name, labels.clone());
     }
+    for ns in case["namespaceObjects"].as_array().into_iter().flatten() {
+        host.namespaces.insert(ns["metadata"]["name"].as_str().unwrap().to_owned(), Arc::new(ns.clone()));
+    }
     for p in case["params"].as_array().into_iter().flatten() {
         host.params.push(Arc::new(p.clone()));
     }
@@ -119,6 +123,11 @@ fn host(case: &Value) -> FakeHost {
         host.equivalents.push((r, k));
     }
     host.conversion_error = case["conversionError"].as_str().map(str::to_owned);
+    host.no_merge = case["structuredMerge"] == false;
+    if let Some(allow) = case.get("authorize") {
+        let allow: Vec<String> = serde_json::from_value(allow.clone()).unwrap();
+        host.authorizer = Some(Arc::new(common::FakeAuthorizer { allow }));
+    }
     host
 }
 
@@ -142,8 +151,13 @@ async fn run(case: &Value) -> Vec<String> {
     let fake = host(case);
     let mut attrs = attributes(&case["request"]);
     let mut outcome = Outcome::default();
-    let result = match config.mutate(&mut attrs, fake.host(), &mut outcome).await {
-        Ok(()) => config.validate(&attrs, fake.host(), &mut outcome).await,
+    let lifecycle =
+        if case["lifecycle"] == true { versa_admission::namespace_lifecycle(&attrs, &fake).await } else { Ok(()) };
+    let result = match lifecycle {
+        Ok(()) => match config.mutate(&mut attrs, fake.host(), &mut outcome).await {
+            Ok(()) => config.validate(&attrs, fake.host(), &mut outcome).await,
+            Err(e) => Err(e),
+        },
         Err(e) => Err(e),
     };
     let expect = &case["expect"];
@@ -179,6 +193,32 @@ async fn run(case: &Value) -> Vec<String> {
         let got = attrs.object.clone().unwrap_or(Value::Null);
         if got != *want {
             diffs.push(format!("object: got {got}, want {want}"));
+        }
+    }
+    if let Some(want) = expect.get("checks") {
+        let got: Vec<String> = outcome
+            .policy_checks
+            .iter()
+            .map(|c| format!("{}/{} {} {}", c.policy, c.binding, c.error_type, c.enforcement_action))
+            .collect();
+        let want: Vec<String> = serde_json::from_value(want.clone()).unwrap();
+        if got != want {
+            diffs.push(format!("checks: got {got:?}, want {want:?}"));
+        }
+    }
+    if let Some(want) = expect.get("calls") {
+        let got: Vec<String> = outcome
+            .webhook_calls
+            .iter()
+            .map(|c| {
+                let how =
+                    if c.failed_open { "failed-open".to_owned() } else { c.rejection.unwrap_or("admitted").to_owned() };
+                format!("{} {} {} {} {how}", c.name, c.step, c.operation, c.code)
+            })
+            .collect();
+        let want: Vec<String> = serde_json::from_value(want.clone()).unwrap();
+        if got != want {
+            diffs.push(format!("calls: got {got:?}, want {want:?}"));
         }
     }
     let got_problems: Vec<String> = problems.iter().map(|p| format!("{} {}: {}", p.kind, p.name, p.message)).collect();
@@ -235,6 +275,27 @@ fn mutating_policies() {
 }
 
 #[test]
+fn namespace_lifecycle() {
+    run_file("lifecycle.yaml");
+}
+
+#[test]
 fn webhook_matching() {
     run_file("webhook_matching.yaml");
+}
+
+/// The server shares one configuration between its tasks and awaits the chain inside hyper's
+/// (`Send`) futures.
+#[test]
+fn configuration_and_calls_are_send() {
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    fn send<T: Send>(_: T) {}
+    let config = Configuration::default();
+    send_sync(&config);
+    let fake = FakeHost::default();
+    let mut attrs = attributes(&json!({}));
+    let mut outcome = Outcome::default();
+    send(config.mutate(&mut attrs, fake.host(), &mut outcome));
+    send(config.validate(&attrs, fake.host(), &mut outcome));
+    send(versa_admission::namespace_lifecycle(&attrs, &fake));
 }

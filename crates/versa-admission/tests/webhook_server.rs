@@ -41,6 +41,11 @@ struct Server {
 
 impl Server {
     async fn start() -> Server {
+        Server::start_for(&[]).await
+    }
+
+    /// A server whose certificate also names `names` (a Service's DNS names).
+    async fn start_for(names: &[&str]) -> Server {
         let key = KeyPair::generate().unwrap();
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -48,10 +53,9 @@ impl Server {
         let ca_cert = params.self_signed(&key).unwrap();
         let issuer = Issuer::new(params, key);
         let leaf_key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
-            .unwrap()
-            .signed_by(&leaf_key, &issuer)
-            .unwrap();
+        let mut sans = vec!["127.0.0.1".to_owned(), "localhost".to_owned()];
+        sans.extend(names.iter().map(|n| (*n).to_owned()));
+        let leaf = CertificateParams::new(sans).unwrap().signed_by(&leaf_key, &issuer).unwrap();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -309,7 +313,12 @@ async fn reviews_v1_and_v1beta1_carry_every_request_field() {
 async fn denials() {
     let server = Server::start().await;
     let config = build(&validating(vec![server.webhook("deny.example.com", "/deny", json!({}))]), &[]);
-    let (r, _) = admit(&config, &mut create(), &host()).await;
+    let (r, outcome) = admit(&config, &mut create(), &host()).await;
+    let call = &outcome.webhook_calls[0];
+    assert_eq!(
+        (call.name.as_str(), call.step, call.rejected, call.code, call.rejection),
+        ("deny.example.com", "validating", true, 403, Some("no_error"))
+    );
     let e = r.unwrap_err();
     assert!(matches!(e, AdmissionError::WebhookDenied(_)));
     assert_eq!(e.code(), 403);
@@ -513,4 +522,50 @@ async fn an_equivalent_version_is_sent_converted_and_its_patch_comes_back() {
     let object = attrs.object.unwrap();
     assert_eq!(object["apiVersion"], "stable.example.com/v1");
     assert_eq!(object["spec"]["replicas"], 5);
+}
+
+/// Maps every Service to one address.
+#[derive(Debug)]
+struct OneAddress(String);
+
+impl versa_admission::ServiceResolver for OneAddress {
+    fn resolve(&self, namespace: &str, name: &str, port: u16) -> Result<String, String> {
+        assert_eq!((namespace, name, port), ("webhooks", "validator", 8443));
+        Ok(self.0.clone())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_reached_through_a_resolver_keeps_its_name() {
+    let server = Server::start_for(&["validator.webhooks.svc"]).await;
+    let address = server.base.trim_start_matches("https://").to_owned();
+    let mut hook = server.webhook("svc.example.com", "/allow", json!({}));
+    hook["clientConfig"] = json!({"service": {"namespace": "webhooks", "name": "validator", "port": 8443, "path": "/allow"},
+        "caBundle": server.ca_b64});
+    let v = validating(vec![hook]);
+    let sources = Sources { validating_webhooks: &v, ..Sources::default() };
+    let options = BuildOptions { service_resolver: Some(Arc::new(OneAddress(address))) };
+    let (config, problems) = Configuration::build(&sources, &options);
+    assert!(problems.is_empty(), "{problems:?}");
+    let (r, outcome) = admit(&config, &mut create(), &host()).await;
+    r.unwrap();
+    assert_eq!(outcome.warnings, vec!["careful".to_owned()]);
+    assert_eq!(server.reviews("/allow").len(), 1);
+
+    // A certificate that does not name the Service is refused.
+    let other = Server::start().await;
+    let address = other.base.trim_start_matches("https://").to_owned();
+    let mut hook = other.webhook("svc.example.com", "/allow", json!({}));
+    hook["clientConfig"] = json!({"service": {"namespace": "webhooks", "name": "validator", "port": 8443, "path": "/allow"},
+        "caBundle": other.ca_b64});
+    let v = validating(vec![hook]);
+    let sources = Sources { validating_webhooks: &v, ..Sources::default() };
+    let options = BuildOptions { service_resolver: Some(Arc::new(OneAddress(address))) };
+    let (config, _) = Configuration::build(&sources, &options);
+    let (r, _) = admit(&config, &mut create(), &host()).await;
+    let message = r.unwrap_err().message().to_owned();
+    assert!(
+        message.starts_with(r#"Internal error occurred: failed calling webhook "svc.example.com": failed to call webhook: Post "https://validator.webhooks.svc:8443/allow?timeout=10s": tls: failed to verify certificate"#),
+        "{message}"
+    );
 }

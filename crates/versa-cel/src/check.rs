@@ -48,11 +48,34 @@ pub fn check_with_structs(
     vars: &[Variable],
     structs: &[Arc<ObjectType>],
 ) -> Result<Checked, Vec<CompileError>> {
+    check_in(expr, info, source, vars, structs, false)
+}
+
+/// The name of the root of Kubernetes' dynamic object types (`Object`, `Object.spec`, ...).
+pub const DYNAMIC_OBJECT: &str = "Object";
+
+/// Whether `name` is one of Kubernetes' dynamic object types.
+pub fn is_dynamic_object(name: &str) -> bool {
+    name == DYNAMIC_OBJECT || name.strip_prefix(DYNAMIC_OBJECT).is_some_and(|r| r.starts_with('.'))
+}
+
+/// [`check_with_structs`], and with `dynamic_objects` Kubernetes' dynamic object types of
+/// MutatingAdmissionPolicy's ApplyConfiguration: `Object{...}`, `Object.spec{...}` and any
+/// other `Object.<path>` may be constructed with any fields, each `dyn`.
+pub fn check_in(
+    expr: &Expr,
+    info: &SourceInfo,
+    source: &str,
+    vars: &[Variable],
+    structs: &[Arc<ObjectType>],
+    dynamic_objects: bool,
+) -> Result<Checked, Vec<CompileError>> {
     let mut c = Checker {
         info,
         source,
         globals: vars,
         structs,
+        dynamic_objects,
         scopes: Vec::new(),
         types: vec![Type::Dyn; info.id_count()],
         mappings: HashMap::new(),
@@ -74,6 +97,7 @@ struct Checker<'a> {
     source: &'a str,
     globals: &'a [Variable],
     structs: &'a [Arc<ObjectType>],
+    dynamic_objects: bool,
     scopes: Vec<(String, Type)>,
     types: Vec<Type>,
     mappings: HashMap<String, Type>,
@@ -193,6 +217,18 @@ impl Checker<'_> {
 
     #[inline(never)]
     fn check_select(&mut self, e: &Expr, operand: &Expr, field: &str, test_only: bool) {
+        // A qualified name may be a variable of its own (`authorizer.requestResource`): cel-go
+        // resolves the longest declared name first.
+        if !test_only
+            && let Some(q) = qualified_name(e)
+            && q.contains('.')
+            && let Some(v) = self.globals.iter().find(|v| v.name == q)
+        {
+            let t = v.ty.clone();
+            self.referenced.push(q);
+            self.set_type(e.id, t);
+            return;
+        }
         // A qualified name may denote a type (`google.protobuf.Timestamp`).
         if !test_only
             && let Some(q) = qualified_name(e)
@@ -254,6 +290,14 @@ impl Checker<'_> {
     fn check_struct(&mut self, e: &Expr, type_name: &str, fields: &[StructField]) {
         let name = type_name.trim_start_matches('.');
         // No message types are declared for Kubernetes rules; admission declares a few.
+        if self.dynamic_objects && is_dynamic_object(name) {
+            for f in fields {
+                self.check(&f.value);
+            }
+            let ty = Arc::new(ObjectType { name: name.to_owned(), fields: Default::default() });
+            self.set_type(e.id, Type::Object(ty));
+            return;
+        }
         let Some(ty) = self.structs.iter().find(|t| t.name == name).cloned() else {
             self.error(e.id, format!("undeclared reference to '{name}' (in container '')"));
             self.set_type(e.id, Type::Error);
@@ -380,6 +424,8 @@ impl Checker<'_> {
             Type::Map(_, v) => (**v).clone(),
             Type::Object(o) => match o.fields.get(field) {
                 Some(f) => f.ty.cel_type(),
+                // Dynamic objects have every field, of type `dyn`.
+                None if is_dynamic_object(&o.name) => Type::Dyn,
                 None => {
                     self.error(id, format!("undefined field '{field}'"));
                     Type::Error

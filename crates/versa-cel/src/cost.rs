@@ -537,7 +537,11 @@ impl<'a> Coster<'a> {
             _ => default,
         };
         let target_ty = target.map(|t| self.ty(t));
+        let authz_target = matches!(target_ty, Some(Type::Opaque(n)) if n.starts_with("kubernetes.authorization."));
         Some(match (function, target, args) {
+            // Kubernetes' authorization library: a check is fixed, the rest nominal.
+            ("check", Some(_), [_]) if authz_target => (fixed(crate::ext::authz::CHECK_COST), None),
+            (_, Some(_), _) if authz_target => (fixed(1), None),
             // cel-go's lists extension.
             ("slice", Some(t), [start, end]) if matches!(target_ty, Some(Type::List(_))) => {
                 let sz = self.size(t);

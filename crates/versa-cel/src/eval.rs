@@ -122,7 +122,9 @@ enum StepKind {
 pub struct Activation<'a> {
     pub(crate) self_value: Option<Value<'a>>,
     pub(crate) old_self: Option<Value<'a>>,
-    others: Vec<(String, Value<'a>)>,
+    others: Vec<(std::borrow::Cow<'static, str>, Value<'a>)>,
+    /// Some variable has a dotted name (`authorizer.requestResource`).
+    dotted: bool,
 }
 
 impl<'a> Activation<'a> {
@@ -158,7 +160,22 @@ impl<'a> Activation<'a> {
             (None, true) => Some(Value::Optional(None)),
             (None, false) => None,
         };
-        Activation { self_value: Some(self_value), old_self, others: Vec::new() }
+        Activation { self_value: Some(self_value), old_self, others: Vec::new(), dotted: false }
+    }
+
+    /// [`Activation::bind`] for a variable whose name is a constant (nothing is allocated for
+    /// the name).
+    pub fn bind_static(&mut self, name: &'static str, value: Value<'a>) {
+        match name {
+            SELF_VAR | OLD_SELF_VAR => self.bind(name, value),
+            _ => match self.others.iter_mut().find(|(n, _)| n == name) {
+                Some(slot) => slot.1 = value,
+                None => {
+                    self.dotted |= name.contains('.');
+                    self.others.push((name.into(), value));
+                }
+            },
+        }
     }
 
     /// Binds (or rebinds) a variable.
@@ -168,7 +185,10 @@ impl<'a> Activation<'a> {
             OLD_SELF_VAR => self.old_self = Some(value),
             _ => match self.others.iter_mut().find(|(n, _)| n == name) {
                 Some(slot) => slot.1 = value,
-                None => self.others.push((name.to_owned(), value)),
+                None => {
+                    self.dotted |= name.contains('.');
+                    self.others.push((name.to_owned().into(), value));
+                }
             },
         }
     }
@@ -177,7 +197,7 @@ impl<'a> Activation<'a> {
         match name {
             SELF_VAR => self.self_value.as_ref(),
             OLD_SELF_VAR => self.old_self.as_ref(),
-            _ => self.others.iter().find(|(n, _)| n == name).map(|(_, v)| v),
+            _ => self.others.iter().find(|(n, _)| *n == name).map(|(_, v)| v),
         }
     }
 
@@ -185,7 +205,7 @@ impl<'a> Activation<'a> {
     fn names(&self) -> Vec<&str> {
         let fixed = [(SELF_VAR, &self.self_value), (OLD_SELF_VAR, &self.old_self)];
         let fixed = fixed.into_iter().filter(|(_, v)| v.is_some()).map(|(n, _)| n);
-        fixed.chain(self.others.iter().map(|(n, _)| n.as_str())).collect()
+        fixed.chain(self.others.iter().map(|(n, _)| &**n)).collect()
     }
 }
 
@@ -545,6 +565,15 @@ impl<'a, 'e> Interp<'a, 'e> {
         if let Step::TypeName(t) = step {
             self.charge(1)?;
             return Ok(Value::Type(Str::Borrowed(t)));
+        }
+        // A variable with a dotted name, bound as such.
+        if self.act.dotted
+            && !test_only
+            && let Some(q) = qualified_name(e)
+            && let Some(v) = self.act.get(&q)
+        {
+            self.charge(1)?;
+            return Ok(v.clone());
         }
         if !test_only
             && matches!(step, Step::None)

@@ -203,6 +203,9 @@ pub fn compile_expression(
 pub struct Environment {
     pub variables: Vec<Variable>,
     pub struct_types: Vec<Arc<types::ObjectType>>,
+    /// Kubernetes' dynamic object types (`Object{spec: Object.spec{...}}`), see
+    /// [`check::check_in`].
+    pub dynamic_objects: bool,
 }
 
 /// Parses and checks `source` in `env`. The caller judges the result type. The expression has
@@ -210,8 +213,9 @@ pub struct Environment {
 pub fn compile_in(source: &str, env: &Environment, opts: &CompileOptions) -> Result<CompiledExpression, CompileErrors> {
     let fail = |errors: Vec<CompileError>| CompileErrors { source: source.to_owned(), errors };
     let ast = parse(source).map_err(fail)?;
-    let checked = check::check_with_structs(&ast.expr, &ast.source_info, source, &env.variables, &env.struct_types)
-        .map_err(fail)?;
+    let checked =
+        check::check_in(&ast.expr, &ast.source_info, source, &env.variables, &env.struct_types, env.dynamic_objects)
+            .map_err(fail)?;
     if opts.validate_literals {
         let mut errors = format_literal_errors(&ast, source);
         errors.extend(homogeneous_literal_errors(&ast, &checked, source));

@@ -20,6 +20,7 @@ fn env(vars: &[(&str, Type)]) -> Environment {
     Environment {
         variables: vars.iter().map(|(n, t)| Variable { name: (*n).to_owned(), ty: t.clone() }).collect(),
         struct_types: vec![json_patch_type()],
+        dynamic_objects: true,
     }
 }
 
@@ -201,4 +202,107 @@ fn lazy_variables_are_computed_once_on_selection() {
     let uses_bad = compile("variables.bad == 1", &[("object", Type::Dyn), ("variables", all)]);
     let err = eval_with_lazy(&uses_bad, &act, "variables", &vars, &mut CostTracker::default()).unwrap_err();
     assert_eq!(err.to_string(), "no such key: nope");
+}
+
+/// Allows `get` on `/healthz`, anything on `apps` deployments in namespace `a`, and reports an
+/// error for group `broken`.
+#[derive(Debug)]
+struct FakeAuthz;
+
+impl versa_cel::ext::authz::Authorize for FakeAuthz {
+    fn authorize(
+        &self,
+        user: &versa_cel::ext::authz::AuthzUser,
+        c: &versa_cel::ext::authz::AuthzCheck,
+    ) -> versa_cel::ext::authz::AuthzDecision {
+        use versa_cel::ext::authz::AuthzDecision;
+        if c.group == "broken" {
+            return AuthzDecision { allowed: false, reason: String::new(), error: Some("authorizer down".into()) };
+        }
+        let allowed = match &c.path {
+            Some(p) => p == "/healthz" && c.verb == "get",
+            None => c.group == "apps" && c.resource == "deployments" && c.namespace == "a",
+        };
+        AuthzDecision { allowed, reason: format!("{} {} {}", user.username, c.verb, c.subresource), error: None }
+    }
+}
+
+#[test]
+fn the_authorizer_library() {
+    use versa_cel::ext::authz::{
+        AUTHORIZER_TYPE, AuthzCheck, AuthzUser, RESOURCE_CHECK_TYPE, authorizer_value, resource_check_value,
+    };
+    let vars = [
+        ("authorizer", Type::Opaque(AUTHORIZER_TYPE)),
+        ("authorizer.requestResource", Type::Opaque(RESOURCE_CHECK_TYPE)),
+    ];
+    let user = AuthzUser { username: "alice".into(), ..AuthzUser::default() };
+    let authz: Arc<dyn versa_cel::ext::authz::Authorize> = Arc::new(FakeAuthz);
+    let request = AuthzCheck {
+        group: "apps".into(),
+        resource: "deployments".into(),
+        subresource: "scale".into(),
+        namespace: "a".into(),
+        name: "web".into(),
+        ..AuthzCheck::default()
+    };
+    let run = |source: &str| -> Result<Option<Json>, EvalError> {
+        let compiled = compile(source, &vars);
+        let mut act = Activation::new();
+        act.bind("authorizer", authorizer_value(user.clone(), authz.clone()));
+        act.bind("authorizer.requestResource", resource_check_value(user.clone(), authz.clone(), request.clone()));
+        let mut tracker = CostTracker::default();
+        let v = eval(&compiled, &act, &mut tracker)?;
+        versa_cel::json::to_json(&v)
+    };
+    let cases = [
+        ("authorizer.path('/healthz').check('get').allowed()", json!(true)),
+        ("authorizer.path('/healthz').check('post').allowed()", json!(false)),
+        (
+            "authorizer.group('apps').resource('deployments').namespace('a').name('x').check('update').allowed()",
+            json!(true),
+        ),
+        ("authorizer.group('apps').resource('deployments').namespace('b').check('update').allowed()", json!(false)),
+        ("authorizer.requestResource.check('update').reason()", json!("alice update scale")),
+        (
+            "authorizer.serviceAccount('ns', 'sa').path('/x').check('get').reason()",
+            json!("system:serviceaccount:ns:sa get "),
+        ),
+        ("authorizer.group('broken').resource('x').check('get').errored()", json!(true)),
+        ("authorizer.group('broken').resource('x').check('get').error()", json!("authorizer down")),
+    ];
+    for (source, want) in cases {
+        assert_eq!(run(source).unwrap(), Some(want), "{source}");
+    }
+    assert_eq!(run("authorizer.path('').check('get').allowed()").unwrap_err().to_string(), "path must not be empty");
+    assert_eq!(
+        run("authorizer.serviceAccount('NS', 'sa').path('/x').check('get').allowed()").unwrap_err().to_string(),
+        "Invalid service account namespace"
+    );
+    // A check costs 350,000: three are over the per-call limit.
+    let three = "authorizer.path('/a').check('get').allowed() || authorizer.path('/b').check('get').allowed() || authorizer.path('/c').check('get').allowed()";
+    assert_eq!(run(three).unwrap_err().to_string(), "operation cancelled: actual cost limit exceeded");
+    let err = compile_in("authorizer.path(1)", &env(&vars), &CompileOptions::default()).unwrap_err().to_string();
+    assert!(
+        err.contains("found no matching overload for 'path' applied to 'kubernetes.authorization.Authorizer.(int)'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn dynamic_object_literals() {
+    let object = json!({"spec": {"replicas": 3}});
+    let got = run(
+        "Object{spec: Object.spec{replicas: object.spec.replicas + 1, template: Object.spec.template{x: [1]}}}",
+        &object,
+    )
+    .unwrap();
+    assert_eq!(got, Some(json!({"spec": {"replicas": 4, "template": {"x": [1]}}})));
+    let compiled = compile("Object{spec: Object.spec{}}.spec.anything", &[]);
+    assert_eq!(compiled.result_type, Type::Dyn);
+    let compiled = compile("Object{}", &[]);
+    assert_eq!(compiled.result_type.to_string(), "Object");
+    let e = Environment { dynamic_objects: false, ..env(&[]) };
+    let err = compile_in("Object{}", &e, &CompileOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("undeclared reference to 'Object' (in container '')"), "{err}");
 }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use versa_admission::{
-    BoxFuture, GroupVersionKind, GroupVersionResource, Host, NamespaceLookup, ParamKind, ParamLookup, ParamScope,
-    Resources,
+    Authorize, AuthzCheck, AuthzDecision, AuthzUser, BoxFuture, GroupVersionKind, GroupVersionResource, Host,
+    NamespaceLookup, ParamKind, ParamLookup, ParamScope, Resources, StructuredMerge,
 };
 
 /// A test file of `tests/data/`, as JSON.
@@ -33,11 +33,75 @@ pub struct FakeHost {
     pub equivalents: Vec<(GroupVersionResource, GroupVersionKind)>,
     /// When set, every conversion fails with this text.
     pub conversion_error: Option<String>,
+    pub authorizer: Option<Arc<dyn Authorize>>,
+    /// Offer no structured merge (ApplyConfiguration mutations).
+    pub no_merge: bool,
+}
+
+/// A stand-in for the schema's structured merge: maps merge key by key, anything else is
+/// replaced; `spec.selector` is atomic.
+impl StructuredMerge for FakeHost {
+    fn merge(&self, _kind: &GroupVersionKind, object: &Value, configuration: &Value) -> Option<Result<Value, String>> {
+        fn merge(into: &mut Value, from: &Value) {
+            match (into, from) {
+                (Value::Object(a), Value::Object(b)) => {
+                    for (k, v) in b {
+                        match a.get_mut(k) {
+                            Some(existing) => merge(existing, v),
+                            None => {
+                                a.insert(k.clone(), v.clone());
+                            }
+                        }
+                    }
+                }
+                (slot, v) => *slot = v.clone(),
+            }
+        }
+        if configuration.pointer("/spec/selector").is_some() {
+            return Some(Err(
+                "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.selector".into(),
+            ));
+        }
+        let mut out = object.clone();
+        merge(&mut out, configuration);
+        Some(Ok(out))
+    }
+}
+
+/// Allows what is listed: `verb group/resource[/subresource] namespace` for resources,
+/// `verb path` for paths; the reason names the user and the question.
+#[derive(Debug)]
+pub struct FakeAuthorizer {
+    pub allow: Vec<String>,
+}
+
+impl Authorize for FakeAuthorizer {
+    fn authorize(&self, user: &AuthzUser, c: &AuthzCheck) -> AuthzDecision {
+        let question = match &c.path {
+            Some(p) => format!("{} {p}", c.verb),
+            None => {
+                let sub = if c.subresource.is_empty() { String::new() } else { format!("/{}", c.subresource) };
+                format!("{} {}/{}{sub} {}", c.verb, c.group, c.resource, c.namespace)
+            }
+        };
+        let allowed = self.allow.contains(&question);
+        AuthzDecision {
+            allowed,
+            reason: format!("{} may{} {question}", user.username, if allowed { "" } else { " not" }),
+            error: None,
+        }
+    }
 }
 
 impl FakeHost {
     pub fn host(&self) -> Host<'_> {
-        Host { namespaces: self, params: self, resources: self, authorizer: None }
+        Host {
+            namespaces: self,
+            params: self,
+            resources: self,
+            authorizer: self.authorizer.clone(),
+            merge: (!self.no_merge).then_some(self as &dyn StructuredMerge),
+        }
     }
 
     /// A namespace `name` with `labels`.

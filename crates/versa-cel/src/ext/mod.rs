@@ -1,7 +1,8 @@
 //! The Kubernetes CEL libraries (k8s.io/apiserver/pkg/cel/library) and the cel-go extensions
 //! Kubernetes enables, one module per library: [`strings`], [`lists`] (with the sets
 //! extension), [`regex`], [`quantity`], [`net`] (IP and CIDR), [`url`], [`semver`],
-//! [`format`] (named formats) and [`jsonpatch`] (admission's `jsonpatch.escapeKey`).
+//! [`format`] (named formats), [`jsonpatch`] (admission's `jsonpatch.escapeKey`) and
+//! [`authz`] (admission's `authorizer`).
 //!
 //! Each module declares its overloads to the checker (`declare`, so a wrong-typed call gets
 //! cel-go's `found no matching overload` at definition time), evaluates them (`call`, which
@@ -14,6 +15,7 @@
 //! (object types without fields). They compare equal as Kubernetes compares them (quantities
 //! by value, semvers ignoring build metadata) and charge 1 for `==`.
 
+pub mod authz;
 pub mod format;
 pub mod jsonpatch;
 pub mod lists;
@@ -48,7 +50,21 @@ pub const FORMAT_TYPE: &str = "kubernetes.NamedFormat";
 
 /// A library type by its CEL name (for `type(x) == net.IP`).
 pub(crate) fn type_named(name: &str) -> Option<&'static str> {
-    [IP_TYPE, CIDR_TYPE, URL_TYPE, QUANTITY_TYPE, SEMVER_TYPE, FORMAT_TYPE].into_iter().find(|t| *t == name)
+    [
+        IP_TYPE,
+        CIDR_TYPE,
+        URL_TYPE,
+        QUANTITY_TYPE,
+        SEMVER_TYPE,
+        FORMAT_TYPE,
+        authz::AUTHORIZER_TYPE,
+        authz::PATH_CHECK_TYPE,
+        authz::GROUP_CHECK_TYPE,
+        authz::RESOURCE_CHECK_TYPE,
+        authz::DECISION_TYPE,
+    ]
+    .into_iter()
+    .find(|t| *t == name)
 }
 
 /// A value of a library type.
@@ -60,6 +76,8 @@ pub enum Opaque {
     Quantity(quantity::Quantity),
     Semver(semver::Semver),
     Format(&'static format::NamedFormat),
+    /// The authorization library's values (admission's `authorizer`).
+    Authz(authz::AuthzValue),
 }
 
 impl Opaque {
@@ -71,6 +89,7 @@ impl Opaque {
             Opaque::Quantity(_) => QUANTITY_TYPE,
             Opaque::Semver(_) => SEMVER_TYPE,
             Opaque::Format(_) => FORMAT_TYPE,
+            Opaque::Authz(a) => a.type_name(),
         }
     }
 
@@ -94,6 +113,7 @@ impl fmt::Display for Opaque {
             Opaque::Quantity(q) => write!(f, "quantity({:?})", q.to_string()),
             Opaque::Semver(s) => write!(f, "semver({:?})", s.to_string()),
             Opaque::Format(n) => write!(f, "format.{}()", n.key),
+            Opaque::Authz(a) => f.write_str(a.type_name()),
         }
     }
 }
@@ -113,6 +133,7 @@ pub(crate) fn declare(add: &mut dyn FnMut(&'static str, bool, Vec<Type>, Type)) 
     semver::declare(add);
     format::declare(add);
     jsonpatch::declare(add);
+    authz::declare(add);
 }
 
 /// Evaluates a library function, or `None` when `function` is not one of them (or not for
@@ -132,6 +153,7 @@ pub(crate) fn call<'a>(
         .or_else(|| semver::call(interp, function, member, args))
         .or_else(|| format::call(interp, function, member, args))
         .or_else(|| jsonpatch::call(interp, function, member, args))
+        .or_else(|| authz::call(interp, function, member, args))
 }
 
 /// Charges a library call's `cost`, then computes its result: the charge's error (a
