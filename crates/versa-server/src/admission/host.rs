@@ -1,14 +1,19 @@
 //! What the admission chain asks the server ([`versa_admission::Host`]), answered from
 //! versa's own store and registry: Namespaces (standalone serves them), policy parameters from
 //! the served resources, the versions of a served resource and conversions between them
-//! (`matchPolicy: Equivalent`), through the storage boundary like every other read.
+//! (`matchPolicy: Equivalent`), through the storage boundary like every other read; and the
+//! structured merge of MutatingAdmissionPolicies' ApplyConfiguration mutations, by the
+//! version's schema with the same merge server-side apply uses.
 
 use std::sync::Arc;
 
 use serde_json::Value;
+use versa_admission::seams::StructuredMerge;
 use versa_admission::{
     BoxFuture, GroupVersionKind, GroupVersionResource, NamespaceLookup, ParamKind, ParamLookup, ParamScope, Resources,
 };
+use versa_registry::fields::Manager;
+use versa_registry::strategy::Strategy;
 use versa_registry::storage::Boundary;
 use versa_registry::{Builtin, Resource, Snapshot};
 use versa_storage::ListOptions;
@@ -135,5 +140,29 @@ impl Resources for StoreHost<'_> {
             let mut converted = boundary.convert(vec![object.clone()], &to.version).await.map_err(|e| e.to_string())?;
             converted.pop().ok_or_else(|| "the converter returned no object".to_owned())
         })
+    }
+}
+
+impl StructuredMerge for StoreHost<'_> {
+    fn merge(&self, kind: &GroupVersionKind, object: &Value, configuration: &Value) -> Option<Result<Value, String>> {
+        let res = self.by_kind(&kind.group, &kind.kind)?;
+        let strategy = Strategy::at(res, &kind.version)?;
+        strategy.ver.schema.as_ref()?;
+        // An apply by a manager that owns nothing yet, forced: the configuration's fields merged
+        // into the object by the schema (map lists by key, atomic lists and maps replaced),
+        // nothing else touched; the bookkeeping it leaves in managedFields is not kept.
+        let manager = Manager { name: "mutating-admission-policy".into(), subresource: "" };
+        let mut live = object.clone();
+        let managed = live.get_mut("metadata").and_then(Value::as_object_mut).and_then(|m| m.remove("managedFields"));
+        let merged = strategy.apply(&manager, Some(&live), configuration, true, &()).map_err(|e| e.to_string());
+        Some(merged.map(|mut merged| {
+            if let Some(meta) = merged.get_mut("metadata").and_then(Value::as_object_mut) {
+                match &managed {
+                    Some(m) => meta.insert("managedFields".into(), m.clone()),
+                    None => meta.remove("managedFields"),
+                };
+            }
+            merged
+        }))
     }
 }

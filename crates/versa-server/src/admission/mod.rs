@@ -144,7 +144,7 @@ fn loaded(state: &State) -> Result<std::sync::Arc<versa_admission::Configuration
 }
 
 fn as_host<'a>(host: &'a StoreHost<'a>) -> Host<'a> {
-    Host { namespaces: host, params: host, resources: host, authorizer: None }
+    Host { namespaces: host, params: host, resources: host, authorizer: None, merge: Some(host) }
 }
 
 /// kube's status of a refusal, as the chain built it.
