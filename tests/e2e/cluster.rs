@@ -1030,3 +1030,70 @@ async fn the_audit_log_names_the_proxied_user() {
         assert_eq!(strip(got), want);
     }
 }
+
+/// Issue 17, cluster mode: the admission configuration and the Namespaces are kube-apiserver's.
+/// A policy put there takes effect without a restart; a namespace being terminated refuses
+/// creates, one that does not exist is not found — kube's NamespaceLifecycle, which
+/// kube-apiserver does not run for aggregated APIs.
+#[tokio::test]
+async fn admission_follows_kube_apiserver() {
+    let cluster = Cluster::start();
+    let aggregator = cluster.aggregator();
+    define(&aggregator, &crontabs("stable.example.com", &[("v1", true)])).await;
+    let admin = as_user("admin", &ADMIN);
+    let tab = |name: &str, replicas: i64| json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": name}, "spec": {"replicas": replicas}});
+    assert_eq!(send(&aggregator, "POST", CT, &admin, Some(&tab("before", 10))).await.status, 201);
+
+    cluster.fake.put_admission(json!({
+        "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "max"},
+        "spec": {"failurePolicy": "Fail",
+                 "matchConstraints": {"resourceRules": [{"apiGroups": ["stable.example.com"], "apiVersions": ["v1"],
+                                                          "operations": ["CREATE", "UPDATE"], "resources": ["crontabs"]}]},
+                 "validations": [{"expression": "object.spec.replicas <= 5", "message": "at most 5 replicas"}]},
+    }));
+    cluster.fake.put_admission(json!({
+        "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "max-binding"},
+        "spec": {"policyName": "max", "validationActions": ["Deny"]},
+    }));
+    let want = "ValidatingAdmissionPolicy 'max' with binding 'max-binding' denied request: at most 5 replicas";
+    let mut denied = None;
+    for i in 0..100 {
+        let r = send(&aggregator, "POST", CT, &admin, Some(&tab(&format!("after-{i}"), 10))).await;
+        if r.status != 201 {
+            denied = Some(r);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let denied = denied.expect("the policy from kube-apiserver takes effect");
+    assert!(denied.text().contains(want), "{}", denied.text());
+    assert_eq!(send(&aggregator, "POST", CT, &admin, Some(&tab("small", 2))).await.status, 201);
+
+    cluster.fake.put_namespace(json!({"metadata": {"name": "leaving"}, "status": {"phase": "Terminating"}}));
+    let leaving = "/apis/stable.example.com/v1/namespaces/leaving/crontabs";
+    let mut refused = None;
+    for _ in 0..100 {
+        let r = send(&aggregator, "POST", leaving, &admin, Some(&tab("late", 1))).await;
+        if r.status == 403 {
+            refused = Some(r);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let refused = refused.expect("a terminating namespace refuses creates");
+    assert!(
+        refused.text().contains("unable to create new content in namespace leaving because it is being terminated"),
+        "{}",
+        refused.text()
+    );
+    let r = send(
+        &aggregator,
+        "POST",
+        "/apis/stable.example.com/v1/namespaces/nowhere/crontabs",
+        &admin,
+        Some(&tab("x", 1)),
+    )
+    .await;
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert!(r.text().contains(r#"namespaces \"nowhere\" not found"#), "{}", r.text());
+}

@@ -222,7 +222,12 @@ impl FakeKube {
                 // Dropping the runtime here drops every connection task with it.
             })
             .unwrap();
-        FakeKube { state, addr, ca_pem, stop: Some(stop), thread: Some(thread) }
+        let fake = FakeKube { state, addr, ca_pem, stop: Some(stop), thread: Some(thread) };
+        // The namespaces every cluster has (and the tests' own), Active.
+        for name in ["default", "kube-system", "kube-public", "kube-node-lease", "versa-system", "versa", "doomed"] {
+            fake.put_namespace(json!({"metadata": {"name": name}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}));
+        }
+        fake
     }
 
     /// `https://127.0.0.1:<port>`.
@@ -299,6 +304,18 @@ impl FakeKube {
     }
 
     /// Stores a Secret in `namespace`, replacing any of that name.
+    /// Stores a Namespace (as kube-apiserver would hold it).
+    pub fn put_namespace(&self, object: Value) {
+        self.state.lock().unwrap().put(&NAMESPACE, "", object);
+    }
+
+    /// Stores an admission configuration object (`kind` names it: `ValidatingAdmissionPolicy`, ...).
+    pub fn put_admission(&self, object: Value) {
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let kind = ADMISSION_KINDS.iter().find(|k| k.kind == kind).expect("an admission configuration kind");
+        self.state.lock().unwrap().put(kind, "", object);
+    }
+
     pub fn put_secret(&self, namespace: &str, object: Value) {
         self.state.lock().unwrap().put(&SECRET, namespace, object);
     }
@@ -336,6 +353,20 @@ const API_SERVICE: Kind = Kind {
 };
 const SECRET: Kind = Kind { api_version: "v1", kind: "Secret", group: "", resource: "secrets" };
 const CONFIG_MAP: Kind = Kind { api_version: "v1", kind: "ConfigMap", group: "", resource: "configmaps" };
+const NAMESPACE: Kind = Kind { api_version: "v1", kind: "Namespace", group: "", resource: "namespaces" };
+/// The admission configuration kinds versa follows in cluster mode (all cluster-scoped).
+const ADMISSION_KINDS: [Kind; 6] = [
+    admission_kind("ValidatingWebhookConfiguration", "validatingwebhookconfigurations"),
+    admission_kind("MutatingWebhookConfiguration", "mutatingwebhookconfigurations"),
+    admission_kind("ValidatingAdmissionPolicy", "validatingadmissionpolicies"),
+    admission_kind("ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings"),
+    admission_kind("MutatingAdmissionPolicy", "mutatingadmissionpolicies"),
+    admission_kind("MutatingAdmissionPolicyBinding", "mutatingadmissionpolicybindings"),
+];
+
+const fn admission_kind(kind: &'static str, resource: &'static str) -> Kind {
+    Kind { api_version: "admissionregistration.k8s.io/v1", kind, group: "admissionregistration.k8s.io", resource }
+}
 const LEASE: Kind =
     Kind { api_version: "coordination.k8s.io/v1", kind: "Lease", group: "coordination.k8s.io", resource: "leases" };
 
@@ -430,6 +461,20 @@ fn route(state: &Mutex<State>, parts: &http::request::Parts, body: &[u8]) -> Res
         }
         (_, ["apis", "coordination.k8s.io", "v1", "namespaces", namespace, "leases", rest @ ..]) if rest.len() <= 1 => {
             state.lock().unwrap().objects(&LEASE, namespace, rest.first().copied(), &call)
+        }
+        (_, ["api", "v1", "namespaces", rest @ ..]) if rest.len() <= 1 => {
+            state.lock().unwrap().objects(&NAMESPACE, "", rest.first().copied(), &call)
+        }
+        (_, ["apis", "admissionregistration.k8s.io", "v1", resource, rest @ ..]) if rest.len() <= 1 => {
+            let Some(kind) = ADMISSION_KINDS.iter().find(|k| k.resource == *resource) else {
+                return Err(failure(
+                    404,
+                    "NotFound",
+                    "the server could not find the requested resource".into(),
+                    json!({}),
+                ));
+            };
+            state.lock().unwrap().objects(kind, "", rest.first().copied(), &call)
         }
         _ => Err(failure(404, "NotFound", "the server could not find the requested resource".into(), json!({}))),
     }

@@ -71,7 +71,7 @@
 //! - `config`: [`Configuration`] and the chain; `typecheck`: policy type checking;
 //!   `lifecycle`: namespace lifecycle.
 //!
-//! `ADMISSION.md` (next to this crate's manifest) describes all of it for operators: order,
+//! `docs/admission.md` (in the repository) describes all of it for operators: order,
 //! limits, and the differences from kube that remain.
 
 pub mod attributes;

@@ -247,13 +247,6 @@ impl Prepared {
         });
         let controller = tokio::spawn(controllers::definitions::run(self.state.clone()));
         tokio::spawn(controllers::admission::run(self.state.clone()));
-        // Writes are refused until the admission configuration has been read: give the first
-        // read a moment before serving (embedded storage answers at once), without ever
-        // keeping the health endpoints from answering when storage does not.
-        let loading = std::time::Instant::now();
-        while !self.state.admission.is_loaded() && loading.elapsed() < std::time::Duration::from_secs(5) {
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
         tokio::spawn(probe_storage(self.state.clone()));
         let state = self.state.clone();
         tokio::spawn(leader::while_leading(self.state.leadership.clone(), self.state.shutdown.clone(), move |_| {
@@ -261,6 +254,13 @@ impl Prepared {
         }));
         if let Some(tasks) = self.cluster {
             tasks.spawn(self.state.clone());
+        }
+        // Writes are refused until the admission configuration has been read (from the store, or
+        // from kube-apiserver once reached): give the first read a moment before serving,
+        // without ever keeping the health endpoints from answering when it does not come.
+        let loading = std::time::Instant::now();
+        while !self.state.admission.is_loaded() && loading.elapsed() < std::time::Duration::from_secs(5) {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
         let result = server::serve(self.listener, self.tls, self.trust, self.state.clone(), shutdown).await;
         self.state.shutdown.cancel();

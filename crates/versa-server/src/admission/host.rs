@@ -13,8 +13,8 @@ use versa_admission::{
     BoxFuture, GroupVersionKind, GroupVersionResource, NamespaceLookup, ParamKind, ParamLookup, ParamScope, Resources,
 };
 use versa_registry::fields::Manager;
-use versa_registry::strategy::Strategy;
 use versa_registry::storage::Boundary;
+use versa_registry::strategy::Strategy;
 use versa_registry::{Builtin, Resource, Snapshot};
 use versa_storage::ListOptions;
 
@@ -54,6 +54,9 @@ fn split_api_version(api_version: &str) -> (&str, &str) {
 impl NamespaceLookup for StoreHost<'_> {
     fn namespace<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Arc<Value>>, String>> {
         Box::pin(async move {
+            if let Some(kube) = self.state.admission.namespaces() {
+                return Ok(kube.get(name).cloned());
+            }
             let Some(namespaces) = self.state.registry.core(Builtin::Namespace) else { return Ok(None) };
             let (group, plural) = namespaces.stored_as();
             let key = self.state.keys.object(group, plural, None, name);

@@ -14,7 +14,8 @@
 //! The chain itself is `versa-admission`'s; this module builds each request's
 //! [`Attributes`], answers the chain's questions from versa's store and registry (`host.rs`),
 //! and turns refusals into kube's statuses. The configuration is the `admissionregistration.k8s.io`
-//! objects standalone versa serves (`configured.rs`, kept current by `controllers/admission.rs`).
+//! objects — those standalone versa serves, or kube-apiserver's in cluster mode
+//! (`configured.rs`, kept current by `controllers/admission.rs`).
 //! A dry run goes through the whole chain and stores nothing.
 
 pub mod configured;
@@ -84,6 +85,18 @@ impl Request<'_> {
     fn host(&self) -> StoreHost<'_> {
         StoreHost { state: self.state, snapshot: self.state.registry.snapshot() }
     }
+}
+
+/// kube's NamespaceLifecycle where kube-apiserver has the Namespaces (cluster mode): nothing
+/// is written in a namespace that does not exist, nothing created in one being terminated.
+/// (Standalone's own Namespaces: `rest/namespace_lifecycle.rs`.)
+pub async fn lifecycle(req: &Request<'_>, operation: Operation, object: &Value) -> Result<(), Status> {
+    if req.state.admission.namespaces().is_none() {
+        return Ok(());
+    }
+    let attrs = req.attributes(operation, Some(object), None);
+    let host = req.host();
+    versa_admission::namespace_lifecycle(&attrs, &host).await.map_err(|e| status(&e))
 }
 
 /// Runs mutating admission on `object` (`None` for a delete); returns whether it changed the

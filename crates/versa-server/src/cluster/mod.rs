@@ -145,6 +145,8 @@ impl Tasks {
             };
             // Registration is the leader's (`leader.rs`): one replica creates and repairs.
             let (leadership, stop) = (state.leadership.clone(), state.shutdown.clone());
+            // Admission follows kube-apiserver's configuration and Namespaces on every replica.
+            tokio::spawn(crate::controllers::admission::follow_kube(state.clone(), cluster.kube.clone()));
             tokio::spawn(crate::leader::while_leading(leadership, stop, move |_| {
                 apiservice::run(state.clone(), cluster.clone())
             }));

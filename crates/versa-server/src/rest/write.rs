@@ -214,11 +214,12 @@ async fn mutating_admission(
     obj: &mut Value,
     old: Option<&Value>,
 ) -> Result<(), Status> {
+    let options = admission::options(options_kind(operation), ctx.query.get("fieldManager"), ctx.write.dry_run);
+    admission::lifecycle(&ctx.admission(write.subresource, Some(options.clone())), operation, obj).await?;
     if write.subresource == "scale" {
         return Ok(());
     }
     let mut warnings = Vec::new();
-    let options = admission::options(options_kind(operation), ctx.query.get("fieldManager"), ctx.write.dry_run);
     let result =
         admission::mutate(&ctx.admission(write.subresource, Some(options)), operation, obj, old, &mut warnings).await;
     ctx.warnings.extend(warnings);
