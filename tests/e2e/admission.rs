@@ -210,6 +210,13 @@ spec:
         if label == "by-policy" { Ok(()) } else { Err(format!("label {label:?}")) }
     });
 
+    // The decisions are counted with kube's metric names.
+    let metrics = ok(versa.kubectl(&["get", "--raw", "/metrics"]));
+    assert!(
+        metrics.contains(r#"apiserver_validating_admission_policy_check_total{policy="max-replicas",policy_binding="max-replicas-binding",error_type="no_error",enforcement_action="deny"}"#),
+        "{metrics}"
+    );
+
     // Deleting the binding lifts the denial.
     ok(versa.kubectl(&["delete", "validatingadmissionpolicybinding", "max-replicas-binding"]));
     eventually("the denial is lifted", || {
@@ -278,6 +285,16 @@ webhooks:
     );
     assert!(!versa.kubectl(&["get", "widget", "bad-one"]).status.success());
     assert!(webhook.calls() >= 3, "the webhooks were called");
+
+    let metrics = ok(versa.kubectl(&["get", "--raw", "/metrics"]));
+    assert!(
+        metrics.contains(r#"apiserver_admission_webhook_request_total{name="names.example.com",type="validating""#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"apiserver_admission_webhook_rejection_count_total{name="names.example.com",type="validating",operation="CREATE",error_type="no_error",rejection_code="403"}"#),
+        "{metrics}"
+    );
 
     // Down, with failurePolicy Fail: refused, nothing written.
     webhook.down();

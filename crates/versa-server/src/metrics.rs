@@ -15,6 +15,14 @@
 //!   version) and `versa_storage_migration_failures_total{definition}` (paused passes);
 //! - `leader_election_master_status{name}` — 1 while this replica leads (the lock is `name`),
 //!   0 while it follows; absent without an election (client-go's metric);
+//! - admission, with kube's names: `apiserver_admission_webhook_admission_duration_seconds`
+//!   `{name,type,operation,rejected}`, `apiserver_admission_webhook_request_total`
+//!   `{name,type,operation,code,rejected}`, `apiserver_admission_webhook_rejection_count`
+//!   `{name,type,operation,error_type,rejection_code}` and
+//!   `apiserver_admission_webhook_fail_open_count{name,type}` (these two exposed with the
+//!   `_total` suffix OpenMetrics gives every counter),
+//!   `apiserver_validating_admission_policy_check_total` and
+//!   `..._check_duration_seconds{policy,policy_binding,error_type,enforcement_action}`;
 //! - `versa_storage_up` (1 when the store answered its last probe) and
 //!   `versa_storage_revision` (the store's current revision), probed every 10 seconds.
 
@@ -51,6 +59,12 @@ pub struct Metrics {
     migrated: Family<Labels, Counter>,
     migration_failures: Family<Labels, Counter>,
     leader: Family<Labels, Gauge<i64, AtomicI64>>,
+    webhook_durations: Family<Labels, Histogram, fn() -> Histogram>,
+    webhook_requests: Family<Labels, Counter>,
+    webhook_rejections: Family<Labels, Counter>,
+    webhook_fail_open: Family<Labels, Counter>,
+    policy_checks: Family<Labels, Counter>,
+    policy_durations: Family<Labels, Histogram, fn() -> Histogram>,
 }
 
 impl Default for Metrics {
@@ -61,6 +75,16 @@ impl Default for Metrics {
 
 fn new_histogram() -> Histogram {
     Histogram::new(DURATION_BUCKETS)
+}
+
+/// kube's admission webhook latency buckets (seconds).
+fn webhook_histogram() -> Histogram {
+    Histogram::new([0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0])
+}
+
+/// kube's ValidatingAdmissionPolicy check latency buckets (seconds).
+fn policy_histogram() -> Histogram {
+    Histogram::new([0.0000005, 0.001, 0.01, 0.1, 1.0])
 }
 
 /// Conversions at the storage boundary are counted here.
@@ -127,7 +151,49 @@ impl Metrics {
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
             leader.clone(),
         );
+        let webhook_durations = Family::<Labels, Histogram, fn() -> Histogram>::new_with_constructor(webhook_histogram);
+        registry.register(
+            "apiserver_admission_webhook_admission_duration_seconds",
+            "Admission webhook latency histogram in seconds, identified by name and broken out for each operation and API resource and type (validate or admit).",
+            webhook_durations.clone(),
+        );
+        let webhook_requests = Family::<Labels, Counter>::default();
+        registry.register(
+            "apiserver_admission_webhook_request",
+            "Admission webhook request total, identified by name and broken out for each admission type (validating or mutating) and operation. Additional labels specify whether the request was rejected or not and an HTTP status code.",
+            webhook_requests.clone(),
+        );
+        let webhook_rejections = Family::<Labels, Counter>::default();
+        registry.register(
+            "apiserver_admission_webhook_rejection_count",
+            "Admission webhook rejection count, identified by name and broken out for each admission type (validating or admit) and operation. Additional labels specify an error type and a rejection code.",
+            webhook_rejections.clone(),
+        );
+        let webhook_fail_open = Family::<Labels, Counter>::default();
+        registry.register(
+            "apiserver_admission_webhook_fail_open_count",
+            "Admission webhook fail open count, identified by name and broken out for each admission type (validating or mutating).",
+            webhook_fail_open.clone(),
+        );
+        let policy_checks = Family::<Labels, Counter>::default();
+        registry.register(
+            "apiserver_validating_admission_policy_check",
+            "Validation admission policy check total, labeled by policy and further identified by binding and enforcement action taken.",
+            policy_checks.clone(),
+        );
+        let policy_durations = Family::<Labels, Histogram, fn() -> Histogram>::new_with_constructor(policy_histogram);
+        registry.register(
+            "apiserver_validating_admission_policy_check_duration_seconds",
+            "Validation admission latency for individual validation expressions in seconds, labeled by policy and further including binding and enforcement action taken.",
+            policy_durations.clone(),
+        );
         Metrics {
+            webhook_durations,
+            webhook_requests,
+            webhook_rejections,
+            webhook_fail_open,
+            policy_checks,
+            policy_durations,
             leader,
             migrated,
             migration_failures,
@@ -152,6 +218,54 @@ impl Metrics {
         }
         labels.push(("code", code.to_string()));
         self.requests.get_or_create(&labels).inc();
+    }
+
+    /// Records what admission did for one request: each webhook call and policy decision.
+    pub fn admission(&self, outcome: &versa_admission::Outcome) {
+        for call in &outcome.webhook_calls {
+            let operation = call.operation.as_str().to_owned();
+            let (name, kind) = (call.name.clone(), call.step.to_owned());
+            let rejected = call.rejected.to_string();
+            let labels = vec![
+                ("name", name.clone()),
+                ("type", kind.clone()),
+                ("operation", operation.clone()),
+                ("rejected", rejected.clone()),
+            ];
+            self.webhook_durations.get_or_create(&labels).observe(call.elapsed.as_secs_f64());
+            let code = call.code.min(600).to_string();
+            let request = vec![
+                ("name", name.clone()),
+                ("type", kind.clone()),
+                ("operation", operation.clone()),
+                ("code", code.clone()),
+                ("rejected", rejected),
+            ];
+            self.webhook_requests.get_or_create(&request).inc();
+            if let Some(error_type) = call.rejection {
+                let rejection = vec![
+                    ("name", name.clone()),
+                    ("type", kind.clone()),
+                    ("operation", operation),
+                    ("error_type", error_type.to_owned()),
+                    ("rejection_code", code),
+                ];
+                self.webhook_rejections.get_or_create(&rejection).inc();
+            }
+            if call.failed_open {
+                self.webhook_fail_open.get_or_create(&vec![("name", name), ("type", kind)]).inc();
+            }
+        }
+        for check in &outcome.policy_checks {
+            let labels = vec![
+                ("policy", check.policy.clone()),
+                ("policy_binding", check.binding.clone()),
+                ("error_type", check.error_type.to_owned()),
+                ("enforcement_action", check.enforcement_action.to_owned()),
+            ];
+            self.policy_checks.get_or_create(&labels).inc();
+            self.policy_durations.get_or_create(&labels).observe(check.elapsed.as_secs_f64());
+        }
     }
 
     /// Records one conversion call.

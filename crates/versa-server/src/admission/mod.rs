@@ -116,6 +116,7 @@ pub async fn mutate(
     let host = req.host();
     let mut outcome = Outcome::default();
     let result = configuration.mutate(&mut attrs, as_host(&host), &mut outcome).await;
+    req.state.metrics.admission(&outcome);
     warnings.extend(outcome.warnings);
     result.map_err(|e| status(&e))?;
     match attrs.object {
@@ -143,6 +144,7 @@ pub async fn validate(
     let host = req.host();
     let mut outcome = Outcome::default();
     let result = configuration.validate(&attrs, as_host(&host), &mut outcome).await;
+    req.state.metrics.admission(&outcome);
     warnings.extend(outcome.warnings);
     result.map_err(|e| status(&e))
 }
