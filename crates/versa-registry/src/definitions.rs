@@ -74,6 +74,17 @@ fn dropped_fields(input: &Value, output: &Value, path: &str, out: &mut Vec<Strin
     }
 }
 
+/// The fields of a request-form document that the definition's typed form drops (what
+/// [`admit_create`] and [`admit_update`] report), without validating it: what kube's decoder
+/// reports before validation. Nothing for a document that is not a definition at all
+/// (validation says what is wrong with it).
+pub fn unknown_fields(obj: &Value) -> Vec<String> {
+    match decode(obj) {
+        Ok(def) => encode(&def, &mut obj.clone()),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// Create: default, validate, reset status. Returns the unknown (dropped) field paths.
 pub fn admit_create(obj: &mut Value) -> Result<Vec<String>, ErrorList> {
     let mut def = decode(obj)?;

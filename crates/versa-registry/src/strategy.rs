@@ -145,7 +145,7 @@ impl<'a> Strategy<'a> {
                 // Malformed metadata: validation reports it with every other error.
                 pipeline::normalise(obj, schema, malformed).unwrap_or_default()
             }
-            _ => definitions::admit_create(&mut obj.clone()).unwrap_or_default(),
+            _ => definitions::unknown_fields(obj),
         };
         self.report_fields(checks.field_validation, checks.duplicates, &unknown, warnings)
     }

@@ -43,8 +43,8 @@ pub struct Request<'a> {
     /// `status`, `scale`, `finalize`, or empty.
     pub subresource: &'static str,
     pub dry_run: bool,
-    /// The operation's options (`CreateOptions`, ...), as kube sends them to webhooks.
-    pub options: Option<Value>,
+    /// The request's `fieldManager`, for the operation's options as webhooks receive them.
+    pub field_manager: Option<&'a str>,
 }
 
 impl Request<'_> {
@@ -77,7 +77,7 @@ impl Request<'_> {
             object: object.cloned(),
             old_object: old.cloned(),
             dry_run: self.dry_run,
-            options: self.options.clone(),
+            options: options(operation, self.field_manager, self.dry_run),
             namespaced: res.namespaced,
         }
     }
@@ -199,8 +199,16 @@ fn reason(reason: &str) -> &'static str {
     REASONS.iter().find(|r| **r == reason).copied().unwrap_or("")
 }
 
-/// The options object of an operation as kube sends it to webhooks.
-pub fn options(kind: &str, field_manager: Option<&str>, dry_run: bool) -> Value {
+/// The options object of an operation as kube sends it to webhooks (`CreateOptions`,
+/// `UpdateOptions`, `DeleteOptions`; none for a connect). Built only when a configuration
+/// applies: a write that nothing admits never pays for it.
+fn options(operation: Operation, field_manager: Option<&str>, dry_run: bool) -> Option<Value> {
+    let kind = match operation {
+        Operation::Create => "CreateOptions",
+        Operation::Update => "UpdateOptions",
+        Operation::Delete => "DeleteOptions",
+        _ => return None,
+    };
     let mut options = json!({"apiVersion": "meta.k8s.io/v1", "kind": kind});
     if let Some(manager) = field_manager.filter(|m| !m.is_empty()) {
         options["fieldManager"] = json!(manager);
@@ -208,5 +216,5 @@ pub fn options(kind: &str, field_manager: Option<&str>, dry_run: bool) -> Value 
     if dry_run {
         options["dryRun"] = json!(["All"]);
     }
-    options
+    Some(options)
 }

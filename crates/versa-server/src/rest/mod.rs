@@ -123,8 +123,8 @@ impl Ctx {
         Strategy::new(&self.res, self.ver())
     }
 
-    /// The request as admission sees it, for a write through `subresource` with `options`.
-    pub fn admission(&self, subresource: &'static str, options: Option<Value>) -> crate::admission::Request<'_> {
+    /// The request as admission sees it, for a write through `subresource`.
+    pub fn admission(&self, subresource: &'static str) -> crate::admission::Request<'_> {
         crate::admission::Request {
             state: &self.state,
             res: &self.res,
@@ -134,7 +134,7 @@ impl Ctx {
             name: &self.name,
             subresource,
             dry_run: self.write.dry_run,
-            options,
+            field_manager: self.query.get("fieldManager"),
         }
     }
 

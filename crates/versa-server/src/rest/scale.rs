@@ -17,8 +17,7 @@ use crate::patch::{self, PatchType};
 use crate::status::Status;
 
 /// The Scale of an object.
-fn to_scale(ctx: &Ctx, obj: &Value, spec: &CustomResourceSubresourceScale) -> Result<Value, Status> {
-    let _ = ctx;
+fn to_scale(obj: &Value, spec: &CustomResourceSubresourceScale) -> Result<Value, Status> {
     versa_registry::scale::to_scale(obj, spec).ok_or_else(|| {
         Status::internal(format!("the spec replicas field {:?} does not exist", spec.spec_replicas_path))
     })
@@ -33,7 +32,7 @@ pub async fn get(ctx: &Ctx) -> Answer {
     let spec = scale_spec(ctx)?;
     let kv = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(ctx.storage_error(&ctx.name))?;
     let obj = ctx.boundary().from_storage(&kv.ok_or_else(|| ctx.not_found())?).await?;
-    ctx.respond_object(StatusCode::OK, &to_scale(ctx, &obj, &spec)?)
+    ctx.respond_object(StatusCode::OK, &to_scale(&obj, &spec)?)
 }
 
 /// `PUT .../<name>/scale`.
@@ -71,7 +70,7 @@ async fn write_scale(ctx: &mut Ctx, manager: &Manager, make: impl Fn(&Value) -> 
     let write = Write { part: Part::Main, subresource: "scale", duplicates: &[], fields: Fields::Track(manager) };
     let (_, updated) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
         let (kv, obj) = current.ok_or_else(|| ctx.not_found())?;
-        let scale = make(&to_scale(ctx, obj, &spec).unwrap_or_else(|_| json!({"spec": {}})))?;
+        let scale = make(&to_scale(obj, &spec).unwrap_or_else(|_| json!({"spec": {}})))?;
         let replicas = match scale.pointer("/spec/replicas") {
             Some(Value::Number(n)) if n.as_i64().is_some() => n.clone(),
             None | Some(Value::Null) => {
@@ -93,7 +92,7 @@ async fn write_scale(ctx: &mut Ctx, manager: &Manager, make: impl Fn(&Value) -> 
         Ok(new)
     })
     .await?;
-    ctx.respond_object(StatusCode::OK, &to_scale(ctx, &updated, &spec)?)
+    ctx.respond_object(StatusCode::OK, &to_scale(&updated, &spec)?)
 }
 
 /// `PATCH .../<name>/scale` with `application/apply-patch+yaml`: an applied `autoscaling/v1`
@@ -118,5 +117,5 @@ async fn apply(ctx: &mut Ctx, body: &[u8]) -> Answer {
         fields::apply(ctx, &manager, Some(obj), &applied, force)
     })
     .await?;
-    ctx.respond_object(StatusCode::OK, &to_scale(ctx, &updated, &spec)?)
+    ctx.respond_object(StatusCode::OK, &to_scale(&updated, &spec)?)
 }

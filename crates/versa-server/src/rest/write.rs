@@ -195,15 +195,6 @@ async fn update_rules(ctx: &mut Ctx, new: &mut Value, old: &Value, write: Write<
     validating_admission(ctx, write, Operation::Update, Some(new), Some(old)).await
 }
 
-/// The options kind of an operation, as admission webhooks receive it.
-fn options_kind(operation: Operation) -> &'static str {
-    match operation {
-        Operation::Create => "CreateOptions",
-        Operation::Update => "UpdateOptions",
-        _ => "DeleteOptions",
-    }
-}
-
 /// Mutating admission (`admission/`) on the object a write makes. Through the scale
 /// subresource admission sees the `Scale`, and what a mutation does to it is not taken back
 /// into the object.
@@ -214,14 +205,12 @@ async fn mutating_admission(
     obj: &mut Value,
     old: Option<&Value>,
 ) -> Result<(), Status> {
-    let options = admission::options(options_kind(operation), ctx.query.get("fieldManager"), ctx.write.dry_run);
-    admission::lifecycle(&ctx.admission(write.subresource, Some(options.clone())), operation, obj).await?;
+    admission::lifecycle(&ctx.admission(write.subresource), operation, obj).await?;
     if write.subresource == "scale" {
         return Ok(());
     }
     let mut warnings = Vec::new();
-    let result =
-        admission::mutate(&ctx.admission(write.subresource, Some(options)), operation, obj, old, &mut warnings).await;
+    let result = admission::mutate(&ctx.admission(write.subresource), operation, obj, old, &mut warnings).await;
     ctx.warnings.extend(warnings);
     result.map(|_| ())
 }
@@ -242,15 +231,9 @@ async fn validating_admission(
         _ => (obj.cloned(), old.cloned()),
     };
     let mut warnings = Vec::new();
-    let options = admission::options(options_kind(operation), ctx.query.get("fieldManager"), ctx.write.dry_run);
-    let result = admission::validate(
-        &ctx.admission(write.subresource, Some(options)),
-        operation,
-        obj.as_ref(),
-        old.as_ref(),
-        &mut warnings,
-    )
-    .await;
+    let result =
+        admission::validate(&ctx.admission(write.subresource), operation, obj.as_ref(), old.as_ref(), &mut warnings)
+            .await;
     ctx.warnings.extend(warnings);
     result
 }
@@ -641,10 +624,10 @@ async fn decide_delete(
     }
     // Validating admission sees the object as stored (kube's DELETE attributes: no object, the
     // old object), after the preconditions, before anything is marked or removed.
-    let options = admission::options("DeleteOptions", None, opts.dry_run);
-    let mut request = ctx.admission("", Some(options));
+    let mut request = ctx.admission("");
     request.name = name;
     request.dry_run = opts.dry_run;
+    request.field_manager = None;
     admission::validate(&request, Operation::Delete, None, Some(&obj), warnings).await?;
     if ctx.res.is(Builtin::Namespace) {
         match builtin::delete_namespace(&obj, name) {
