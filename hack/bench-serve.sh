@@ -3,9 +3,10 @@
 # 1,000 objects, each next to a bare hyper+rustls server measured in the same run — the cost
 # of 1,000 definitions (RSS per definition, time for a new one to be Established and
 # discoverable), LISTs converted by None and by a webhook, what the seed's CEL rules add to
-# an update, and what a server-side apply costs next to a merge patch of the same change. Not a test: numbers vary with the machine and its load; ratios less so.
+# an update, what a server-side apply costs next to a merge patch of the same change, and what a
+# validating webhook and a ValidatingAdmissionPolicy add to a create. Not a test: numbers vary with the machine and its load; ratios less so.
 #
-# Arguments pick scenarios: definitions, get, create, list, conversion, cel, apply (default: all). Environment:
+# Arguments pick scenarios: definitions, get, create, list, conversion, cel, apply, admission (default: all). Environment:
 #   VERSA_BENCH_SECONDS      measured seconds per server and throughput scenario (default 5)
 #   VERSA_BENCH_WARMUP       warm-up seconds before each (default 1)
 #   VERSA_BENCH_ROUNDS       rounds alternating versa and the bare server (default 5)
