@@ -4,7 +4,8 @@
 //! field, and webhooks served by a real HTTPS process (this file's `AdmissionWebhook`): a
 //! mutating one whose patch is then pruned and validated by the schema, a validating one that
 //! denies, and one that is down under `failurePolicy: Fail` (refused, nothing written) and
-//! `Ignore` (skipped).
+//! `Ignore` (skipped); mutating admission of deletes and of the scale subresource, and the
+//! type checking written to policies' status.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
 
@@ -315,9 +316,164 @@ webhooks:
     assert!(versa.stop());
 }
 
+const GADGETS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              replicas: {type: integer, maximum: 100}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+"#;
+
+#[test]
+fn deletes_scale_and_type_checking() {
+    let (dir, versa) = start();
+    let d = dir.path();
+    ok(apply(&versa, d, "gadgets", GADGETS));
+
+    // status.typeChecking: a policy's expressions checked against the schemas of the kinds it
+    // matches (`spec.size` is a string), written back with the generation it checked.
+    ok(apply(
+        &versa,
+        d,
+        "typo",
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: typo}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [example.com], apiVersions: [v1], operations: [CREATE], resources: [widgets]}
+  validations:
+  - expression: "object.spec.size > 3"
+  - expression: "object.spec.size == 'small'"
+"#,
+    ));
+    eventually("the policy is type-checked", || {
+        let out = ok(versa.kubectl(&["get", "validatingadmissionpolicy", "typo", "-o", "json"]));
+        let policy: Value = serde_json::from_str(&out).unwrap();
+        let status = &policy["status"];
+        if status["observedGeneration"] != policy["metadata"]["generation"] {
+            return Err(format!("not checked yet: {status}"));
+        }
+        let warnings = status["typeChecking"]["expressionWarnings"].as_array().cloned().unwrap_or_default();
+        assert_eq!(warnings.len(), 1, "{status}");
+        assert_eq!(warnings[0]["fieldRef"], "spec.validations[0].expression", "{status}");
+        let text = warnings[0]["warning"].as_str().unwrap_or_default();
+        assert!(text.starts_with("example.com/v1, Kind=Widget: "), "{text}");
+        assert!(text.contains("no matching overload"), "{text}");
+        Ok(())
+    });
+
+    // A mutating webhook is called for deletes (without an object or an old object, as kube
+    // calls it) and can refuse them; validating admission then sees the stored object.
+    let webhook = AdmissionWebhook::start();
+    ok(apply(
+        &versa,
+        d,
+        "guard",
+        &format!(
+            r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {{name: guard}}
+webhooks:
+- name: guard.example.com
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  clientConfig: {{url: "{url}/guard", caBundle: {ca}}}
+  rules:
+  - {{apiGroups: [example.com], apiVersions: [v1], operations: [DELETE], resources: [widgets]}}
+"#,
+            url = webhook.url(),
+            ca = webhook.ca_bundle(),
+        ),
+    ));
+    ok(create(&versa, d, "keep-me", &widget("keep-me", "{size: small}")));
+    ok(create(&versa, d, "drop-me", &widget("drop-me", "{size: small}")));
+    eventually("the delete is guarded", || {
+        let out = versa.kubectl(&["delete", "widget", "keep-me"]);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        let want = r#"admission webhook "guard.example.com" denied the request: guarded delete of keep-me (object: null, oldObject: null)"#;
+        if !out.status.success() && err.contains(want) { Ok(()) } else { Err(err) }
+    });
+    ok(versa.kubectl(&["get", "widget", "keep-me"]));
+    ok(versa.kubectl(&["delete", "widget", "drop-me"]));
+    // A deletecollection asks once, for the collection (no name): refused as a whole.
+    let err = fails(versa.kubectl(&["delete", "--raw", "/apis/example.com/v1/namespaces/default/widgets"]));
+    assert!(err.contains("guarded delete of  (object: null"), "{err}");
+    ok(versa.kubectl(&["get", "widget", "keep-me"]));
+
+    // Through /scale, a mutation of the Scale is taken back into the object.
+    ok(apply(
+        &versa,
+        d,
+        "cap",
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: cap}
+spec:
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [example.com], apiVersions: [v1], operations: [UPDATE], resources: [gadgets/scale]}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: '[JSONPatch{op: "replace", path: "/spec/replicas", value: object.spec.replicas > 5 ? 5 : object.spec.replicas}]'
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: cap-binding}
+spec:
+  policyName: cap
+"#,
+    ));
+    ok(create(
+        &versa,
+        d,
+        "g",
+        "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g, namespace: default}\nspec: {replicas: 1}\n",
+    ));
+    let mut n = 8;
+    eventually("the scale is capped", || {
+        n += 1;
+        ok(versa.kubectl(&["scale", "gadget", "g", &format!("--replicas={n}")]));
+        let replicas = ok(versa.kubectl(&["get", "gadget", "g", "-o", "jsonpath={.spec.replicas}"]));
+        if replicas.trim() == "5" { Ok(()) } else { Err(format!("replicas {replicas}")) }
+    });
+    ok(versa.kubectl(&["scale", "gadget", "g", "--replicas=3"]));
+    assert_eq!(ok(versa.kubectl(&["get", "gadget", "g", "-o", "jsonpath={.spec.replicas}"])).trim(), "3");
+    assert!(versa.stop());
+}
+
 /// An admission webhook over HTTPS on its own thread and runtime: `/mutate` answers a JSON
 /// Patch (a `mutated` label, `spec.size: small` when absent, and an unknown `spec.colour`),
-/// `/validate` denies objects whose name starts with `bad-`. Taken [`AdmissionWebhook::down`],
+/// `/validate` denies objects whose name starts with `bad-`, `/guard` refuses deletes of names
+/// not starting with `drop-` (saying what object and oldObject it got). Taken [`AdmissionWebhook::down`],
 /// it drops new connections and answers 503 on those a client keeps.
 struct AdmissionWebhook {
     url: String,
@@ -405,6 +561,17 @@ async fn handle(
             let encoded = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&patch).unwrap());
             response["patchType"] = json!("JSONPatch");
             response["patch"] = json!(encoded);
+        }
+        "/guard" => {
+            let name = request["name"].as_str().unwrap_or("");
+            if !name.starts_with("drop-") {
+                response["allowed"] = json!(false);
+                let message = format!(
+                    "guarded delete of {name} (object: {}, oldObject: {})",
+                    request["object"], request["oldObject"]
+                );
+                response["status"] = json!({"code": 403, "message": message});
+            }
         }
         "/validate" => {
             let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");

@@ -1069,6 +1069,49 @@ async fn admission_follows_kube_apiserver() {
     assert!(denied.text().contains(want), "{}", denied.text());
     assert_eq!(send(&aggregator, "POST", CT, &admin, Some(&tab("small", 2))).await.status, 201);
 
+    // A change there takes effect without a restart (the watch delivers it).
+    cluster.fake.put_admission(json!({
+        "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "max"},
+        "spec": {"failurePolicy": "Fail",
+                 "matchConstraints": {"resourceRules": [{"apiGroups": ["stable.example.com"], "apiVersions": ["v1"],
+                                                          "operations": ["CREATE", "UPDATE"], "resources": ["crontabs"]}]},
+                 "validations": [{"expression": "object.spec.replicas <= 20", "message": "at most 20 replicas"}]},
+    }));
+    eventually_status(&aggregator, &admin, &tab("raised", 10), 201).await;
+
+    // The CEL authorizer asks kube-apiserver (SubjectAccessReview) about the request's user.
+    cluster.set_policy(|spec| {
+        let verb = spec["resourceAttributes"]["verb"].as_str().unwrap_or_default();
+        if spec["user"] == "bob" && verb == "approve" {
+            Verdict::deny("bob approves nothing")
+        } else {
+            Verdict::allow()
+        }
+    });
+    cluster.fake.put_admission(json!({
+        "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "approved"},
+        "spec": {"failurePolicy": "Fail",
+                 "matchConstraints": {"resourceRules": [{"apiGroups": ["stable.example.com"], "apiVersions": ["v1"],
+                                                          "operations": ["CREATE"], "resources": ["crontabs"]}]},
+                 "validations": [{
+                     "expression": "object.spec.replicas < 3 || authorizer.group('stable.example.com').resource('crontabs').namespace(object.metadata.namespace).check('approve').allowed()",
+                     "message": "big crontabs need approval"}]},
+    }));
+    cluster.fake.put_admission(json!({
+        "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "approved-binding"},
+        "spec": {"policyName": "approved", "validationActions": ["Deny"]},
+    }));
+    let bob = as_user("bob", &[]);
+    let r = eventually_status(&aggregator, &bob, &tab("bobs", 4), 422).await;
+    assert!(r.text().contains("big crontabs need approval"), "{}", r.text());
+    let asked = cluster.fake.access_reviews();
+    let approve = asked.iter().find(|s| s["resourceAttributes"]["verb"] == "approve").expect("an approve review");
+    assert_eq!(approve["user"], "bob");
+    assert_eq!(approve["resourceAttributes"]["version"], "*", "{approve}");
+    assert_eq!(approve["resourceAttributes"]["namespace"], "default", "{approve}");
+    let alice = as_user("alice", &[]);
+    assert_eq!(send(&aggregator, "POST", CT, &alice, Some(&tab("alices", 4))).await.status, 201);
+
     cluster.fake.put_namespace(json!({"metadata": {"name": "leaving"}, "status": {"phase": "Terminating"}}));
     let leaving = "/apis/stable.example.com/v1/namespaces/leaving/crontabs";
     let mut refused = None;
@@ -1096,4 +1139,20 @@ async fn admission_follows_kube_apiserver() {
     .await;
     assert_eq!(r.status, 404, "{}", r.text());
     assert!(r.text().contains(r#"namespaces \"nowhere\" not found"#), "{}", r.text());
+}
+
+/// POSTs `object` to [`CT`] as `user` until the answer is `want` (the configuration from
+/// kube-apiserver reaches versa through a watch); the last answer.
+async fn eventually_status(aggregator: &Client, user: &[(&str, &str)], object: &Value, want: u16) -> Response {
+    let name = object["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+    for i in 0..100 {
+        let mut object = object.clone();
+        object["metadata"]["name"] = json!(format!("{name}-{i}"));
+        let r = send(aggregator, "POST", CT, user, Some(&object)).await;
+        if r.status == want {
+            return r;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("POST {CT} never answered {want}");
 }

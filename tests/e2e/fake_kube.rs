@@ -6,9 +6,12 @@
 //! (issue 7), so it answers exactly those endpoints in kube's wire format, with kube's Status
 //! objects and messages, and nothing else (404 Status). It is deliberately not a cluster: no
 //! discovery or OpenAPI (so `kubectl` drives it with `--raw` only; a fake that claimed groups would
-//! mislead versa's own checks), no watch, no status subresource, JSON only (no protobuf), no
-//! validation beyond what the tests rely on, and no aggregator (APIServices never get status
-//! conditions; the tests check their spec).
+//! mislead versa's own checks), no status subresource, JSON only (no protobuf), no validation
+//! beyond what the tests rely on, and no aggregator (APIServices never get status conditions;
+//! the tests check their spec). Lists can be watched (`?watch=true`, as kube-rs's watcher asks:
+//! JSON lines of `ADDED`/`MODIFIED`/`DELETED` events after the given resourceVersion, until
+//! `timeoutSeconds`), because versa follows the admission configuration and Namespaces that
+//! way; the fake keeps every change, so no resourceVersion is ever too old (no 410).
 //!
 //! Every request must carry `Authorization: Bearer` [`SERVICE_ACCOUNT_TOKEN`] (versa's own
 //! identity, written by [`FakeKube::write_kubeconfig`]); every request, authorized or not, is
@@ -173,6 +176,33 @@ struct State {
     /// The last resourceVersion handed out: one counter for everything, like etcd's revision.
     revision: u64,
     created: String,
+    /// Every change, in order, for watches.
+    changes: Vec<Change>,
+    /// The revision of the last change, for watches waiting for the next one.
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+/// One change of a stored object, as a watch event tells it.
+struct Change {
+    revision: u64,
+    resource: &'static str,
+    namespace: String,
+    kind: &'static str,
+    object: Value,
+}
+
+/// A watch asked for: the list it follows and where it starts.
+struct Watch {
+    resource: &'static str,
+    namespace: String,
+    from: u64,
+    timeout: std::time::Duration,
+}
+
+/// What a request gets: one answer, or a stream of watch events.
+enum Reply {
+    Answer(Answer),
+    Watch(Watch),
 }
 
 impl FakeKube {
@@ -196,6 +226,8 @@ impl FakeKube {
             requests: Vec::new(),
             revision: 0,
             created: now(),
+            changes: Vec::new(),
+            changed: tokio::sync::watch::Sender::new(0),
         }));
         let listener = std::net::TcpListener::bind(addr).unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -420,19 +452,79 @@ async fn serve_connection(state: Arc<Mutex<State>>, acceptor: TlsAcceptor, tcp: 
 async fn handle(
     state: Arc<Mutex<State>>,
     request: http::Request<Incoming>,
-) -> Result<http::Response<Full<Bytes>>, Infallible> {
+) -> Result<http::Response<Reading>, Infallible> {
     let (parts, body) = request.into_parts();
     let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-    let (code, answer) = route(&state, &parts, &body).unwrap_or_else(|failure| failure);
+    let (code, body) = match route(&state, &parts, &body) {
+        Ok(Reply::Watch(watch)) => (200, Reading::Events(events(state, watch))),
+        Ok(Reply::Answer((code, answer))) | Err((code, answer)) => {
+            (code, Reading::Whole(Some(Bytes::from(answer.to_string()))))
+        }
+    };
     Ok(http::Response::builder()
         .status(code)
         .header(http::header::CONTENT_TYPE, "application/json")
-        .body(Full::new(Bytes::from(answer.to_string())))
+        .body(body)
         .unwrap())
 }
 
+/// An answer's body: whole, or watch events as they happen.
+enum Reading {
+    Whole(Option<Bytes>),
+    Events(tokio::sync::mpsc::Receiver<Bytes>),
+}
+
+impl hyper::body::Body for Reading {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            Reading::Whole(bytes) => std::task::Poll::Ready(bytes.take().map(|b| Ok(hyper::body::Frame::data(b)))),
+            Reading::Events(events) => events.poll_recv(cx).map(|line| line.map(|b| Ok(hyper::body::Frame::data(b)))),
+        }
+    }
+}
+
+/// Sends `watch`'s events, one JSON line each, from its resourceVersion on, until its timeout or
+/// until the client goes away.
+fn events(state: Arc<Mutex<State>>, watch: Watch) -> tokio::sync::mpsc::Receiver<Bytes> {
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    let mut changed = state.lock().unwrap().changed.subscribe();
+    tokio::spawn(async move {
+        let until = tokio::time::Instant::now() + watch.timeout;
+        let mut seen = watch.from;
+        loop {
+            let lines: Vec<Bytes> = {
+                let state = state.lock().unwrap();
+                let new = state.changes.iter().filter(|c| c.revision > seen);
+                let lines = new
+                    .filter(|c| c.resource == watch.resource && c.namespace == watch.namespace)
+                    .map(|c| Bytes::from(format!("{}\n", json!({"type": c.kind, "object": c.object}))))
+                    .collect();
+                seen = state.revision;
+                lines
+            };
+            for line in lines {
+                if tx.send(line).await.is_err() {
+                    return;
+                }
+            }
+            tokio::select! {
+                moved = changed.changed() => if moved.is_err() { return },
+                () = tokio::time::sleep_until(until) => return,
+                () = tx.closed() => return,
+            }
+        }
+    });
+    rx
+}
+
 /// Logs the request, checks the credential and dispatches on method and path.
-fn route(state: &Mutex<State>, parts: &http::request::Parts, body: &[u8]) -> Result<Answer, Answer> {
+fn route(state: &Mutex<State>, parts: &http::request::Parts, body: &[u8]) -> Result<Reply, Answer> {
     let path = parts.uri.path();
     let path_and_query = parts.uri.path_and_query().map_or(path, |p| p.as_str());
     state.lock().unwrap().requests.push((parts.method.to_string(), path_and_query.to_string()));
@@ -449,10 +541,14 @@ fn route(state: &Mutex<State>, parts: &http::request::Parts, body: &[u8]) -> Res
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     match (call.method, segments.as_slice()) {
         ("GET", ["api", "v1", "namespaces", "kube-system", "configmaps", AUTHENTICATION_CONFIG_MAP]) => {
-            state.lock().unwrap().authentication_config_map()
+            state.lock().unwrap().authentication_config_map().map(Reply::Answer)
         }
-        ("POST", ["apis", "authentication.k8s.io", "v1", "tokenreviews"]) => state.lock().unwrap().token_review(&call),
-        ("POST", ["apis", "authorization.k8s.io", "v1", "subjectaccessreviews"]) => subject_access_review(state, &call),
+        ("POST", ["apis", "authentication.k8s.io", "v1", "tokenreviews"]) => {
+            state.lock().unwrap().token_review(&call).map(Reply::Answer)
+        }
+        ("POST", ["apis", "authorization.k8s.io", "v1", "subjectaccessreviews"]) => {
+            subject_access_review(state, &call).map(Reply::Answer)
+        }
         (_, ["apis", "apiregistration.k8s.io", "v1", "apiservices", rest @ ..]) if rest.len() <= 1 => {
             state.lock().unwrap().objects(&API_SERVICE, "", rest.first().copied(), &call)
         }
@@ -572,21 +668,57 @@ impl State {
         if kind.kind == "Secret" {
             normalize_secret(&mut object);
         }
-        self.objects.insert(key, object.clone());
+        let event = if self.objects.insert(key, object.clone()).is_some() { "MODIFIED" } else { "ADDED" };
+        self.record(event, kind, namespace, object.clone());
         object
     }
 
+    /// Keeps a change for watches and wakes them.
+    fn record(&mut self, event: &'static str, kind: &Kind, namespace: &str, object: Value) {
+        if event == "DELETED" {
+            // A deletion is a change of its own, as in kube (etcd's revision moves).
+            self.next_revision();
+        }
+        let change = Change {
+            revision: self.revision,
+            resource: kind.resource,
+            namespace: namespace.to_string(),
+            kind: event,
+            object,
+        };
+        self.changes.push(change);
+        self.changed.send_replace(self.revision);
+    }
+
     /// The REST verbs on APIServices and Secrets, with kube's semantics and Status answers.
-    fn objects(&mut self, kind: &Kind, namespace: &str, name: Option<&str>, call: &Call) -> Result<Answer, Answer> {
+    fn objects(&mut self, kind: &Kind, namespace: &str, name: Option<&str>, call: &Call) -> Result<Reply, Answer> {
         let not_found =
             || failure(404, "NotFound", "the server could not find the requested resource".into(), json!({}));
         let Some(name) = name else {
+            let param = |key: &str| {
+                call.query.split('&').filter_map(|pair| pair.split_once('=')).find(|(k, _)| *k == key).map(|(_, v)| v)
+            };
             return match call.method {
-                "GET" => Ok((200, self.list_answer(kind, namespace, call.query))),
-                "POST" => self.create(kind, namespace, decode(call.body)?),
+                "GET" if matches!(param("watch"), Some("true" | "1")) => Ok(Reply::Watch(Watch {
+                    resource: kind.resource,
+                    namespace: namespace.to_string(),
+                    from: param("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(self.revision),
+                    timeout: std::time::Duration::from_secs(
+                        param("timeoutSeconds").and_then(|v| v.parse().ok()).unwrap_or(300),
+                    ),
+                })),
+                "GET" => Ok(Reply::Answer((200, self.list_answer(kind, namespace, call.query)))),
+                "POST" => self.create(kind, namespace, decode(call.body)?).map(Reply::Answer),
                 _ => Err(not_found()),
             };
         };
+        self.object(kind, namespace, name, call).map(Reply::Answer)
+    }
+
+    /// The REST verbs on one object.
+    fn object(&mut self, kind: &Kind, namespace: &str, name: &str, call: &Call) -> Result<Answer, Answer> {
+        let not_found =
+            || failure(404, "NotFound", "the server could not find the requested resource".into(), json!({}));
         let key = (kind.resource, namespace.to_string(), name.to_string());
         let existing = self.objects.get(&key).cloned().ok_or_else(|| kind.not_found(name))?;
         match call.method {
@@ -604,6 +736,7 @@ impl State {
             }
             "DELETE" => {
                 self.objects.remove(&key);
+                self.record("DELETED", kind, namespace, existing.clone());
                 let mut details = kind.details(name);
                 details["uid"] = existing["metadata"]["uid"].clone();
                 Ok((

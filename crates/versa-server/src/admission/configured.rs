@@ -1,17 +1,16 @@
 //! The admission configuration in force: the compiled `admissionregistration.k8s.io`
 //! objects ([`versa_admission::Configuration`]), swapped whole when one of them changes
 //! (`controllers/admission.rs` follows them), so a request sees one configuration from its
-//! mutating to its validating half; in cluster mode also kube-apiserver's Namespaces.
+//! mutating to its validating half; in cluster mode also kube-apiserver's Namespaces, as the
+//! watch cache (kube-rs's reflector store) the controller keeps current.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
+use k8s_openapi::api::core::v1::Namespace;
+use kube::runtime::reflector::{ObjectRef, Store};
 use serde_json::Value;
 use versa_admission::Configuration;
-
-/// kube-apiserver's Namespaces by name (cluster mode), as last listed.
-pub type Namespaces = HashMap<String, Arc<Value>>;
 
 /// The current configuration. Until the controller has read the stored objects once, it is not
 /// [`Configured::is_loaded`], and writes are refused rather than admitted without it.
@@ -21,7 +20,7 @@ pub struct Configured {
     loaded: AtomicBool,
     /// Cluster mode: kube-apiserver's Namespaces, for namespace selectors, `namespaceObject`
     /// and namespace lifecycle (standalone reads its own from the store).
-    namespaces: RwLock<Option<Arc<Namespaces>>>,
+    namespaces: OnceLock<Store<Namespace>>,
 }
 
 impl Configured {
@@ -41,20 +40,22 @@ impl Configured {
         self.loaded.store(true, Ordering::Release);
     }
 
-    /// kube-apiserver's Namespaces (cluster mode), `None` where versa serves its own.
-    pub fn namespaces(&self) -> Option<Arc<Namespaces>> {
-        match self.namespaces.read() {
-            Ok(g) => g.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+    /// Whether the Namespaces are kube-apiserver's (cluster mode, once it has been reached).
+    pub fn follows_kube_namespaces(&self) -> bool {
+        self.namespaces.get().is_some()
     }
 
-    pub fn set_namespaces(&self, namespaces: Namespaces) {
-        let namespaces = Some(Arc::new(namespaces));
-        match self.namespaces.write() {
-            Ok(mut g) => *g = namespaces,
-            Err(poisoned) => *poisoned.into_inner() = namespaces,
-        }
+    /// kube-apiserver's Namespace `name` as JSON: `None` where versa serves its own Namespaces,
+    /// `Some(None)` when kube-apiserver has none of that name.
+    pub fn kube_namespace(&self, name: &str) -> Option<Option<Arc<Value>>> {
+        let store = self.namespaces.get()?;
+        let namespace = store.get(&ObjectRef::new(name))?;
+        Some(serde_json::to_value(&*namespace).ok().map(Arc::new))
+    }
+
+    /// Cluster mode: where kube-apiserver's Namespaces are kept (set once).
+    pub fn set_kube_namespaces(&self, store: Store<Namespace>) {
+        let _ = self.namespaces.set(store);
     }
 
     /// Whether the stored configuration has been read.

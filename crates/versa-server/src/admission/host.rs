@@ -3,7 +3,8 @@
 //! the served resources, the versions of a served resource and conversions between them
 //! (`matchPolicy: Equivalent`), through the storage boundary like every other read; and the
 //! structured merge of MutatingAdmissionPolicies' ApplyConfiguration mutations, by the
-//! version's schema with the same merge server-side apply uses.
+//! version's schema with the same merge server-side apply uses; and the served kinds' schemas,
+//! for the type checking of ValidatingAdmissionPolicies (`status.typeChecking`).
 
 use std::sync::Arc;
 
@@ -11,11 +12,13 @@ use serde_json::Value;
 use versa_admission::seams::StructuredMerge;
 use versa_admission::{
     BoxFuture, GroupVersionKind, GroupVersionResource, NamespaceLookup, ParamKind, ParamLookup, ParamScope, Resources,
+    SchemaResolver,
 };
 use versa_registry::fields::Manager;
 use versa_registry::storage::Boundary;
 use versa_registry::strategy::Strategy;
 use versa_registry::{Builtin, Resource, Snapshot};
+use versa_schema::Structural;
 use versa_storage::ListOptions;
 
 use crate::state::State;
@@ -24,6 +27,12 @@ use crate::state::State;
 pub struct StoreHost<'a> {
     pub state: &'a State,
     pub snapshot: Arc<Snapshot>,
+}
+
+impl std::fmt::Debug for StoreHost<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreHost").finish_non_exhaustive()
+    }
 }
 
 impl StoreHost<'_> {
@@ -54,8 +63,8 @@ fn split_api_version(api_version: &str) -> (&str, &str) {
 impl NamespaceLookup for StoreHost<'_> {
     fn namespace<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Arc<Value>>, String>> {
         Box::pin(async move {
-            if let Some(kube) = self.state.admission.namespaces() {
-                return Ok(kube.get(name).cloned());
+            if let Some(kube) = self.state.admission.kube_namespace(name) {
+                return Ok(kube);
             }
             let Some(namespaces) = self.state.registry.core(Builtin::Namespace) else { return Ok(None) };
             let (group, plural) = namespaces.stored_as();
@@ -143,6 +152,19 @@ impl Resources for StoreHost<'_> {
             let mut converted = boundary.convert(vec![object.clone()], &to.version).await.map_err(|e| e.to_string())?;
             converted.pop().ok_or_else(|| "the converter returned no object".to_owned())
         })
+    }
+}
+
+/// The served kinds and their schemas, for the type checking of policies.
+impl SchemaResolver for StoreHost<'_> {
+    fn kinds_for(&self, resource: &GroupVersionResource) -> Vec<GroupVersionKind> {
+        let served = self.by_resource(&resource.group, &resource.resource);
+        let served = served.filter(|res| res.served_version(&resource.version).is_some());
+        served.map(|res| GroupVersionKind::new(&res.group, &resource.version, &res.kind)).into_iter().collect()
+    }
+
+    fn schema(&self, kind: &GroupVersionKind) -> Option<Arc<Structural>> {
+        self.by_kind(&kind.group, &kind.kind)?.version(&kind.version)?.schema.clone()
     }
 }
 

@@ -4,7 +4,8 @@
 //!
 //! 1. the registry's strategy (server-owned fields, defaults, pruning, validation) and
 //!    `managedFields`, as kube's handlers do before admission;
-//! 2. [`mutate`]: MutatingAdmissionPolicies and mutating webhooks (reinvoked as kube does); a
+//! 2. [`mutate`] ([`mutate_delete`] for deletes, which they can only refuse):
+//!    MutatingAdmissionPolicies and mutating webhooks (reinvoked as kube does); a
 //!    changed object goes through the strategy's admission again (defaults, pruning, schema
 //!    and CEL validation), so that a webhook can neither store an unknown field nor an invalid
 //!    value;
@@ -18,14 +19,18 @@
 //! (`configured.rs`, kept current by `controllers/admission.rs`).
 //! A dry run goes through the whole chain and stores nothing.
 
+mod authorizer;
 pub mod configured;
 mod host;
+
+pub use self::host::StoreHost;
+
+pub use std::sync::Arc;
 
 use serde_json::{Value, json};
 use versa_admission::{AdmissionError, Attributes, GroupVersionKind, GroupVersionResource, Host, Operation, Outcome};
 use versa_registry::{Builtin, Resource};
 
-use self::host::StoreHost;
 use crate::auth::UserInfo;
 use crate::state::State;
 use crate::status::Status;
@@ -91,9 +96,11 @@ impl Request<'_> {
 /// is written in a namespace that does not exist, nothing created in one being terminated.
 /// (Standalone's own Namespaces: `rest/namespace_lifecycle.rs`.)
 pub async fn lifecycle(req: &Request<'_>, operation: Operation, object: &Value) -> Result<(), Status> {
-    if req.state.admission.namespaces().is_none() {
+    if !req.state.admission.follows_kube_namespaces() {
         return Ok(());
     }
+    // Until the first lists are in, the namespaces are not known: refused, not guessed.
+    loaded(req.state)?;
     let attrs = req.attributes(operation, Some(object), None);
     let host = req.host();
     versa_admission::namespace_lifecycle(&attrs, &host).await.map_err(|e| status(&e))
@@ -115,7 +122,7 @@ pub async fn mutate(
     let mut attrs = req.attributes(operation, Some(object), old);
     let host = req.host();
     let mut outcome = Outcome::default();
-    let result = configuration.mutate(&mut attrs, as_host(&host), &mut outcome).await;
+    let result = configuration.mutate(&mut attrs, as_host(req.state, &host), &mut outcome).await;
     req.state.metrics.admission(&outcome);
     warnings.extend(outcome.warnings);
     result.map_err(|e| status(&e))?;
@@ -126,6 +133,25 @@ pub async fn mutate(
         }
         _ => Ok(false),
     }
+}
+
+/// Mutating admission of a DELETE (or of a DELETE of the collection: `req.name` empty), as
+/// kube's delete handlers run it: once, before the object is read, with neither an object nor
+/// an old object — so a mutating webhook or policy can only refuse it (one that tries to patch
+/// is an error, kube's text). Validating admission follows per object, with the object as
+/// stored ([`validate`]).
+pub async fn mutate_delete(req: &Request<'_>, warnings: &mut Vec<String>) -> Result<(), Status> {
+    let configuration = loaded(req.state)?;
+    if !configuration.has_mutating() {
+        return Ok(());
+    }
+    let mut attrs = req.attributes(Operation::Delete, None, None);
+    let host = req.host();
+    let mut outcome = Outcome::default();
+    let result = configuration.mutate(&mut attrs, as_host(req.state, &host), &mut outcome).await;
+    req.state.metrics.admission(&outcome);
+    warnings.extend(outcome.warnings);
+    result.map_err(|e| status(&e))
 }
 
 /// Runs validating admission on the object as it will be stored (`None` for a delete).
@@ -143,7 +169,7 @@ pub async fn validate(
     let attrs = req.attributes(operation, object, old);
     let host = req.host();
     let mut outcome = Outcome::default();
-    let result = configuration.validate(&attrs, as_host(&host), &mut outcome).await;
+    let result = configuration.validate(&attrs, as_host(req.state, &host), &mut outcome).await;
     req.state.metrics.admission(&outcome);
     warnings.extend(outcome.warnings);
     result.map_err(|e| status(&e))
@@ -151,15 +177,17 @@ pub async fn validate(
 
 /// The configuration in force; while it has not been read, writes are refused (503), never
 /// admitted without it.
-fn loaded(state: &State) -> Result<std::sync::Arc<versa_admission::Configuration>, Status> {
+fn loaded(state: &State) -> Result<Arc<versa_admission::Configuration>, Status> {
     if !state.admission.is_loaded() {
         return Err(Status::storage_unavailable("the admission configuration has not been read from storage yet"));
     }
     Ok(state.admission.current())
 }
 
-fn as_host<'a>(host: &'a StoreHost<'a>) -> Host<'a> {
-    Host { namespaces: host, params: host, resources: host, authorizer: None, merge: Some(host) }
+fn as_host<'a>(state: &State, host: &'a StoreHost<'a>) -> Host<'a> {
+    let authorizer: Arc<dyn versa_admission::Authorize> =
+        Arc::new(authorizer::ServerAuthorizer(state.auth.authorizer.clone()));
+    Host { namespaces: host, params: host, resources: host, authorizer: Some(authorizer), merge: Some(host) }
 }
 
 /// kube's status of a refusal, as the chain built it.

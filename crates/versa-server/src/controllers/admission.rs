@@ -7,9 +7,10 @@
 //!   on the group's key prefix).
 //! - Cluster mode: they are kube-apiserver's, and so are the Namespaces admission needs
 //!   (selectors, `namespaceObject`, namespace lifecycle): [`follow_kube`], started once
-//!   kube-apiserver has been reached, lists them every [`KUBE_POLL`] (from its watch cache,
-//!   `resourceVersion=0`) and rebuilds when a list's resourceVersion moved. Until the first
-//!   list, writes are refused.
+//!   kube-apiserver has been reached, watches them with kube-rs's watcher and keeps them in its
+//!   reflector stores; the Namespaces' store is read by admission directly, the configuration
+//!   is rebuilt when one of its objects changes. Until every first list is in, writes are
+//!   refused.
 //!
 //! What does not compile is logged (the object is still used, as kube uses it: the part fails
 //! when a request needs it, under its failure policy).
@@ -17,13 +18,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::stream::{BoxStream, StreamExt as _, select_all};
+use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Api;
+use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 use versa_admission::{BuildOptions, Configuration, Sources};
 use versa_registry::{ADMISSION_GROUP, AdmissionKind, Builtin};
-use versa_storage::ListOptions;
+use versa_storage::{ListOptions, Update};
 
-use crate::cluster::kube::{KubeClient, KubeError};
+use crate::admission::StoreHost;
+use crate::cluster::kube::KubeClient;
 use crate::state::State;
 
 /// Keeps the configuration current until shutdown.
@@ -57,90 +63,122 @@ pub fn serves_admission(state: &State) -> bool {
     state.registry.core(Builtin::Admission(AdmissionKind::ValidatingWebhookConfiguration)).is_some()
 }
 
-/// How often cluster mode lists kube-apiserver's admission configuration and Namespaces.
-pub const KUBE_POLL: Duration = Duration::from_secs(1);
-
-/// Cluster mode: keeps the configuration and the Namespaces current from kube-apiserver until
-/// shutdown.
+/// Cluster mode: follows kube-apiserver's admission configuration and Namespaces with kube-rs
+/// watchers until shutdown, and rebuilds the configuration whenever one of its kinds changes.
+/// Each kind is one reflector (a list from the watch cache, then a watch, relisted by the
+/// watcher after a 410 or a broken stream, with kube-rs's default backoff). A kind this
+/// kube-apiserver does not serve (404 on the list) counts as none of it. Until every list is
+/// in, nothing is installed, so writes stay refused.
 pub async fn follow_kube(state: Arc<State>, kube: KubeClient) {
-    let mut seen = String::new();
+    let client = kube.client().clone();
+    let (namespaces, namespaces_writer) = reflector::store::<Namespace>();
+    state.admission.set_kube_namespaces(namespaces);
+    let (validating_webhooks, validating_webhooks_writer) = reflector::store();
+    let (mutating_webhooks, mutating_webhooks_writer) = reflector::store();
+    let (validating_policies, validating_policies_writer) = reflector::store();
+    let (validating_bindings, validating_bindings_writer) = reflector::store();
+    let (mutating_policies, mutating_policies_writer) = reflector::store();
+    let (mutating_bindings, mutating_bindings_writer) = reflector::store();
+    let mut streams = select_all([
+        signals(0, &client, validating_webhooks_writer),
+        signals(1, &client, mutating_webhooks_writer),
+        signals(2, &client, validating_policies_writer),
+        signals(3, &client, validating_bindings_writer),
+        signals(4, &client, mutating_policies_writer),
+        signals(5, &client, mutating_bindings_writer),
+        signals(NAMESPACES, &client, namespaces_writer),
+    ]);
+    let mut synced = [false; NAMESPACES + 1];
+    let mut dirty = false;
     loop {
-        match list_kube(&state, &kube, &seen).await {
-            Ok(fingerprint) => seen = fingerprint,
-            Err(e) => tracing::warn!(error = %e, "listing kube-apiserver's admission configuration"),
-        }
+        let ready = dirty && synced.iter().all(|s| *s);
         tokio::select! {
-            () = tokio::time::sleep(KUBE_POLL) => {}
+            signal = streams.next() => match signal {
+                Some((source, Signal::Synced)) => {
+                    synced[source] = true;
+                    dirty = true;
+                }
+                Some((source, Signal::Changed)) => dirty |= source != NAMESPACES,
+                None => return,
+            },
+            // A burst of changes (kubectl apply of several objects) settles into one rebuild.
+            () = tokio::time::sleep(SETTLE), if ready => {
+                let sources = (
+                    cloned(&validating_webhooks),
+                    cloned(&mutating_webhooks),
+                    cloned(&validating_policies),
+                    cloned(&validating_bindings),
+                    cloned(&mutating_policies),
+                    cloned(&mutating_bindings),
+                );
+                install(&state, &Sources {
+                    validating_webhooks: &sources.0,
+                    mutating_webhooks: &sources.1,
+                    validating_policies: &sources.2,
+                    validating_bindings: &sources.3,
+                    mutating_policies: &sources.4,
+                    mutating_bindings: &sources.5,
+                });
+                dirty = false;
+            }
             () = state.shutdown.cancelled() => return,
         }
     }
 }
 
-/// One round of [`follow_kube`]: the lists, and — when their resourceVersions are not `seen` —
-/// the configuration and Namespaces rebuilt. Returns the lists' resourceVersions.
-async fn list_kube(state: &State, kube: &KubeClient, seen: &str) -> Result<String, KubeError> {
-    let mut lists = Vec::new();
-    for kind in AdmissionKind::ALL {
-        let (_, plural, _) = kind.names();
-        let path = format!("/apis/{ADMISSION_GROUP}/v1/{plural}?resourceVersion=0");
-        match kube.get(&path).await {
-            Ok(list) => lists.push(list),
-            // A kube-apiserver that does not serve the kind (yet): none of it.
-            Err(e) if e.is_not_found() => lists.push(Value::Null),
-            Err(e) => return Err(e),
-        }
-    }
-    let namespaces = kube.get("/api/v1/namespaces?resourceVersion=0").await?;
-    let fingerprint = lists
-        .iter()
-        .chain(std::iter::once(&namespaces))
-        .map(|l| l.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("-"))
-        .collect::<Vec<_>>()
-        .join(",");
-    if fingerprint == seen {
-        return Ok(fingerprint);
-    }
-    let validating_webhooks = typed(&lists[0]);
-    let mutating_webhooks = typed(&lists[1]);
-    let validating_policies = typed(&lists[2]);
-    let validating_bindings = typed(&lists[3]);
-    let mutating_policies = typed(&lists[4]);
-    let mutating_bindings = typed(&lists[5]);
-    let sources = Sources {
-        validating_webhooks: &validating_webhooks,
-        mutating_webhooks: &mutating_webhooks,
-        validating_policies: &validating_policies,
-        validating_bindings: &validating_bindings,
-        mutating_policies: &mutating_policies,
-        mutating_bindings: &mutating_bindings,
-    };
-    let by_name = namespaces
-        .get("items")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|ns| {
-            let name = ns.pointer("/metadata/name").and_then(Value::as_str)?;
-            Some((name.to_owned(), Arc::new(ns.clone())))
-        })
-        .collect();
-    state.admission.set_namespaces(by_name);
-    install(state, &sources);
-    Ok(fingerprint)
+/// The index of the Namespaces' stream among [`follow_kube`]'s.
+const NAMESPACES: usize = 6;
+/// How long a change waits for the changes that come with it before the rebuild.
+const SETTLE: Duration = Duration::from_millis(20);
+
+/// What a watch stream tells [`follow_kube`].
+enum Signal {
+    /// The (re)list is complete: the store holds the kind's objects (or there are none: a kind
+    /// kube-apiserver does not serve).
+    Synced,
+    /// An object was added, changed or deleted.
+    Changed,
 }
 
-/// A list's items as the API type (an item that does not parse is left out, and logged).
-fn typed<T: DeserializeOwned>(list: &Value) -> Vec<T> {
-    let items = list.get("items").and_then(Value::as_array).into_iter().flatten();
-    items
-        .filter_map(|o| match serde_json::from_value(o.clone()) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                tracing::warn!(error = %e, "an admission configuration object that does not parse");
-                None
-            }
+/// The reflector of kind `K` (all namespaces), as `(source, signal)` pairs; errors are logged
+/// and retried with backoff.
+fn signals<K>(
+    source: usize,
+    client: &kube::Client,
+    writer: reflector::store::Writer<K>,
+) -> BoxStream<'static, (usize, Signal)>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    let api: Api<K> = Api::all(client.clone());
+    let events = reflector::reflector(writer, watcher::watcher(api, watcher::Config::default().any_semantic()))
+        .default_backoff();
+    events
+        .filter_map(move |event| {
+            let signal = match event {
+                Ok(watcher::Event::InitDone) => Some(Signal::Synced),
+                Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => Some(Signal::Changed),
+                Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => None,
+                // Not served by this kube-apiserver: none of it (the watcher keeps trying).
+                Err(watcher::Error::InitialListFailed(kube::Error::Api(status))) if status.code == 404 => {
+                    Some(Signal::Synced)
+                }
+                Err(e) => {
+                    tracing::warn!(kind = K::kind(&()).as_ref(), error = %e, "watching kube-apiserver's admission configuration");
+                    None
+                }
+            };
+            std::future::ready(signal.map(|s| (source, s)))
         })
-        .collect()
+        .boxed()
+}
+
+/// A store's objects, as owned values.
+fn cloned<K: kube::Resource + Clone>(store: &reflector::Store<K>) -> Vec<K>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    store.state().iter().map(|o| (**o).clone()).collect()
 }
 
 /// Compiles `sources` and swaps the result in, logging what does not compile.
@@ -191,7 +229,52 @@ async fn load(state: &State) -> versa_storage::Result<i64> {
         mutating_bindings: &mutating_bindings,
     };
     install(state, &sources);
+    type_check(state, &validating_policies).await?;
     Ok(revision)
+}
+
+/// kube's ValidatingAdmissionPolicy status controller (`validatingadmissionpolicy-status`, in
+/// kube-controller-manager): each policy whose `metadata.generation` is past its
+/// `status.observedGeneration` gets its expressions type-checked against the schemas of the
+/// kinds it matches, and `status.typeChecking` (present, with or without warnings, once
+/// checked) and `status.observedGeneration` written. Standalone only: in cluster mode the
+/// policies are kube-apiserver's and kube-controller-manager checks them (against versa's
+/// published OpenAPI). The write is in place, like the other controllers' status writes; it is
+/// a change of the watched prefix, and the next round finds nothing to do.
+async fn type_check(state: &State, policies: &[ValidatingAdmissionPolicy]) -> versa_storage::Result<()> {
+    let (_, plural, _) = AdmissionKind::ValidatingAdmissionPolicy.names();
+    for policy in policies {
+        let generation = policy.metadata.generation.unwrap_or(0);
+        let observed = policy.status.as_ref().and_then(|s| s.observed_generation).unwrap_or(0);
+        if generation <= observed {
+            continue;
+        }
+        let host = StoreHost { state, snapshot: state.registry.snapshot() };
+        let checked = versa_admission::type_checking(policy, &host).unwrap_or_default();
+        let status = serde_json::json!({"observedGeneration": generation, "typeChecking": checked});
+        let name = policy.metadata.name.as_deref().unwrap_or_default();
+        let key = state.keys.object(ADMISSION_GROUP, plural, None, name);
+        versa_storage::guaranteed_update::<versa_storage::Error, _>(&*state.store, &key, |current| {
+            let Some(kv) = current else { return Ok(Update::Keep) };
+            let Ok(mut stored) = serde_json::from_slice::<serde_json::Value>(&kv.value) else {
+                return Ok(Update::Keep);
+            };
+            // Only the generation that was checked (a newer one is checked in the next round).
+            if stored.pointer("/metadata/generation").and_then(serde_json::Value::as_i64) != Some(generation) {
+                return Ok(Update::Keep);
+            }
+            let Some(object) = stored.as_object_mut() else { return Ok(Update::Keep) };
+            let mut merged = object.get("status").cloned().unwrap_or_else(|| serde_json::json!({}));
+            if let (Some(merged), Some(new)) = (merged.as_object_mut(), status.as_object()) {
+                merged.extend(new.clone());
+            }
+            object.insert("status".into(), merged);
+            // (A JSON value always serialises.)
+            Ok(serde_json::to_vec(&stored).map_or(Update::Keep, |bytes| Update::Set(bytes.into())))
+        })
+        .await?;
+    }
+    Ok(())
 }
 
 /// The stored objects of one kind, as the API types (an object that does not parse as its kind

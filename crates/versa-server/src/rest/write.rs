@@ -196,8 +196,9 @@ async fn update_rules(ctx: &mut Ctx, new: &mut Value, old: &Value, write: Write<
 }
 
 /// Mutating admission (`admission/`) on the object a write makes. Through the scale
-/// subresource admission sees the `Scale`, and what a mutation does to it is not taken back
-/// into the object.
+/// subresource admission sees the `Scale` (the new one and the old), and its mutated
+/// `spec.replicas` is taken back into the object's spec replicas path, as kube's scale
+/// subresource applies the admitted Scale.
 async fn mutating_admission(
     ctx: &mut Ctx,
     write: Write<'_>,
@@ -206,13 +207,31 @@ async fn mutating_admission(
     old: Option<&Value>,
 ) -> Result<(), Status> {
     admission::lifecycle(&ctx.admission(write.subresource), operation, obj).await?;
-    if write.subresource == "scale" {
-        return Ok(());
-    }
     let mut warnings = Vec::new();
-    let result = admission::mutate(&ctx.admission(write.subresource), operation, obj, old, &mut warnings).await;
+    let result = match (write.subresource, ctx.ver().scale.clone()) {
+        ("scale", Some(spec)) => {
+            let Some(mut scale) = versa_registry::scale::to_scale(obj, &spec) else { return Ok(()) };
+            let old_scale = old.and_then(|o| versa_registry::scale::to_scale(o, &spec));
+            let request = ctx.admission(write.subresource);
+            let mutated = admission::mutate(&request, operation, &mut scale, old_scale.as_ref(), &mut warnings).await;
+            match mutated {
+                Ok(true) => match scale.pointer("/spec/replicas") {
+                    Some(Value::Number(n)) if n.is_i64() => {
+                        versa_registry::scale::set_path(obj, &spec.spec_replicas_path, Value::Number(n.clone()));
+                        Ok(())
+                    }
+                    other => Err(Status::bad_request(format!(
+                        "spec.replicas: Invalid value: {}: must be an integer",
+                        other.unwrap_or(&Value::Null)
+                    ))),
+                },
+                other => other.map(|_| ()),
+            }
+        }
+        _ => admission::mutate(&ctx.admission(write.subresource), operation, obj, old, &mut warnings).await.map(|_| ()),
+    };
     ctx.warnings.extend(warnings);
-    result.map(|_| ())
+    result
 }
 
 /// Validating admission (`admission/`) on the object about to be stored (`None`: a delete).
@@ -552,7 +571,10 @@ fn delete_options(ctx: &Ctx, body: &[u8]) -> Result<DeleteOptions, Status> {
 pub async fn delete(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let opts = delete_options(ctx, body)?;
     let mut warnings = Vec::new();
-    let result = delete_one(ctx, &ctx.name, &opts, &mut warnings).await;
+    let result = match mutate_delete(ctx, &ctx.name, &opts, &mut warnings).await {
+        Ok(()) => delete_one(ctx, &ctx.name, &opts, &mut warnings).await,
+        Err(e) => Err(e),
+    };
     ctx.warnings.extend(warnings);
     let (code, value) = result?;
     ctx.respond_object(code, &value)
@@ -589,6 +611,15 @@ async fn delete_one(
             (Decided::Written(..), None) => Err(Status::internal("the delete left no object behind")),
         };
     }
+}
+
+/// Mutating admission of a delete of `name` (the collection: empty), once per request.
+async fn mutate_delete(ctx: &Ctx, name: &str, opts: &DeleteOptions, warnings: &mut Vec<String>) -> Result<(), Status> {
+    let mut request = ctx.admission("");
+    request.name = name;
+    request.dry_run = opts.dry_run;
+    request.field_manager = None;
+    admission::mutate_delete(&request, warnings).await
 }
 
 /// One attempt of [`delete_one`].
@@ -672,9 +703,13 @@ async fn mark(ctx: &Ctx, opts: &DeleteOptions, obj: Value) -> Result<(Update, De
 pub async fn delete_collection(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let opts = delete_options(ctx, body)?;
     let filter = Filter::from_query(ctx)?;
+    let mut warnings = Vec::new();
+    if let Err(e) = mutate_delete(ctx, "", &opts, &mut warnings).await {
+        ctx.warnings.extend(warnings);
+        return Err(e);
+    }
     let page = read_page(ctx, &filter).await?;
     let mut deleted = Vec::new();
-    let mut warnings = Vec::new();
     for obj in &page.items {
         let name = name_of(obj).to_owned();
         let ns_ctx;
