@@ -1112,6 +1112,34 @@ async fn admission_follows_kube_apiserver() {
     let alice = as_user("alice", &[]);
     assert_eq!(send(&aggregator, "POST", CT, &alice, Some(&tab("alices", 4))).await.status, 201);
 
+    // Parameters from one of kube-apiserver's own kinds: a ConfigMap, watched from it.
+    cluster.fake.put_config_map("default", json!({"metadata": {"name": "limits"}, "data": {"max": "3"}}));
+    cluster.fake.put_admission(json!({
+        "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "limited"},
+        "spec": {"failurePolicy": "Fail",
+                 "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                 "matchConstraints": {"resourceRules": [{"apiGroups": ["stable.example.com"], "apiVersions": ["v1"],
+                                                          "operations": ["CREATE"], "resources": ["crontabs"]}]},
+                 "validations": [{"expression": "object.spec.replicas <= int(params.data.max)",
+                                  "messageExpression": "'at most ' + params.data.max + ' replicas here'"}]},
+    }));
+    cluster.fake.put_admission(json!({
+        "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "limited-binding"},
+        "spec": {"policyName": "limited", "validationActions": ["Deny"],
+                 "paramRef": {"name": "limits", "namespace": "default", "parameterNotFoundAction": "Deny"}},
+    }));
+    let r = eventually_status(&aggregator, &admin, &tab("limited", 4), 422).await;
+    assert!(r.text().contains("at most 3 replicas here"), "{}", r.text());
+    cluster.fake.put_config_map("default", json!({"metadata": {"name": "limits"}, "data": {"max": "10"}}));
+    eventually_status(&aggregator, &admin, &tab("unlimited", 4), 201).await;
+    // Followed with watches, not polled.
+    let requests = cluster.fake.requests();
+    let watched =
+        |prefix: &str| requests.iter().any(|(m, p)| m == "GET" && p.starts_with(prefix) && p.contains("watch=true"));
+    assert!(watched("/api/v1/configmaps?"), "{requests:?}");
+    assert!(watched("/api/v1/namespaces?"), "{requests:?}");
+    assert!(watched("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies?"), "{requests:?}");
+
     cluster.fake.put_namespace(json!({"metadata": {"name": "leaving"}, "status": {"phase": "Terminating"}}));
     let leaving = "/apis/stable.example.com/v1/namespaces/leaving/crontabs";
     let mut refused = None;

@@ -8,7 +8,8 @@
 //! discovery or OpenAPI (so `kubectl` drives it with `--raw` only; a fake that claimed groups would
 //! mislead versa's own checks), no status subresource, JSON only (no protobuf), no validation
 //! beyond what the tests rely on, and no aggregator (APIServices never get status conditions;
-//! the tests check their spec). Lists can be watched (`?watch=true`, as kube-rs's watcher asks:
+//! the tests check their spec). The core group's discovery (`/api/v1`) lists the kinds it
+//! stores, so that a policy's `paramKind` of ConfigMap can be found. Lists can be watched (`?watch=true`, as kube-rs's watcher asks:
 //! JSON lines of `ADDED`/`MODIFIED`/`DELETED` events after the given resourceVersion, until
 //! `timeoutSeconds`), because versa follows the admission configuration and Namespaces that
 //! way; the fake keeps every change, so no resourceVersion is ever too old (no 410).
@@ -348,6 +349,11 @@ impl FakeKube {
         self.state.lock().unwrap().put(kind, "", object);
     }
 
+    /// Stores a ConfigMap (policies' parameters).
+    pub fn put_config_map(&self, namespace: &str, object: Value) {
+        self.state.lock().unwrap().put(&CONFIG_MAP, namespace, object);
+    }
+
     pub fn put_secret(&self, namespace: &str, object: Value) {
         self.state.lock().unwrap().put(&SECRET, namespace, object);
     }
@@ -502,7 +508,10 @@ fn events(state: Arc<Mutex<State>>, watch: Watch) -> tokio::sync::mpsc::Receiver
                 let state = state.lock().unwrap();
                 let new = state.changes.iter().filter(|c| c.revision > seen);
                 let lines = new
-                    .filter(|c| c.resource == watch.resource && c.namespace == watch.namespace)
+                    .filter(|c| {
+                        c.resource == watch.resource
+                            && (c.namespace == watch.namespace || watch.namespace == ALL_NAMESPACES)
+                    })
                     .map(|c| Bytes::from(format!("{}\n", json!({"type": c.kind, "object": c.object}))))
                     .collect();
                 seen = state.revision;
@@ -552,6 +561,12 @@ fn route(state: &Mutex<State>, parts: &http::request::Parts, body: &[u8]) -> Res
         (_, ["apis", "apiregistration.k8s.io", "v1", "apiservices", rest @ ..]) if rest.len() <= 1 => {
             state.lock().unwrap().objects(&API_SERVICE, "", rest.first().copied(), &call)
         }
+        // The core group's resources, for discovery of a policy's paramKind.
+        ("GET", ["api", "v1"]) => Ok(Reply::Answer((200, core_resources()))),
+        (_, ["api", "v1", "namespaces", namespace, "configmaps", rest @ ..]) if rest.len() <= 1 => {
+            state.lock().unwrap().objects(&CONFIG_MAP, namespace, rest.first().copied(), &call)
+        }
+        ("GET", ["api", "v1", "configmaps"]) => state.lock().unwrap().objects(&CONFIG_MAP, ALL_NAMESPACES, None, &call),
         (_, ["api", "v1", "namespaces", namespace, "secrets", rest @ ..]) if rest.len() <= 1 => {
             state.lock().unwrap().objects(&SECRET, namespace, rest.first().copied(), &call)
         }
@@ -575,6 +590,25 @@ fn route(state: &Mutex<State>, parts: &http::request::Parts, body: &[u8]) -> Res
         _ => Err(failure(404, "NotFound", "the server could not find the requested resource".into(), json!({}))),
     }
 }
+
+/// The `APIResourceList` of `/api/v1`, for the kinds the fake stores.
+fn core_resources() -> Value {
+    let resource = |name: &str, singular: &str, kind: &str, namespaced: bool| {
+        json!({"name": name, "singularName": singular, "namespaced": namespaced, "kind": kind,
+               "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]})
+    };
+    json!({
+        "kind": "APIResourceList", "groupVersion": "v1",
+        "resources": [
+            resource("configmaps", "configmap", "ConfigMap", true),
+            resource("namespaces", "namespace", "Namespace", false),
+            resource("secrets", "secret", "Secret", true),
+        ],
+    })
+}
+
+/// The namespace of a list or watch across all namespaces.
+const ALL_NAMESPACES: &str = "*";
 
 /// SubjectAccessReview: record the spec, ask the policy without holding the lock, echo the spec.
 fn subject_access_review(state: &Mutex<State>, call: &Call) -> Result<Answer, Answer> {
@@ -641,7 +675,9 @@ impl State {
     fn list(&self, kind: &Kind, namespace: &str) -> BTreeMap<String, Value> {
         self.objects
             .iter()
-            .filter(|((resource, ns, _), _)| *resource == kind.resource && ns == namespace)
+            .filter(|((resource, ns, _), _)| {
+                *resource == kind.resource && (ns == namespace || namespace == ALL_NAMESPACES)
+            })
             .map(|((_, _, name), object)| (name.clone(), object.clone()))
             .collect()
     }

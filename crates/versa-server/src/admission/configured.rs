@@ -12,6 +12,8 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use serde_json::Value;
 use versa_admission::Configuration;
 
+use super::kube_params::KubeParams;
+
 /// The current configuration. Until the controller has read the stored objects once, it is not
 /// [`Configured::is_loaded`], and writes are refused rather than admitted without it.
 #[derive(Debug, Default)]
@@ -21,6 +23,9 @@ pub struct Configured {
     /// Cluster mode: kube-apiserver's Namespaces, for namespace selectors, `namespaceObject`
     /// and namespace lifecycle (standalone reads its own from the store).
     namespaces: OnceLock<Store<Namespace>>,
+    /// Cluster mode: the parameter objects of policies whose `paramKind` is one of
+    /// kube-apiserver's kinds.
+    pub kube_params: KubeParams,
 }
 
 impl Configured {

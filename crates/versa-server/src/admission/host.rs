@@ -1,6 +1,6 @@
 //! What the admission chain asks the server ([`versa_admission::Host`]), answered from
 //! versa's own store and registry: Namespaces (standalone serves them), policy parameters from
-//! the served resources, the versions of a served resource and conversions between them
+//! the served resources (in cluster mode also of kube-apiserver's kinds: `kube_params.rs`), the versions of a served resource and conversions between them
 //! (`matchPolicy: Equivalent`), through the storage boundary like every other read; and the
 //! structured merge of MutatingAdmissionPolicies' ApplyConfiguration mutations, by the
 //! version's schema with the same merge server-side apply uses; and the served kinds' schemas,
@@ -77,7 +77,10 @@ impl NamespaceLookup for StoreHost<'_> {
 impl ParamLookup for StoreHost<'_> {
     fn scope(&self, kind: &ParamKind) -> Option<ParamScope> {
         let (group, version) = split_api_version(&kind.api_version);
-        let res = self.by_kind(group, &kind.kind).filter(|r| r.served_version(version).is_some())?;
+        let Some(res) = self.by_kind(group, &kind.kind).filter(|r| r.served_version(version).is_some()) else {
+            // Cluster mode: one of kube-apiserver's own kinds.
+            return self.state.admission.kube_params.scope(kind);
+        };
         Some(if res.namespaced { ParamScope::Namespaced } else { ParamScope::Cluster })
     }
 
@@ -89,7 +92,9 @@ impl ParamLookup for StoreHost<'_> {
     ) -> BoxFuture<'a, Result<Option<Arc<Value>>, String>> {
         Box::pin(async move {
             let (group, version) = split_api_version(&kind.api_version);
-            let Some(res) = self.by_kind(group, &kind.kind).cloned() else { return Ok(None) };
+            let Some(res) = self.by_kind(group, &kind.kind).cloned() else {
+                return self.state.admission.kube_params.get(kind, namespace, name);
+            };
             let (sg, sp) = res.stored_as();
             let key = self.state.keys.object(sg, sp, namespace.filter(|_| res.namespaced), name);
             self.read(&res, version, &key).await
@@ -103,7 +108,9 @@ impl ParamLookup for StoreHost<'_> {
     ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, String>> {
         Box::pin(async move {
             let (group, version) = split_api_version(&kind.api_version);
-            let Some(res) = self.by_kind(group, &kind.kind).cloned() else { return Ok(Vec::new()) };
+            let Some(res) = self.by_kind(group, &kind.kind).cloned() else {
+                return self.state.admission.kube_params.list(kind, namespace);
+            };
             let (sg, sp) = res.stored_as();
             let prefix = match namespace.filter(|_| res.namespaced) {
                 Some(ns) => self.state.keys.namespace(sg, sp, ns),

@@ -22,6 +22,7 @@
 mod authorizer;
 pub mod configured;
 mod host;
+mod kube_params;
 
 pub use self::host::StoreHost;
 

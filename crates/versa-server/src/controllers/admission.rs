@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::stream::{BoxStream, StreamExt as _, select_all};
-use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+use k8s_openapi::api::admissionregistration::v1::{MutatingAdmissionPolicy, ValidatingAdmissionPolicy};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::runtime::{WatchStreamExt as _, reflector, watcher};
@@ -75,9 +75,9 @@ pub async fn follow_kube(state: Arc<State>, kube: KubeClient) {
     state.admission.set_kube_namespaces(namespaces);
     let (validating_webhooks, validating_webhooks_writer) = reflector::store();
     let (mutating_webhooks, mutating_webhooks_writer) = reflector::store();
-    let (validating_policies, validating_policies_writer) = reflector::store();
+    let (validating_policies, validating_policies_writer) = reflector::store::<ValidatingAdmissionPolicy>();
     let (validating_bindings, validating_bindings_writer) = reflector::store();
-    let (mutating_policies, mutating_policies_writer) = reflector::store();
+    let (mutating_policies, mutating_policies_writer) = reflector::store::<MutatingAdmissionPolicy>();
     let (mutating_bindings, mutating_bindings_writer) = reflector::store();
     let mut streams = select_all([
         signals(0, &client, validating_webhooks_writer),
@@ -111,6 +111,11 @@ pub async fn follow_kube(state: Arc<State>, kube: KubeClient) {
                     cloned(&mutating_policies),
                     cloned(&mutating_bindings),
                 );
+                let param_kinds = sources.2.iter().filter_map(|p| p.spec.as_ref()?.param_kind.as_ref())
+                    .chain(sources.4.iter().filter_map(|p| p.spec.as_ref()?.param_kind.as_ref()));
+                for kind in param_kinds {
+                    follow_param_kind(&state, &client, kind.api_version.as_deref(), kind.kind.as_deref()).await;
+                }
                 install(&state, &Sources {
                     validating_webhooks: &sources.0,
                     mutating_webhooks: &sources.1,
@@ -124,6 +129,18 @@ pub async fn follow_kube(state: Arc<State>, kube: KubeClient) {
             () = state.shutdown.cancelled() => return,
         }
     }
+}
+
+/// Follows the parameter objects of a policy's `paramKind` when it is one of kube-apiserver's
+/// kinds (versa's own are read from its store).
+async fn follow_param_kind(state: &State, client: &kube::Client, api_version: Option<&str>, kind: Option<&str>) {
+    let (Some(api_version), Some(kind)) = (api_version, kind) else { return };
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    if state.registry.snapshot().resources().any(|r| r.group == group && r.kind == kind) {
+        return;
+    }
+    let param_kind = versa_admission::ParamKind { api_version: api_version.to_owned(), kind: kind.to_owned() };
+    state.admission.kube_params.follow(client, &param_kind, &state.shutdown).await;
 }
 
 /// The index of the Namespaces' stream among [`follow_kube`]'s.
