@@ -1371,6 +1371,17 @@ impl Call {
 }
 
 impl Webhook {
+    /// The runtime a webhook runs on: it stands for another process, so it has threads of its
+    /// own.
+    fn runtime() -> Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .thread_name("webhook")
+            .build()
+            .unwrap()
+    }
+
     async fn start() -> Webhook {
         let ca_key = KeyPair::generate().unwrap();
         let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();

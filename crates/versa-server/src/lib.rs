@@ -258,10 +258,7 @@ impl Prepared {
         // Writes are refused until the admission configuration has been read (from the store, or
         // from kube-apiserver once reached): give the first read a moment before serving,
         // without ever keeping the health endpoints from answering when it does not come.
-        let loading = std::time::Instant::now();
-        while !self.state.admission.is_loaded() && loading.elapsed() < std::time::Duration::from_secs(5) {
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
+        self.state.admission.wait_loaded(std::time::Duration::from_secs(5)).await;
         let result = server::serve(self.listener, self.tls, self.trust, self.state.clone(), shutdown).await;
         self.state.shutdown.cancel();
         let _ = controller.await;

@@ -20,6 +20,8 @@ use super::kube_params::KubeParams;
 pub struct Configured {
     current: RwLock<Arc<Configuration>>,
     loaded: AtomicBool,
+    /// Woken when the first configuration is installed.
+    first: tokio::sync::Notify,
     /// Cluster mode: kube-apiserver's Namespaces, for namespace selectors, `namespaceObject`
     /// and namespace lifecycle (standalone reads its own from the store).
     namespaces: OnceLock<Store<Namespace>>,
@@ -43,6 +45,16 @@ impl Configured {
             Err(poisoned) => *poisoned.into_inner() = configuration,
         }
         self.loaded.store(true, Ordering::Release);
+        self.first.notify_waiters();
+    }
+
+    /// Waits until the first configuration has been installed, or for `limit`.
+    pub async fn wait_loaded(&self, limit: std::time::Duration) {
+        let waiting = self.first.notified();
+        if self.is_loaded() {
+            return;
+        }
+        let _ = tokio::time::timeout(limit, waiting).await;
     }
 
     /// Whether the Namespaces are kube-apiserver's (cluster mode, once it has been reached).
