@@ -19,7 +19,7 @@ fn apply(versa: &Versa, dir: &Path, name: &str, yaml: &str) -> String {
 }
 
 fn get(versa: &Versa, args: &[&str]) -> Value {
-    let mut args = args.to_vec();
+    let mut args = [&["get"], args].concat();
     args.extend(["-o", "json"]);
     serde_json::from_str(&ok(versa.kubectl(&args))).unwrap()
 }
