@@ -645,6 +645,22 @@ mod tests {
         }
     }
 
+    /// The 415's list, in kube's order: the installer's for built-in kinds, apiextensions'
+    /// for custom resources.
+    #[test]
+    fn accepted_patch_types() {
+        let listed = |b| accepted(b).iter().map(|t| t.media_type()).collect::<Vec<_>>().join(", ");
+        assert_eq!(
+            listed(Some(Builtin::Secret)),
+            "application/json-patch+json, application/merge-patch+json, \
+             application/strategic-merge-patch+json, application/apply-patch+yaml"
+        );
+        assert_eq!(
+            listed(None),
+            "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+        );
+    }
+
     #[test]
     fn error_kinds_map_to_status() {
         let cases: Vec<(PatchError, u16, &str)> = vec![
