@@ -304,11 +304,9 @@ webhooks:
     assert!(err.contains(r#"failed calling webhook "defaults.example.com""#), "{err}");
     assert!(!versa.kubectl(&["get", "widget", "while-down"]).status.success());
 
-    // With Ignore the calls are skipped. (Server-side apply: kubectl's client-side apply patches
-    // built-in kinds with a strategic merge patch, which versa does not take yet.)
-    let path = d.join("webhooks-ignore.yaml");
-    std::fs::write(&path, config("Ignore")).unwrap();
-    ok(versa.kubectl(&["apply", "--server-side", "--force-conflicts", "-f", path.to_str().unwrap()]));
+    // With Ignore the calls are skipped (the changed file applied again: kubectl sends a
+    // strategic merge patch).
+    ok(apply(&versa, d, "webhooks", &config("Ignore")));
     eventually("an ignored webhook is skipped", || {
         let out = create(&versa, d, "ignored", &widget("ignored", "{size: large}"));
         if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).into_owned()) }

@@ -425,7 +425,7 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
         Write { part, subresource: fields::subresource(part), duplicates: &[], fields: Fields::Track(&manager) };
     let (code, obj) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
         let (kv, old) = current.ok_or_else(|| ctx.not_found())?;
-        let patched = patch::apply(patch_type, old, body).map_err(|e| patch_status(ctx, &e))?;
+        let patched = patch::apply_to(ctx.res.builtin, patch_type, old, body).map_err(|e| patch_status(ctx, &e))?;
         if !patched.is_object() {
             return Err(Status::bad_request("the patched object is not a JSON object"));
         }
@@ -440,12 +440,17 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
     ctx.respond_object(code, &obj)
 }
 
+/// The request's patch type, if the resource takes it: strategic merge patch for the built-in
+/// kinds only, as kube-apiserver (`patch::accepted`).
 fn patch_type(ctx: &Ctx) -> Result<PatchType, Status> {
-    const ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
+    let accepted = patch::accepted(ctx.res.builtin);
     let ct = ctx.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     match PatchType::from_content_type(ct) {
-        Some(t @ (PatchType::Json | PatchType::Merge | PatchType::Apply)) => Ok(t),
-        _ => Err(Status::unsupported_media_type(ct, ACCEPTED)),
+        Some(t) if accepted.contains(&t) => Ok(t),
+        _ => {
+            let listed: Vec<&str> = accepted.iter().map(|t| t.media_type()).collect();
+            Err(Status::unsupported_media_type(ct, &listed.join(", ")))
+        }
     }
 }
 

@@ -1,6 +1,9 @@
-//! PATCH bodies applied to a JSON object: `application/json-patch+json` (RFC 6902) and
-//! `application/merge-patch+json` (RFC 7386), answering the way kube-apiserver's patch handler
-//! does (`k8s.io/apiserver/pkg/endpoints/handlers/patch.go`, `jsonPatcher.applyJSPatch`).
+//! PATCH bodies applied to a JSON object: `application/json-patch+json` (RFC 6902),
+//! `application/merge-patch+json` (RFC 7386) and, for the built-in kinds,
+//! `application/strategic-merge-patch+json` ([`strategic`], with each kind's patch metadata in
+//! `kinds.rs`), answering the way kube-apiserver's patch handler does
+//! (`k8s.io/apiserver/pkg/endpoints/handlers/patch.go`, `jsonPatcher.applyJSPatch` and
+//! `smpPatcher`).
 //!
 //! The operations themselves are the `json-patch` crate's (RFC-exact); this module owns the
 //! envelope Kubernetes puts around them, in the order the handler checks it:
@@ -34,9 +37,13 @@
 //! `{"a":[1]}`, where RFC 7386 alone keeps the `null`). Arrays that replace an existing
 //! object's member keep their nulls, as in Kubernetes.
 //!
-//! Not here: strategic merge patch (custom resources answer 415, see
-//! [`PatchError::unsupported_media_type`]) and server-side apply; turning the result back into
-//! an object (the caller decodes, defaults, prunes and validates it as for an update).
+//! Strategic merge patch exists only for the kinds compiled into kube-apiserver; of what versa
+//! serves, those are its built-in kinds ([`versa_registry::Builtin`]). Custom resources and the
+//! definitions API answer 415, as kube-apiserver answers for custom resources
+//! ([`PatchError::unsupported_media_type`]).
+//!
+//! Not here: server-side apply; turning the result back into an object (the caller decodes,
+//! defaults, prunes and validates it as for an update).
 //!
 //! Input safety: the body is parsed with `serde_json`, whose nesting limit (128) bounds recursion
 //! here and in the merge; the operation count and the copy growth are bounded as in Kubernetes.
@@ -44,7 +51,11 @@
 //! line 1 column 1` where Go says `invalid character ...`); a truncated body says Go's
 //! `unexpected end of JSON input`.
 
+mod kinds;
+pub mod strategic;
+
 use serde_json::{Map, Value};
+use versa_registry::Builtin;
 
 /// Kubernetes' limit on the number of operations in one JSON patch (`maxJSONPatchOperations`).
 pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
@@ -112,6 +123,15 @@ pub enum PatchError {
     /// 415: a patch type this endpoint does not take.
     #[error("the body of the request was in an unknown format - accepted media types include: {accepted}")]
     UnsupportedMediaType { accepted: String },
+    /// 400 with the message as it is: a strategic merge patch that is not a JSON object, or a
+    /// malformed directive (kube answers these with `NewBadRequest(err.Error())`, no prefix).
+    #[error("{0}")]
+    BadRequest(String),
+    /// 500 with no reason: a strategic merge patch kube's merge refuses with an error that is
+    /// not a `metav1.Status` (a missing merge key, an unknown `$patch`, ...), which
+    /// kube-apiserver answers that way.
+    #[error("{0}")]
+    Internal(String),
 }
 
 /// The class of a [`PatchError`], one per HTTP status code it maps to.
@@ -125,6 +145,8 @@ pub enum PatchErrorKind {
     UnsupportedMediaType,
     /// 422 `Invalid`.
     Invalid,
+    /// 500 with no `reason` (kube's `StatusReasonUnknown`).
+    Internal,
 }
 
 impl PatchError {
@@ -138,10 +160,13 @@ impl PatchError {
 
     pub fn kind(&self) -> PatchErrorKind {
         match self {
-            PatchError::Decode(_) | PatchError::NullMergePatch => PatchErrorKind::BadRequest,
+            PatchError::Decode(_) | PatchError::NullMergePatch | PatchError::BadRequest(_) => {
+                PatchErrorKind::BadRequest
+            }
             PatchError::TooManyOperations { .. } => PatchErrorKind::RequestEntityTooLarge,
             PatchError::OperationFailed { .. } => PatchErrorKind::Invalid,
             PatchError::UnsupportedMediaType { .. } => PatchErrorKind::UnsupportedMediaType,
+            PatchError::Internal(_) => PatchErrorKind::Internal,
         }
     }
 
@@ -152,6 +177,7 @@ impl PatchError {
             PatchErrorKind::RequestEntityTooLarge => 413,
             PatchErrorKind::UnsupportedMediaType => 415,
             PatchErrorKind::Invalid => 422,
+            PatchErrorKind::Internal => 500,
         }
     }
 
@@ -162,6 +188,7 @@ impl PatchError {
             PatchErrorKind::RequestEntityTooLarge => "RequestEntityTooLarge",
             PatchErrorKind::UnsupportedMediaType => "UnsupportedMediaType",
             PatchErrorKind::Invalid => "Invalid",
+            PatchErrorKind::Internal => "",
         }
     }
 
@@ -179,12 +206,22 @@ impl PatchError {
     }
 }
 
+/// The patch types a resource's main and `/status` endpoints take, in the order kube-apiserver
+/// lists them in a 415: strategic merge patch for the built-in kinds only (kube's installer
+/// offers it for every compiled-in type; apiextensions-apiserver not for custom resources).
+pub fn accepted(builtin: Option<Builtin>) -> &'static [PatchType] {
+    match builtin {
+        Some(_) => &[PatchType::Json, PatchType::Merge, PatchType::StrategicMerge, PatchType::Apply],
+        None => &[PatchType::Json, PatchType::Merge, PatchType::Apply],
+    }
+}
+
 /// Applies `patch_body` of `patch_type` to `original` and returns the patched document;
 /// `original` is never modified, so a failed patch leaves nothing half-applied.
 ///
 /// Only [`PatchType::Json`] and [`PatchType::Merge`] are applied here. Strategic merge patch is
-/// refused with the 415 custom resources get; apply patches are the caller's to route elsewhere
-/// and get the same 415 if they arrive here.
+/// refused with the 415 custom resources get (see [`apply_to`] for the built-in kinds); apply
+/// patches are the caller's to route elsewhere and get the same 415 if they arrive here.
 pub fn apply(patch_type: PatchType, original: &Value, patch_body: &[u8]) -> Result<Value, PatchError> {
     match patch_type {
         PatchType::Json => apply_json_patch(original, patch_body),
@@ -192,6 +229,20 @@ pub fn apply(patch_type: PatchType, original: &Value, patch_body: &[u8]) -> Resu
         PatchType::StrategicMerge | PatchType::Apply => {
             Err(PatchError::unsupported_media_type(&[PatchType::Json, PatchType::Merge]))
         }
+    }
+}
+
+/// [`apply`] for an object of the built-in kind `builtin` (`None` for custom resources and
+/// definitions): a strategic merge patch applies with the kind's patch metadata.
+pub fn apply_to(
+    builtin: Option<Builtin>,
+    patch_type: PatchType,
+    original: &Value,
+    patch_body: &[u8],
+) -> Result<Value, PatchError> {
+    match (patch_type, builtin) {
+        (PatchType::StrategicMerge, Some(builtin)) => strategic::apply(kinds::schema(builtin), original, patch_body),
+        _ => apply(patch_type, original, patch_body),
     }
 }
 
@@ -256,11 +307,14 @@ fn apply_merge_patch(original: &Value, body: &[u8]) -> Result<Value, PatchError>
 
 /// Parses the body, with Go's message for a truncated document.
 fn decode(body: &[u8]) -> Result<Value, PatchError> {
-    serde_json::from_slice(body).map_err(|e| {
-        PatchError::Decode(match e.classify() {
-            serde_json::error::Category::Eof => "unexpected end of JSON input".to_owned(),
-            _ => e.to_string(),
-        })
+    decode_json(body).map_err(PatchError::Decode)
+}
+
+/// Parses the body; the error's text, with Go's message for a truncated document.
+fn decode_json(body: &[u8]) -> Result<Value, String> {
+    serde_json::from_slice(body).map_err(|e| match e.classify() {
+        serde_json::error::Category::Eof => "unexpected end of JSON input".to_owned(),
+        _ => e.to_string(),
     })
 }
 
@@ -591,6 +645,22 @@ mod tests {
         }
     }
 
+    /// The 415's list, in kube's order: the installer's for built-in kinds, apiextensions'
+    /// for custom resources.
+    #[test]
+    fn accepted_patch_types() {
+        let listed = |b| accepted(b).iter().map(|t| t.media_type()).collect::<Vec<_>>().join(", ");
+        assert_eq!(
+            listed(Some(Builtin::Secret)),
+            "application/json-patch+json, application/merge-patch+json, \
+             application/strategic-merge-patch+json, application/apply-patch+yaml"
+        );
+        assert_eq!(
+            listed(None),
+            "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+        );
+    }
+
     #[test]
     fn error_kinds_map_to_status() {
         let cases: Vec<(PatchError, u16, &str)> = vec![
@@ -599,6 +669,8 @@ mod tests {
             (PatchError::TooManyOperations { got: 1 }, 413, "RequestEntityTooLarge"),
             (PatchError::OperationFailed { detail: "x".into() }, 422, "Invalid"),
             (PatchError::unsupported_media_type(&[PatchType::Json]), 415, "UnsupportedMediaType"),
+            (PatchError::BadRequest("x".into()), 400, "BadRequest"),
+            (PatchError::Internal("x".into()), 500, ""),
         ];
         for (err, code, reason) in cases {
             assert_eq!((err.status_code(), err.reason()), (code, reason), "{err:?}");
