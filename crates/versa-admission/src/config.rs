@@ -21,6 +21,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use versa_conversion::client::ServiceResolver;
 
 use crate::attributes::Attributes;
+use crate::dispatch::Policy as _;
 use crate::error::{AdmissionError, Outcome};
 use crate::matching::RequestState;
 use crate::mutating_policy::{self, MutatingPolicy};

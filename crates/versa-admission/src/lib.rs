@@ -67,7 +67,9 @@
 //!   `params`, `variables`) and cost budgets, on versa-cel.
 //! - `review`: AdmissionReview v1/v1beta1; `webhook`: calling webhooks and the two
 //!   dispatchers; `patch`: JSON Patch; `reinvocation`: what the second mutating round needs.
-//! - `params`, `policy`, `validating_policy`, `mutating_policy`: policies and bindings.
+//! - `params`, `policy`, `validating_policy`, `mutating_policy`: policies and bindings;
+//!   `dispatch`: which policy × binding × parameter invocations a request makes (kube's
+//!   generic policy dispatcher, shared by both kinds of policy).
 //! - `config`: [`Configuration`] and the chain; `typecheck`: policy type checking;
 //!   `lifecycle`: namespace lifecycle.
 //!
@@ -76,6 +78,7 @@
 
 pub mod attributes;
 mod config;
+mod dispatch;
 pub mod error;
 mod expression;
 mod lifecycle;

@@ -143,6 +143,24 @@ impl<'h> RequestState<'h> {
         Ok(ns)
     }
 
+    /// The `namespaceObject` policies see (`Some` when `wanted`). kube's policy dispatchers look
+    /// the namespace up whether or not an expression reads it: for a namespaced request (not of
+    /// a Namespace), a namespace that does not exist refuses the request.
+    pub async fn policy_namespace(
+        &mut self,
+        attrs: &Attributes,
+        wanted: bool,
+    ) -> Result<Option<Arc<Value>>, AdmissionError> {
+        if attrs.namespace.is_empty() || attrs.is_namespace_kind() {
+            return Ok(None);
+        }
+        let found = if wanted { self.namespace_object(attrs).await? } else { self.namespace(attrs).await? };
+        match found {
+            Some(ns) => Ok(wanted.then_some(ns)),
+            None => Err(AdmissionError::not_found("", "namespaces", &attrs.namespace)),
+        }
+    }
+
     /// The request's namespace (looked up once); `Ok(None)` when it does not exist.
     pub async fn namespace(&mut self, attrs: &Attributes) -> Result<Option<Arc<Value>>, AdmissionError> {
         if let Some(done) = &self.namespace {

@@ -1,7 +1,8 @@
 //! MutatingAdmissionPolicy (`admissionregistration.k8s.io/v1`) and its bindings: each policy
 //! compiled once ([`MutatingPolicy`]), and kube's `policy/mutating` dispatcher.
 //!
-//! Matching, bindings and parameters are as for ValidatingAdmissionPolicy. For each
+//! Matching, bindings and parameters are as for ValidatingAdmissionPolicy
+//! ([`crate::dispatch`]); every invocation is found before any is evaluated. For each
 //! invocation (policy × binding × parameter) whose `matchConditions` hold, each mutation in
 //! order is evaluated with its own budget on the object as the previous one left it:
 //!
@@ -24,13 +25,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause;
 use serde_json::{Map, Value as Json};
 
 use crate::attributes::Attributes;
+use crate::dispatch::{self, Dispatcher, Step, configure_message};
 use crate::error::{AdmissionError, Outcome, admission_forbidden, go_quote};
 use crate::expression::{
     Context, Declarations, Expression, Inputs, OUT_OF_BUDGET, RUNTIME_CEL_COST_BUDGET, Returns, Uses, Variables,
     evaluate_conditions,
 };
-use crate::matching::{Criteria, RequestState, matches};
-use crate::params::{collect, param_gvk_string, param_kind};
+use crate::matching::{Criteria, RequestState};
+use crate::params::param_kind;
 use crate::patch::{PatchFailure, apply_json_patch};
 use crate::policy::{FailurePolicy, compile_conditions, compile_variables, report};
 use crate::reinvocation::Reinvocation;
@@ -159,15 +161,13 @@ impl MutatingPolicy {
             bindings,
         }
     }
-
-    pub fn may_match_resource(&self, resource: &str) -> bool {
-        self.criteria.as_ref().map_or(true, |c| c.may_match_resource(resource))
-    }
 }
 
+dispatch::dispatched!(MutatingPolicy, MutatingBinding);
+
 /// A policy error, kube's `PolicyError`.
-struct PolicyError {
-    policy: usize,
+struct PolicyError<'p> {
+    policy: &'p MutatingPolicy,
     binding: Option<String>,
     message: String,
     reason: Option<&'static str>,
@@ -192,63 +192,27 @@ pub(crate) async fn mutate(
     reinvocation: &mut Reinvocation,
 ) -> Result<bool, AdmissionError> {
     let _ = outcome;
-    let mut errors: Vec<PolicyError> = Vec::new();
-    let config_error = |errors: &mut Vec<PolicyError>, p: usize, binding: Option<&str>, err: &str| {
-        let message = match binding {
-            None => format!("failed to configure policy: {err}"),
-            Some(_) => format!("failed to configure binding: {err}"),
-        };
-        errors.push(PolicyError { policy: p, binding: binding.map(str::to_owned), message, reason: None });
-    };
+    let mut errors: Vec<PolicyError<'_>> = Vec::new();
     // The invocations, as kube's generic policy dispatcher finds them.
     let mut invocations: Vec<Invocation<'_>> = Vec::new();
-    for (pi, policy) in policies.iter().enumerate() {
-        let matched = match &policy.criteria {
-            Err(e) => {
-                config_error(&mut errors, pi, None, e);
-                continue;
+    let mut dispatcher = Dispatcher::new(policies);
+    while let Some(step) = dispatcher.next(attrs, state).await {
+        match step {
+            Step::Error { policy, binding, error } => errors.push(PolicyError {
+                policy,
+                binding: binding.map(|b| b.name.clone()),
+                message: configure_message(binding.is_some(), &error),
+                reason: None,
+            }),
+            Step::Bound { policy, binding, matched, params } => {
+                invocations.extend(params.into_iter().map(|param| Invocation {
+                    policy,
+                    binding,
+                    matched: matched.clone(),
+                    param,
+                }))
             }
-            Ok(c) => matches(c, attrs, state).await,
-        };
-        let matched = match matched {
-            Err(e) => {
-                config_error(&mut errors, pi, None, e.message());
-                continue;
-            }
-            Ok(None) => continue,
-            Ok(Some(m)) => m,
-        };
-        if let Some(kind) = &policy.param_kind
-            && state.host.params.scope(kind).is_none()
-        {
-            let err = format!("failed to find resource referenced by paramKind: '{}'", param_gvk_string(kind));
-            config_error(&mut errors, pi, None, &err);
-            continue;
-        }
-        for binding in &policy.bindings {
-            if let Some(c) = &binding.criteria {
-                match matches(c, attrs, state).await {
-                    Err(e) => {
-                        config_error(&mut errors, pi, Some(&binding.name), e.message());
-                        continue;
-                    }
-                    Ok(None) => continue,
-                    Ok(Some(_)) => {}
-                }
-            }
-            let params =
-                match collect(policy.param_kind.as_ref(), binding.param_ref.as_ref(), &attrs.namespace, &state.host)
-                    .await
-                {
-                    Ok(p) => p,
-                    Err(e) => {
-                        config_error(&mut errors, pi, Some(&binding.name), &e);
-                        continue;
-                    }
-                };
-            for param in params {
-                invocations.push(Invocation { policy, binding, matched: matched.clone(), param });
-            }
+            Step::Done(_) => {}
         }
     }
 
@@ -257,16 +221,16 @@ pub(crate) async fn mutate(
         if round > 0 && reinvocation.changed_since_last_output(&attrs.object) {
             reinvocation.require_reinvoking_previous();
         }
-        let result = run_invocations(&invocations, policies, attrs, state, round, reinvocation, &mut errors).await;
+        let result = run_invocations(&invocations, attrs, state, round, reinvocation, &mut errors).await;
         reinvocation.set_last_output(&attrs.object);
         dirty = result?;
     }
 
-    let mut failing = errors.into_iter().filter(|e| !policies[e.policy].failure_policy.ignore());
+    let mut failing = errors.into_iter().filter(|e| !e.policy.failure_policy.ignore());
     let Some(first) = failing.next() else { return Ok(dirty) };
     let text = |e: &PolicyError| match &e.binding {
-        Some(b) => format!("policy '{}' with binding '{b}' denied request: {}", policies[e.policy].name, e.message),
-        None => format!("policy {} denied request: {}", go_quote(&policies[e.policy].name), e.message),
+        Some(b) => format!("policy '{}' with binding '{b}' denied request: {}", e.policy.name, e.message),
+        None => format!("policy {} denied request: {}", go_quote(&e.policy.name), e.message),
     };
     let mut status = admission_forbidden(attrs, "admission request denied by policy");
     let message = text(&first);
@@ -283,32 +247,20 @@ pub(crate) async fn mutate(
 }
 
 /// kube's `dispatchInvocations`: returns whether any mutation was applied.
-async fn run_invocations(
-    invocations: &[Invocation<'_>],
-    policies: &[MutatingPolicy],
+async fn run_invocations<'p>(
+    invocations: &[Invocation<'p>],
     attrs: &mut Attributes,
     state: &mut RequestState<'_>,
     round: u8,
     reinvocation: &mut Reinvocation,
-    errors: &mut Vec<PolicyError>,
+    errors: &mut Vec<PolicyError<'p>>,
 ) -> Result<bool, AdmissionError> {
-    let index_of = |p: &MutatingPolicy| policies.iter().position(|q| std::ptr::eq(p, q)).unwrap_or(0);
-    // kube looks the namespace up whether or not an expression reads it.
     let uses_namespace = invocations.iter().any(|i| i.policy.uses.namespace);
-    let namespace = if !attrs.namespace.is_empty() && !attrs.is_namespace_kind() {
-        let found = if uses_namespace { state.namespace_object(attrs).await? } else { state.namespace(attrs).await? };
-        match found {
-            Some(ns) => uses_namespace.then_some(ns),
-            None => return Err(AdmissionError::not_found("", "namespaces", &attrs.namespace)),
-        }
-    } else {
-        None
-    };
+    let namespace = state.policy_namespace(attrs, uses_namespace).await?;
     let mut versions = Versions::default();
     let mut dirty = false;
     for inv in invocations {
         let policy = inv.policy;
-        let pi = index_of(policy);
         let fail = !policy.failure_policy.ignore();
         let converted = versions.get(attrs, &inv.matched.kind, &state.host).await?;
         let authz = if policy.uses.authorizer { state.authz(attrs) } else { None };
@@ -329,7 +281,7 @@ async fn run_invocations(
                 Ok(false) => continue,
                 Err(e) => {
                     errors.push(PolicyError {
-                        policy: pi,
+                        policy,
                         binding: Some(inv.binding.name.clone()),
                         message: e,
                         reason: Some("Invalid"),
@@ -368,7 +320,7 @@ async fn run_invocations(
                 Err(MutationFailure::Status(e)) => return Err(e),
                 Err(MutationFailure::Policy(message)) => {
                     errors.push(PolicyError {
-                        policy: pi,
+                        policy,
                         binding: Some(inv.binding.name.clone()),
                         message,
                         reason: Some("Invalid"),

@@ -2,10 +2,11 @@
 //! ([`ValidatingPolicy`]), and kube's `policy/validating` dispatcher and validator.
 //!
 //! For each policy that has bindings and whose `matchConstraints` match, for each binding
-//! whose `matchResources` match, for each of the binding's parameters
-//! ([`crate::params`]): the policy's `matchConditions` (one false: skip), then every
-//! validation (with its `messageExpression`), then the audit annotations — one cost budget for
-//! the validations and the messages, another for the audit annotations.
+//! whose `matchResources` match ([`crate::dispatch`]; each binding is evaluated as it is
+//! found), for each of the binding's parameters ([`crate::params`]): the policy's
+//! `matchConditions` (one false: skip), then every validation (with its `messageExpression`),
+//! then the audit annotations — one cost budget for the validations and the messages, another
+//! for the audit annotations.
 //!
 //! A validation that is false is a decision to deny, with the message (`messageExpression`'s
 //! if it gives a one-line string of at most 5 KiB, else `message`, else `failed expression:
@@ -30,13 +31,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::attributes::Attributes;
+use crate::dispatch::{self, Dispatcher, Step, configure_message};
 use crate::error::{AdmissionError, Outcome, PolicyCheck, admission_forbidden};
 use crate::expression::{
     Context, Declarations, Expression, Inputs, MAX_MESSAGE_EXPRESSION_BYTES, OUT_OF_BUDGET, RUNTIME_CEL_COST_BUDGET,
     Returns, Uses, Variables, as_str, evaluate_conditions,
 };
-use crate::matching::{Criteria, RequestState, matches};
-use crate::params::{collect, param_gvk_string, param_kind};
+use crate::matching::{Criteria, RequestState};
+use crate::params::param_kind;
 use crate::policy::{FailurePolicy, compile_conditions, compile_variables, report};
 use crate::seams::ParamKind;
 use crate::versioned::{Versions, objects};
@@ -176,12 +178,9 @@ impl ValidatingPolicy {
             bindings,
         }
     }
-
-    /// Whether the policy could apply to resource name `resource` (the fast path's index).
-    pub fn may_match_resource(&self, resource: &str) -> bool {
-        self.criteria.as_ref().map_or(true, |c| c.may_match_resource(resource))
-    }
 }
+
+dispatch::dispatched!(ValidatingPolicy, ValidatingBinding);
 
 /// One decision of a validation, kube's `PolicyDecision`.
 #[derive(Clone, Debug)]
@@ -249,10 +248,7 @@ pub(crate) async fn validate(
     let config_error = |denials: &mut Vec<Denial>, policy: &ValidatingPolicy, binding: Option<&str>, err: &str| {
         let message = match &policy.failure_policy {
             FailurePolicy::Ignore => return,
-            FailurePolicy::Fail => match binding {
-                None => format!("failed to configure policy: {err}"),
-                Some(_) => format!("failed to configure binding: {err}"),
-            },
+            FailurePolicy::Fail => configure_message(binding.is_some(), err),
             FailurePolicy::Unknown(v) => format!("unrecognized failure policy: '{v}'"),
         };
         denials.push(Denial {
@@ -263,102 +259,56 @@ pub(crate) async fn validate(
         });
     };
     let mut versions = Versions::default();
-    for policy in policies {
-        let matched = match &policy.criteria {
-            Err(e) => {
-                config_error(&mut denials, policy, None, e);
+    let mut collector: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut dispatcher = Dispatcher::new(policies);
+    while let Some(step) = dispatcher.next(attrs, state).await {
+        let (policy, binding, matched, params) = match step {
+            Step::Error { policy, binding, error } => {
+                config_error(&mut denials, policy, binding.map(|b| b.name.as_str()), &error);
                 continue;
             }
-            Ok(c) => matches(c, attrs, state).await,
-        };
-        let matched = match matched {
-            Err(e) => {
-                config_error(&mut denials, policy, None, e.message());
+            Step::Done(policy) => {
+                for (key, values) in std::mem::take(&mut collector) {
+                    outcome.annotate(format!("{}/{key}", policy.name), values.join(", "));
+                }
                 continue;
             }
-            Ok(None) => continue,
-            Ok(Some(m)) => m,
+            Step::Bound { policy, binding, matched, params } => (policy, binding, matched, params),
         };
-        if let Some(kind) = &policy.param_kind
-            && state.host.params.scope(kind).is_none()
-        {
-            let err = format!("failed to find resource referenced by paramKind: '{}'", param_gvk_string(kind));
-            config_error(&mut denials, policy, None, &err);
+        if params.is_empty() {
             continue;
         }
-        let mut collector: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for binding in &policy.bindings {
-            if let Some(c) = &binding.criteria {
-                match matches(c, attrs, state).await {
-                    Err(e) => {
-                        config_error(&mut denials, policy, Some(&binding.name), e.message());
-                        continue;
-                    }
-                    Ok(None) => continue,
-                    Ok(Some(_)) => {}
-                }
-            }
-            let params =
-                match collect(policy.param_kind.as_ref(), binding.param_ref.as_ref(), &attrs.namespace, &state.host)
-                    .await
-                {
-                    Ok(p) => p,
-                    Err(e) => {
-                        config_error(&mut denials, policy, Some(&binding.name), &e);
-                        continue;
-                    }
-                };
-            if params.is_empty() {
+        let converted = match versions.get(attrs, &matched.kind, &state.host).await {
+            Ok(c) => c,
+            Err(e) => {
+                let err = format!("failed to convert object version: {}", e.message());
+                config_error(&mut denials, policy, Some(&binding.name), &err);
                 continue;
             }
-            let converted = match versions.get(attrs, &matched.kind, &state.host).await {
-                Ok(c) => c,
-                Err(e) => {
-                    let err = format!("failed to convert object version: {}", e.message());
-                    config_error(&mut denials, policy, Some(&binding.name), &err);
-                    continue;
-                }
-            };
-            // kube looks the namespace up whether or not an expression reads it.
-            let namespace = if !attrs.namespace.is_empty() && !attrs.is_namespace_kind() {
-                let found = if policy.uses.namespace {
-                    state.namespace_object(attrs).await?
-                } else {
-                    state.namespace(attrs).await?
-                };
-                match found {
-                    Some(ns) => policy.uses.namespace.then_some(ns),
-                    None => return Err(AdmissionError::not_found("", "namespaces", &attrs.namespace)),
-                }
-            } else {
-                None
-            };
-            let requests = policy.uses.request.then(|| {
-                // kube evaluates a policy's conditions with the request's resource.
-                (
-                    state.request(attrs, &attrs.resource, &matched.kind),
-                    state.request(attrs, &matched.resource, &matched.kind),
-                )
-            });
-            let authz = if policy.uses.authorizer { state.authz(attrs) } else { None };
-            let (object, old_object) = objects(attrs, &converted);
-            let inputs = Inputs {
-                object,
-                old_object,
-                request: requests.as_ref().map(|(_, r)| &**r),
-                namespace: namespace.as_deref(),
-                params: None,
-                authz: authz.as_deref(),
-            };
-            let condition_request = requests.as_ref().map(|(r, _)| &**r);
-            for param in &params {
-                let inputs = Inputs { params: param.as_deref(), ..inputs };
-                let validated = validate_one(policy, inputs, condition_request);
-                apply_decisions(policy, binding, validated, outcome, &mut denials, &mut collector);
-            }
-        }
-        for (key, values) in collector {
-            outcome.annotate(format!("{}/{key}", policy.name), values.join(", "));
+        };
+        let namespace = state.policy_namespace(attrs, policy.uses.namespace).await?;
+        let requests = policy.uses.request.then(|| {
+            // kube evaluates a policy's conditions with the request's resource.
+            (
+                state.request(attrs, &attrs.resource, &matched.kind),
+                state.request(attrs, &matched.resource, &matched.kind),
+            )
+        });
+        let authz = if policy.uses.authorizer { state.authz(attrs) } else { None };
+        let (object, old_object) = objects(attrs, &converted);
+        let inputs = Inputs {
+            object,
+            old_object,
+            request: requests.as_ref().map(|(_, r)| &**r),
+            namespace: namespace.as_deref(),
+            params: None,
+            authz: authz.as_deref(),
+        };
+        let condition_request = requests.as_ref().map(|(r, _)| &**r);
+        for param in &params {
+            let inputs = Inputs { params: param.as_deref(), ..inputs };
+            let validated = validate_one(policy, inputs, condition_request);
+            apply_decisions(policy, binding, validated, outcome, &mut denials, &mut collector);
         }
     }
     let Some(first) = denials.into_iter().next() else { return Ok(()) };
