@@ -8,6 +8,10 @@
 //! - A storage-version change is migrated exactly once — every object's etcd `version` (its
 //!   write count) is 2: created, rewritten once — even when the leader is killed with SIGKILL
 //!   midway and another replica takes over from the checkpoint; no acknowledged write is lost.
+//! - The migration waits for a replica that has not yet followed the storage-version change
+//!   (held back with the definitions controller's test hook, `VERSA_TEST_HOLD_DEFINITIONS`):
+//!   the definition's condition names it, it still writes at the old version meanwhile, and once
+//!   it follows, the walk migrates everything — its late write included — exactly once.
 //!
 //! Waits are bounded (a broken run fails) and nothing asserts on time.
 
@@ -112,11 +116,22 @@ struct Replica {
 }
 
 async fn replica(dir: &Path, etcd: &Etcd, extra: &[&str]) -> Replica {
+    replica_with(dir, etcd, &ELECTION, extra, &[]).await
+}
+
+/// A replica with its own election timings and environment.
+async fn replica_with(
+    dir: &Path,
+    etcd: &Etcd,
+    election: &[&str],
+    extra: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Replica {
     let endpoint = etcd.endpoint();
     let mut flags = vec!["--storage", "etcd", "--etcd-endpoints", endpoint.as_str()];
-    flags.extend(ELECTION);
+    flags.extend(election);
     flags.extend(extra);
-    let versa = Versa::start_with(dir, &flags);
+    let versa = Versa::start_with_env(dir, &flags, env);
     let client = Client::admin(&versa.data_dir, &versa.address);
     let c = client.clone();
     eventually("replica ready", || {
@@ -323,6 +338,127 @@ async fn migration_is_done_once_across_a_killed_leader() {
     }
     let list = survivor.client.get(WIDGETS).await.json();
     assert_eq!(list["items"].as_array().unwrap().len() as u64, OBJECTS);
+}
+
+/// Every object under the widgets' prefix as etcd holds it: (name, etcd `version`, apiVersion).
+async fn stored_widgets(etcd: &Etcd) -> Vec<(String, String, String)> {
+    let kvs = etcd.range(&format!("/registry/{GROUP}/widgets/")).await.unwrap();
+    kvs.iter()
+        .map(|kv| {
+            let key = String::from_utf8(STANDARD.decode(kv["key"].as_str().unwrap()).unwrap()).unwrap();
+            let value: Value =
+                serde_json::from_slice(&STANDARD.decode(kv["value"].as_str().unwrap()).unwrap()).unwrap();
+            let name = key.rsplit('/').next().unwrap().to_owned();
+            (name, kv["version"].as_str().unwrap().to_owned(), value["apiVersion"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+/// The records the replicas keep in etcd: (identity, applied revision).
+async fn records(etcd: &Etcd) -> Vec<(String, i64)> {
+    let kvs = etcd.range("/registry/versa.dev/replicas/").await.unwrap();
+    kvs.iter()
+        .map(|kv| {
+            let value: Value =
+                serde_json::from_slice(&STANDARD.decode(kv["value"].as_str().unwrap()).unwrap()).unwrap();
+            (value["identity"].as_str().unwrap().to_owned(), value["appliedRevision"].as_i64().unwrap())
+        })
+        .collect()
+}
+
+/// Issue 22: a replica that has not yet seen a storage-version change writes at the old version;
+/// the leader's migration does not walk until that replica follows the change, so nothing it
+/// writes is left behind the walk.
+#[tokio::test]
+async fn migration_waits_for_a_replica_that_has_not_followed_the_change() {
+    const OBJECTS: u64 = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let etcd = Etcd::start(&dir.path().join("etcd")).await;
+    // No replica is killed here: a longer lease keeps a busy machine from ending a term or a
+    // record by accident.
+    let election = [
+        "--leader-elect-lease-duration",
+        "15s",
+        "--leader-elect-renew-deadline",
+        "10s",
+        "--leader-elect-retry-period",
+        "500ms",
+    ];
+    // The leader first, so that the replica held back below is a follower.
+    let leader = replica_with(&dir.path().join("versa-a"), &etcd, &election, &[], &[]).await;
+    eventually("the first replica leads", || async { leads(&leader.client).await.then_some(()) }).await;
+    let hold = dir.path().join("hold-definitions");
+    let env = [("VERSA_TEST_HOLD_DEFINITIONS", hold.as_os_str())];
+    let lagging = replica_with(&dir.path().join("versa-b"), &etcd, &election, &[], &env).await;
+    assert!(!leads(&lagging.client).await);
+    define(&leader.client, &[&leader.client, &lagging.client]).await;
+    for i in 0..OBJECTS {
+        let c = if i % 2 == 0 { &leader.client } else { &lagging.client };
+        let r = c.post(WIDGETS, &widget(&format!("w{i:03}"), i)).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+
+    // The second replica takes no definition change from now on; v2 becomes the storage
+    // version through the leader.
+    std::fs::write(&hold, b"").unwrap();
+    let path = format!("/apis/versa.dev/v1/resourcedefinitions/{DEFINITION}");
+    let mut def = leader.client.get(&path).await.json();
+    def["spec"]["versions"][0]["storage"] = json!(false);
+    def["spec"]["versions"][1]["storage"] = json!(true);
+    let r = leader.client.put(&path, &def).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let changed_at: i64 = r.json()["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+
+    // The leader waits, and says for whom: once it follows the change itself, only the
+    // replica whose record is behind it.
+    let condition = eventually("the leader waits for the lagging replica alone", || async {
+        let status = leader.client.get(&path).await.json()["status"].clone();
+        let conditions = status["conditions"].as_array().cloned().unwrap_or_default();
+        conditions.into_iter().find(|c| {
+            c["type"] == "StorageMigrating"
+                && c["reason"] == "WaitingForReplicas"
+                && c["message"].as_str().is_some_and(|m| m.contains("waiting for 1 of 2 replicas"))
+        })
+    })
+    .await;
+    let behind: Vec<String> =
+        records(&etcd).await.into_iter().filter(|(_, applied)| *applied < changed_at).map(|(id, _)| id).collect();
+    assert_eq!(behind.len(), 1, "one replica has not followed the change: {behind:?}");
+    let message = condition["message"].as_str().unwrap();
+    assert!(message.ends_with(&format!("before migrating: {}", behind[0])), "{message}");
+    assert_eq!(condition["status"], "True");
+
+    // Meanwhile the lagging replica still writes at v1 — and nothing has been migrated.
+    let r = lagging.client.post(WIDGETS, &widget("late", 0)).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let stored = stored_widgets(&etcd).await;
+    assert_eq!(stored.len() as u64, OBJECTS + 1);
+    for (name, version, api_version) in &stored {
+        assert_eq!((version.as_str(), api_version.as_str()), ("1", "replicas.example.com/v1"), "{name}");
+    }
+    let status = leader.client.get(&path).await.json()["status"].clone();
+    assert_eq!(status["storedVersions"], json!(["v1", "v2"]), "{status}");
+
+    // It follows the change: the migration walks, and every object — the late one too — is
+    // rewritten at v2 exactly once.
+    std::fs::remove_file(&hold).unwrap();
+    let status = eventually("storedVersions trimmed", || async {
+        let s = leader.client.get(&path).await.json()["status"].clone();
+        (s["storedVersions"] == json!(["v2"])).then_some(s)
+    })
+    .await;
+    let done = status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "StorageMigrating").unwrap();
+    assert_eq!(done["reason"], "MigrationSucceeded", "{status}");
+    let stored = stored_widgets(&etcd).await;
+    assert_eq!(stored.len() as u64, OBJECTS + 1);
+    for (name, version, api_version) in &stored {
+        assert_eq!((version.as_str(), api_version.as_str()), ("2", "replicas.example.com/v2"), "{name}");
+    }
+    // And the lagging replica now writes at v2.
+    let r = lagging.client.post(WIDGETS, &widget("later", 0)).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let later = stored_widgets(&etcd).await.into_iter().find(|(name, ..)| name == "later").unwrap();
+    assert_eq!((later.1.as_str(), later.2.as_str()), ("1", "replicas.example.com/v2"));
 }
 
 /// Cluster mode elects through a `coordination.k8s.io/v1` Lease in versa's namespace, with kube's

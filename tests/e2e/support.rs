@@ -34,10 +34,16 @@ impl Versa {
 
     /// Like [`Versa::start`], with more `versa serve` flags.
     pub fn start_with(data_dir: &Path, flags: &[&str]) -> Versa {
+        Self::start_with_env(data_dir, flags, &[])
+    }
+
+    /// Like [`Versa::start_with`], with environment variables set for versa (test hooks).
+    pub fn start_with_env(data_dir: &Path, flags: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Versa {
         let mut child = Command::new(versa_bin())
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .args(flags)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

@@ -5,6 +5,11 @@
 //! - update: `status` kept from the old object, `generation` bumped when `spec` changes, the
 //!   storage version appended to `status.storedVersions` when it is new;
 //! - `/status` update: only `status` changes;
+//! - `status.storageMigration` (storage migration's checkpoint, versa's own field: the typed
+//!   status has no place for it) belongs to the migration controller, which writes it in place:
+//!   every update through the API — main endpoint or `/status` — carries the stored one over, so
+//!   a client that writes the definition back in its typed form cannot make a migration start
+//!   its walk again (issue 22);
 //! - validation with `versa-apiextensions` (the same rules `versa lint` applies), and CEL
 //!   conversion rules run on generated objects (`versa_conversion::samples`);
 //! - delete: the first delete marks the definition (`deletionTimestamp`, the
@@ -17,6 +22,10 @@ use versa_schema::{Error as FieldError, ErrorList, Path};
 
 /// The finalizer that holds a deleted definition until its objects are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// The status field where storage migration keeps its checkpoint (see the module
+/// documentation): never taken from a request, always carried over from the stored definition.
+pub const MIGRATION_CHECKPOINT_FIELD: &str = "storageMigration";
 
 /// Reads a request-form document as a definition, defaulted. Decoding errors are field errors.
 pub fn decode(obj: &Value) -> Result<ResourceDefinition, ErrorList> {
@@ -103,7 +112,7 @@ pub fn admit_create(obj: &mut Value) -> Result<Vec<String>, ErrorList> {
 
 /// Update of the main resource or of `/status`: `new` already has the right `status` (the
 /// REST layer copied it); defaults, validates against `old`, appends the storage version to
-/// `storedVersions`.
+/// `storedVersions`, and keeps `old`'s migration checkpoint.
 pub fn admit_update(new: &mut Value, old: &Value, status_only: bool) -> Result<Vec<String>, ErrorList> {
     let mut def = decode(new)?;
     let old_def = decode(old)?;
@@ -122,7 +131,29 @@ pub fn admit_update(new: &mut Value, old: &Value, status_only: bool) -> Result<V
     if !errs.is_empty() {
         return Err(errs);
     }
-    Ok(encode(&def, new))
+    let unknown = encode(&def, new);
+    keep_checkpoint(new, old);
+    Ok(unknown)
+}
+
+/// Puts `old`'s `status.storageMigration` into `new` (or leaves `new` without one when `old` has
+/// none): the typed status just written has no such field, and a request may not set it.
+fn keep_checkpoint(new: &mut Value, old: &Value) {
+    let checkpoint = old.pointer("/status").and_then(|s| s.get(MIGRATION_CHECKPOINT_FIELD)).cloned();
+    let Some(obj) = new.as_object_mut() else { return };
+    match checkpoint {
+        Some(checkpoint) => {
+            let status = obj.entry("status").or_insert_with(|| json!({}));
+            if let Some(status) = status.as_object_mut() {
+                status.insert(MIGRATION_CHECKPOINT_FIELD.into(), checkpoint);
+            }
+        }
+        None => {
+            if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
+                status.remove(MIGRATION_CHECKPOINT_FIELD);
+            }
+        }
+    }
 }
 
 /// Sets (or replaces) condition `type_` in a definition document's status.

@@ -309,6 +309,13 @@ async fn authorized(
 
 /// A resource request: find the served resource, check version and scope, hand over.
 async fn resource(state: Arc<State>, info: &RequestInfo, req: Request<Incoming>) -> Response<Body> {
+    // A write is counted from before it looks up what is served until it is answered, so that
+    // this replica tells the others it follows a definition change only once no write of the
+    // definition before it is in flight (`replicas.rs`).
+    let _write = match state.replicas.admit_write(limits::is_mutating(info)) {
+        Ok(guard) => guard,
+        Err(status) => return status.into_response(),
+    };
     let snapshot = state.registry.snapshot();
     let Some(res) = snapshot.route(&info.api_group, &info.resource).cloned() else {
         return Status::not_found_path().into_response();

@@ -12,6 +12,8 @@
 //! Several replicas may serve one etcd: every one serves every request, and one, elected
 //! (`leader.rs`), does the work that must happen once — definition status, storage migration,
 //! cleanup of deleted definitions, APIService registration, standalone's namespace controller.
+//! Each replica tells the others which definitions its writes follow (`replicas.rs`), and a
+//! storage migration walks only once they all follow the new storage version.
 //!
 //! Every request: TLS (client certificate optional at the handshake) → authenticate → authorize
 //! → route (see `handler.rs`). Errors are `metav1.Status` objects (`status.rs`).
@@ -33,6 +35,7 @@ pub mod patch;
 pub mod pki;
 mod protobuf;
 pub mod query;
+pub mod replicas;
 pub mod request_info;
 mod rest;
 pub mod selector;
@@ -116,6 +119,10 @@ pub struct ServerConfig {
 pub struct LeaderElection {
     pub config: leader::ElectionConfig,
     pub lock: LeaderLock,
+    /// Where the replicas tell each other which definitions they serve (`replicas.rs`), under
+    /// the election's identity and timings; `None`: the replicas do not agree on definitions
+    /// before a storage migration walks (only right for one replica).
+    pub membership: Option<Arc<dyn versa_storage::lock::Membership>>,
 }
 
 /// Where the leader-election record is kept.
@@ -153,6 +160,15 @@ impl ServerConfig {
         hosts.dedup();
         let url_host = if host.contains(':') { format!("[{host}]") } else { host };
         let server_url = format!("https://{url_host}:{}", local.port());
+        let replicas = match self.leader_election.as_ref().and_then(|e| Some((e, e.membership.clone()?))) {
+            None => replicas::Replicas::single(),
+            Some((election, membership)) => replicas::Replicas::new(
+                election.config.identity.clone(),
+                membership,
+                election.config.retry_period,
+                election.config.renew_deadline,
+            ),
+        };
         let (leadership, campaign, lease_name) = match self.leader_election {
             None => (leader::Leadership::always(), None, None),
             Some(election) => {
@@ -213,6 +229,7 @@ impl ServerConfig {
             admission: Default::default(),
             audit,
             leadership,
+            replicas: Arc::new(replicas),
             shutdown: tokio_util::sync::CancellationToken::new(),
         });
         // The definitions API (each face) is published like any served resource.
@@ -245,6 +262,7 @@ impl Prepared {
             tokio::spawn(report_leadership(self.state.clone(), lease));
             campaign.spawn(self.state.shutdown.clone())
         });
+        let record = tokio::spawn(self.state.replicas.clone().run(self.state.shutdown.clone()));
         let controller = tokio::spawn(controllers::definitions::run(self.state.clone()));
         tokio::spawn(controllers::admission::run(self.state.clone()));
         tokio::spawn(probe_storage(self.state.clone()));
@@ -262,6 +280,8 @@ impl Prepared {
         let result = server::serve(self.listener, self.tls, self.trust, self.state.clone(), shutdown).await;
         self.state.shutdown.cancel();
         let _ = controller.await;
+        // Connections are drained: this replica writes nothing more, and its record goes.
+        let _ = record.await;
         // The leader releases its lock (bounded by the renew deadline), so that another replica
         // takes over at once rather than a lease duration later.
         if let Some(election) = election {

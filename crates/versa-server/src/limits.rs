@@ -88,7 +88,7 @@ pub fn is_long_running(info: &RequestInfo) -> bool {
     info.is_resource_request && info.verb == "watch"
 }
 
-fn is_mutating(info: &RequestInfo) -> bool {
+pub(crate) fn is_mutating(info: &RequestInfo) -> bool {
     matches!(info.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
 }
 

@@ -1,8 +1,8 @@
 //! What every request and every background task shares: [`State`] — the store, the served
-//! registry, authentication, the caches, metrics, options, leadership and the shutdown signal —
-//! and the small pieces of state it holds ([`Startup`], [`MigrationOptions`]). Built once by
-//! `lib.rs`; everything else takes it as `Arc<State>` and nothing here imports a module that
-//! uses it.
+//! registry, authentication, the caches, metrics, options, leadership, what this replica tells
+//! the others it serves, and the shutdown signal — and the small pieces of state it holds
+//! ([`Startup`], [`MigrationOptions`]). Built once by `lib.rs`; everything else takes it as
+//! `Arc<State>` and nothing here imports a module that uses it.
 
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -14,7 +14,7 @@ use crate::admission::configured::Configured;
 use crate::auth::Auth;
 use crate::metrics::Metrics;
 use crate::openapi::OpenApiCache;
-use crate::{audit, leader, limits};
+use crate::{audit, leader, limits, replicas};
 
 /// What every request shares.
 #[derive(Debug)]
@@ -47,6 +47,8 @@ pub struct State {
     pub audit: Option<audit::Auditor>,
     /// Whether this replica does the once-only work now (`leader.rs`).
     pub leadership: leader::Leadership,
+    /// Which definitions this replica's writes follow, told to the others (`replicas.rs`).
+    pub replicas: Arc<replicas::Replicas>,
     /// Cancelled when the server shuts down: watches and the controller end.
     pub shutdown: CancellationToken,
 }

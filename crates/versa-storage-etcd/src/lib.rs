@@ -14,7 +14,8 @@
 //! `--experimental-watch-progress-notify-interval` set to a few seconds.
 //!
 //! [`EtcdStore::connect`] takes an [`EtcdConfig`]. [`EtcdLeaseLock`] is leader election's lock
-//! on the same cluster (`lock.rs`), for replicas without a kube cluster.
+//! on the same cluster (`lock.rs`), for replicas without a kube cluster; [`EtcdMembership`] the
+//! replicas' records of what they serve, which storage migration waits on.
 
 mod config;
 mod errors;
@@ -24,5 +25,5 @@ mod store;
 mod watch;
 
 pub use config::{EtcdConfig, EtcdTls};
-pub use lock::EtcdLeaseLock;
+pub use lock::{EtcdLeaseLock, EtcdMembership};
 pub use store::EtcdStore;

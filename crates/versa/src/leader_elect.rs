@@ -5,7 +5,9 @@
 //!
 //! Which lock: a `coordination.k8s.io/v1` Lease in cluster mode, an etcd key bound to an etcd
 //! lease without a cluster. Embedded storage elects nobody: the data directory's lock already
-//! makes it one process.
+//! makes it one process. With an election, each replica also keeps its record of the
+//! definitions it follows in etcd (`versa.dev/replicas/<identity>` under the storage prefix),
+//! under the same identity and lease duration.
 
 use std::time::Duration;
 
@@ -82,8 +84,14 @@ impl LeaderElectArgs {
                 versa_server::LeaderLock::Other(std::sync::Arc::new(lock))
             }
         };
+        // Each replica's record of the definitions it follows, which storage migration waits
+        // on, lives in versa's etcd in both modes, bound to a lease of the election's duration.
+        let records = format!("{}/versa.dev/replicas", prefix.trim_end_matches('/'));
+        let membership =
+            versa_storage_etcd::EtcdMembership::connect(etcd, &records, &config.identity, config.lease_duration)
+                .await?;
         tracing::info!(identity = %config.identity, "leader election on");
-        Ok(Some(versa_server::LeaderElection { config, lock }))
+        Ok(Some(versa_server::LeaderElection { config, lock, membership: Some(std::sync::Arc::new(membership)) }))
     }
 }
 

@@ -15,8 +15,17 @@
 //! names or the deletion state changed. A deleted definition (the finalizer from
 //! `versa_registry::definitions`) has its objects removed — objects with finalizers are marked and waited
 //! for — and then loses the finalizer, which deletes it. A broken watch means a fresh list.
+//!
+//! After each change is served (and after the first list), it tells [`crate::replicas`] the
+//! revision it has reached — what this replica's writes follow, which a storage migration waits
+//! on — and the replica is ready (`/readyz`) only once the others can know that.
+//!
+//! A test hook, off unless set: while the file named by the environment variable
+//! `VERSA_TEST_HOLD_DEFINITIONS` exists, the controller takes no change from its watch — a
+//! replica that lags behind the definitions, on demand (`tests/e2e/replicas.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -84,10 +93,14 @@ impl Known {
 pub async fn run(state: Arc<State>) {
     let cleanups = Running::default();
     let mut leadership = state.leadership.clone();
+    let hold = std::env::var_os(HOLD_VARIABLE).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(path) = &hold {
+        tracing::warn!(file = %path.display(), "test hook {HOLD_VARIABLE} is set: definition changes wait while the file exists");
+    }
     loop {
         let term = leadership.term();
         let outcome = tokio::select! {
-            r = sync(&state, &cleanups, term.as_ref()) => r,
+            r = sync(&state, &cleanups, term.as_ref(), hold.as_deref()) => r,
             () = leadership.changed() => {
                 tracing::info!(leading = leadership.is_leader(), "leadership changed: relisting definitions");
                 continue;
@@ -104,12 +117,34 @@ pub async fn run(state: Arc<State>) {
     }
 }
 
+/// The test hook's variable (see the module documentation).
+pub const HOLD_VARIABLE: &str = "VERSA_TEST_HOLD_DEFINITIONS";
+
+/// The test hook: waits while `file` exists.
+async fn hold(file: Option<&Path>) {
+    let Some(file) = file else { return };
+    let mut said = false;
+    while file.exists() {
+        if !said {
+            tracing::warn!(file = %file.display(), "holding definition changes (test hook)");
+            said = true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn definitions_prefix(state: &State) -> String {
     state.keys.resource(versa_apiextensions::types::GROUP, "resourcedefinitions")
 }
 
-/// `term`: this replica leads (and does the once-only work) until it is cancelled.
-async fn sync(state: &Arc<State>, cleanups: &Running, term: Option<&CancellationToken>) -> anyhow::Result<()> {
+/// `term`: this replica leads (and does the once-only work) until it is cancelled;
+/// `hold_file`: the test hook's file.
+async fn sync(
+    state: &Arc<State>,
+    cleanups: &Running,
+    term: Option<&CancellationToken>,
+    hold_file: Option<&Path>,
+) -> anyhow::Result<()> {
     let prefix = definitions_prefix(state);
     let mut known: BTreeMap<String, Known> = BTreeMap::new();
     let mut token = None;
@@ -138,46 +173,67 @@ async fn sync(state: &Arc<State>, cleanups: &Running, term: Option<&Cancellation
     for name in &names {
         reconcile(state, &known, name, cleanups, term).await;
     }
+    state.replicas.applied(revision);
+    if !state.registry.is_ready() {
+        // Ready once the other replicas can know which definitions this one serves.
+        state.replicas.registered().await;
+    }
     state.registry.set_ready();
     let mut watch = state.store.watch(&prefix, revision).await?;
     while let Some(event) = watch.next().await {
-        // Whether the names this definition holds changed (then the others of its group may
-        // now get, or lose, theirs).
-        let (name, group, names_changed) = match event? {
-            WatchEvent::Added(kv) | WatchEvent::Modified { kv, .. } => {
-                let Some(k) = parse(kv, &known, &state.registry) else { continue };
-                let (name, group) = (k.def.name().to_owned(), k.def.spec.group.clone());
-                let before = known.get(&name).map(|old| accepted(&old.def));
-                let changed = before != Some(accepted(&k.def));
-                known.insert(name.clone(), k);
-                (name, group, changed)
-            }
-            WatchEvent::Deleted { prev, .. } => {
-                let Some(k) = parse(prev, &known, &state.registry) else { continue };
-                let (name, group) = (k.def.name().to_owned(), k.def.spec.group.clone());
-                known.remove(&name);
-                unserve(state, &name);
-                (name, group, true)
-            }
-            WatchEvent::Progress { .. } => continue,
-        };
-        if known.contains_key(&name) {
-            reconcile(state, &known, &name, cleanups, term).await;
-        }
-        if !names_changed {
-            continue;
-        }
-        // Names freed or taken in the group may change the others' acceptance.
-        let same_group: Vec<String> = known
-            .values()
-            .filter(|k| k.def.spec.group == group && k.def.name() != name)
-            .map(|k| k.def.name().to_owned())
-            .collect();
-        for other in same_group {
-            reconcile(state, &known, &other, cleanups, term).await;
-        }
+        let event = event?;
+        hold(hold_file).await;
+        let revision = event.revision();
+        handle(state, &mut known, event, cleanups, term).await;
+        state.replicas.applied(revision);
     }
     anyhow::bail!("the definitions watch ended")
+}
+
+/// One change from the watch: the definition it is about, then — when the names it holds
+/// changed — the others of its group.
+async fn handle(
+    state: &Arc<State>,
+    known: &mut BTreeMap<String, Known>,
+    event: WatchEvent,
+    cleanups: &Running,
+    term: Option<&CancellationToken>,
+) {
+    // Whether the names this definition holds changed (then the others of its group may
+    // now get, or lose, theirs).
+    let (name, group, names_changed) = match event {
+        WatchEvent::Added(kv) | WatchEvent::Modified { kv, .. } => {
+            let Some(k) = parse(kv, known, &state.registry) else { return };
+            let (name, group) = (k.def.name().to_owned(), k.def.spec.group.clone());
+            let before = known.get(&name).map(|old| accepted(&old.def));
+            let changed = before != Some(accepted(&k.def));
+            known.insert(name.clone(), k);
+            (name, group, changed)
+        }
+        WatchEvent::Deleted { prev, .. } => {
+            let Some(k) = parse(prev, known, &state.registry) else { return };
+            let (name, group) = (k.def.name().to_owned(), k.def.spec.group.clone());
+            known.remove(&name);
+            unserve(state, &name);
+            (name, group, true)
+        }
+        WatchEvent::Progress { .. } => return,
+    };
+    if known.contains_key(&name) {
+        reconcile(state, known, &name, cleanups, term).await;
+    }
+    if !names_changed {
+        return;
+    }
+    // Names freed or taken in the group may change the others' acceptance.
+    let same_group: Vec<String> = known
+        .values()
+        .filter(|k| k.def.spec.group == group && k.def.name() != name)
+        .map(|k| k.def.name().to_owned())
+        .collect();
+    for other in same_group {
+        reconcile(state, known, &other, cleanups, term).await;
+    }
 }
 
 /// Reads a stored definition; the structural verdict of the one in `known` under its name is

@@ -14,18 +14,36 @@
 //! leader's term and it is cancelled when the term ends), and the walk leaves a checkpoint in
 //! the definition's status every [`CHECKPOINT_EVERY`] objects — versa's own field
 //! `status.storageMigration` (`storageVersion`, `generation`, `resumeAfter`: the last key
-//! examined, relative to the resource's prefix, and the counts so far) — so that a new leader,
+//! examined, relative to the resource's prefix, the counts so far, and `definitionRevision`,
+//! which the replicas followed before the walk began) — so that a new leader,
 //! or this one after a restart, resumes after that key instead of walking everything again.
 //! A checkpoint for another storage version or generation is ignored, and the trim removes it.
 //! Even two walks at once (a leader that has not yet noticed it lost) would write each object at
 //! most once: every write is compare-and-swap on the revision read, and an object already at
 //! the storage version is never written.
 //!
+//! No walk starts while a replica may still write at an older storage version (issue 22): a
+//! pass over a definition stored at revision R first waits until every live replica's record
+//! says its writes follow the definitions up to R (`replicas.rs`: each replica publishes, in a
+//! record bound to its own lease, the revision its writes follow, once no write of an older
+//! one is in flight) — kube's storage version migrator waits for the StorageVersion API in the
+//! same way. There is no deadline after which it walks anyway: a live replica that lags would
+//! write behind the walk; a dead one's record expires with its lease. And before the trim it
+//! reads the records again: a replica that joined during the walk with writes that may have
+//! followed an older definition means the walk starts again from the first key. Embedded
+//! storage is one process, with nothing to wait for.
+//!
 //! Progress and trouble are in the definition's status, condition `StorageMigrating`:
-//! `True/Migrating` with counts while it runs, `True/MigrationPaused` with the last error when a
-//! conversion fails (for instance the webhook is down; it retries with backoff), and
-//! `False/MigrationSucceeded` when done. `storedVersions` is trimmed only if the definition's
-//! generation is still the one the walk started with.
+//! `True/WaitingForReplicas` naming the replicas that do not follow the definition yet
+//! (`True/ReplicasNotFollowing` once that has lasted [`NOT_FOLLOWING_AFTER`]), `True/Migrating`
+//! with counts while it runs, `True/MigrationPaused` with the last error when a conversion fails
+//! (for instance the webhook is down; it retries with backoff), and `False/MigrationSucceeded`
+//! when done. `storedVersions` is trimmed only if the definition's generation is still the one
+//! the walk started with.
+//!
+//! The checkpoint is versa's own status field; updates of the definition through the API carry
+//! it over (`versa_registry::definitions`), so a client that writes the definition back in its
+//! typed form does not make the walk start again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,13 +58,17 @@ use versa_registry::storage::Boundary;
 use versa_registry::{Error, Result};
 use versa_storage::{KeyValue, ListOptions, Update, guaranteed_update};
 
+use crate::replicas::{Followers, NOT_FOLLOWING_AFTER};
 use crate::state::{MigrationOptions, State};
 
 /// How many objects the walk examines between two checkpoints in the definition's status.
 pub const CHECKPOINT_EVERY: u64 = 100;
 
 /// The status field holding the checkpoint.
-pub const CHECKPOINT_FIELD: &str = "storageMigration";
+pub const CHECKPOINT_FIELD: &str = versa_registry::definitions::MIGRATION_CHECKPOINT_FIELD;
+
+/// How often the records are read while waiting for replicas to follow a definition.
+const FOLLOW_POLL: Duration = Duration::from_millis(200);
 
 /// Annotation that asks for a migration of one definition when automatic migration is off
 /// (`versa migrate run` sets it); any value works, and the migration clears it when done.
@@ -123,6 +145,11 @@ pub struct Checkpoint {
     /// Objects examined and rewritten so far.
     pub examined: u64,
     pub migrated: u64,
+    /// The revision of the stored definitions every replica's writes followed before the walk
+    /// began: what a resumed walk waits for (not the definition's latest revision, which every
+    /// checkpoint moves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_revision: Option<i64>,
 }
 
 impl Checkpoint {
@@ -148,9 +175,14 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome> {
         Some(r) if r.definition.spec == def.spec && r.definition.conversion_cel == def.conversion_cel => r.clone(),
         _ => Arc::new(Resource::build(&def, versa_registry::Compact::of(&def), &state.conversion)),
     };
+    let resumed = Checkpoint::of(&kv, &storage, generation.unwrap_or_default());
+    // No walk while a replica may still write at the old storage version.
+    let revision = resumed.as_ref().and_then(|c| c.definition_revision).unwrap_or(kv.mod_revision);
+    let Some(followers) = wait_for_replicas(state, name, revision, &storage, generation).await? else {
+        return Ok(Outcome::Restart);
+    };
     let prefix = state.keys.resource(&res.group, &res.plural);
     let pause = Duration::from_secs_f64(1.0 / f64::from(state.migration.rate.max(1)));
-    let resumed = Checkpoint::of(&kv, &storage, generation.unwrap_or_default());
     let (mut seen, mut migrated) = resumed.as_ref().map_or((0, 0), |c| (c.examined, c.migrated));
     let mut token = match &resumed {
         Some(checkpoint) => {
@@ -181,6 +213,7 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome> {
                     resume_after: kv.key.strip_prefix(&prefix).unwrap_or(&kv.key).to_owned(),
                     examined: seen,
                     migrated,
+                    definition_revision: Some(revision),
                 };
                 let message = format!("migrated {migrated} objects to {storage} ({seen} examined)");
                 let _ = update_status_if(state, name, |def_now, doc| {
@@ -205,6 +238,17 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome> {
             None => break,
         }
     }
+    // A replica that joined during the walk may have written behind it at an older version:
+    // wait for it, and walk everything again.
+    let late = state.replicas.joined_behind(&followers.members, revision).await.map_err(records_error)?;
+    if !late.is_empty() {
+        tracing::warn!(definition = %name, replicas = ?late, "replicas joined during the walk following an older definition: walking again");
+        update_status_if(state, name, |_, doc| {
+            doc.get_mut("status").and_then(Value::as_object_mut).and_then(|st| st.remove(CHECKPOINT_FIELD)).is_some()
+        })
+        .await?;
+        return Ok(Outcome::Restart);
+    }
     // Every object is at the storage version: trim, if the definition is still the one walked.
     let trimmed = update_status_if(state, name, |def_now, doc| {
         if def_now.metadata.generation != generation || def_now.storage_version() != Some(storage.as_str()) {
@@ -228,6 +272,70 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome> {
     } else {
         Ok(Outcome::Restart)
     }
+}
+
+/// Waits until every live replica's writes follow the definitions up to `revision`, saying in
+/// the definition's condition whom it waits for. `None`: the server is shutting down.
+async fn wait_for_replicas(
+    state: &State,
+    name: &str,
+    revision: i64,
+    storage: &str,
+    generation: Option<i64>,
+) -> Result<Option<Followers>> {
+    let started = tokio::time::Instant::now();
+    let mut said: Option<(Vec<String>, bool)> = None;
+    loop {
+        let followers = state.replicas.followers(revision).await.map_err(records_error)?;
+        if followers.behind.is_empty() {
+            if said.is_some() {
+                tracing::info!(definition = %name, revision, "every replica follows the definition: migrating");
+            }
+            return Ok(Some(followers));
+        }
+        let stuck = started.elapsed() >= NOT_FOLLOWING_AFTER;
+        let now = (followers.behind.clone(), stuck);
+        if said.as_ref() != Some(&now) {
+            let (behind, total) = (followers.behind.len(), followers.members.len());
+            let list = followers.behind.join(", ");
+            let (reason, message) = if stuck {
+                let ttl = state.replicas.record_ttl().unwrap_or_default().as_secs();
+                tracing::warn!(definition = %name, revision, replicas = %list, "replicas do not follow the definition: the storage migration waits");
+                (
+                    "ReplicasNotFollowing",
+                    format!(
+                        "{behind} of {total} replicas have not followed the definition (storage version {storage}) for over {}s and may still write at an older version; the migration waits for them: {list} (see their logs; a replica that stops renews nothing, and its record expires after {ttl}s)",
+                        NOT_FOLLOWING_AFTER.as_secs()
+                    ),
+                )
+            } else {
+                tracing::info!(definition = %name, revision, replicas = %list, "waiting for replicas to follow the definition before migrating");
+                (
+                    "WaitingForReplicas",
+                    format!(
+                        "waiting for {behind} of {total} replicas to follow the definition (storage version {storage}) before migrating: {list}"
+                    ),
+                )
+            };
+            let _ = update_status_if(state, name, |def_now, doc| {
+                if def_now.metadata.generation != generation {
+                    return false;
+                }
+                set_condition(doc, "StorageMigrating", "True", reason, &message, &meta::now());
+                true
+            })
+            .await;
+            said = Some(now);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(FOLLOW_POLL) => {}
+            () = state.shutdown.cancelled() => return Ok(None),
+        }
+    }
+}
+
+fn records_error(e: versa_storage::lock::LockError) -> Error {
+    Error::internal(format!("reading the replicas' records: {e}"))
 }
 
 /// Rewrites one object at the storage version if it is not there yet (the storage boundary's
