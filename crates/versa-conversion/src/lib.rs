@@ -31,10 +31,13 @@ mod converted;
 mod gv;
 mod lossless;
 mod parallel;
+#[cfg(test)]
+mod reference;
 mod review;
 pub mod samples;
 mod webhook;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -227,7 +230,8 @@ impl Converter {
                     return Err(BuildError::InvalidCelRules(errs.aggregate()));
                 }
                 let storage = def.storage_version().unwrap_or_default().to_owned();
-                Strategy::Cel { rules: Box::new(CelConverter { rules, storage }), lossless: !cel.allow_loss }
+                let rules = CelConverter::new(rules, storage, &spec.group, &versions);
+                Strategy::Cel { rules: Box::new(rules), lossless: !cel.allow_loss }
             }
             other => {
                 return Err(BuildError::UnknownStrategy {
@@ -436,47 +440,88 @@ impl Converter {
         if !lossless {
             return self.cel_hops(rules, obj, from, to);
         }
-        // Objects arrive as the read path sees them at their version (see `convert`).
-        let source = obj.clone();
+        // Objects arrive as the read path sees them at their version (see `convert`). Only the
+        // fields the round trip compares are copied (`lossless::body`).
+        let source = lossless::body(&obj);
         let mut converted = self.cel_hops(rules, obj, from, to)?;
         if let Some(data) = kept {
             lossless::restore(&data, &source, &mut converted, from, to);
         }
-        // When the way back fails, every field is kept (the definition-time sample checks
-        // report such rules).
-        let back = match self.cel_hops(rules, converted.clone(), to, from) {
-            Ok(mut back) => {
-                self.normalise(&mut back, from);
-                back
-            }
-            Err(_) => Value::Object(Map::new()),
-        };
-        let defaulted;
-        let seen = match self.schemas.get(to).filter(|s| s.below.defaults) {
+        let back = self.way_back(rules, &converted, to, from);
+        // The converted object as the read path sees it: defaulted too, when the schema has
+        // defaults — only needed when something was lost.
+        let seen = || match self.schemas.get(to).filter(|s| s.below.defaults) {
             Some(schema) => {
                 let mut c = converted.clone();
                 versa_schema::pipeline::on_read(&mut c, schema);
-                defaulted = c;
-                &defaulted
+                Cow::Owned(c)
             }
-            None => &converted,
+            None => Cow::Borrowed(&converted),
         };
-        if let Some(text) = lossless::record(&source, seen, &back, from, to) {
+        if let Some(text) = lossless::record(&source, &back, seen, from, to) {
             lossless::annotate(&mut converted, text);
         }
         Ok(converted)
     }
 
+    /// The round trip's way back: `converted` (at `to`) converted to `from` and normalised
+    /// there as the read path would — only the fields the round trip compares
+    /// (`lossless::body`). When the way back fails, an empty object: every field is then kept
+    /// (the definition-time sample checks report such rules).
+    ///
+    /// In one hop (the rules from `to` to `from`, or none), the rules read `converted` itself
+    /// and write into a copy of its body (without the fields they replace), which alone is
+    /// pruned and normalised: rules read `self.metadata` but never write it, and pruning,
+    /// coercing and defaulting treat the other top-level fields each on its own, so the body
+    /// comes out as that of the whole object converted back — without copying and walking
+    /// metadata (most of an object, with its `managedFields`) for a comparison that skips it.
+    /// Through two hops, the whole object goes, since the second hop's rules read the first's
+    /// result. (`reference.rs` checks all this against the conversion as first written.)
+    fn way_back(&self, rules: &CelConverter, converted: &Value, to: &str, from: &str) -> Value {
+        let failed = || Value::Object(Map::new());
+        let route = match rules.route(to, from) {
+            Ok(route) => route,
+            Err(_) => return failed(),
+        };
+        let mut back = match route.single() {
+            Ok(step) => {
+                let mut body = match step.hop {
+                    Hop::Rules(pair) => match rules.evaluate(pair, converted) {
+                        Ok(results) => {
+                            // Not copying what the rules are about to replace.
+                            let mut body = cel::body_to_write(converted, pair);
+                            cel::write(&mut body, results, step.api_version);
+                            body
+                        }
+                        Err(_) => return failed(),
+                    },
+                    Hop::None => {
+                        let mut body = lossless::body(converted);
+                        set_api_version(&mut body, step.api_version);
+                        body
+                    }
+                };
+                self.coerce(&mut body, step.version);
+                body
+            }
+            Err(_) => match self.cel_hops(rules, converted.clone(), to, from) {
+                Ok(back) => back,
+                Err(_) => return failed(),
+            },
+        };
+        self.normalise(&mut back, from);
+        back
+    }
+
     /// The rules' conversion from `from` to `to`, hop by hop ([`CelConverter::route`]), each
     /// hop's result pruned and coerced with its version's schema.
     fn cel_hops(&self, rules: &CelConverter, mut obj: Value, from: &str, to: &str) -> Result<Value, ConversionError> {
-        for (hop, version) in rules.route(from, to) {
-            let desired = GroupVersion { group: &self.group, version: &version }.to_string();
-            match hop {
-                Hop::Rules(pair) => rules.apply(pair, &mut obj, &desired).map_err(ConversionError::new)?,
-                Hop::None => set_api_version(&mut obj, &desired),
+        for step in rules.route(from, to).map_err(ConversionError::new)?.steps() {
+            match step.hop {
+                Hop::Rules(pair) => rules.apply(pair, &mut obj, step.api_version).map_err(ConversionError::new)?,
+                Hop::None => set_api_version(&mut obj, step.api_version),
             }
-            self.coerce(&mut obj, &version);
+            self.coerce(&mut obj, step.version);
         }
         Ok(obj)
     }
@@ -516,7 +561,13 @@ impl Converter {
 
 fn set_api_version(obj: &mut Value, desired: &str) {
     if let Some(map) = obj.as_object_mut() {
-        map.insert("apiVersion".to_owned(), Value::String(desired.to_owned()));
+        match map.get_mut("apiVersion") {
+            // The old text's buffer is reused.
+            Some(Value::String(s)) => desired.clone_into(s),
+            _ => {
+                map.insert("apiVersion".to_owned(), Value::String(desired.to_owned()));
+            }
+        }
     }
 }
 

@@ -2,9 +2,10 @@
 //! the server run when a definition with `strategy: CEL` is written, after its rules compiled.
 //!
 //! For each conversion (`spec.conversion.cel.conversions[i]`, from `S` to `T`), [`check`]
-//! generates sample objects of `S`'s schema ([`sample`]: deterministic, valid — objects the
-//! schema or its validation rules refuse are skipped, since no such object can be stored),
-//! converts each to `T` exactly as the server would, and reports:
+//! generates sample objects of `S`'s schema ([`sample`]: deterministic, valid — strings valid
+//! for their `format` and matched by their `pattern` where one can be built (`strings`);
+//! objects the schema or its validation rules still refuse are skipped, since no such object
+//! can be stored), converts each to `T` exactly as the server would, and reports:
 //!
 //! - a rule that fails (`...conversions[0].fields[1].expression: Invalid value: "<rule>":
 //!   fails on a generated v1alpha1 object: <error>; the object: {...}`);
@@ -13,7 +14,9 @@
 //! - unless `cel.allowLoss`, a round trip `S → T → S` (through the annotation that keeps what
 //!   `T` cannot hold) that does not give the object back.
 //!
-//! Only the first failure of each conversion is reported, with the sample that shows it.
+//! Only the first failure of each conversion is reported, with the sample that shows it. A
+//! conversion for which no valid sample could be generated is not reported as failing (that
+//! would be a false failure) but noted ([`check_with_notes`]; `versa lint` prints the notes).
 
 use std::collections::HashMap;
 
@@ -27,6 +30,8 @@ use versa_schema::{Structural, pipeline};
 
 use crate::{Converter, Options, Strategy};
 
+mod strings;
+
 /// How many objects of each source version are tried.
 pub const SAMPLES_PER_VERSION: usize = 24;
 
@@ -34,20 +39,40 @@ pub const SAMPLES_PER_VERSION: usize = 24;
 /// Nothing to report for other strategies, or when the converter cannot be built (validation
 /// reports why).
 pub fn check(def: &ResourceDefinition) -> ErrorList {
+    check_with_notes(def).0
+}
+
+/// [`check`], and a note for each conversion that could not be checked because no generated
+/// object of its source version was valid (a `pattern` no string could be built for, bounds
+/// that contradict each other): `spec.conversion.cel.conversions[0]: not checked on generated
+/// objects: no generated v1 object is valid (the last one: spec.id: Invalid value: ...)`.
+/// Such conversions are reported neither as failing nor as passing.
+pub fn check_with_notes(def: &ResourceDefinition) -> (ErrorList, Vec<String>) {
     let mut errs = ErrorList::new();
-    let Some(cel) = def.conversion_cel.as_ref() else { return errs };
+    let mut notes = Vec::new();
+    let Some(cel) = def.conversion_cel.as_ref() else { return (errs, notes) };
     let schemas = lower_schemas(def);
-    let Ok(converter) = Converter::new(def, schemas.clone(), &Options::default()) else { return errs };
+    let Ok(converter) = Converter::new(def, schemas.clone(), &Options::default()) else { return (errs, notes) };
     if !matches!(converter.strategy, Strategy::Cel { .. }) {
-        return errs;
+        return (errs, notes);
     }
-    let mut samples: HashMap<&str, Vec<Value>> = HashMap::new();
+    let mut samples: HashMap<&str, Generated> = HashMap::new();
     let path = Path::new("spec").child("conversion").child("cel").child("conversions");
     for (i, conv) in cel.conversions.iter().enumerate() {
         let (Some(from_schema), Some(to_schema)) = (schemas.get(&conv.from), schemas.get(&conv.to)) else { continue };
-        let objects = samples
+        let generated = samples
             .entry(conv.from.as_str())
-            .or_insert_with(|| generate(def, &conv.from, from_schema, SAMPLES_PER_VERSION));
+            .or_insert_with(|| generate_reporting(def, &conv.from, from_schema, SAMPLES_PER_VERSION));
+        let objects = &generated.objects;
+        if objects.is_empty() {
+            let why = generated.refused.as_deref().map(|r| format!(" (the last one: {r})")).unwrap_or_default();
+            notes.push(format!(
+                "{}: not checked on generated objects: no generated {} object is valid{why}",
+                path.index(i),
+                conv.from
+            ));
+            continue;
+        }
         for obj in objects.iter() {
             if let Some(e) =
                 try_one(&converter, def, obj, &conv.from, &conv.to, to_schema, &path.index(i), cel.allow_loss)
@@ -57,7 +82,7 @@ pub fn check(def: &ResourceDefinition) -> ErrorList {
             }
         }
     }
-    errs
+    (errs, notes)
 }
 
 /// One sample through one conversion: the first thing wrong, if any.
@@ -157,11 +182,24 @@ fn rule_expression(def: &ResourceDefinition, at: &Path) -> String {
 /// the converter: generated, pruned and defaulted, and kept only when the schema and its
 /// validation rules accept them.
 pub fn generate(def: &ResourceDefinition, version: &str, schema: &Structural, n: usize) -> Vec<Value> {
+    generate_reporting(def, version, schema, n).objects
+}
+
+/// What [`generate_reporting`] made.
+struct Generated {
+    objects: Vec<Value>,
+    /// Why the last object refused was refused (its first error).
+    refused: Option<String>,
+}
+
+/// [`generate`], also saying why the last refused object was refused.
+fn generate_reporting(def: &ResourceDefinition, version: &str, schema: &Structural, n: usize) -> Generated {
     let rules = SchemaRules::compile(schema);
     let api_version = format!("{}/{version}", def.spec.group);
     let namespaced = def.spec.scope == "Namespaced";
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ version.len() as u64);
     let mut out = Vec::new();
+    let mut refused = None;
     // Invalid samples are skipped; bounded tries keep a schema nothing satisfies cheap.
     for attempt in 0..n * 4 {
         if out.len() == n {
@@ -178,11 +216,17 @@ pub fn generate(def: &ResourceDefinition, version: &str, schema: &Structural, n:
         }
         map.insert("metadata".into(), meta);
         pipeline::on_read(&mut obj, schema);
-        if versa_schema::validation::validate(schema, &obj).is_empty() && rules.check(&obj, None).errors.is_empty() {
-            out.push(obj);
+        let invalid = versa_schema::validation::validate(schema, &obj);
+        if let Some(e) = invalid.iter().next() {
+            refused = Some(e.to_string());
+            continue;
+        }
+        match rules.check(&obj, None).errors.iter().next() {
+            Some(e) => refused = Some(e.to_string()),
+            None => out.push(obj),
         }
     }
-    out
+    Generated { objects: out, refused }
 }
 
 /// A small deterministic generator (xorshift).
@@ -206,16 +250,25 @@ const WORDS: &[&str] = &["tomato", "mozzarella", "basil", "a", "mushroom"];
 /// How deep samples go; deeper schemas get their minimal form below.
 const MAX_DEPTH: usize = 12;
 
-/// A value of schema `s`, mostly valid: enums, bounds, required properties and unique keys of
-/// list maps and sets are respected; formats and patterns are not (such samples fail
-/// validation and are skipped).
+/// A value of schema `s`, mostly valid: enums, bounds, required properties, unique keys of
+/// list maps and sets, the formats Kubernetes checks and the patterns a string can be built
+/// for are respected (samples that still fail validation are skipped).
 fn sample(s: &Structural, rng: &mut Rng, depth: usize) -> Value {
     let vv = s.value_validation.as_deref();
     if let Some(values) = vv.map(|v| &v.enum_).filter(|e| !e.is_empty()) {
         return values[rng.below(values.len() as u64) as usize].clone();
     }
     if s.int_or_string {
-        return json!(rng.below(5));
+        // Either, as such fields hold both ("1", "25%"): a number within the bounds, or a
+        // string (one the pattern matches, when there is one).
+        if rng.below(2) == 0 {
+            let lo = vv.and_then(|v| v.minimum).map_or(0, |m| m.ceil() as i64);
+            return json!(lo.saturating_add(rng.below(5) as i64));
+        }
+        return match vv.and_then(|v| v.pattern.as_ref()) {
+            Some(_) => Value::String(string(vv, rng)),
+            None => json!(format!("{}%", 5 * (1 + rng.below(19)))),
+        };
     }
     match s.type_ {
         SchemaType::Object => {
@@ -262,25 +315,7 @@ fn sample(s: &Structural, rng: &mut Rng, depth: usize) -> Value {
             }
             Value::Array(out)
         }
-        SchemaType::String => {
-            let format = vv.map_or("", |v| v.format.as_str());
-            let word = match format {
-                "date-time" => "2024-05-06T07:08:09Z",
-                "date" => "2024-05-06",
-                "duration" => "1m30s",
-                "byte" => "aGk=",
-                _ => WORDS[rng.below(WORDS.len() as u64) as usize],
-            };
-            let mut text = word.to_owned();
-            let min = vv.and_then(|v| v.min_length).unwrap_or(0).max(0) as usize;
-            while text.chars().count() < min {
-                text.push('x');
-            }
-            if let Some(max) = vv.and_then(|v| v.max_length) {
-                text = text.chars().take(max.max(0) as usize).collect();
-            }
-            Value::String(text)
-        }
+        SchemaType::String => Value::String(string(vv, rng)),
         SchemaType::Integer => {
             let lo = vv.and_then(|v| v.minimum).map_or(0, |m| m.ceil() as i64);
             let hi = vv.and_then(|v| v.maximum).map_or(lo.saturating_add(5), |m| m.floor() as i64);
@@ -302,10 +337,138 @@ fn sample(s: &Structural, rng: &mut Rng, depth: usize) -> Value {
     }
 }
 
+/// A string for a field with value validations `vv`: valid for its `format` (one Kubernetes
+/// checks), else matched by its `pattern`, else a word — padded to `minLength` and cut at
+/// `maxLength` (a formatted or patterned string is left as it is: cutting it would make it
+/// invalid, and the sample is then skipped anyway).
+fn string(vv: Option<&versa_schema::structural::ValueValidation>, rng: &mut Rng) -> String {
+    if let Some(format) = vv.and_then(|v| v.format_kind) {
+        return strings::for_format(format, rng);
+    }
+    if let Some(pattern) = vv.and_then(|v| v.pattern.as_ref())
+        && let Some(text) = strings::for_pattern(pattern, rng)
+    {
+        return text;
+    }
+    let mut text = WORDS[rng.below(WORDS.len() as u64) as usize].to_owned();
+    let min = vv.and_then(|v| v.min_length).unwrap_or(0).max(0) as usize;
+    while text.chars().count() < min {
+        text.push('x');
+    }
+    if let Some(max) = vv.and_then(|v| v.max_length) {
+        text = text.chars().take(max.max(0) as usize).collect();
+    }
+    text
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
+
+    fn testdata(name: &str) -> Value {
+        let path = format!("{}/testdata/{name}", env!("CARGO_MANIFEST_DIR"));
+        serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    }
+
+    /// `testdata/sample-strings.yaml`: strings generated for formats and patterns.
+    #[test]
+    fn strings_satisfy_formats_and_patterns() {
+        let cases = testdata("sample-strings.yaml");
+        let mut failures = Vec::new();
+        for name in cases["formats"].as_array().unwrap() {
+            let name = name.as_str().unwrap();
+            let Some(format) = versa_schema::formats::Format::parse(name) else {
+                failures.push(format!("format {name}: not one Kubernetes checks"));
+                continue;
+            };
+            let mut rng = Rng(11);
+            for _ in 0..20 {
+                let text = strings::for_format(format, &mut rng);
+                if !format.matches(&text) {
+                    failures.push(format!("format {name}: {text:?} is not valid"));
+                }
+            }
+        }
+        for case in cases["patterns"].as_array().unwrap() {
+            let source = case["pattern"].as_str().unwrap();
+            let pattern = versa_schema::pattern::Pattern::new(source);
+            assert!(pattern.error().is_none(), "{source}: {:?}", pattern.error());
+            let want_built = case.get("built").and_then(Value::as_bool).unwrap_or(true);
+            let max = case.get("maxLength").and_then(Value::as_u64);
+            let mut rng = Rng(5);
+            for _ in 0..20 {
+                match strings::for_pattern(&pattern, &mut rng) {
+                    Some(text) if !want_built => failures.push(format!("pattern {source}: built {text:?}")),
+                    Some(text) if !pattern.is_match(&text) => {
+                        failures.push(format!("pattern {source}: {text:?} does not match"))
+                    }
+                    Some(text) if max.is_some_and(|m| text.chars().count() as u64 > m) => {
+                        failures.push(format!("pattern {source}: {text:?} is longer than {max:?}"))
+                    }
+                    None if want_built => failures.push(format!("pattern {source}: nothing built")),
+                    _ => {}
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    /// A definition whose rules read fields with formats and patterns.
+    fn patterned(id_pattern: &str) -> ResourceDefinition {
+        let spec = |id: &str| {
+            json!({"type": "object", "required": [id, "when", "owner", "size"], "properties": {
+                id: {"type": "string", "pattern": id_pattern, "maxLength": 40},
+                "when": {"type": "string", "format": "date-time"},
+                "owner": {"type": "string", "format": "email", "maxLength": 64},
+                "size": {"x-kubernetes-int-or-string": true, "pattern": "^\\d+%$", "maxLength": 4}}})
+        };
+        let version = |name: &str, storage: bool, id: &str| {
+            json!({"name": name, "served": true, "storage": storage,
+                "schema": {"openAPIV3Schema": {"type": "object", "required": ["spec"], "properties": {"spec": spec(id)}}}})
+        };
+        let doc = json!({"apiVersion": "versa.dev/v1", "kind": "ResourceDefinition", "metadata": {"name": "ovens.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "ovens", "kind": "Oven"},
+                "versions": [version("v1", true, "id"), version("v2", false, "serial")],
+                "conversion": {"strategy": "CEL", "cel": {"conversions": [
+                    {"from": "v1", "to": "v2", "fields": [{"path": "spec.serial", "expression": "self.spec.id"}]},
+                    {"from": "v2", "to": "v1", "fields": [{"path": "spec.id", "expression": "self.spec.serial"}]}]}}}});
+        let mut def = ResourceDefinition::from_document(&doc).unwrap();
+        versa_apiextensions::set_defaults(&mut def);
+        let errs = versa_apiextensions::validate_definition(&def);
+        assert!(errs.is_empty(), "{}", errs.aggregate());
+        def
+    }
+
+    #[test]
+    fn rules_reading_formatted_and_patterned_fields_are_checked() {
+        let def = patterned("^OVEN-[0-9]{4}$");
+        let schemas = lower_schemas(&def);
+        let samples = generate(&def, "v1", &schemas["v1"], 24);
+        assert_eq!(samples.len(), 24, "every sample is valid");
+        assert!(samples.iter().all(|s| s["spec"]["id"].as_str().is_some_and(|id| id.starts_with("OVEN-"))));
+        assert!(
+            samples.iter().any(|s| s["spec"]["size"].is_string())
+                && samples.iter().any(|s| s["spec"]["size"].is_number())
+        );
+        let (errs, notes) = check_with_notes(&def);
+        assert_eq!((errs.aggregate(), notes), (String::new(), Vec::<String>::new()));
+    }
+
+    #[test]
+    fn conversions_no_sample_can_be_made_for_are_noted_not_failed() {
+        let def = patterned("^a\\bb$");
+        let (errs, notes) = check_with_notes(&def);
+        assert_eq!(errs.aggregate(), "");
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].starts_with(
+                "spec.conversion.cel.conversions[0]: not checked on generated objects: no generated v1 object is valid (the last one: spec.id: Invalid value: "
+            ),
+            "{notes:?}"
+        );
+        assert!(notes[1].starts_with("spec.conversion.cel.conversions[1]: not checked on generated objects: no generated v2 object is valid (the last one: spec.serial: Invalid value: "), "{notes:?}");
+    }
 
     #[test]
     fn samples_respect_bounds_and_keys() {

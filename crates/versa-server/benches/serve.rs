@@ -27,7 +27,7 @@
 //!   by ALPN, on its own runtime; it answers a `ConversionReview` by setting each object's
 //!   `apiVersion`). 1,000 objects of each, written at `v1`, are listed at `v1` and at `v2`,
 //!   `CONVERSION_REQUESTS` (50) sequential requests per measure on one connection, split into
-//!   `VERSA_BENCH_ROUNDS` alternating rounds. With a label selector matching every object,
+//!   `VERSA_BENCH_ROUNDS` rounds alternating between every measure of every strategy. With a label selector matching every object,
 //!   which converts the whole page on every request (an unfiltered LIST renders each object
 //!   once and then serves it from the render cache; it is measured too, for reference). The
 //!   webhook's own time is the same 1,000-object review POSTed straight to it from the bench,
@@ -35,7 +35,10 @@
 //!   to the LIST at the storage version; `Webhook` adds the webhook's own time plus ≤ 5 ms.
 //!   A third definition converts with versa's `CEL` rules (two fields each way, and the
 //!   round-trip check that keeps what a conversion loses); its LIST at `v2` is printed as a
-//!   ratio of `None`'s (target p50 ≤ 2×, issue 18).
+//!   ratio of `None`'s (target p50 ≤ 2×, issue 18). Every object written through the API
+//!   carries `managedFields`, which make `None`'s LIST dearer and flatter the ratio, so `None`
+//!   and `CEL` also list 1,000 objects whose `managedFields` were reset (a merge patch of
+//!   `managedFields: [{}]`), and the ratio is printed for both kinds of object.
 //!   Also printed: versa's own timing of its converter (`versa_conversion_duration_seconds`),
 //!   and where a webhook LIST's time goes — before the review reaches the webhook, its upload,
 //!   the webhook's work, and the rest — from the instants the webhook records.
@@ -374,6 +377,10 @@ const CONVERSIONS: [(&str, &str); 3] =
     [("None", "none.bench.example.com"), ("Webhook", "webhook.bench.example.com"), ("CEL", "cel.bench.example.com")];
 /// Where the converted objects live.
 const CONVERTED_NAMESPACE: &str = "converted";
+/// Where the same objects live without `managedFields` (None and CEL only): every object
+/// written through the API carries them, and they weigh on `None`'s LIST much more than on the
+/// rules' work, so the ratio is printed for both kinds of object.
+const UNTRACKED_NAMESPACE: &str = "converted-untracked";
 /// Objects per definition.
 const CONVERTED_OBJECTS: usize = 1000;
 /// Sequential requests per measure (split into the rounds), after [`CONVERSION_WARMUP`] each.
@@ -384,12 +391,23 @@ const EVERY_OBJECT: &str = "labelSelector=bench%3Dyes";
 /// Where the bench client POSTs reviews to the webhook (versa calls `/convert`).
 const DIRECT_PATH: &str = "/direct";
 
+/// What one strategy's definition measures: its probes, in the order [`Converted`] takes them.
+struct Setup {
+    strategy: &'static str,
+    definition: String,
+    probes: Vec<Probe>,
+    /// Webhook: the last probe is the review POSTed straight to the webhook.
+    direct: bool,
+}
+
 /// The figures of one strategy: the LIST at each version, with and without the selector.
 struct Converted {
     strategy: &'static str,
     /// At v1, at v2: with the selector, then without.
     selected: [Load; 2],
     cached: [Load; 2],
+    /// At v1, at v2, with the selector, of the objects without `managedFields` (not Webhook).
+    untracked: Option<[Load; 2]>,
     /// The same review POSTed straight to the webhook (Webhook only).
     direct: Option<Load>,
 }
@@ -415,6 +433,8 @@ fn conversion(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
         let mut conn = client.connect().await;
         wait_ready(&mut conn).await;
         let mut hook = HookConn::connect(&webhook).await;
+        create_namespace(&mut conn, UNTRACKED_NAMESPACE).await;
+        let mut setups = Vec::new();
         for (strategy, group) in CONVERSIONS {
             let spec = match strategy {
                 "None" => json!({"strategy": "None"}),
@@ -437,39 +457,52 @@ fn conversion(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
             };
             define(&mut conn, &widget_definition(group, spec), group, "v2", "widgets").await;
             let collection = |version: &str| format!("/apis/{group}/{version}/namespaces/{CONVERTED_NAMESPACE}/widgets");
+            let untracked = |version: &str| format!("/apis/{group}/{version}/namespaces/{UNTRACKED_NAMESPACE}/widgets");
             let started = Instant::now();
             let object = move |i: usize| widget(group, &format!("w-{i:04}"));
             fill(&client, settings.connections, &collection("v1"), CONVERTED_OBJECTS, Arc::new(object)).await;
             let filled = started.elapsed();
+            let direct = strategy == "Webhook";
+            if !direct {
+                fill(&client, settings.connections, &untracked("v1"), CONVERTED_OBJECTS, Arc::new(object)).await;
+                untrack(&client, settings.connections, &untracked("v1"), CONVERTED_OBJECTS).await;
+            }
 
-            let paths = [
+            let mut paths = vec![
                 format!("{}?{EVERY_OBJECT}", collection("v1")),
                 format!("{}?{EVERY_OBJECT}", collection("v2")),
                 collection("v1"),
                 collection("v2"),
             ];
+            let mut versions = vec!["v1", "v2", "v1", "v2"];
+            if !direct {
+                paths.extend([format!("{}?{EVERY_OBJECT}", untracked("v1")), format!("{}?{EVERY_OBJECT}", untracked("v2"))]);
+                versions.extend(["v1", "v2"]);
+            }
             let mut sizes = Vec::new();
             let mut at_v1 = Vec::new();
-            for (path, version) in paths.iter().zip(["v1", "v2", "v1", "v2"]) {
+            for (i, (path, version)) in paths.iter().zip(versions).enumerate() {
                 let (status, body) = conn.send(Method::GET, path, None).await;
                 assert_eq!(status, StatusCode::OK, "GET {path}: {}", String::from_utf8_lossy(&body));
                 let list: Value = serde_json::from_slice(&body).unwrap();
                 let items = list["items"].as_array().unwrap();
                 assert_eq!(items.len(), CONVERTED_OBJECTS, "GET {path}");
                 assert!(items.iter().all(|o| o["apiVersion"] == format!("{group}/{version}")), "GET {path}");
+                let tracked = items.iter().filter(|o| o["metadata"].get("managedFields").is_some()).count();
+                assert_eq!(tracked, if i < 4 { CONVERTED_OBJECTS } else { 0 }, "GET {path}: objects with managedFields");
                 sizes.push(body.len() / 1024);
                 if at_v1.is_empty() {
                     at_v1.clone_from(items);
                 }
             }
+            let without = if direct { String::new() } else { format!("; without managedFields {} KiB at v2", sizes[5]) };
             println!(
-                "({strategy}: created {CONVERTED_OBJECTS} objects in {:.2} s; the LIST answers {} KiB at v1, {} KiB at v2)",
+                "({strategy}: created {CONVERTED_OBJECTS} objects in {:.2} s; the LIST answers {} KiB at v1, {} KiB at v2{without})",
                 filled.as_secs_f64(),
                 sizes[0],
                 sizes[1]
             );
             let mut probes: Vec<Probe> = paths.into_iter().map(Probe::Get).collect();
-            let direct = strategy == "Webhook";
             if direct {
                 // What versa sends: the objects in their request form at v1, in one review.
                 let review = json!({
@@ -486,18 +519,29 @@ fn conversion(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
                 probes.push(Probe::Review(body));
             }
 
-            for probe in &probes {
-                probe.run(&mut conn, &mut hook, CONVERSION_WARMUP).await;
-            }
-            let definition = format!("widgets.{group}");
-            let (sum_before, count_before) = converter_time(&mut conn, &definition).await;
-            webhook.calls.lock().unwrap().clear();
-            let mut loads = alternate(&mut conn, &mut hook, &probes, rounds).await.into_iter();
-            let (sum, count) = converter_time(&mut conn, &definition).await;
+            setups.push(Setup { strategy, definition: format!("widgets.{group}"), probes, direct });
+        }
+
+        // Every strategy's probes in the same alternating rounds: a change of load on the
+        // shared machine then weighs on all of them alike, and the ratios hold.
+        let all: Vec<&Probe> = setups.iter().flat_map(|s| s.probes.iter()).collect();
+        for probe in &all {
+            probe.run(&mut conn, &mut hook, CONVERSION_WARMUP).await;
+        }
+        let mut before = Vec::new();
+        for setup in &setups {
+            before.push(converter_time(&mut conn, &setup.definition).await);
+        }
+        webhook.calls.lock().unwrap().clear();
+        let mut loads = alternate(&mut conn, &mut hook, &all, rounds).await.into_iter();
+        let calls = std::mem::take(&mut *webhook.calls.lock().unwrap());
+        let mut after = Vec::new();
+        for setup in &setups {
+            after.push(converter_time(&mut conn, &setup.definition).await);
+        }
+        for ((setup, (sum_before, count_before)), (sum, count)) in setups.iter().zip(before).zip(after) {
+            let (strategy, direct) = (setup.strategy, setup.direct);
             let (sum, count) = (sum - sum_before, count - count_before);
-            let calls = std::mem::take(&mut *webhook.calls.lock().unwrap());
-            let (by_versa, by_bench): (Vec<Call>, Vec<Call>) = calls.into_iter().partition(|c| !c.direct);
-            let building = |calls: &[Call]| ms(median(calls.iter().map(Call::building)));
             if count > 0.0 {
                 println!(
                     "({strategy}: versa's converter ran {count} times in the measured LISTs, {:.2} ms each on average (versa_conversion_duration_seconds))",
@@ -505,13 +549,15 @@ fn conversion(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
                 );
             }
             if direct {
+                let (by_versa, by_bench): (Vec<&Call>, Vec<&Call>) = calls.iter().partition(|c| !c.direct);
+                let building = |calls: &[&Call]| ms(median(calls.iter().map(|c| c.building())));
                 println!(
                     "(Webhook: versa called the webhook {} times; building the answer took p50 {:.2} ms of those calls, {:.2} ms of the bench's direct calls)",
                     by_versa.len(),
                     building(&by_versa),
                     building(&by_bench)
                 );
-                let Probe::Get(path) = &probes[1] else { unreachable!() };
+                let Probe::Get(path) = &setup.probes[1] else { unreachable!() };
                 timeline(&mut conn, path, &webhook).await;
             }
             let mut next = || loads.next().unwrap();
@@ -519,6 +565,7 @@ fn conversion(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
                 strategy,
                 selected: [next(), next()],
                 cached: [next(), next()],
+                untracked: (!direct).then(|| [next(), next()]),
                 direct: direct.then(next),
             });
         }
@@ -554,6 +601,19 @@ fn conversion(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
                 target,
             ]);
         }
+        if let Some(untracked) = &r.untracked {
+            for (p, label) in [(0.5, "p50"), (0.99, "p99")] {
+                let [v1, v2] = [ms(untracked[0].p(p)), ms(untracked[1].p(p))];
+                rows.push([
+                    format!("{s}, label selector, objects without managedFields, {label}"),
+                    format!("{v1:.2} ms"),
+                    format!("{v2:.2} ms"),
+                    format!("{:+.2} ms", v2 - v1),
+                    format!("{:+.1} %", (v2 - v1) / v1 * 1e2),
+                    String::new(),
+                ]);
+            }
+        }
         for (p, label) in [(0.5, "p50"), (0.99, "p99")] {
             let [v1, v2] = [ms(r.cached[0].p(p)), ms(r.cached[1].p(p))];
             rows.push([
@@ -587,15 +647,52 @@ fn conversion(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
     println!(
         "(overhead: None relative to the LIST at v1; Webhook beyond the webhook's own time at the same percentile)"
     );
-    let at_v2 = |strategy: &str| results.iter().find(|r| r.strategy == strategy).map(|r| &r.selected[1]);
-    if let (Some(none), Some(cel)) = (at_v2("None"), at_v2("CEL")) {
+    let at_v2 = |strategy: &str, untracked: bool| {
+        let r = results.iter().find(|r| r.strategy == strategy)?;
+        if untracked { r.untracked.as_ref().map(|u| &u[1]) } else { Some(&r.selected[1]) }
+    };
+    for (untracked, objects) in [(false, "objects with managedFields"), (true, "objects without managedFields")] {
+        let (Some(none), Some(cel)) = (at_v2("None", untracked), at_v2("CEL", untracked)) else { continue };
         for (p, label) in [(0.5, "p50"), (0.99, "p99")] {
             let ratio = ms(cel.p(p)) / ms(none.p(p));
             let target = if p == 0.5 { format!(" (target ≤ 2×: {})", met(ratio <= 2.0)) } else { String::new() };
             println!(
-                "CEL vs None, LIST of {CONVERTED_OBJECTS} at v2 (converts every time), {label}: {ratio:.2}×{target}"
+                "CEL vs None, LIST of {CONVERTED_OBJECTS} at v2 (converts every time), {objects}, {label}: {ratio:.2}×{target}"
             );
         }
+    }
+}
+
+/// Creates namespace `name` (standalone versa refuses objects in a missing namespace).
+async fn create_namespace(conn: &mut Conn, name: &str) {
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    let (status, body) = conn.send(Method::POST, "/api/v1/namespaces", Some(json_bytes(&namespace))).await;
+    assert!(
+        status == StatusCode::CREATED || status == StatusCode::CONFLICT,
+        "creating namespace {name}: {}",
+        String::from_utf8_lossy(&body)
+    );
+}
+
+/// Strips the `managedFields` of the `n` objects [`fill`] created at `collection` (a merge
+/// patch of `managedFields: [{}]`, which resets them as in kube — `[]` does not, on purpose;
+/// an untracked object stays so).
+async fn untrack(client: &Client, conns: usize, collection: &str, n: usize) {
+    let mut tasks = Vec::new();
+    for c in 0..conns {
+        let (client, collection) = (client.clone(), collection.to_owned());
+        tasks.push(tokio::spawn(async move {
+            let mut conn = client.connect().await;
+            for i in (c..n).step_by(conns) {
+                let path = format!("{collection}/w-{i:04}");
+                let body = Bytes::from_static(br#"{"metadata":{"managedFields":[{}]}}"#);
+                let (status, body) = conn.patch(&path, "application/merge-patch+json", body).await;
+                assert_eq!(status, StatusCode::OK, "PATCH {path}: {}", String::from_utf8_lossy(&body));
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
     }
 }
 
@@ -629,7 +726,7 @@ impl Probe {
 
 /// [`CONVERSION_REQUESTS`] of each probe, in `rounds` rounds that run every probe in turn; the
 /// figures of each, merged.
-async fn alternate(conn: &mut Conn, hook: &mut HookConn, probes: &[Probe], rounds: usize) -> Vec<Load> {
+async fn alternate(conn: &mut Conn, hook: &mut HookConn, probes: &[&Probe], rounds: usize) -> Vec<Load> {
     let per_round = CONVERSION_REQUESTS.div_ceil(rounds);
     let mut results: Vec<Vec<Load>> = probes.iter().map(|_| Vec::new()).collect();
     for _ in 0..rounds {

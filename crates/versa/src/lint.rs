@@ -42,8 +42,9 @@ pub fn run(args: &Args) -> Result<Outcome> {
         };
         set_defaults(&mut def);
         let mut errs = validate_definition(&def);
+        let mut notes = Vec::new();
         if errs.is_empty() {
-            errs = versa_conversion::samples::check(&def);
+            (errs, notes) = versa_conversion::samples::check_with_notes(&def);
         }
         let qualified = match kind {
             DocumentKind::ResourceDefinition => "ResourceDefinition.versa.dev",
@@ -54,6 +55,9 @@ pub fn run(args: &Args) -> Result<Outcome> {
             say!("{}: {qualified} {name} is valid", doc.source);
             if let Some(cel) = &def.conversion_cel {
                 say!("{}", cel_note(cel));
+            }
+            for note in &notes {
+                say!("  note: {note}");
             }
         } else {
             outcome = Outcome::SomeInvalid;
