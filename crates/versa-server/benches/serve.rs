@@ -413,13 +413,7 @@ struct Converted {
 }
 
 fn conversion(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
-    // The webhook stands for another process: its own threads.
-    let webhook_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .thread_name("webhook")
-        .build()
-        .unwrap();
+    let webhook_rt = Webhook::runtime();
     let webhook = webhook_rt.block_on(Webhook::start());
     let versa = Versa::start(server_rt);
     let client = Client::new(versa.dir.path(), versa.addr);
