@@ -55,15 +55,11 @@ fn widget(name: &str, spec: &str) -> String {
 }
 
 fn apply(versa: &Versa, dir: &std::path::Path, name: &str, yaml: &str) -> std::process::Output {
-    let path = dir.join(format!("{name}.yaml"));
-    std::fs::write(&path, yaml).unwrap();
-    versa.kubectl(&["apply", "-f", path.to_str().unwrap()])
+    versa.kubectl_file("apply", dir, name, yaml)
 }
 
 fn create(versa: &Versa, dir: &std::path::Path, name: &str, yaml: &str) -> std::process::Output {
-    let path = dir.join(format!("{name}.yaml"));
-    std::fs::write(&path, yaml).unwrap();
-    versa.kubectl(&["create", "-f", path.to_str().unwrap()])
+    versa.kubectl_file("create", dir, name, yaml)
 }
 
 /// Retries `attempt` until it says done: configuration changes take effect within moments (a

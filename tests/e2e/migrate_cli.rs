@@ -96,10 +96,8 @@ fn row(status_stdout: &str) -> Vec<String> {
     cells
 }
 
-fn apply(versa: &Versa, file: &str, yaml: &str) {
-    let path = versa.data_dir.join(file);
-    std::fs::write(&path, yaml).unwrap();
-    ok(versa.kubectl(&["apply", "-f", path.to_str().unwrap()]));
+fn apply(versa: &Versa, name: &str, yaml: &str) {
+    ok(versa.kubectl_file("apply", &versa.data_dir, name, yaml));
 }
 
 /// Polls `versa migrate status NAME` until `check` accepts the row (the definitions controller
@@ -124,7 +122,7 @@ fn migrate_status_and_run() {
     let dir = tempfile::tempdir().unwrap();
     let versa = Versa::start_with(dir.path(), &["--auto-migrate=false"]);
 
-    apply(&versa, "definition.yaml", &definition("v1alpha1"));
+    apply(&versa, "definition", &definition("v1alpha1"));
     ok(versa.kubectl(&[
         "wait",
         "--for=condition=Established",
@@ -135,7 +133,7 @@ fn migrate_status_and_run() {
         let widget = format!(
             "apiVersion: migrate.example.com/v1alpha1\nkind: Widget\nmetadata:\n  name: w{i}\n  namespace: default\nspec:\n  size: {i}\n"
         );
-        apply(&versa, &format!("w{i}.yaml"), &widget);
+        apply(&versa, &format!("w{i}"), &widget);
     }
 
     // Before the change: nothing to migrate.
@@ -149,7 +147,7 @@ fn migrate_status_and_run() {
 
     // The storage version moves to v1beta1: both versions are now stored, and with automatic
     // migration off the migration is pending — and stays so.
-    apply(&versa, "definition.yaml", &definition("v1beta1"));
+    apply(&versa, "definition", &definition("v1beta1"));
     let pending = status_until(&versa, "storedVersions lists both", |r| r[2] == "v1alpha1,v1beta1");
     assert_eq!(pending, [NAME, "v1beta1", "v1alpha1,v1beta1", "Pending"]);
     std::thread::sleep(Duration::from_secs(1));
@@ -262,7 +260,7 @@ fn kubeconfigs_as_kubectl_reads_them() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let versa = Versa::start(&data);
-    apply(&versa, "definition.yaml", &definition("v1alpha1"));
+    apply(&versa, "definition", &definition("v1alpha1"));
     ok(versa.kubectl(&[
         "wait",
         "--for=condition=Established",

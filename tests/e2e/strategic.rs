@@ -13,9 +13,7 @@ use serde_json::{Value, json};
 use versa_e2e::{Versa, fails, ok};
 
 fn apply(versa: &Versa, dir: &Path, name: &str, yaml: &str) -> String {
-    let path = dir.join(format!("{name}.yaml"));
-    std::fs::write(&path, yaml).unwrap();
-    ok(versa.kubectl(&["apply", "-f", path.to_str().unwrap()]))
+    ok(versa.kubectl_file("apply", dir, name, yaml))
 }
 
 fn get(versa: &Versa, args: &[&str]) -> Value {

@@ -69,6 +69,14 @@ impl Versa {
         kubectl(&self.kubeconfig(), args)
     }
 
+    /// `kubectl <verb> -f <dir>/<name>.yaml` with `yaml` written to that file first (verb:
+    /// `apply`, `create`, ...), as a user applies a manifest.
+    pub fn kubectl_file(&self, verb: &str, dir: &Path, name: &str, yaml: &str) -> Output {
+        let path = dir.join(format!("{name}.yaml"));
+        std::fs::write(&path, yaml).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        self.kubectl(&[verb, "-f", &path.to_string_lossy()])
+    }
+
     /// Sends SIGTERM and waits; returns whether versa exited successfully.
     pub fn stop(mut self) -> bool {
         let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
