@@ -89,20 +89,27 @@ pub async fn follow_kube(state: Arc<State>, kube: KubeClient) {
         signals(NAMESPACES, &client, namespaces_writer),
     ]);
     let mut synced = [false; NAMESPACES + 1];
-    let mut dirty = false;
+    // When the configuration is rebuilt next: a burst of changes (kubectl apply of several
+    // objects) settles into one rebuild, [`SETTLE`] after its first change — however many
+    // follow, so that a steady stream of events cannot put the rebuild off.
+    let mut due: Option<tokio::time::Instant> = None;
+    let changed = |due: &mut Option<tokio::time::Instant>| {
+        due.get_or_insert_with(|| tokio::time::Instant::now() + SETTLE);
+    };
     loop {
-        let ready = dirty && synced.iter().all(|s| *s);
+        let ready = due.filter(|_| synced.iter().all(|s| *s));
         tokio::select! {
             signal = streams.next() => match signal {
                 Some((source, Signal::Synced)) => {
                     synced[source] = true;
-                    dirty = true;
+                    changed(&mut due);
                 }
-                Some((source, Signal::Changed)) => dirty |= source != NAMESPACES,
+                // The Namespaces are read from their store directly: nothing to rebuild.
+                Some((source, Signal::Changed)) if source != NAMESPACES => changed(&mut due),
+                Some((_, Signal::Changed)) => {}
                 None => return,
             },
-            // A burst of changes (kubectl apply of several objects) settles into one rebuild.
-            () = tokio::time::sleep(SETTLE), if ready => {
+            () = sleep_until_due(ready), if ready.is_some() => {
                 let sources = (
                     cloned(&validating_webhooks),
                     cloned(&mutating_webhooks),
@@ -124,7 +131,7 @@ pub async fn follow_kube(state: Arc<State>, kube: KubeClient) {
                     mutating_policies: &sources.4,
                     mutating_bindings: &sources.5,
                 });
-                dirty = false;
+                due = None;
             }
             () = state.shutdown.cancelled() => return,
         }
@@ -141,6 +148,14 @@ async fn follow_param_kind(state: &State, client: &kube::Client, api_version: Op
     }
     let param_kind = versa_admission::ParamKind { api_version: api_version.to_owned(), kind: kind.to_owned() };
     state.admission.kube_params.follow(client, &param_kind, &state.shutdown).await;
+}
+
+/// Sleeps until `due` (never returns without one; the caller polls it only with one).
+async fn sleep_until_due(due: Option<tokio::time::Instant>) {
+    match due {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The index of the Namespaces' stream among [`follow_kube`]'s.
