@@ -8,9 +8,14 @@
 //! becomes a concatenation. Objects a webhook converted are never cached: its answers can
 //! change at any time (`Boundary::from_storage_for_json` says which may be kept). The cache is
 //! bounded ([`CACHE_BYTES`]); when full it starts over, which is crude but never wrong.
+//!
+//! Beside an object's JSON the cache keeps what its Table row needs (`kubectl get` asks for
+//! Tables): the cells evaluated up to the ages of `date` columns, and its PartialObjectMetadata
+//! as JSON. Both depend on the same three things as the JSON (the Table convertor belongs to
+//! the compiled version), so a Table of unchanged objects is written without parsing them.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use versa_conversion::Converted;
@@ -18,6 +23,7 @@ use versa_storage::KeyValue;
 
 use crate::error::{Error, Result};
 use crate::storage::Boundary;
+use crate::table::{Cells, TableConvertor, partial_object_metadata};
 
 /// Bytes of rendered objects kept at most.
 pub const CACHE_BYTES: usize = 64 * 1024 * 1024;
@@ -30,8 +36,38 @@ pub struct RenderCache {
 
 #[derive(Debug, Default)]
 struct Inner {
-    entries: HashMap<(u64, String, String), (i64, Bytes)>,
+    entries: HashMap<(u64, String, String), Entry>,
     bytes: usize,
+}
+
+/// One object rendered at one revision.
+#[derive(Debug)]
+struct Entry {
+    revision: i64,
+    json: Bytes,
+    row: Option<Arc<Row>>,
+}
+
+impl Entry {
+    fn size(&self) -> usize {
+        self.json.len() + self.row.as_ref().map_or(0, |r| r.cells.size() + r.metadata.len())
+    }
+}
+
+/// What an object's Table row needs, whatever `includeObject` asks.
+#[derive(Debug)]
+pub struct Row {
+    /// The cells, up to the ages of `date` columns.
+    pub cells: Cells,
+    /// Its `meta.k8s.io/v1` PartialObjectMetadata as JSON.
+    pub metadata: Bytes,
+}
+
+/// An object's JSON and its Table row.
+#[derive(Debug)]
+pub struct RenderedRow {
+    pub json: Bytes,
+    pub row: Arc<Row>,
 }
 
 impl RenderCache {
@@ -49,7 +85,7 @@ impl RenderCache {
             let inner = self.lock();
             kvs.iter()
                 .map(|kv| match inner.entries.get(&key(kv)) {
-                    Some((rev, bytes)) if *rev == kv.mod_revision => Some(bytes.clone()),
+                    Some(e) if e.revision == kv.mod_revision => Some(e.json.clone()),
                     _ => None,
                 })
                 .collect()
@@ -68,14 +104,7 @@ impl RenderCache {
             }
             let mut inner = self.lock();
             for ((kv, bytes), _) in missing.iter().zip(&rendered).zip(&keep).filter(|(_, keep)| **keep) {
-                if inner.bytes + bytes.len() > CACHE_BYTES {
-                    inner.entries.clear();
-                    inner.bytes = 0;
-                }
-                inner.bytes += bytes.len();
-                if let Some((_, old)) = inner.entries.insert(key(kv), (kv.mod_revision, bytes.clone())) {
-                    inner.bytes -= old.len();
-                }
+                inner.insert(key(kv), Entry { revision: kv.mod_revision, json: bytes.clone(), row: None });
             }
             let mut fresh = rendered.into_iter();
             for slot in out.iter_mut().filter(|s| s.is_none()) {
@@ -85,7 +114,74 @@ impl RenderCache {
         Ok(out.into_iter().flatten().collect())
     }
 
+    /// [`RenderCache::render_all`] with each object's Table row for `table` (the convertor of
+    /// the boundary's version): rows of cached objects come from the cache, the others are
+    /// evaluated from their JSON and kept beside it.
+    pub async fn render_rows(
+        &self,
+        boundary: Boundary<'_>,
+        table: &TableConvertor,
+        kvs: &[KeyValue],
+    ) -> Result<Vec<RenderedRow>> {
+        let jsons = self.render_all(boundary, kvs).await?;
+        let key = |kv: &KeyValue| (boundary.resource().id, boundary.version().to_owned(), kv.key.clone());
+        let cached: Vec<Option<Arc<Row>>> = {
+            let inner = self.lock();
+            kvs.iter()
+                .map(|kv| match inner.entries.get(&key(kv)) {
+                    Some(e) if e.revision == kv.mod_revision => e.row.clone(),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut out = Vec::with_capacity(kvs.len());
+        let mut fresh = Vec::new();
+        for ((kv, json), row) in kvs.iter().zip(jsons).zip(cached) {
+            let row = match row {
+                Some(row) => row,
+                None => {
+                    let obj: serde_json::Value =
+                        serde_json::from_slice(&json).map_err(|e| Error::internal(e.to_string()))?;
+                    let metadata = serde_json::to_vec(&partial_object_metadata(&obj))
+                        .map_err(|e| Error::internal(e.to_string()))?;
+                    let row = Arc::new(Row { cells: table.cells(&obj), metadata: Bytes::from(metadata) });
+                    fresh.push((kv, row.clone()));
+                    row
+                }
+            };
+            out.push(RenderedRow { json, row });
+        }
+        if !fresh.is_empty() {
+            let mut inner = self.lock();
+            for (kv, row) in fresh {
+                let k = key(kv);
+                // Only beside JSON that was kept, at the same revision.
+                let json = match inner.entries.get(&k) {
+                    Some(e) if e.revision == kv.mod_revision && e.row.is_none() => e.json.clone(),
+                    _ => continue,
+                };
+                inner.insert(k, Entry { revision: kv.mod_revision, json, row: Some(row) });
+            }
+        }
+        Ok(out)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Inner {
+    /// Keeps `entry` under `key`, starting over when the cache would grow past its bound.
+    fn insert(&mut self, key: (u64, String, String), entry: Entry) {
+        if let Some(old) = self.entries.remove(&key) {
+            self.bytes -= old.size();
+        }
+        if self.bytes + entry.size() > CACHE_BYTES {
+            self.entries.clear();
+            self.bytes = 0;
+        }
+        self.bytes += entry.size();
+        self.entries.insert(key, entry);
     }
 }

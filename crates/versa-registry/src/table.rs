@@ -191,17 +191,7 @@ impl TableConvertor {
     ) -> Value {
         let mut metadata = Map::new();
         match list_meta {
-            Some(lm) => {
-                if !lm.resource_version.is_empty() {
-                    metadata.insert("resourceVersion".into(), json!(lm.resource_version));
-                }
-                if let Some(c) = lm.continue_token.filter(|c| !c.is_empty()) {
-                    metadata.insert("continue".into(), json!(c));
-                }
-                if let Some(n) = lm.remaining_item_count {
-                    metadata.insert("remainingItemCount".into(), json!(n));
-                }
-            }
+            Some(lm) => list_metadata(&mut metadata, lm),
             None => {
                 if let [obj] = objects
                     && let Some(rv) = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str)
@@ -232,22 +222,163 @@ impl TableConvertor {
     }
 
     fn row(&self, obj: &Value, include_object: IncludeObject, now: SystemTime) -> Value {
-        let mut cells = Vec::with_capacity(1 + self.columns.len());
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-        cells.push(json!(name));
-        for col in &self.columns {
-            let cell = match col.path.find(obj).first() {
-                None => Value::Null,
-                Some(v) => cell(col.cell_type, v, now),
-            };
-            cells.push(cell);
-        }
         let object = match include_object {
             IncludeObject::None => Value::Null,
             IncludeObject::Object => obj.clone(),
             IncludeObject::Metadata => partial_object_metadata(obj),
         };
-        json!({"cells": cells, "object": object})
+        json!({"cells": self.cells(obj).at(now), "object": object})
+    }
+
+    /// A row's cells for `obj`, evaluated up to the age of `date` columns (which depends on
+    /// when the Table is written).
+    pub fn cells(&self, obj: &Value) -> Cells {
+        let mut cells = Vec::with_capacity(1 + self.columns.len());
+        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        cells.push(Cell::Ready(json!(name)));
+        for col in &self.columns {
+            let cell = match col.path.find(obj).first() {
+                None => Cell::Ready(Value::Null),
+                Some(v) => cell(col.cell_type, v),
+            };
+            cells.push(cell);
+        }
+        Cells(cells)
+    }
+
+    /// The JSON [`TableConvertor::table`] gives for a list, written from rows whose cells were
+    /// evaluated before ([`TableConvertor::cells`]) and whose `object`s are already JSON
+    /// (`null`, a PartialObjectMetadata or the object, as `includeObject` asks): the same bytes,
+    /// without a value tree for the rows. This is what makes `kubectl get` of unchanged objects
+    /// cheap (`render::RenderCache::render_rows` keeps both parts per object).
+    pub fn write_list<'r>(
+        &self,
+        list_meta: ListMeta<'_>,
+        rows: impl ExactSizeIterator<Item = (&'r Cells, &'r [u8])>,
+        now: SystemTime,
+    ) -> Vec<u8> {
+        let mut metadata = Map::new();
+        list_metadata(&mut metadata, list_meta);
+        let mut out = Vec::with_capacity(rows.len() * 256 + 4096);
+        // serde_json's maps are sorted: apiVersion, columnDefinitions, kind, metadata, rows.
+        out.extend_from_slice(b"{\"apiVersion\":");
+        write_json(&mut out, &Value::String(META_API_VERSION.into()));
+        out.extend_from_slice(b",\"columnDefinitions\":");
+        write_json(&mut out, &self.definitions);
+        out.extend_from_slice(b",\"kind\":\"Table\",\"metadata\":");
+        write_json(&mut out, &Value::Object(metadata));
+        out.extend_from_slice(b",\"rows\":[");
+        for (i, (cells, object)) in rows.enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"cells\":[");
+            for (j, c) in cells.0.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                match c {
+                    Cell::Ready(v) => write_json(&mut out, v),
+                    Cell::Age(age) => write_json(&mut out, &Value::String(age.at(now))),
+                }
+            }
+            out.extend_from_slice(b"],\"object\":");
+            out.extend_from_slice(object);
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"]}");
+        out
+    }
+}
+
+/// Adds a list's `resourceVersion`, `continue` and `remainingItemCount` to a Table's metadata.
+fn list_metadata(metadata: &mut Map<String, Value>, lm: ListMeta<'_>) {
+    if !lm.resource_version.is_empty() {
+        metadata.insert("resourceVersion".into(), json!(lm.resource_version));
+    }
+    if let Some(c) = lm.continue_token.filter(|c| !c.is_empty()) {
+        metadata.insert("continue".into(), json!(c));
+    }
+    if let Some(n) = lm.remaining_item_count {
+        metadata.insert("remainingItemCount".into(), json!(n));
+    }
+}
+
+/// Serialises a value into `out` (a `Value` always serialises).
+fn write_json(out: &mut Vec<u8>, v: &Value) {
+    let _ = serde_json::to_writer(out, v);
+}
+
+/// One row's cells with everything evaluated but the ages of `date` columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cells(Vec<Cell>);
+
+impl Cells {
+    /// The cells as of `now`.
+    pub fn at(&self, now: SystemTime) -> Vec<Value> {
+        self.0
+            .iter()
+            .map(|c| match c {
+                Cell::Ready(v) => v.clone(),
+                Cell::Age(age) => Value::String(age.at(now)),
+            })
+            .collect()
+    }
+
+    /// Heap bytes held, about (for caches that count what they keep).
+    pub fn size(&self) -> usize {
+        self.0.len() * std::mem::size_of::<Cell>()
+            + self.0.iter().map(|c| if let Cell::Ready(Value::String(s)) = c { s.len() } else { 0 }).sum::<usize>()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Cell {
+    Ready(Value),
+    Age(Age),
+}
+
+/// A `date` cell before "now" is known.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Age {
+    /// `<unknown>`: an empty or zero time.
+    Unknown,
+    /// `<invalid>`: not a time.
+    Invalid,
+    At(SystemTime),
+}
+
+impl Age {
+    /// `metav1.Time.UnmarshalQueryParameter` of a timestamp string.
+    fn of(timestamp: &str) -> Age {
+        if timestamp.is_empty() || timestamp == "null" {
+            return Age::Unknown;
+        }
+        match parse_rfc3339(timestamp) {
+            None => Age::Invalid,
+            Some(t) if t == go_zero_time() => Age::Unknown,
+            Some(t) => Age::At(t),
+        }
+    }
+
+    /// `ConvertToHumanReadableDateType` as of `now`.
+    fn at(self, now: SystemTime) -> String {
+        let t = match self {
+            Age::Unknown => return "<unknown>".into(),
+            Age::Invalid => return "<invalid>".into(),
+            Age::At(t) => t,
+        };
+        match now.duration_since(t) {
+            Ok(d) => human_duration(d),
+            // A timestamp in the future: up to (but excluding) two seconds ahead is "now".
+            Err(ahead) => {
+                if ahead.duration().as_secs() >= 2 {
+                    "<invalid>".into()
+                } else {
+                    "0s".into()
+                }
+            }
+        }
     }
 }
 
@@ -274,8 +405,8 @@ fn default_age_column() -> CustomResourceColumnDefinition {
 }
 
 /// `cellForJSONValue`, plus the `string` case the convertor prints through jsonpath.
-fn cell(cell_type: CellType, v: &Value, now: SystemTime) -> Value {
-    match cell_type {
+fn cell(cell_type: CellType, v: &Value) -> Cell {
+    Cell::Ready(match cell_type {
         CellType::String => Value::String(jsonpath::print_value(v)),
         CellType::Integer => match v {
             Value::Number(n) => match n.as_i64() {
@@ -294,34 +425,11 @@ fn cell(cell_type: CellType, v: &Value, now: SystemTime) -> Value {
             _ => Value::Null,
         },
         CellType::Date => match v {
-            Value::String(s) => Value::String(age(s, now)),
+            Value::String(s) => return Cell::Age(Age::of(s)),
             _ => Value::Null,
         },
         CellType::Other => Value::Null,
-    }
-}
-
-/// The `date` cell of a timestamp string (`metav1.Time.UnmarshalQueryParameter` then
-/// `ConvertToHumanReadableDateType`).
-fn age(timestamp: &str, now: SystemTime) -> String {
-    if timestamp.is_empty() || timestamp == "null" {
-        return "<unknown>".into();
-    }
-    let Some(t) = parse_rfc3339(timestamp) else { return "<invalid>".into() };
-    if t == go_zero_time() {
-        return "<unknown>".into();
-    }
-    match now.duration_since(t) {
-        Ok(d) => human_duration(d),
-        // A timestamp in the future: up to (but excluding) two seconds ahead is "now".
-        Err(ahead) => {
-            if ahead.duration().as_secs() >= 2 {
-                "<invalid>".into()
-            } else {
-                "0s".into()
-            }
-        }
-    }
+    })
 }
 
 /// Go's zero `time.Time` (0001-01-01T00:00:00Z), which Kubernetes shows as `<unknown>`.
@@ -582,6 +690,45 @@ mod tests {
         );
         assert_eq!(empty["metadata"], json!({"resourceVersion": "9"}));
         assert_eq!(empty["rows"], json!([]));
+    }
+
+    #[test]
+    fn lists_written_from_evaluated_cells_are_the_same_bytes() {
+        let cols = [
+            col(json!({"name": "Spec", "type": "string", "jsonPath": ".spec.cronSpec"})),
+            col(json!({"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"})),
+            col(json!({"name": "Ratio", "type": "number", "jsonPath": ".spec.ratio"})),
+            col(json!({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"})),
+            col(json!({"name": "Quoted \"x\"", "type": "string", "jsonPath": ".status.conditions[0]"})),
+        ];
+        let mut odd = crontab("odd \"é\"", "not a time");
+        odd["spec"]["cronSpec"] = json!("line\nbreak\u{7}");
+        let objects =
+            [crontab("a", "2026-11-22T02:00:00Z"), crontab("b", "2026-11-22T03:00:01Z"), crontab("c", ""), odd];
+        let refs: Vec<&Value> = objects.iter().collect();
+        let lists = [
+            ListMeta { resource_version: "77", continue_token: Some("tok"), remaining_item_count: Some(3) },
+            ListMeta { resource_version: "9", continue_token: None, remaining_item_count: None },
+        ];
+        for t in [TableConvertor::new(&cols).unwrap(), TableConvertor::default_columns()] {
+            for include in [IncludeObject::None, IncludeObject::Metadata, IncludeObject::Object] {
+                let cells: Vec<Cells> = objects.iter().map(|o| t.cells(o)).collect();
+                let objs: Vec<Vec<u8>> = objects
+                    .iter()
+                    .map(|o| match include {
+                        IncludeObject::None => b"null".to_vec(),
+                        IncludeObject::Metadata => serde_json::to_vec(&partial_object_metadata(o)).unwrap(),
+                        IncludeObject::Object => serde_json::to_vec(o).unwrap(),
+                    })
+                    .collect();
+                for lm in lists {
+                    let want = serde_json::to_vec(&t.table(&refs, Some(lm), include, at(NOW))).unwrap();
+                    let rows = cells.iter().zip(objs.iter().map(Vec::as_slice));
+                    let got = t.write_list(lm, rows, at(NOW));
+                    assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap(), "{include:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -208,7 +208,12 @@ impl Ctx {
     /// Whether the answer is plain JSON objects (no Table, no metadata-only, no YAML): then
     /// rendered objects can be sent as they are.
     pub fn wants_plain_json(&self) -> bool {
-        shape(&self.headers) == Shape::Object && codec::response_encoding(&self.headers) == codec::Encoding::Json
+        shape(&self.headers) == Shape::Object && self.answers_in_json()
+    }
+
+    /// Whether the answer is encoded as JSON (not YAML or protobuf).
+    pub fn answers_in_json(&self) -> bool {
+        codec::response_encoding(&self.headers) == codec::Encoding::Json
     }
 
     /// A JSON answer already serialised.

@@ -10,6 +10,7 @@
 use http::StatusCode;
 use serde_json::{Map, Value, json};
 use versa_conversion::Converted;
+use versa_registry::render::RenderedRow;
 use versa_registry::storage::values;
 use versa_registry::table::{IncludeObject, partial_object_metadata};
 use versa_schema::{Error as FieldError, ErrorList, Path};
@@ -305,6 +306,9 @@ pub async fn list(ctx: &Ctx) -> Answer {
         })?;
         return Ok(ctx.respond_json_bytes(StatusCode::OK, list));
     }
+    if filter.is_everything() && shape(&ctx.headers) == Shape::Table && ctx.answers_in_json() {
+        return list_table_rendered(ctx).await;
+    }
     let page = read_page(ctx, &filter).await?;
     let rv = page.revision.to_string();
     Ok(match shape(&ctx.headers) {
@@ -356,6 +360,37 @@ async fn list_rendered(ctx: &Ctx) -> Answer {
         Ok(())
     })?;
     Ok(ctx.respond_json_bytes(StatusCode::OK, list))
+}
+
+/// What `kubectl get` asks for (a Table, no selector, JSON) the way [`list_rendered`] answers
+/// plain LISTs: one store page, each object's row evaluated once and cached beside its JSON
+/// (`versa_registry::render`), the Table written around them.
+async fn list_table_rendered(ctx: &Ctx) -> Answer {
+    let include = include_object(ctx)?;
+    let (limit, revision) = list_params(ctx).await?;
+    let token = ctx.query.get("continue").filter(|c| !c.is_empty()).map(str::to_owned);
+    let options = ListOptions { limit, continue_token: token, revision };
+    let page = ctx.state.store.list(&ctx.collection_prefix(), options).await.map_err(|e| list_error(ctx, e))?;
+    let table = &ctx.ver().table;
+    let rows = ctx.state.render.render_rows(ctx.boundary(), table, &page.items).await?;
+    let rv = page.revision.to_string();
+    let list_meta = versa_registry::table::ListMeta {
+        resource_version: &rv,
+        continue_token: page.continue_token.as_deref(),
+        remaining_item_count: None,
+    };
+    let cells = rows.iter().map(|r| (&r.row.cells, row_object(r, include)));
+    let body = table.write_list(list_meta, cells, std::time::SystemTime::now());
+    Ok(ctx.respond_json_bytes(StatusCode::OK, body))
+}
+
+/// A Table row's `object` as JSON, as `includeObject` asks.
+fn row_object(r: &RenderedRow, include: IncludeObject) -> &[u8] {
+    match include {
+        IncludeObject::None => b"null",
+        IncludeObject::Metadata => &r.row.metadata,
+        IncludeObject::Object => &r.json,
+    }
 }
 
 /// The `<Kind>List` document as JSON, its items written by `items` (comma-separated), in
