@@ -6,12 +6,15 @@
 # an update, what a server-side apply costs next to a merge patch of the same change, and what a
 # validating webhook and a ValidatingAdmissionPolicy add to a create. Not a test: numbers vary with the machine and its load; ratios less so.
 #
-# Arguments pick scenarios: definitions, get, create, list, conversion, cel, apply, admission (default: all). Environment:
+# Arguments pick scenarios: definitions, get, create, list, conversion, cel, apply, admission (default: all),
+# and million (only when named: a million objects of one definition — paginated LIST, a watch,
+# RSS as they are created, a storage migration of them all; minutes). Environment:
 #   VERSA_BENCH_SECONDS      measured seconds per server and throughput scenario (default 5)
 #   VERSA_BENCH_WARMUP       warm-up seconds before each (default 1)
 #   VERSA_BENCH_ROUNDS       rounds alternating versa and the bare server (default 5)
 #   VERSA_BENCH_CONNECTIONS  client connections for GET and CREATE (default 16)
 #   VERSA_BENCH_DEFINITIONS  definitions loaded in the definitions scenario (default 1000)
+#   VERSA_BENCH_OBJECTS      objects stored in the million scenario (default 1000000)
 # e.g. `VERSA_BENCH_SECONDS=1 hack/bench-serve.sh get list` for a quick look.
 set -euo pipefail
 cd "$(dirname "$0")/.."
