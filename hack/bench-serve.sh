@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Serving benchmarks: versa-server in-process over HTTPS on loopback — GET, CREATE and LIST of
 # 1,000 objects, each next to a bare hyper+rustls server measured in the same run — the cost
-# of 1,000 definitions (RSS per definition, time for a new one to be Established and
-# discoverable), LISTs converted by None and by a webhook, what the seed's CEL rules add to
+# of many definitions (RSS per definition, time until a burst of them is discoverable, time for
+# a new one to be Established and discoverable; also many in one group), LISTs converted by None and by a webhook, what the seed's CEL rules add to
 # an update, what a server-side apply costs next to a merge patch of the same change, and what a
 # validating webhook and a ValidatingAdmissionPolicy add to a create. Not a test: numbers vary with the machine and its load; ratios less so.
 #
@@ -14,6 +14,7 @@
 #   VERSA_BENCH_ROUNDS       rounds alternating versa and the bare server (default 5)
 #   VERSA_BENCH_CONNECTIONS  client connections for GET and CREATE (default 16)
 #   VERSA_BENCH_DEFINITIONS  definitions loaded in the definitions scenario (default 1000)
+#   VERSA_BENCH_GROUP_DEFINITIONS  definitions loaded into one single group (default 1000)
 #   VERSA_BENCH_OBJECTS      objects stored in the million scenario (default 1000000)
 # e.g. `VERSA_BENCH_SECONDS=1 hack/bench-serve.sh get list` for a quick look.
 set -euo pipefail

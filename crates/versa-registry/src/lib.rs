@@ -43,4 +43,4 @@ pub use resource::{
     ADMISSION_GROUP, AdmissionKind, Builtin, CRD_GROUP, Compact, Face, Flavor, Resource, SchemaTexts, Version,
     meta_str, with_schema,
 };
-pub use served::{DiscoveryCache, Registry, Snapshot};
+pub use served::{Change, DiscoveryCache, Group, Registry, Snapshot};

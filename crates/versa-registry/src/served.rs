@@ -3,7 +3,18 @@
 //! The [`Registry`] holds one [`Snapshot`] (an `Arc`); a definition change builds a new
 //! snapshot with the new [`Resource`] in it and swaps it in one step. Requests take the
 //! snapshot at routing time and keep it to the end, so a request never sees half of an update.
+//!
+//! A snapshot is split by API group ([`Group`], each an `Arc`): a change copies the map of
+//! groups (one pointer per group) and rebuilds only the groups it touches, so publishing costs
+//! the number of groups plus the size of the touched groups, not the number of resources — and
+//! a group that did not change keeps its discovery documents, built on first use. Changes that
+//! arrive together are published together ([`Registry::apply`]): one swap for a whole batch.
+//!
+//! Every served resource's name is `<plural>.<group>` (just `<plural>` in the core group, `""`):
+//! definitions are validated so, and the built-in ones are named so. Lookups by name go to the
+//! group the name ends with.
 
+use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -15,11 +26,12 @@ use crate::resource::{AdmissionKind, Builtin, Face, Resource};
 /// The served resources at one moment.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    /// By definition name (`<plural>.<group>`).
-    by_name: BTreeMap<String, Arc<Resource>>,
-    /// By (group, plural).
-    by_route: HashMap<(String, String), Arc<Resource>>,
-    /// Discovery documents, built on first use and kept until the next change.
+    /// By group name (`""` for the core group).
+    groups: BTreeMap<String, Arc<Group>>,
+    /// How many resources are served.
+    len: usize,
+    /// Discovery documents spanning every group, built on first use and kept until the next
+    /// change.
     pub discovery: DiscoveryCache,
 }
 
@@ -30,26 +42,119 @@ pub struct DiscoveryCache {
     pub aggregated: OnceLock<bytes::Bytes>,
 }
 
-impl Snapshot {
-    /// The resource served at `/apis/<group>/<version>/<plural>`, if that version is served.
-    pub fn route(&self, group: &str, plural: &str) -> Option<&Arc<Resource>> {
-        self.by_route.get(&(group.to_owned(), plural.to_owned()))
-    }
+/// The served resources of one API group, shared by every snapshot in which the group did not
+/// change.
+#[derive(Default)]
+pub struct Group {
+    /// By definition name.
+    by_name: BTreeMap<String, Arc<Resource>>,
+    /// By plural (the accepted one).
+    by_plural: HashMap<String, Arc<Resource>>,
+    /// What the HTTP side derives from this group alone (its discovery documents), built on
+    /// first use: a group that did not change keeps it across snapshots. The registry knows
+    /// nothing of its shape.
+    pub derived: OnceLock<Box<dyn Any + Send + Sync>>,
+}
 
-    /// Every served resource, in definition-name order.
+impl std::fmt::Debug for Group {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Group").field("by_name", &self.by_name.keys()).finish_non_exhaustive()
+    }
+}
+
+impl Group {
+    /// The group's resources, in definition-name order.
     pub fn resources(&self) -> impl Iterator<Item = &Arc<Resource>> {
         self.by_name.values()
     }
 
-    /// The definitions of every served resource (the input of discovery and OpenAPI).
+    /// The definitions of the group's resources (the input of its discovery documents).
     pub fn definitions(&self) -> Vec<&ResourceDefinition> {
         self.by_name.values().map(|r| r.definition.as_ref()).collect()
     }
 
+    /// A copy to change (the derived documents are not copied: they are of the old content).
+    fn edit(&self) -> Group {
+        Group { by_name: self.by_name.clone(), by_plural: self.by_plural.clone(), derived: OnceLock::new() }
+    }
+
+    fn insert(&mut self, name: &str, resource: Arc<Resource>) {
+        if let Some(old) = self.by_name.insert(name.to_owned(), resource.clone())
+            && old.plural != resource.plural
+            && self.by_plural.get(&old.plural).is_some_and(|r| Arc::ptr_eq(r, &old))
+        {
+            self.by_plural.remove(&old.plural);
+        }
+        self.by_plural.insert(resource.plural.clone(), resource);
+    }
+
+    fn remove(&mut self, name: &str) {
+        if let Some(old) = self.by_name.remove(name)
+            && self.by_plural.get(&old.plural).is_some_and(|r| Arc::ptr_eq(r, &old))
+        {
+            self.by_plural.remove(&old.plural);
+            // Another definition of the group may serve the same plural (it is then refused its
+            // names, but a stale state could hold both for a moment): it is the route now.
+            if let Some(other) = self.by_name.values().find(|r| r.plural == old.plural) {
+                self.by_plural.insert(old.plural.clone(), other.clone());
+            }
+        }
+    }
+}
+
+/// The group a served resource's name belongs to (see the module documentation).
+fn group_of(name: &str) -> &str {
+    name.split_once('.').map_or("", |(_, group)| group)
+}
+
+impl Snapshot {
+    /// The resource served at `/apis/<group>/<version>/<plural>`, if that version is served.
+    pub fn route(&self, group: &str, plural: &str) -> Option<&Arc<Resource>> {
+        self.groups.get(group)?.by_plural.get(plural)
+    }
+
+    /// Every served resource, by group, then by definition name.
+    pub fn resources(&self) -> impl Iterator<Item = &Arc<Resource>> {
+        self.groups.values().flat_map(|g| g.by_name.values())
+    }
+
+    /// How many resources are served.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing is served.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The definitions of every served resource (the input of discovery and OpenAPI).
+    pub fn definitions(&self) -> Vec<&ResourceDefinition> {
+        self.resources().map(|r| r.definition.as_ref()).collect()
+    }
+
     /// A served resource by definition name.
     pub fn by_name(&self, name: &str) -> Option<&Arc<Resource>> {
-        self.by_name.get(name)
+        self.groups.get(group_of(name))?.by_name.get(name)
     }
+
+    /// The served resources of `group`, if any.
+    pub fn group(&self, group: &str) -> Option<&Arc<Group>> {
+        self.groups.get(group)
+    }
+
+    /// Every group with a served resource, by name.
+    pub fn groups(&self) -> impl Iterator<Item = (&str, &Arc<Group>)> {
+        self.groups.iter().map(|(name, group)| (name.as_str(), group))
+    }
+}
+
+/// One change of the served set: serve a resource under a name (replacing what was served
+/// under it), or stop serving the name.
+#[derive(Debug, Clone)]
+pub enum Change {
+    Serve(String, Arc<Resource>),
+    Remove(String),
 }
 
 /// The current [`Snapshot`], swapped whole on every change.
@@ -77,14 +182,17 @@ impl Registry {
     /// operators need (Namespaces, Events).
     pub fn standalone() -> Registry {
         let registry = Registry::with_faces(&[Face::ResourceDefinition, Face::CustomResourceDefinition]);
-        registry.update(|by_name| {
-            let admission = AdmissionKind::ALL.map(Builtin::Admission);
-            let core = [Builtin::Namespace, Builtin::Event, Builtin::EventV1, Builtin::Secret];
-            for builtin in core.into_iter().chain(admission) {
-                let resource = Resource::core(builtin);
-                by_name.insert(resource.definition.name().to_owned(), Arc::new(resource));
-            }
-        });
+        let admission = AdmissionKind::ALL.map(Builtin::Admission);
+        let core = [Builtin::Namespace, Builtin::Event, Builtin::EventV1, Builtin::Secret];
+        registry.apply(
+            core.into_iter()
+                .chain(admission)
+                .map(|builtin| {
+                    let resource = Resource::core(builtin);
+                    Change::Serve(resource.definition.name().to_owned(), Arc::new(resource))
+                })
+                .collect(),
+        );
         registry
     }
 
@@ -100,12 +208,15 @@ impl Registry {
             ready: AtomicBool::new(false),
             changes: tokio::sync::watch::Sender::new(0),
         };
-        registry.update(|by_name| {
-            for face in faces {
-                let resource = Resource::definitions(*face);
-                by_name.insert(resource.definition.name().to_owned(), Arc::new(resource));
-            }
-        });
+        registry.apply(
+            faces
+                .iter()
+                .map(|face| {
+                    let resource = Resource::definitions(*face);
+                    Change::Serve(resource.definition.name().to_owned(), Arc::new(resource))
+                })
+                .collect(),
+        );
         registry
     }
 
@@ -119,27 +230,50 @@ impl Registry {
 
     /// Serves `resource` under `name`, replacing what was served under that name.
     pub fn upsert(&self, name: &str, resource: Arc<Resource>) {
-        self.update(|by_name| {
-            by_name.insert(name.to_owned(), resource);
-        });
+        self.apply(vec![Change::Serve(name.to_owned(), resource)]);
     }
 
     /// Stops serving `name`.
     pub fn remove(&self, name: &str) {
-        self.update(|by_name| {
-            by_name.remove(name);
-        });
+        self.apply(vec![Change::Remove(name.to_owned())]);
     }
 
-    fn update(&self, change: impl FnOnce(&mut BTreeMap<String, Arc<Resource>>)) {
+    /// Publishes `changes`, in order, as one new snapshot (nothing when there are none). Only
+    /// the groups they touch are copied.
+    pub fn apply(&self, changes: Vec<Change>) {
+        if changes.is_empty() {
+            return;
+        }
         let mut guard = match self.current.write() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
         };
-        let mut by_name = guard.by_name.clone();
-        change(&mut by_name);
-        let by_route = by_name.values().map(|r| ((r.group.clone(), r.plural.clone()), r.clone())).collect();
-        *guard = Arc::new(Snapshot { by_name, by_route, discovery: DiscoveryCache::default() });
+        let mut groups = guard.groups.clone();
+        let mut edited: BTreeMap<String, Group> = BTreeMap::new();
+        for change in changes {
+            let name = match &change {
+                Change::Serve(name, _) | Change::Remove(name) => name.as_str(),
+            };
+            let group_name = group_of(name);
+            if !edited.contains_key(group_name) {
+                let copy = groups.get(group_name).map(|g| g.edit()).unwrap_or_default();
+                edited.insert(group_name.to_owned(), copy);
+            }
+            let Some(group) = edited.get_mut(group_name) else { continue };
+            match change {
+                Change::Serve(name, resource) => group.insert(&name, resource),
+                Change::Remove(name) => group.remove(&name),
+            }
+        }
+        for (name, group) in edited {
+            if group.by_name.is_empty() {
+                groups.remove(&name);
+            } else {
+                groups.insert(name, Arc::new(group));
+            }
+        }
+        let len = groups.values().map(|g| g.by_name.len()).sum();
+        *guard = Arc::new(Snapshot { groups, len, discovery: DiscoveryCache::default() });
         drop(guard);
         self.changes.send_modify(|n| *n += 1);
     }
@@ -156,5 +290,94 @@ impl Registry {
 
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::Compact;
+    use versa_conversion::Options as ConversionOptions;
+
+    /// A served definition `<plural>.<group>` whose accepted plural is `served_as`.
+    fn resource(group: &str, plural: &str, served_as: &str) -> Arc<Resource> {
+        let def = ResourceDefinition::from_document(&json!({
+            "apiVersion": "versa.dev/v1", "kind": "ResourceDefinition",
+            "metadata": {"name": format!("{plural}.{group}")},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": plural, "kind": "Thing"},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                                   "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+            "status": {"acceptedNames": {"plural": served_as, "kind": "Thing"},
+                       "conditions": [{"type": "Established", "status": "True"}]},
+        }))
+        .unwrap();
+        Arc::new(Resource::build(&def, Compact::of(&def), &ConversionOptions::default()))
+    }
+
+    /// Routes, names and groups of a snapshot, as text: `group: name@plural ...`.
+    fn served(snapshot: &Snapshot) -> Vec<String> {
+        snapshot
+            .groups()
+            .map(|(name, group)| {
+                let members: Vec<String> = group
+                    .resources()
+                    .map(|r| {
+                        let routed = snapshot.route(name, &r.plural).is_some_and(|x| Arc::ptr_eq(x, r));
+                        let named = snapshot.by_name(r.definition.name()).is_some_and(|x| Arc::ptr_eq(x, r));
+                        format!("{}@{}{}", r.definition.name(), r.plural, if routed && named { "" } else { "!" })
+                    })
+                    .collect();
+                format!("{name}: {}", members.join(" "))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn changes_touch_only_their_groups() {
+        let registry = Registry::new();
+        registry.apply(vec![
+            Change::Serve("as.a.example".into(), resource("a.example", "as", "as")),
+            Change::Serve("bs.a.example".into(), resource("a.example", "bs", "bs")),
+            Change::Serve("cs.c.example".into(), resource("c.example", "cs", "cs")),
+        ]);
+        let before = registry.snapshot();
+        assert_eq!(
+            served(&before),
+            ["a.example: as.a.example@as bs.a.example@bs", "c.example: cs.c.example@cs", "versa.dev: resourcedefinitions.versa.dev@resourcedefinitions"]
+        );
+        assert_eq!(before.len(), 4);
+        // A group's derived documents are built once and kept while it does not change.
+        let c = before.group("c.example").unwrap();
+        c.derived.get_or_init(|| Box::new(1_u8));
+
+        // One batch: a plural changes (the old route goes), one is added, one removed.
+        registry.apply(vec![
+            Change::Serve("as.a.example".into(), resource("a.example", "as", "renamed")),
+            Change::Serve("ds.a.example".into(), resource("a.example", "ds", "ds")),
+            Change::Remove("bs.a.example".into()),
+            Change::Remove("nothing.a.example".into()),
+        ]);
+        let after = registry.snapshot();
+        assert_eq!(
+            served(&after),
+            ["a.example: as.a.example@renamed ds.a.example@ds", "c.example: cs.c.example@cs", "versa.dev: resourcedefinitions.versa.dev@resourcedefinitions"]
+        );
+        assert!(after.route("a.example", "as").is_none() && after.route("a.example", "bs").is_none());
+        assert_eq!(after.len(), 4);
+        assert!(Arc::ptr_eq(after.group("c.example").unwrap(), c), "an untouched group is shared");
+        assert!(after.group("c.example").unwrap().derived.get().is_some());
+        assert!(after.group("a.example").unwrap().derived.get().is_none());
+        // The snapshot taken before is unchanged.
+        assert_eq!(before.len(), 4);
+        assert!(before.route("a.example", "bs").is_some());
+
+        // The last member of a group goes: so does the group.
+        registry.remove("cs.c.example");
+        assert!(registry.snapshot().group("c.example").is_none());
+        assert_eq!(registry.snapshot().len(), 3);
     }
 }

@@ -21,8 +21,14 @@
 //!
 //! Definitions are taken as given: the caller passes only established ones (and the synthesized
 //! definition of `versa.dev/v1` `resourcedefinitions`, treated like any other).
+//!
+//! Every document but `/apis` itself is about one group, and is built from that group's
+//! definitions alone, once per change of the group ([`GroupDocs`], kept with the registry's
+//! `Group`, which a registry snapshot shares with the next when the group did not change);
+//! `/apis` is built once per snapshot.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
@@ -30,6 +36,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use serde_json::{Map, Value, json};
 use versa_apiextensions::ResourceDefinition;
+use versa_registry::Group;
 
 /// `Content-Type` of an aggregated discovery (v2) response.
 pub const AGGREGATED_V2_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -62,7 +69,7 @@ pub fn group_list(defs: &[&ResourceDefinition]) -> Value {
 }
 
 /// `/apis/<group>`: the `APIGroup`, or `None` when no definition serves that group.
-pub fn group(defs: &[&ResourceDefinition], group: &str) -> Option<Value> {
+pub fn group_doc(defs: &[&ResourceDefinition], group: &str) -> Option<Value> {
     let groups = groups(defs);
     let versions = groups.get(group)?;
     let mut doc = group_body(group, versions);
@@ -149,6 +156,50 @@ pub fn aggregated(defs: &[&ResourceDefinition]) -> Value {
         items.push(json!({"metadata": metadata, "versions": versions}));
     }
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
+}
+
+/// The documents of one group, as JSON: built on first use from the group's definitions, and
+/// kept with the group until it changes.
+#[derive(Debug, Default)]
+pub struct GroupDocs {
+    /// `/apis/<group>` (the `APIGroup`); for the core group, `/api` (the `APIVersions`).
+    pub group: Option<bytes::Bytes>,
+    /// `/apis/<group>/<version>` (`/api/<version>`) per served version.
+    pub versions: BTreeMap<String, bytes::Bytes>,
+    /// For the core group, `/api` in the aggregated form.
+    pub aggregated: Option<bytes::Bytes>,
+}
+
+impl GroupDocs {
+    /// The documents of `group` named `name`, built once per group.
+    pub fn of(name: &str, group: &Group) -> Arc<GroupDocs> {
+        let derived = group.derived.get_or_init(|| Box::new(Arc::new(GroupDocs::build(name, group))));
+        match derived.downcast_ref::<Arc<GroupDocs>>() {
+            Some(docs) => docs.clone(),
+            // Nothing else is kept there; built anew rather than failing.
+            None => Arc::new(GroupDocs::build(name, group)),
+        }
+    }
+
+    fn build(name: &str, group: &Group) -> GroupDocs {
+        let defs = group.definitions();
+        let bytes = |doc: &Value| bytes::Bytes::from(serde_json::to_vec(doc).unwrap_or_default());
+        let versions = groups(&defs)
+            .remove(name)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|version| resource_list(&defs, name, &version).map(|doc| (version, bytes(&doc))))
+            .collect();
+        if name.is_empty() {
+            GroupDocs {
+                group: Some(bytes(&api_versions(&defs))),
+                versions,
+                aggregated: Some(bytes(&aggregated(&defs))),
+            }
+        } else {
+            GroupDocs { group: group_doc(&defs, name).map(|doc| bytes(&doc)), versions, aggregated: None }
+        }
+    }
 }
 
 /// kube's `discovery.StorageVersionHash`.
@@ -363,11 +414,11 @@ mod tests {
             ]})
         );
         assert_eq!(
-            group(&defs, "versa.dev"),
+            group_doc(&defs, "versa.dev"),
             Some(json!({"kind": "APIGroup", "apiVersion": "v1", "name": "versa.dev",
                         "versions": [v("versa.dev", "v1")], "preferredVersion": v("versa.dev", "v1")}))
         );
-        assert_eq!(group(&defs, "nope.example.com"), None);
+        assert_eq!(group_doc(&defs, "nope.example.com"), None);
     }
 
     #[test]

@@ -278,31 +278,32 @@ async fn authorized(
                     None => Status::not_found_path().into_response(),
                 };
             }
-            if let Some(version) = trimmed.strip_prefix("/api/")
+            // One group's documents, built once per change of the group.
+            let docs = |group: &str| {
+                let snapshot = state.registry.snapshot();
+                snapshot.group(group).map(|g| discovery::GroupDocs::of(group, g))
+            };
+            let doc = if let Some(version) = trimmed.strip_prefix("/api/")
                 && !version.contains('/')
             {
-                let snapshot = state.registry.snapshot();
-                let defs = snapshot.definitions();
-                let (core, _) = discovery::split_core(&defs);
-                return match discovery::resource_list(&core, "", version) {
-                    Some(doc) => json_response(StatusCode::OK, &doc),
-                    None => Status::not_found_path().into_response(),
-                };
-            }
-            if let Some(rest) = trimmed.strip_prefix("/apis/") {
-                let snapshot = state.registry.snapshot();
-                let defs = snapshot.definitions();
-                let doc = match rest.split_once('/') {
-                    None => discovery::group(&defs, rest),
-                    Some((group, version)) if !version.contains('/') => discovery::resource_list(&defs, group, version),
+                docs("").and_then(|d| d.versions.get(version).cloned())
+            } else if let Some(rest) = trimmed.strip_prefix("/apis/")
+                && !rest.is_empty()
+            {
+                match rest.split_once('/') {
+                    None => docs(rest).and_then(|d| d.group.clone()),
+                    Some((group, version)) if !group.is_empty() && !version.contains('/') => {
+                        docs(group).and_then(|d| d.versions.get(version).cloned())
+                    }
                     Some(_) => None,
-                };
-                return match doc {
-                    Some(doc) => json_response(StatusCode::OK, &doc),
-                    None => Status::not_found_path().into_response(),
-                };
+                }
+            } else {
+                None
+            };
+            match doc {
+                Some(doc) => bytes_response(StatusCode::OK, "application/json", doc),
+                None => Status::not_found_path().into_response(),
             }
-            Status::not_found_path().into_response()
         }
     }
 }
@@ -375,13 +376,17 @@ fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Respo
         discovery::split_core(&defs)
     };
     if path == "/api" {
-        let (core, _) = split();
-        return if aggregated {
-            let doc = discovery::aggregated(&core);
-            bytes_response(StatusCode::OK, AGGREGATED_CONTENT_TYPE, serde_json::to_vec(&doc).unwrap_or_default())
+        // The core group's documents, built once per change of the group.
+        let core = snapshot.group("").map(|g| discovery::GroupDocs::of("", g));
+        let doc = if aggregated {
+            core.and_then(|c| c.aggregated.clone())
+                .unwrap_or_else(|| Bytes::from(serde_json::to_vec(&discovery::aggregated(&[])).unwrap_or_default()))
         } else {
-            json_response(StatusCode::OK, &discovery::api_versions(&core))
+            core.and_then(|c| c.group.clone())
+                .unwrap_or_else(|| Bytes::from(serde_json::to_vec(&discovery::api_versions(&[])).unwrap_or_default()))
         };
+        let content_type = if aggregated { AGGREGATED_CONTENT_TYPE } else { "application/json" };
+        return bytes_response(StatusCode::OK, content_type, doc);
     }
     if aggregated {
         // Built once per snapshot; each answer shares the bytes.

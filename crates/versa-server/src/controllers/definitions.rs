@@ -16,7 +16,14 @@
 //! `versa_registry::definitions`) has its objects removed — objects with finalizers are marked and waited
 //! for — and then loses the finalizer, which deletes it. A broken watch means a fresh list.
 //!
-//! After each change is served (and after the first list), it tells [`crate::replicas`] the
+//! Work is proportional to the change, so that a definition is served as fast with 10,000
+//! others as alone (issue 19). Changes are taken from the watch in batches — whatever has
+//! arrived, up to [`MAX_BATCH`] events — and a batch is published as one registry snapshot and
+//! one OpenAPI update, and only then are its status writes sent (`Batch`). Names are checked
+//! against the group's counted index (`names.rs`), not by walking the group; when the names held
+//! in a group change, only its members still waiting for names are looked at again.
+//!
+//! After each batch is served (and after the first list), it tells [`crate::replicas`] the
 //! revision it has reached — what this replica's writes follow, which a storage migration waits
 //! on — and the replica is ready (`/readyz`) only once the others can know that.
 //!
@@ -24,21 +31,23 @@
 //! `VERSA_TEST_HOLD_DEFINITIONS` exists, the controller takes no change from its watch — a
 //! replica that lags behind the definitions, on demand (`tests/e2e/replicas.rs`).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::FutureExt as _;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use versa_apiextensions::ResourceDefinition;
 use versa_registry::definitions::{CLEANUP_FINALIZER, remove_condition, set_condition};
 use versa_registry::meta;
-use versa_registry::{Compact, Resource, SchemaTexts};
+use versa_registry::{Change, Compact, Resource, SchemaTexts, Snapshot};
 use versa_storage::{KeyValue, ListOptions, WatchEvent};
 
 use crate::controllers::migration;
+use crate::controllers::names::{Held, InUse, NameIndex};
 use crate::state::State;
 
 /// One known definition: its stored form (the bytes; the JSON tree is rebuilt when a status
@@ -137,23 +146,32 @@ fn definitions_prefix(state: &State) -> String {
     state.keys.resource(versa_apiextensions::types::GROUP, "resourcedefinitions")
 }
 
+/// The most watch events handled as one batch: bounds how long the first change of a burst
+/// waits for the batch to be published.
+const MAX_BATCH: usize = 256;
+
+/// How many times a batch looks again at the members still waiting for names in groups whose
+/// names changed (each look can free or take names again; kube requeues the group after every
+/// status write, to the same end).
+const NEIGHBOUR_ROUNDS: usize = 8;
+
 /// `term`: this replica leads (and does the once-only work) until it is cancelled;
 /// `hold_file`: the test hook's file.
 async fn sync(
     state: &Arc<State>,
-    cleanups: &Running,
+    running: &Running,
     term: Option<&CancellationToken>,
     hold_file: Option<&Path>,
 ) -> anyhow::Result<()> {
     let prefix = definitions_prefix(state);
-    let mut known: BTreeMap<String, Known> = BTreeMap::new();
+    let mut view = View::default();
     let mut token = None;
     let revision = loop {
         let page =
             state.store.list(&prefix, ListOptions { limit: 500, continue_token: token.take(), revision: 0 }).await?;
         for kv in page.items {
-            if let Some(k) = parse(kv, &known, &state.registry) {
-                known.insert(k.def.name().to_owned(), k);
+            if let Some(k) = parse(kv, &view.known, &state.registry) {
+                view.insert(k);
             }
         }
         match page.continue_token {
@@ -161,18 +179,21 @@ async fn sync(
             None => break page.revision,
         }
     };
+    let mut batch = Batch::new(state.registry.snapshot());
     // Forget served resources whose definitions disappeared while we were not watching.
-    let snapshot = state.registry.snapshot();
-    for res in snapshot.resources() {
-        let name = res.definition.name();
-        if res.flavor == versa_registry::Flavor::Custom && res.builtin.is_none() && !known.contains_key(name) {
-            unserve(state, name);
-        }
+    let gone: Vec<String> = batch
+        .base
+        .resources()
+        .filter(|res| res.flavor == versa_registry::Flavor::Custom && res.builtin.is_none())
+        .map(|res| res.definition.name().to_owned())
+        .filter(|name| !view.known.contains_key(name))
+        .collect();
+    for name in gone {
+        batch.unserve(&name);
     }
-    let names: Vec<String> = known.keys().cloned().collect();
-    for name in &names {
-        reconcile(state, &known, name, cleanups, term).await;
-    }
+    let names: Vec<String> = view.known.keys().cloned().collect();
+    reconcile_all(state, &mut view, &names, &mut batch, term);
+    batch.finish(state, running, term);
     state.replicas.applied(revision);
     if !state.registry.is_ready() {
         // Ready once the other replicas can know which definitions this one serves.
@@ -181,58 +202,121 @@ async fn sync(
     state.registry.set_ready();
     let mut watch = state.store.watch(&prefix, revision).await?;
     while let Some(event) = watch.next().await {
-        let event = event?;
+        let mut events = vec![event?];
         hold(hold_file).await;
-        let revision = event.revision();
-        handle(state, &mut known, event, cleanups, term).await;
+        // Whatever else has arrived joins the batch.
+        while events.len() < MAX_BATCH
+            && let Some(Some(event)) = watch.next().now_or_never()
+        {
+            events.push(event?);
+        }
+        let revision = events.iter().map(WatchEvent::revision).max().unwrap_or(0);
+        handle(state, &mut view, events, running, term);
         state.replicas.applied(revision);
     }
     anyhow::bail!("the definitions watch ended")
 }
 
-/// One change from the watch: the definition it is about, then — when the names it holds
-/// changed — the others of its group.
-async fn handle(
+/// One batch of changes from the watch: the definitions they are about, then the members of
+/// their groups that were waiting for names, if the names held there changed.
+fn handle(
     state: &Arc<State>,
-    known: &mut BTreeMap<String, Known>,
-    event: WatchEvent,
-    cleanups: &Running,
+    view: &mut View,
+    events: Vec<WatchEvent>,
+    running: &Running,
     term: Option<&CancellationToken>,
 ) {
-    // Whether the names this definition holds changed (then the others of its group may
-    // now get, or lose, theirs).
-    let (name, group, names_changed) = match event {
-        WatchEvent::Added(kv) | WatchEvent::Modified { kv, .. } => {
-            let Some(k) = parse(kv, known, &state.registry) else { return };
-            let (name, group) = (k.def.name().to_owned(), k.def.spec.group.clone());
-            let before = known.get(&name).map(|old| accepted(&old.def));
-            let changed = before != Some(accepted(&k.def));
-            known.insert(name.clone(), k);
-            (name, group, changed)
+    let mut batch = Batch::new(state.registry.snapshot());
+    let mut changed: Vec<String> = Vec::new();
+    for event in events {
+        match event {
+            WatchEvent::Added(kv) | WatchEvent::Modified { kv, .. } => {
+                let Some(k) = parse(kv, &view.known, &state.registry) else { continue };
+                changed.push(k.def.name().to_owned());
+                view.insert(k);
+            }
+            WatchEvent::Deleted { prev, .. } => {
+                let Some(k) = parse(prev, &view.known, &state.registry) else { continue };
+                let name = k.def.name().to_owned();
+                view.remove(&name);
+                batch.unserve(&name);
+            }
+            WatchEvent::Progress { .. } => {}
         }
-        WatchEvent::Deleted { prev, .. } => {
-            let Some(k) = parse(prev, known, &state.registry) else { return };
-            let (name, group) = (k.def.name().to_owned(), k.def.spec.group.clone());
-            known.remove(&name);
-            unserve(state, &name);
-            (name, group, true)
-        }
-        WatchEvent::Progress { .. } => return,
-    };
-    if known.contains_key(&name) {
-        reconcile(state, known, &name, cleanups, term).await;
     }
-    if !names_changed {
+    // Each once, in the order of their last change.
+    let mut seen = HashSet::new();
+    let mut order: Vec<String> = changed.into_iter().rev().filter(|n| seen.insert(n.clone())).collect();
+    order.reverse();
+    reconcile_all(state, view, &order, &mut batch, term);
+    batch.finish(state, running, term);
+}
+
+/// Reconciles `names`, then (on the leader) the members waiting for names in the groups whose
+/// names changed, until no more change or [`NEIGHBOUR_ROUNDS`].
+fn reconcile_all(
+    state: &Arc<State>,
+    view: &mut View,
+    names: &[String],
+    batch: &mut Batch,
+    term: Option<&CancellationToken>,
+) {
+    for name in names {
+        reconcile(state, view, name, batch, term);
+    }
+    if term.is_none() {
+        // A follower serves what the leader decided: the others' names change nothing.
+        view.names.clear_dirty();
         return;
     }
-    // Names freed or taken in the group may change the others' acceptance.
-    let same_group: Vec<String> = known
-        .values()
-        .filter(|k| k.def.spec.group == group && k.def.name() != name)
-        .map(|k| k.def.name().to_owned())
-        .collect();
-    for other in same_group {
-        reconcile(state, known, &other, cleanups, term).await;
+    for _ in 0..NEIGHBOUR_ROUNDS {
+        let dirty = view.names.take_dirty();
+        if dirty.is_empty() {
+            break;
+        }
+        for (_, waiting) in dirty {
+            for name in waiting {
+                // One whose status write is on its way is looked at again when it lands.
+                let written = view.known.get(&name).is_some_and(|k| view.writing.get(&name) == Some(&k.kv.mod_revision));
+                if !written {
+                    reconcile(state, view, &name, batch, term);
+                }
+            }
+        }
+    }
+    view.names.clear_dirty();
+}
+
+/// The controller's view of the definitions.
+#[derive(Debug, Default)]
+struct View {
+    known: BTreeMap<String, Known>,
+    /// The names each group's definitions hold.
+    names: NameIndex,
+    /// Definitions whose status this controller is writing, with the revision written over.
+    writing: HashMap<String, i64>,
+}
+
+impl View {
+    fn insert(&mut self, k: Known) {
+        let name = k.def.name().to_owned();
+        let (group, held) = (k.def.spec.group.clone(), Held::of(&k.def));
+        if self.writing.get(&name).is_some_and(|written| *written < k.kv.mod_revision) {
+            self.writing.remove(&name);
+        }
+        if let Some(old) = self.known.insert(name.clone(), k)
+            && old.def.spec.group != group
+        {
+            self.names.hold(&old.def.spec.group, &name, None);
+        }
+        self.names.hold(&group, &name, Some(held));
+    }
+
+    fn remove(&mut self, name: &str) {
+        if let Some(old) = self.known.remove(name) {
+            self.names.hold(&old.def.spec.group, name, None);
+        }
+        self.writing.remove(name);
     }
 }
 
@@ -254,73 +338,170 @@ fn parse(kv: KeyValue, known: &BTreeMap<String, Known>, registry: &versa_registr
     Some(Known { kv, def: kept.def, schemas: kept.schemas, violations })
 }
 
-fn unserve(state: &State, name: &str) {
-    state.registry.remove(name);
-    count_served(state);
-    if let Ok(mut openapi) = state.openapi.lock() {
-        openapi.remove(name);
-    }
+/// What one batch changes, gathered while its definitions are reconciled and carried out at its
+/// end ([`Batch::finish`]): the served set as one snapshot, the OpenAPI parts, then the status
+/// writes — a client that sees `Established` must find the resource (kube sets Established in
+/// a separate step for the same reason) — and the per-definition tasks.
+struct Batch {
+    /// The snapshot the batch started from.
+    base: Arc<Snapshot>,
+    changes: Vec<Change>,
+    /// What each changed name will serve, as of the latest change (`None`: nothing).
+    staged: HashMap<String, Option<Arc<Resource>>>,
+    openapi: Vec<OpenApiChange>,
+    /// Status writes: key, document, the revision it replaces, definition name.
+    writes: Vec<(String, Bytes, i64, String)>,
+    cleanups: Vec<String>,
+    migrations: Vec<String>,
 }
 
-/// Brings one definition's serving state — and, on the leader (`term`), its status — up to date.
-async fn reconcile(
-    state: &Arc<State>,
-    known: &BTreeMap<String, Known>,
-    name: &str,
-    running: &Running,
-    term: Option<&CancellationToken>,
-) {
-    let Some(k) = known.get(name) else { return };
-    let deleting = k.def.metadata.deletion_timestamp.is_some();
-    let Some(term) = term else {
-        // A follower serves what the leader decided.
-        serve(state, k, None);
-        return;
-    };
-    if !deleting {
-        let others = known.values().filter(|o| o.def.spec.group == k.def.spec.group && o.def.name() != name);
-        // The status alone first: most reconciliations (a neighbour in the group changed)
-        // change nothing, and the whole document is parsed only when something does.
-        let current = k.status_doc();
-        let mut status = current.clone();
-        compute_status(&mut status, &k.def, &k.violations, others.map(|o| o.def.as_ref()));
-        if status != current {
-            let mut doc = k.doc();
-            if let (Some(obj), Some(new)) = (doc.as_object_mut(), status.get_mut("status")) {
-                obj.insert("status".into(), new.take());
+enum OpenApiChange {
+    Upsert(Box<ResourceDefinition>, Compact),
+    Remove(String),
+}
+
+impl Batch {
+    fn new(base: Arc<Snapshot>) -> Batch {
+        Batch {
+            base,
+            changes: Vec::new(),
+            staged: HashMap::new(),
+            openapi: Vec::new(),
+            writes: Vec::new(),
+            cleanups: Vec::new(),
+            migrations: Vec::new(),
+        }
+    }
+
+    /// What `name` serves as of this batch.
+    fn served(&self, name: &str) -> Option<&Arc<Resource>> {
+        match self.staged.get(name) {
+            Some(staged) => staged.as_ref(),
+            None => self.base.by_name(name),
+        }
+    }
+
+    /// Serves (or stops serving) a definition according to its status; rebuilds only when what
+    /// serving depends on changed. `full` is the definition `k` holds, schemas included, when
+    /// the caller has it at hand.
+    fn serve(&mut self, state: &State, k: &Known, full: Option<ResourceDefinition>) {
+        let name = k.def.name();
+        if !k.def.is_established() {
+            self.unserve(name);
+            return;
+        }
+        if let Some(current) = self.served(name) {
+            let same = current.definition.spec == k.def.spec
+                && current.definition.conversion_cel == k.def.conversion_cel
+                && current.schemas == k.schemas
+                && accepted(&current.definition) == accepted(&k.def)
+                && current.definition.metadata.deletion_timestamp == k.def.metadata.deletion_timestamp;
+            if same {
+                return;
             }
-            // Serve before saying so: a client that sees `Established` must find the resource
-            // (kube sets Established in a separate step for the same reason).
-            if let Ok(next) = ResourceDefinition::from_document(&doc)
-                && next.is_established()
-            {
-                let kept = Compact::of(&next);
-                let known =
-                    Known { kv: k.kv.clone(), def: kept.def, schemas: kept.schemas, violations: k.violations.clone() };
-                serve(state, &known, Some(next));
+        }
+        let Some(full) = full.or_else(|| k.full()) else { return };
+        let resource = Arc::new(Resource::build(&full, k.kept(), &state.conversion));
+        self.staged.insert(name.to_owned(), Some(resource.clone()));
+        self.changes.push(Change::Serve(name.to_owned(), resource));
+        self.openapi.push(OpenApiChange::Upsert(Box::new(full), k.kept()));
+    }
+
+    /// Stops serving `name`, if it is served.
+    fn unserve(&mut self, name: &str) {
+        if self.served(name).is_none() {
+            return;
+        }
+        self.staged.insert(name.to_owned(), None);
+        self.changes.push(Change::Remove(name.to_owned()));
+        self.openapi.push(OpenApiChange::Remove(name.to_owned()));
+    }
+
+    fn finish(self, state: &Arc<State>, running: &Running, term: Option<&CancellationToken>) {
+        if !self.changes.is_empty() {
+            state.registry.apply(self.changes);
+            if let Ok(mut openapi) = state.openapi.lock() {
+                for change in self.openapi {
+                    match change {
+                        OpenApiChange::Upsert(full, kept) => openapi.upsert(&full, kept),
+                        OpenApiChange::Remove(name) => openapi.remove(&name),
+                    }
+                }
             }
-            // The write comes back as a watch event and is served from there. It runs on its
-            // own so that the next event is handled meanwhile and many definitions loaded at
-            // once share the store's group commits; compare-and-swap keeps it safe (a lost race
-            // means a newer event is on its way).
-            let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
-            let (state, key, revision, name) = (state.clone(), k.kv.key.clone(), k.kv.mod_revision, name.to_owned());
+        }
+        state.metrics.served_resources.set(state.registry.snapshot().len() as i64);
+        // Each write comes back as a watch event and is served from there. It runs on its own
+        // so that the next batch is handled meanwhile and many definitions loaded at once share
+        // the store's group commits; compare-and-swap keeps it safe (a lost race means a newer
+        // event is on its way).
+        for (key, bytes, revision, name) in self.writes {
+            let state = state.clone();
             tokio::spawn(async move {
                 match state.store.update(&key, bytes, revision).await {
                     Ok(_) | Err(versa_storage::Error::Conflict { .. } | versa_storage::Error::NotFound { .. }) => {}
                     Err(e) => tracing::warn!(definition = name, error = %e, "cannot write definition status"),
                 }
             });
+        }
+        let Some(term) = term else { return };
+        for name in self.cleanups {
+            let state = state.clone();
+            running.spawn(&running.cleanups, &name, term, move |name| async move { cleanup(&state, &name).await });
+        }
+        for name in self.migrations {
+            let state = state.clone();
+            running.spawn(&running.migrations, &name, term, move |name| migration::run(state, name));
+        }
+    }
+}
+
+/// Brings one definition's serving state — and, on the leader (`term`), its status — up to date,
+/// in `batch`.
+fn reconcile(state: &State, view: &mut View, name: &str, batch: &mut Batch, term: Option<&CancellationToken>) {
+    let Some(k) = view.known.get(name) else { return };
+    let deleting = k.def.metadata.deletion_timestamp.is_some();
+    if term.is_none() {
+        // A follower serves what the leader decided.
+        batch.serve(state, k, None);
+        return;
+    }
+    if !deleting {
+        // The status alone first: most reconciliations change nothing, and the whole document
+        // is parsed only when something does.
+        let current = k.status_doc();
+        let mut status = current.clone();
+        compute_status(&mut status, &k.def, &k.violations, &view.names.in_use(&k.def.spec.group, name));
+        if status != current {
+            let mut doc = k.doc();
+            if let (Some(obj), Some(new)) = (doc.as_object_mut(), status.get_mut("status")) {
+                obj.insert("status".into(), new.take());
+            }
+            let next = ResourceDefinition::from_document(&doc).ok();
+            let held = next.as_ref().map(Held::of);
+            if let Some(next) = next
+                && next.is_established()
+            {
+                let kept = Compact::of(&next);
+                let known =
+                    Known { kv: k.kv.clone(), def: kept.def, schemas: kept.schemas, violations: k.violations.clone() };
+                batch.serve(state, &known, Some(next));
+            }
+            let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
+            let (group, revision) = (k.def.spec.group.clone(), k.kv.mod_revision);
+            batch.writes.push((k.kv.key.clone(), bytes, revision, name.to_owned()));
+            // What it holds from now on, for the others' checks (kube's crdMutationCache).
+            view.writing.insert(name.to_owned(), revision);
+            if let Some(held) = held {
+                view.names.hold(&group, name, Some(held));
+            }
             return;
         }
     }
-    serve(state, k, None);
+    batch.serve(state, k, None);
     if deleting {
-        let state = state.clone();
-        running.spawn(&running.cleanups, name, term, move |name| async move { cleanup(&state, &name).await });
+        batch.cleanups.push(name.to_owned());
     } else if migration::wanted(&k.def, &state.migration) {
-        let state = state.clone();
-        running.spawn(&running.migrations, name, term, move |name| migration::run(state, name));
+        batch.migrations.push(name.to_owned());
     }
 }
 
@@ -357,38 +538,6 @@ impl Running {
     }
 }
 
-/// Serves (or stops serving) a definition according to its status; rebuilds only when what
-/// serving depends on changed.
-/// `full` is the definition `k` holds, schemas included, when the caller has it at hand.
-fn serve(state: &State, k: &Known, full: Option<ResourceDefinition>) {
-    let name = k.def.name();
-    if !k.def.is_established() {
-        unserve(state, name);
-        return;
-    }
-    let snapshot = state.registry.snapshot();
-    if let Some(current) = snapshot.by_name(name) {
-        let same = current.definition.spec == k.def.spec
-            && current.definition.conversion_cel == k.def.conversion_cel
-            && current.schemas == k.schemas
-            && accepted(&current.definition) == accepted(&k.def)
-            && current.definition.metadata.deletion_timestamp == k.def.metadata.deletion_timestamp;
-        if same {
-            return;
-        }
-    }
-    let Some(full) = full.or_else(|| k.full()) else { return };
-    state.registry.upsert(name, Arc::new(Resource::build(&full, k.kept(), &state.conversion)));
-    count_served(state);
-    if let Ok(mut openapi) = state.openapi.lock() {
-        openapi.upsert(&full, k.kept());
-    }
-}
-
-fn count_served(state: &State) {
-    state.metrics.served_resources.set(state.registry.snapshot().resources().count() as i64);
-}
-
 fn accepted(def: &ResourceDefinition) -> Option<Value> {
     def.status.as_ref().and_then(|s| s.accepted_names.as_ref()).and_then(|n| serde_json::to_value(n).ok())
 }
@@ -396,45 +545,28 @@ fn accepted(def: &ResourceDefinition) -> Option<Value> {
 /// Sets `acceptedNames`, `NamesAccepted`, `NonStructuralSchema` (from `violations`, see
 /// [`structural_violations`]) and `Established` in a definition document (only its `status` is
 /// read or written).
-pub fn compute_status<'a>(
-    doc: &mut Value,
-    def: &ResourceDefinition,
-    violations: &[String],
-    others: impl Iterator<Item = &'a ResourceDefinition>,
-) {
-    let mut resources = BTreeSet::new();
-    let mut kinds = BTreeSet::new();
-    for o in others {
-        if let Some(n) = o.status.as_ref().and_then(|s| s.accepted_names.as_ref()) {
-            resources.insert(n.plural.clone());
-            resources.extend(n.singular.clone());
-            resources.extend(n.short_names.iter().flatten().cloned());
-            kinds.insert(n.kind.clone());
-            kinds.extend(n.list_kind.clone());
-        }
-    }
-    resources.remove("");
-    kinds.remove("");
+pub fn compute_status(doc: &mut Value, def: &ResourceDefinition, violations: &[String], in_use: &impl InUse) {
     let requested = &def.spec.names;
     let old = def.status.as_ref().and_then(|s| s.accepted_names.clone()).unwrap_or_default();
     let mut new = old.clone();
     let mut conflict: Option<(&str, String)> = None;
-    let fresh = |want: &str, have: &str, used: &BTreeSet<String>| want == have || !used.contains(want);
-    if fresh(&requested.plural, &old.plural, &resources) {
+    let fresh_resource = |want: &str, have: &str| want == have || !in_use.resource(want);
+    let fresh_kind = |want: &str, have: &str| want == have || !in_use.kind(want);
+    if fresh_resource(&requested.plural, &old.plural) {
         new.plural = requested.plural.clone();
     } else {
         conflict = Some(("PluralConflict", format!("{:?} is already in use", requested.plural)));
     }
     let want_singular = requested.singular.clone().unwrap_or_default();
-    if fresh(&want_singular, old.singular.as_deref().unwrap_or(""), &resources) {
+    if fresh_resource(&want_singular, old.singular.as_deref().unwrap_or("")) {
         new.singular = requested.singular.clone();
     } else {
         conflict = Some(("SingularConflict", format!("{want_singular:?} is already in use")));
     }
-    let old_short: BTreeSet<String> = old.short_names.iter().flatten().cloned().collect();
+    let old_short: std::collections::BTreeSet<&String> = old.short_names.iter().flatten().collect();
     let mut short_ok = true;
     for s in requested.short_names.iter().flatten() {
-        if !old_short.contains(s) && resources.contains(s) {
+        if !old_short.contains(s) && in_use.resource(s) {
             conflict = Some(("ShortNamesConflict", format!("{s:?} is already in use")));
             short_ok = false;
         }
@@ -442,13 +574,13 @@ pub fn compute_status<'a>(
     if short_ok {
         new.short_names = requested.short_names.clone();
     }
-    if fresh(&requested.kind, &old.kind, &kinds) {
+    if fresh_kind(&requested.kind, &old.kind) {
         new.kind = requested.kind.clone();
     } else {
         conflict = Some(("KindConflict", format!("{:?} is already in use", requested.kind)));
     }
     let want_list = requested.list_kind.clone().unwrap_or_default();
-    if fresh(&want_list, old.list_kind.as_deref().unwrap_or(""), &kinds) {
+    if fresh_kind(&want_list, old.list_kind.as_deref().unwrap_or("")) {
         new.list_kind = requested.list_kind.clone();
     } else {
         conflict = Some(("ListKindConflict", format!("{want_list:?} is already in use")));
@@ -631,6 +763,7 @@ pub(crate) async fn delete_objects(state: &State, prefix: &str) -> versa_storage
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+    use crate::controllers::names::Taken;
 
     fn definition(plural: &str, kind: &str, schema: Value, accepted: bool) -> (Value, ResourceDefinition) {
         let mut doc = json!({
@@ -660,7 +793,7 @@ mod tests {
 
         // Fresh names: accepted and established.
         let (mut doc, def) = definition("gadgets", "Gadget", object.clone(), false);
-        compute_status(&mut doc, &def, &structural_violations(&def), [&holder].into_iter());
+        compute_status(&mut doc, &def, &structural_violations(&def), &Taken::of([&holder]));
         assert_eq!(condition(&doc, "NamesAccepted").unwrap().1, "NoConflicts");
         assert_eq!(condition(&doc, "Established").unwrap().1, "InitialNamesAccepted");
         assert_eq!(doc["status"]["acceptedNames"]["kind"], "Gadget");
@@ -669,7 +802,7 @@ mod tests {
         // A kind (and list kind) another definition of the group holds: refused, not
         // established; as in kube, the last conflict checked names the reason.
         let (mut doc, def) = definition("others", "Widget", object.clone(), false);
-        compute_status(&mut doc, &def, &structural_violations(&def), [&holder].into_iter());
+        compute_status(&mut doc, &def, &structural_violations(&def), &Taken::of([&holder]));
         assert_eq!(
             condition(&doc, "NamesAccepted").unwrap(),
             ("False".into(), "ListKindConflict".into(), "\"WidgetList\" is already in use".into())
@@ -681,7 +814,7 @@ mod tests {
         let (mut doc, _) = definition("widget", "Thing", object, false);
         doc["spec"]["names"]["singular"] = json!("thing");
         let def = ResourceDefinition::from_document(&doc).unwrap();
-        compute_status(&mut doc, &def, &structural_violations(&def), [&holder].into_iter());
+        compute_status(&mut doc, &def, &structural_violations(&def), &Taken::of([&holder]));
         assert_eq!(condition(&doc, "NamesAccepted").unwrap().1, "PluralConflict");
 
         // A conversion webhook with a caBundle that is not PEM: not established.
@@ -690,7 +823,7 @@ mod tests {
         doc["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
             "clientConfig": {"url": "https://127.0.0.1:9/convert", "caBundle": "bm90IGEgY2VydGlmaWNhdGU="}}});
         let def = ResourceDefinition::from_document(&doc).unwrap();
-        compute_status(&mut doc, &def, &structural_violations(&def), std::iter::empty());
+        compute_status(&mut doc, &def, &structural_violations(&def), &Taken::default());
         assert_eq!(
             condition(&doc, "Established").unwrap(),
             ("False".into(), "InvalidCABundle".into(), "The conversion webhook CABundle is invalid".into())
@@ -698,7 +831,7 @@ mod tests {
 
         // A schema kept from before that is not structural.
         let (mut doc, def) = definition("legacies", "Legacy", json!({"type": "object", "properties": {"a": {}}}), true);
-        compute_status(&mut doc, &def, &structural_violations(&def), std::iter::empty());
+        compute_status(&mut doc, &def, &structural_violations(&def), &Taken::default());
         let (status, reason, message) = condition(&doc, "NonStructuralSchema").unwrap();
         assert_eq!((status.as_str(), reason.as_str()), ("True", "Violations"));
         assert!(

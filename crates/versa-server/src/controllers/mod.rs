@@ -2,9 +2,11 @@
 //! ([`definitions`], which every replica runs), following the admission configuration
 //! ([`admission`], every replica too), and the work that must happen once — definition
 //! status, cleanup of deleted definitions, storage [`migration`], standalone's [`namespaces`] —
-//! which runs only in the term of the replica elected by [`crate::leader`].
+//! which runs only in the term of the replica elected by [`crate::leader`]. [`names`] is the
+//! definitions controller's index of the names each group's definitions hold.
 
 pub mod admission;
 pub mod definitions;
 pub mod migration;
+pub mod names;
 pub mod namespaces;

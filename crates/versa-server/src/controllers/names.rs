@@ -1,0 +1,272 @@
+//! The names the definitions of each group hold, kept up to date change by change: what the
+//! definitions controller checks a definition's requested names against (kube's naming
+//! controller reads them from its informer cache and its own writes, `crdMutationCache`).
+//!
+//! Per group, every member's accepted names (`status.acceptedNames`: plural, singular and short
+//! names as resource names; kind and list kind as kind names), counted, so that "does another
+//! member hold this name?" is a lookup, not a walk of the group — the walk made a burst of
+//! definitions into one group quadratic in its size. What a member holds is what its stored
+//! status says, or what the controller has just written there (a write in flight), so that two
+//! definitions that want the same name in one batch cannot both get it.
+//!
+//! A member whose names are all accepted and which is `Established` ("settled") cannot be
+//! changed by the others' names: names once accepted stay accepted. Only the unsettled members
+//! of a group whose names changed need another look; [`NameIndex::take_dirty`] says which.
+
+use std::collections::{BTreeSet, HashMap};
+
+use versa_apiextensions::ResourceDefinition;
+
+/// What one definition holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Held {
+    resources: BTreeSet<String>,
+    kinds: BTreeSet<String>,
+    /// Every requested name accepted, `NamesAccepted` and `Established` true.
+    settled: bool,
+}
+
+impl Held {
+    /// What `def` holds by its status.
+    pub fn of(def: &ResourceDefinition) -> Held {
+        let accepted = def.status.as_ref().and_then(|s| s.accepted_names.as_ref());
+        let mut held = Held::default();
+        if let Some(n) = accepted {
+            held.resources.insert(n.plural.clone());
+            held.resources.extend(n.singular.clone());
+            held.resources.extend(n.short_names.iter().flatten().cloned());
+            held.kinds.insert(n.kind.clone());
+            held.kinds.extend(n.list_kind.clone());
+        }
+        held.resources.remove("");
+        held.kinds.remove("");
+        held.settled = accepted.is_some_and(|n| *n == def.spec.names)
+            && def.condition_is_true("NamesAccepted")
+            && def.is_established();
+        held
+    }
+}
+
+/// Names other definitions of a definition's group hold: what its requested names are checked
+/// against.
+pub trait InUse {
+    /// Whether another definition holds `name` as a plural, singular or short name.
+    fn resource(&self, name: &str) -> bool;
+    /// Whether another definition holds `name` as a kind or list kind.
+    fn kind(&self, name: &str) -> bool;
+}
+
+/// The names a set of definitions hold, gathered from them (the tests' reference).
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub struct Taken {
+    resources: BTreeSet<String>,
+    kinds: BTreeSet<String>,
+}
+
+#[cfg(test)]
+impl Taken {
+    pub fn of<'a>(others: impl IntoIterator<Item = &'a ResourceDefinition>) -> Taken {
+        let mut taken = Taken::default();
+        for o in others {
+            let held = Held::of(o);
+            taken.resources.extend(held.resources);
+            taken.kinds.extend(held.kinds);
+        }
+        taken
+    }
+}
+
+#[cfg(test)]
+impl InUse for Taken {
+    fn resource(&self, name: &str) -> bool {
+        self.resources.contains(name)
+    }
+
+    fn kind(&self, name: &str) -> bool {
+        self.kinds.contains(name)
+    }
+}
+
+/// One group's members and the names they hold.
+#[derive(Debug, Default)]
+struct GroupNames {
+    held: HashMap<String, Held>,
+    /// How many members hold each name.
+    resources: HashMap<String, u32>,
+    kinds: HashMap<String, u32>,
+    /// The members that are not settled.
+    unsettled: BTreeSet<String>,
+}
+
+impl GroupNames {
+    fn count(counts: &mut HashMap<String, u32>, names: &BTreeSet<String>, up: bool) {
+        for name in names {
+            if up {
+                *counts.entry(name.clone()).or_default() += 1;
+            } else if let Some(n) = counts.get_mut(name) {
+                *n -= 1;
+                if *n == 0 {
+                    counts.remove(name);
+                }
+            }
+        }
+    }
+}
+
+/// Every group's [`GroupNames`], and which groups' names changed since the last
+/// [`NameIndex::take_dirty`].
+#[derive(Debug, Default)]
+pub struct NameIndex {
+    groups: HashMap<String, GroupNames>,
+    dirty: BTreeSet<String>,
+}
+
+impl NameIndex {
+    /// Records what `member` of `group` holds (`None`: it is gone). A change of the names held
+    /// marks the group dirty.
+    pub fn hold(&mut self, group: &str, member: &str, held: Option<Held>) {
+        let names = self.groups.entry(group.to_owned()).or_default();
+        let old = names.held.remove(member);
+        let moved = old.as_ref().map(|h| (&h.resources, &h.kinds)) != held.as_ref().map(|h| (&h.resources, &h.kinds));
+        if let Some(old) = &old {
+            GroupNames::count(&mut names.resources, &old.resources, false);
+            GroupNames::count(&mut names.kinds, &old.kinds, false);
+        }
+        names.unsettled.remove(member);
+        if let Some(held) = held {
+            GroupNames::count(&mut names.resources, &held.resources, true);
+            GroupNames::count(&mut names.kinds, &held.kinds, true);
+            if !held.settled {
+                names.unsettled.insert(member.to_owned());
+            }
+            names.held.insert(member.to_owned(), held);
+        }
+        if names.held.is_empty() {
+            self.groups.remove(group);
+        }
+        if moved {
+            self.dirty.insert(group.to_owned());
+        }
+    }
+
+    /// The names the other members of `group` hold, for `member`.
+    pub fn in_use<'a>(&'a self, group: &str, member: &str) -> OthersOf<'a> {
+        let names = self.groups.get(group);
+        OthersOf { names, own: names.and_then(|n| n.held.get(member)) }
+    }
+
+    /// The groups whose names changed since the last call, each with its unsettled members.
+    pub fn take_dirty(&mut self) -> Vec<(String, Vec<String>)> {
+        std::mem::take(&mut self.dirty)
+            .into_iter()
+            .map(|group| {
+                let unsettled =
+                    self.groups.get(&group).map(|n| n.unsettled.iter().cloned().collect()).unwrap_or_default();
+                (group, unsettled)
+            })
+            .collect()
+    }
+
+    /// Forgets which groups changed.
+    pub fn clear_dirty(&mut self) {
+        self.dirty.clear();
+    }
+}
+
+/// The names held in a group by every member but one.
+#[derive(Debug, Clone, Copy)]
+pub struct OthersOf<'a> {
+    names: Option<&'a GroupNames>,
+    own: Option<&'a Held>,
+}
+
+impl InUse for OthersOf<'_> {
+    fn resource(&self, name: &str) -> bool {
+        let held = self.names.and_then(|n| n.resources.get(name)).copied().unwrap_or(0);
+        held > u32::from(self.own.is_some_and(|own| own.resources.contains(name)))
+    }
+
+    fn kind(&self, name: &str) -> bool {
+        let held = self.names.and_then(|n| n.kinds.get(name)).copied().unwrap_or(0);
+        held > u32::from(self.own.is_some_and(|own| own.kinds.contains(name)))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn definition(plural: &str, kind: &str, accepted: Option<(&str, &str)>) -> ResourceDefinition {
+        let mut doc = json!({
+            "apiVersion": "versa.dev/v1", "kind": "ResourceDefinition",
+            "metadata": {"name": format!("{plural}.example.com")},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind, "listKind": format!("{kind}List")},
+                     "versions": [{"name": "v1", "served": true, "storage": true}]},
+        });
+        if let Some((plural, kind)) = accepted {
+            doc["status"] = json!({
+                "acceptedNames": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind, "listKind": format!("{kind}List")},
+                "conditions": [{"type": "NamesAccepted", "status": "True"}, {"type": "Established", "status": "True"}],
+            });
+        }
+        ResourceDefinition::from_document(&doc).unwrap()
+    }
+
+    /// The counted index answers as gathering the others' names would, as members come, change
+    /// and go — and only a change of names marks the group.
+    #[test]
+    fn counts_agree_with_the_others_names() {
+        let defs = [
+            ("widgets", definition("widgets", "Widget", Some(("widgets", "Widget")))),
+            ("gadgets", definition("gadgets", "Gadget", Some(("gadgets", "Gadget")))),
+            // Wants names another holds: holds nothing yet, unsettled.
+            ("others", definition("others", "Widget", None)),
+            // Holds older names than it asks for: unsettled.
+            ("renamed", definition("renamed", "Renamed", Some(("renamedold", "Renamed")))),
+        ];
+        let mut index = NameIndex::default();
+        for (member, def) in &defs {
+            index.hold("example.com", member, Some(Held::of(def)));
+        }
+        let probes = ["widgets", "widget", "gadgets", "renamedold", "renamed", "others", "nothing"];
+        let kinds = ["Widget", "WidgetList", "Gadget", "Renamed", "RenamedList", "Nothing"];
+        let check = |index: &NameIndex, present: &[&str]| {
+            for (member, _) in defs.iter().filter(|(m, _)| present.contains(m)) {
+                let others = Taken::of(defs.iter().filter(|(m, _)| m != member && present.contains(m)).map(|(_, d)| d));
+                let counted = index.in_use("example.com", member);
+                for p in probes {
+                    assert_eq!(counted.resource(p), others.resource(p), "{member}: {p}");
+                }
+                for k in kinds {
+                    assert_eq!(counted.kind(k), others.kind(k), "{member}: {k}");
+                }
+            }
+        };
+        check(&index, &["widgets", "gadgets", "others", "renamed"]);
+        assert_eq!(
+            index.take_dirty(),
+            vec![("example.com".to_owned(), vec!["others".to_owned(), "renamed".to_owned()])]
+        );
+
+        // The same names again: nothing to look at.
+        index.hold("example.com", "gadgets", Some(Held::of(&defs[1].1)));
+        assert!(index.take_dirty().is_empty());
+
+        // A member goes: its names are free, the group is marked.
+        index.hold("example.com", "widgets", None);
+        check(&index, &["gadgets", "others", "renamed"]);
+        assert_eq!(index.take_dirty().len(), 1);
+        assert!(!index.in_use("example.com", "others").kind("Widget"));
+
+        // The last ones go: the group is forgotten.
+        for member in ["gadgets", "others", "renamed"] {
+            index.hold("example.com", member, None);
+        }
+        assert!(index.groups.is_empty());
+    }
+}
