@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 /// See Cargo.toml: the allocator matters for serving speed (measured by `hack/bench-serve.sh`,
-/// which uses the same one).
+/// which uses the same one). The `system-allocator` feature leaves the system's malloc in place,
+/// for heap profilers that hook it (docs/memory.md).
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
