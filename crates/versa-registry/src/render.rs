@@ -178,12 +178,8 @@ impl Inner {
             self.bytes -= old.size();
         }
         if self.bytes + entry.size() > CACHE_BYTES {
-            // Freeing a full cache (some 100,000 entries) takes milliseconds: not on the
-            // request that filled it (a paginated LIST of a million objects showed it at p99).
-            let full = std::mem::take(&mut self.entries);
+            self.entries.clear();
             self.bytes = 0;
-            // (Should no thread be had, the entries are freed here, with the closure.)
-            let _ = std::thread::Builder::new().name("render-cache-free".into()).spawn(move || drop(full));
         }
         self.bytes += entry.size();
         self.entries.insert(key, entry);
