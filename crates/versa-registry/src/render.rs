@@ -80,38 +80,8 @@ impl RenderCache {
 
     /// [`RenderCache::render`] for a page: the objects not cached are converted in one batch.
     pub async fn render_all(&self, boundary: Boundary<'_>, kvs: &[KeyValue]) -> Result<Vec<Bytes>> {
-        let key = |kv: &KeyValue| (boundary.resource().id, boundary.version().to_owned(), kv.key.clone());
-        let mut out: Vec<Option<Bytes>> = {
-            let inner = self.lock();
-            kvs.iter()
-                .map(|kv| match inner.entries.get(&key(kv)) {
-                    Some(e) if e.revision == kv.mod_revision => Some(e.json.clone()),
-                    _ => None,
-                })
-                .collect()
-        };
-        let missing: Vec<KeyValue> =
-            kvs.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(kv, _)| kv.clone()).collect();
-        if !missing.is_empty() {
-            let (objects, keep) = boundary.from_storage_for_json(&missing).await?;
-            let mut rendered = Vec::with_capacity(missing.len());
-            for obj in objects {
-                let json = match obj {
-                    Converted::Json { json, .. } => json,
-                    Converted::Value(v) => serde_json::to_vec(&v).map_err(|e| Error::internal(e.to_string()))?,
-                };
-                rendered.push(Bytes::from(json));
-            }
-            let mut inner = self.lock();
-            for ((kv, bytes), _) in missing.iter().zip(&rendered).zip(&keep).filter(|(_, keep)| **keep) {
-                inner.insert(key(kv), Entry { revision: kv.mod_revision, json: bytes.clone(), row: None });
-            }
-            let mut fresh = rendered.into_iter();
-            for slot in out.iter_mut().filter(|s| s.is_none()) {
-                *slot = fresh.next();
-            }
-        }
-        Ok(out.into_iter().flatten().collect())
+        let cached = self.cached(boundary, kvs).into_iter().map(|c| c.map(|e| e.0)).collect();
+        self.render_missing(boundary, kvs, cached).await
     }
 
     /// [`RenderCache::render_all`] with each object's Table row for `table` (the convertor of
@@ -123,20 +93,12 @@ impl RenderCache {
         table: &TableConvertor,
         kvs: &[KeyValue],
     ) -> Result<Vec<RenderedRow>> {
-        let jsons = self.render_all(boundary, kvs).await?;
-        let key = |kv: &KeyValue| (boundary.resource().id, boundary.version().to_owned(), kv.key.clone());
-        let cached: Vec<Option<Arc<Row>>> = {
-            let inner = self.lock();
-            kvs.iter()
-                .map(|kv| match inner.entries.get(&key(kv)) {
-                    Some(e) if e.revision == kv.mod_revision => e.row.clone(),
-                    _ => None,
-                })
-                .collect()
-        };
+        let (jsons, rows): (Vec<_>, Vec<_>) =
+            self.cached(boundary, kvs).into_iter().map(|c| c.map_or((None, None), |(j, r)| (Some(j), r))).unzip();
+        let jsons = self.render_missing(boundary, kvs, jsons).await?;
         let mut out = Vec::with_capacity(kvs.len());
         let mut fresh = Vec::new();
-        for ((kv, json), row) in kvs.iter().zip(jsons).zip(cached) {
+        for ((kv, json), row) in kvs.iter().zip(jsons).zip(rows) {
             let row = match row {
                 Some(row) => row,
                 None => {
@@ -154,7 +116,7 @@ impl RenderCache {
         if !fresh.is_empty() {
             let mut inner = self.lock();
             for (kv, row) in fresh {
-                let k = key(kv);
+                let k = key(boundary, kv);
                 // Only beside JSON that was kept, at the same revision.
                 let json = match inner.entries.get(&k) {
                     Some(e) if e.revision == kv.mod_revision && e.row.is_none() => e.json.clone(),
@@ -166,9 +128,58 @@ impl RenderCache {
         Ok(out)
     }
 
+    /// What the cache holds for each object at its revision: its JSON and, if evaluated, its
+    /// Table row (one look-up for both).
+    fn cached(&self, boundary: Boundary<'_>, kvs: &[KeyValue]) -> Vec<Option<(Bytes, Option<Arc<Row>>)>> {
+        let inner = self.lock();
+        kvs.iter()
+            .map(|kv| match inner.entries.get(&key(boundary, kv)) {
+                Some(e) if e.revision == kv.mod_revision => Some((e.json.clone(), e.row.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The JSON of every object: `out`'s where given, the others converted in one batch and
+    /// kept (unless a webhook converted them).
+    async fn render_missing(
+        &self,
+        boundary: Boundary<'_>,
+        kvs: &[KeyValue],
+        mut out: Vec<Option<Bytes>>,
+    ) -> Result<Vec<Bytes>> {
+        let missing: Vec<KeyValue> =
+            kvs.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(kv, _)| kv.clone()).collect();
+        if !missing.is_empty() {
+            let (objects, keep) = boundary.from_storage_for_json(&missing).await?;
+            let mut rendered = Vec::with_capacity(missing.len());
+            for obj in objects {
+                let json = match obj {
+                    Converted::Json { json, .. } => json,
+                    Converted::Value(v) => serde_json::to_vec(&v).map_err(|e| Error::internal(e.to_string()))?,
+                };
+                rendered.push(Bytes::from(json));
+            }
+            let mut inner = self.lock();
+            for ((kv, bytes), _) in missing.iter().zip(&rendered).zip(&keep).filter(|(_, keep)| **keep) {
+                inner.insert(key(boundary, kv), Entry { revision: kv.mod_revision, json: bytes.clone(), row: None });
+            }
+            let mut fresh = rendered.into_iter();
+            for slot in out.iter_mut().filter(|s| s.is_none()) {
+                *slot = fresh.next();
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// An object's place in the cache: the resource build, the version, the key.
+fn key(boundary: Boundary<'_>, kv: &KeyValue) -> (u64, String, String) {
+    (boundary.resource().id, boundary.version().to_owned(), kv.key.clone())
 }
 
 impl Inner {

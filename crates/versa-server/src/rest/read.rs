@@ -344,10 +344,7 @@ pub async fn list(ctx: &Ctx) -> Answer {
 /// The common LIST (no selector, plain JSON): one store page, each object rendered once and
 /// cached (`versa_registry::render`), the list written around them.
 async fn list_rendered(ctx: &Ctx) -> Answer {
-    let (limit, revision) = list_params(ctx).await?;
-    let token = ctx.query.get("continue").filter(|c| !c.is_empty()).map(str::to_owned);
-    let options = ListOptions { limit, continue_token: token, revision };
-    let page = ctx.state.store.list(&ctx.collection_prefix(), options).await.map_err(|e| list_error(ctx, e))?;
+    let page = store_page(ctx).await?;
     let items = ctx.state.render.render_all(ctx.boundary(), &page.items).await?;
     let size: usize = items.iter().map(|b| b.len() + 1).sum();
     let list = list_json(ctx, page.revision, page.continue_token.as_deref(), size, |out| {
@@ -362,15 +359,20 @@ async fn list_rendered(ctx: &Ctx) -> Answer {
     Ok(ctx.respond_json_bytes(StatusCode::OK, list))
 }
 
+/// One store page as the list options ask (no selector to fill a page with).
+async fn store_page(ctx: &Ctx) -> Result<versa_storage::ListPage, Status> {
+    let (limit, revision) = list_params(ctx).await?;
+    let token = ctx.query.get("continue").filter(|c| !c.is_empty()).map(str::to_owned);
+    let options = ListOptions { limit, continue_token: token, revision };
+    ctx.state.store.list(&ctx.collection_prefix(), options).await.map_err(|e| list_error(ctx, e))
+}
+
 /// What `kubectl get` asks for (a Table, no selector, JSON) the way [`list_rendered`] answers
 /// plain LISTs: one store page, each object's row evaluated once and cached beside its JSON
 /// (`versa_registry::render`), the Table written around them.
 async fn list_table_rendered(ctx: &Ctx) -> Answer {
     let include = include_object(ctx)?;
-    let (limit, revision) = list_params(ctx).await?;
-    let token = ctx.query.get("continue").filter(|c| !c.is_empty()).map(str::to_owned);
-    let options = ListOptions { limit, continue_token: token, revision };
-    let page = ctx.state.store.list(&ctx.collection_prefix(), options).await.map_err(|e| list_error(ctx, e))?;
+    let page = store_page(ctx).await?;
     let table = &ctx.ver().table;
     let rows = ctx.state.render.render_rows(ctx.boundary(), table, &page.items).await?;
     let rv = page.revision.to_string();
