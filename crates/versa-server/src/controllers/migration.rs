@@ -191,17 +191,24 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome> {
     let prefix = state.keys.resource(&res.group, &res.plural);
     let pause = Duration::from_secs_f64(1.0 / f64::from(state.migration.rate.max(1)));
     let (mut seen, mut migrated) = resumed.as_ref().map_or((0, 0), |c| (c.examined, c.migrated));
-    let mut token = match &resumed {
-        Some(checkpoint) => {
-            tracing::info!(definition = %name, after = %checkpoint.resume_after, seen, migrated, "storage migration resumes");
-            let revision = state.store.current_revision().await?;
-            let last = format!("{prefix}{}", checkpoint.resume_after);
-            Some(versa_storage::ContinueToken::after(&prefix, &last, revision).encode())
-        }
-        None => None,
-    };
+    // The last key examined: the walk goes on after it.
+    let mut after = resumed.as_ref().map(|checkpoint| {
+        tracing::info!(definition = %name, after = %checkpoint.resume_after, seen, migrated, "storage migration resumes");
+        format!("{prefix}{}", checkpoint.resume_after)
+    });
     loop {
-        let options = ListOptions { limit: 500, continue_token: token.take(), revision: 0 };
+        // A fresh list per page, at the latest revision: the walk follows the keys, and the
+        // latest state is what needs migrating. (The store's own token would read every page
+        // at the first page's revision, which the walk's writes push out of the history
+        // window: a million objects paused with 410 after every 100,000 or so.)
+        let continue_token = match &after {
+            Some(last) => {
+                let now = state.store.current_revision().await?;
+                Some(versa_storage::ContinueToken::after(&prefix, last, now).encode())
+            }
+            None => None,
+        };
+        let options = ListOptions { limit: 500, continue_token, revision: 0 };
         let page = state.store.list(&prefix, options).await?;
         for chunk in page.items.chunks(WRITES_IN_FLIGHT) {
             let before = seen;
@@ -247,15 +254,8 @@ async fn pass(state: &Arc<State>, name: &str) -> Result<Outcome> {
                 .await;
             }
         }
-        // A fresh list per page: the walk follows the keys, and the latest state is what
-        // needs migrating. (The store's token would read every page at the first page's
-        // revision, which the walk's own writes push out of the history window: a million
-        // objects paused with 410 after every 100,000 or so.)
         match (page.continue_token, page.items.last()) {
-            (Some(_), Some(last)) => {
-                let now = state.store.current_revision().await?;
-                token = Some(versa_storage::ContinueToken::after(&prefix, &last.key, now).encode());
-            }
+            (Some(_), Some(last)) => after = Some(last.key.clone()),
             _ => break,
         }
     }
