@@ -1853,7 +1853,11 @@ async fn table_output() {
     );
     let r = c.get_with(&format!("{CT}?limit=1&includeObject=None"), &[("accept", TABLE)]).await;
     let page = r.json();
-    checks.eq("list limit=1: rows", &json!([page["rows"].as_array().map(Vec::len), page["rows"][0]["object"]]), &json!([1, null]));
+    checks.eq(
+        "list limit=1: rows",
+        &json!([page["rows"].as_array().map(Vec::len), page["rows"][0]["object"]]),
+        &json!([1, null]),
+    );
     checks.check("list limit=1: continue", page["metadata"]["continue"].is_string(), &page["metadata"]);
 
     // Watch: each event's object is a one-row Table; headers only on the first.

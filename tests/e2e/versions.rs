@@ -1899,7 +1899,8 @@ async fn migration_outlasts_the_history_window() {
         create(c, collection, &widget).await;
     }
     let r = update_definition(c, name, |def| {
-        def["spec"] = widget_definition(json!({"strategy": "None"}), &[("v1beta1", false), ("v1", true)])["spec"].clone();
+        def["spec"] =
+            widget_definition(json!({"strategy": "None"}), &[("v1beta1", false), ("v1", true)])["spec"].clone();
     })
     .await;
     assert_eq!(r.status, 200, "{}", r.text());
@@ -1913,7 +1914,8 @@ async fn migration_outlasts_the_history_window() {
         &json!(["MigrationSucceeded", format!("all {N} objects are stored at v1 ({N} rewritten)")]),
     );
     let metrics = c.get("/metrics").await.text();
-    let paused: Vec<&str> = metrics.lines().filter(|l| l.starts_with("versa_storage_migration_failures_total")).collect();
+    let paused: Vec<&str> =
+        metrics.lines().filter(|l| l.starts_with("versa_storage_migration_failures_total")).collect();
     checks.check("no paused pass", paused.iter().all(|l| l.ends_with(" 0")), paused.join("\n"));
     checks.finish();
 }

@@ -1,9 +1,20 @@
-//! A served resource, compiled: everything a request needs about it, built once.
+//! A served resource, compiled: everything a request needs about it.
 //!
-//! A [`Resource`] is built once from a definition — one lowered structural schema, its CEL
-//! rules and one Table convertor per version, and the converter — and never changed; when the
-//! definition changes, the definitions controller builds a new one and swaps it into the
-//! [`crate::Registry`] in one step, so no request compiles anything.
+//! A [`Resource`] is built from a definition — names, scope, per version the Table convertor,
+//! subresources and the schema as compact JSON text — and never changed; when the definition
+//! changes, the definitions controller builds a new one and swaps it into the
+//! [`crate::Registry`] in one step.
+//!
+//! What is large is compiled on first use and then kept for the life of the resource: each
+//! version's lowered structural schema with its CEL rules ([`Version::schema`],
+//! [`Version::rules`]) and the converter ([`Resource::converter`]). Real definitions are mostly
+//! descriptions, lowered they take ~14× their JSON, and a cluster installs many more than it
+//! uses (a Crossplane provider brings hundreds); kube-apiserver, too, builds a definition's
+//! serving state on its first request (`getOrCreateServingInfoFor`). Nothing a request could
+//! trip over is left to that moment: the definitions controller validates every definition
+//! (lowering, structural checks, CEL compilation and cost, conversion rules) before it is
+//! served, so first use only repeats work that already succeeded; concurrent first uses wait
+//! for one compilation.
 //!
 //! The definitions API itself (`versa.dev/v1` `resourcedefinitions`) is a [`Resource`] too,
 //! built by [`Resource::definitions`], so that one REST implementation serves both. In
@@ -13,12 +24,12 @@
 //! kube's, and versa does not serve it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionVersion,
-    CustomResourceSubresourceScale,
+    CustomResourceSubresourceScale, CustomResourceValidation,
 };
 use serde_json::Value;
 use versa_apiextensions::types::{API_VERSION, GROUP, KIND, VERSION};
@@ -300,22 +311,22 @@ pub struct Resource {
     /// The definition is being deleted: creates are refused.
     pub terminating: bool,
     /// Converts objects between the versions, or why it could not be built (every conversion
-    /// then fails with that message).
-    pub converter: Result<Arc<Converter>, String>,
+    /// then fails with that message): built on first use ([`Resource::converter`]).
+    converter: OnceLock<Result<Arc<Converter>, String>>,
+    /// What the converter is built with.
+    conversion: ConversionOptions,
     /// A core kind versa serves itself (standalone), with its own rules.
     pub builtin: Option<Builtin>,
 }
 
-/// One version of a resource, compiled.
+/// One version of a resource. Its schema is compiled on first use ([`Version::schema`]).
 #[derive(Debug)]
 pub struct Version {
     pub name: String,
     pub served: bool,
-    /// The lowered schema (`None` for the definitions resource, which is validated by
-    /// `versa-apiextensions`); shared with the converter, which prunes with it.
-    pub schema: Option<Arc<Structural>>,
-    /// The schema's `x-kubernetes-validations`, compiled once (empty without a schema).
-    pub rules: SchemaRules,
+    /// The resource's schema texts, this version's among them: what `compiled` is built from.
+    texts: Arc<SchemaTexts>,
+    compiled: OnceLock<Compiled>,
     pub table: TableConvertor,
     pub status: bool,
     pub scale: Option<CustomResourceSubresourceScale>,
@@ -325,7 +336,59 @@ pub struct Version {
     pub warning: Option<String>,
 }
 
+/// A version's schema, compiled: lowered, with its CEL rules.
+#[derive(Debug, Default)]
+struct Compiled {
+    schema: Option<Arc<Structural>>,
+    rules: SchemaRules,
+}
+
+impl Compiled {
+    /// Compiles a version's schema text (`CustomResourceValidation` as JSON). A schema that does
+    /// not lower leaves the version without one, as if it had none (definition validation
+    /// refuses such schemas before they are served).
+    fn of(text: Option<&str>) -> Compiled {
+        let schema = text
+            .and_then(|t| serde_json::from_str::<CustomResourceValidation>(t).ok())
+            .and_then(|v| v.open_api_v3_schema)
+            .and_then(|s| Structural::lower(&s).ok())
+            .map(Arc::new);
+        let rules = schema.as_deref().map(SchemaRules::compile).unwrap_or_default();
+        Compiled { schema, rules }
+    }
+}
+
 impl Version {
+    fn new(name: &str, served: bool, texts: &Arc<SchemaTexts>, table: TableConvertor) -> Version {
+        Version {
+            name: name.to_owned(),
+            served,
+            texts: Arc::clone(texts),
+            compiled: OnceLock::new(),
+            table,
+            status: false,
+            scale: None,
+            selectable_fields: Vec::new(),
+            warning: None,
+        }
+    }
+
+    /// The lowered schema (`None` for the definitions resource, which is validated by
+    /// `versa-apiextensions`); shared with the converter, which prunes with it. Compiled on
+    /// the first call.
+    pub fn schema(&self) -> Option<&Arc<Structural>> {
+        self.compiled().schema.as_ref()
+    }
+
+    /// The schema's `x-kubernetes-validations`, compiled with the schema (empty without one).
+    pub fn rules(&self) -> &SchemaRules {
+        &self.compiled().rules
+    }
+
+    fn compiled(&self) -> &Compiled {
+        self.compiled.get_or_init(|| Compiled::of(self.texts.get(&self.name).map(|t| &**t)))
+    }
+
     /// The schema structured merge reads (server-side apply, `managedFields`): the version's
     /// own, or — for the definitions API, which `versa-apiextensions` validates instead — one
     /// that leaves every field to structured merge's deduced types (granular maps, atomic
@@ -335,7 +398,7 @@ impl Version {
             let open = serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
             Structural::from_json(&open).unwrap_or_default()
         });
-        self.schema.as_deref().unwrap_or(&OPEN)
+        self.schema().map_or(&OPEN, |s| s)
     }
 }
 
@@ -356,44 +419,26 @@ impl Resource {
             .versions
             .iter()
             .map(|v| {
-                let schema = v
-                    .schema
-                    .as_ref()
-                    .and_then(|s| s.open_api_v3_schema.as_ref())
-                    .and_then(|s| Structural::lower(s).ok())
-                    .map(Arc::new);
                 let columns: &[CustomResourceColumnDefinition] =
                     v.additional_printer_columns.as_deref().unwrap_or_default();
-                let warning = v.deprecated.unwrap_or(false).then(|| {
+                // A column whose path does not parse is dropped with the ones after it, as
+                // kube serves it (definition validation refuses such paths anyway).
+                let mut version = Version::new(&v.name, v.served, &kept.schemas, TableConvertor::lenient(columns).0);
+                version.status = v.subresources.as_ref().is_some_and(|s| s.status.is_some());
+                version.scale = v.subresources.as_ref().and_then(|s| s.scale.clone());
+                version.selectable_fields = v
+                    .selectable_fields
+                    .iter()
+                    .flatten()
+                    .map(|f| f.json_path.trim_start_matches('.').to_owned())
+                    .collect();
+                version.warning = v.deprecated.unwrap_or(false).then(|| {
                     v.deprecation_warning.clone().unwrap_or_else(|| default_deprecation_warning(def, &v.name))
                 });
-                let rules = schema.as_deref().map(SchemaRules::compile).unwrap_or_default();
-                Version {
-                    name: v.name.clone(),
-                    served: v.served,
-                    schema,
-                    rules,
-                    // A column whose path does not parse is dropped with the ones after it, as
-                    // kube serves it (definition validation refuses such paths anyway).
-                    table: TableConvertor::lenient(columns).0,
-                    status: v.subresources.as_ref().is_some_and(|s| s.status.is_some()),
-                    scale: v.subresources.as_ref().and_then(|s| s.scale.clone()),
-                    selectable_fields: v
-                        .selectable_fields
-                        .iter()
-                        .flatten()
-                        .map(|f| f.json_path.trim_start_matches('.').to_owned())
-                        .collect(),
-                    warning,
-                }
+                version
             })
             .collect::<Vec<Version>>();
         let terminating = def.condition_is_true("Terminating") || def.metadata.deletion_timestamp.is_some();
-        let schemas: HashMap<String, Arc<Structural>> =
-            versions.iter().filter_map(|v| v.schema.clone().map(|s| (v.name.clone(), s))).collect();
-        let converter = Converter::new(def, schemas, conversion)
-            .map(Arc::new)
-            .map_err(|e| format!("conversion for {}, Kind={} is not available: {e}", spec.group, names.kind));
         Resource {
             id: next_id(),
             flavor: Flavor::Custom,
@@ -408,11 +453,30 @@ impl Resource {
             storage_version: def.storage_version().unwrap_or_default().to_owned(),
             versions,
             terminating,
-            converter,
+            converter: OnceLock::new(),
+            conversion: conversion.clone(),
             definition: kept.def,
             schemas: kept.schemas,
             builtin: None,
         }
+    }
+
+    /// Converts objects between the versions, or why it could not be built (every conversion
+    /// then fails with that message). Built on the first call, with every version's schema
+    /// (the converter prunes with them).
+    pub fn converter(&self) -> Result<&Arc<Converter>, &str> {
+        let built = self.converter.get_or_init(|| {
+            let mut def = (*self.definition).clone();
+            for v in &mut def.spec.versions {
+                *v = with_schema(v, &self.schemas);
+            }
+            let schemas: HashMap<String, Arc<Structural>> =
+                self.versions.iter().filter_map(|v| v.schema().map(|s| (v.name.clone(), Arc::clone(s)))).collect();
+            Converter::new(&def, schemas, &self.conversion)
+                .map(Arc::new)
+                .map_err(|e| format!("conversion for {}, Kind={} is not available: {e}", self.group, self.kind))
+        });
+        built.as_ref().map_err(String::as_str)
     }
 
     /// A core kind, built from its built-in definition.
@@ -446,18 +510,12 @@ impl Resource {
             namespaced: false,
             storage_version: version.to_owned(),
             versions: vec![Version {
-                name: version.to_owned(),
-                served: true,
-                schema: None,
-                rules: SchemaRules::default(),
-                table: TableConvertor::default_columns(),
                 status: true,
-                scale: None,
-                selectable_fields: Vec::new(),
-                warning: None,
+                ..Version::new(version, true, &Arc::default(), TableConvertor::default_columns())
             }],
             terminating: false,
-            converter: Err("the definitions API has one version".into()),
+            converter: OnceLock::from(Err("the definitions API has one version".to_owned())),
+            conversion: ConversionOptions::default(),
             builtin: None,
         }
     }
@@ -627,6 +685,42 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "test code")]
 
     use super::*;
+
+    /// A version's schema and the converter are compiled on first use, once, and what is
+    /// compiled is what the definition's schema lowers to.
+    #[test]
+    fn schemas_and_converter_are_compiled_on_first_use() {
+        let schema = serde_json::json!({"type": "object", "properties": {"spec": {"type": "object",
+            "description": "the spec", "properties": {"replicas": {"type": "integer", "minimum": 0}},
+            "x-kubernetes-validations": [{"rule": "self.replicas < 10"}]}}});
+        let def = ResourceDefinition::from_document(&serde_json::json!({
+            "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": [
+                    {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}},
+                    {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": schema}}]},
+        }))
+        .unwrap();
+        let res = Resource::build(&def, Compact::of(&def), &ConversionOptions::default());
+        assert!(res.versions.iter().all(|v| v.compiled.get().is_none()));
+        assert!(res.converter.get().is_none());
+
+        let v1 = res.version("v1").unwrap();
+        let lowered = v1.schema().unwrap();
+        let expected = Structural::from_json(&schema).unwrap();
+        assert_eq!(format!("{lowered:?}"), format!("{expected:?}"));
+        assert!(!v1.rules().is_empty());
+        assert!(Arc::ptr_eq(lowered, v1.schema().unwrap()), "compiled once");
+        assert!(res.version("v2").unwrap().compiled.get().is_none(), "each version on its own");
+
+        assert_eq!(res.converter().unwrap().strategy(), "None");
+        assert!(res.versions.iter().all(|v| v.compiled.get().is_some()), "the converter prunes with every schema");
+        assert_eq!(
+            Resource::definitions(Face::ResourceDefinition).converter().unwrap_err(),
+            "the definitions API has one version"
+        );
+    }
 
     /// The published schema of definitions is a structural schema (kubectl explain and the
     /// OpenAPI documents read it) and says what a version holds.

@@ -347,7 +347,11 @@ mod tests {
         let before = registry.snapshot();
         assert_eq!(
             served(&before),
-            ["a.example: as.a.example@as bs.a.example@bs", "c.example: cs.c.example@cs", "versa.dev: resourcedefinitions.versa.dev@resourcedefinitions"]
+            [
+                "a.example: as.a.example@as bs.a.example@bs",
+                "c.example: cs.c.example@cs",
+                "versa.dev: resourcedefinitions.versa.dev@resourcedefinitions"
+            ]
         );
         assert_eq!(before.len(), 4);
         // A group's derived documents are built once and kept while it does not change.
@@ -364,7 +368,11 @@ mod tests {
         let after = registry.snapshot();
         assert_eq!(
             served(&after),
-            ["a.example: as.a.example@renamed ds.a.example@ds", "c.example: cs.c.example@cs", "versa.dev: resourcedefinitions.versa.dev@resourcedefinitions"]
+            [
+                "a.example: as.a.example@renamed ds.a.example@ds",
+                "c.example: cs.c.example@cs",
+                "versa.dev: resourcedefinitions.versa.dev@resourcedefinitions"
+            ]
         );
         assert!(after.route("a.example", "as").is_none() && after.route("a.example", "bs").is_none());
         assert_eq!(after.len(), 4);

@@ -93,7 +93,7 @@ impl<'a> Boundary<'a> {
             Flavor::Custom if res.is(Builtin::EventV1) => event_from_core(obj),
             Flavor::Custom => {
                 let stored_at = res.version_of(obj).to_owned();
-                if let Some(schema) = res.version(&stored_at).and_then(|v| v.schema.as_deref()) {
+                if let Some(schema) = res.version(&stored_at).and_then(|v| v.schema()) {
                     pipeline::on_read(obj, schema);
                 }
             }
@@ -127,9 +127,9 @@ impl<'a> Boundary<'a> {
         if res.flavor != Flavor::Custom || objects.iter().all(|o| res.version_of(o) == version) {
             return Ok(objects.into_iter().map(Converted::Value).collect());
         }
-        let converter = match &res.converter {
+        let converter = match res.converter() {
             Ok(c) => c,
-            Err(message) => return Err(Error::Conversion(message.clone())),
+            Err(message) => return Err(Error::Conversion(message.to_owned())),
         };
         let started = Instant::now();
         let result = if text {
@@ -171,7 +171,7 @@ impl<'a> Boundary<'a> {
     pub async fn from_storage_for_json(&self, kvs: &[KeyValue]) -> Result<(Vec<Converted>, Vec<bool>)> {
         let decoded = self.decode_all(kvs)?;
         let res = self.res;
-        let deterministic = res.converter.as_ref().is_ok_and(|c| c.is_deterministic());
+        let deterministic = res.converter().is_ok_and(|c| c.is_deterministic());
         let keep = decoded
             .iter()
             .map(|o| deterministic || res.flavor != Flavor::Custom || res.version_of(o) == self.version)

@@ -139,7 +139,7 @@ impl<'a> Strategy<'a> {
     /// admission ([`Strategy::validate`]), so that a defaulting webhook may still fill in a
     /// required field.
     pub fn decode(&self, obj: &mut Value, checks: Checks<'_>, warnings: &mut Vec<String>) -> Result<()> {
-        let unknown = match self.ver.schema.as_deref() {
+        let unknown = match self.ver.schema().map(|s| &**s) {
             Some(schema) if self.res.flavor == Flavor::Custom => {
                 let malformed = versa_schema::objectmeta::Malformed::Reject;
                 // Malformed metadata: validation reports it with every other error.
@@ -296,7 +296,7 @@ impl<'a> Strategy<'a> {
                     kind: &res.kind,
                     namespaced: res.namespaced,
                 };
-                let Some(schema) = self.ver.schema.as_deref() else {
+                let Some(schema) = self.ver.schema().map(|s| &**s) else {
                     return Err(Error::internal(format!("no schema for version {}", self.ver.name)));
                 };
                 let mut errs = ErrorList::new();
@@ -326,7 +326,7 @@ impl<'a> Strategy<'a> {
                 // x-kubernetes-validations run unless the schema found a blocking error (a value
                 // of the wrong type, a missing required field, an unsupported enum value, too
                 // long, too many); then kube says so instead of running them.
-                let rules = &self.ver.rules;
+                let rules = self.ver.rules();
                 if !rules.is_empty() {
                     if schema_valid || !versa_schema::validation::has_blocking_error(&errs) {
                         let outcome = rules.check(obj, old);

@@ -34,7 +34,7 @@ impl<'a> MergeVersions<'a> {
 
     /// Whether there is more than one version to judge entries at (and a converter to do it).
     pub fn offered(&self) -> bool {
-        self.res.versions.len() > 1 && self.res.converter.is_ok()
+        self.res.versions.len() > 1 && self.res.converter().is_ok()
     }
 
     /// `version` of `group/version`, for this resource's group.
@@ -48,13 +48,13 @@ impl<'a> MergeVersions<'a> {
 
 impl Versions for MergeVersions<'_> {
     fn schema(&self, api_version: &str) -> Option<&Structural> {
-        self.res.version(self.version(api_version)?)?.schema.as_deref()
+        self.res.version(self.version(api_version)?)?.schema().map(|s| &**s)
     }
 
     fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, String> {
         let version =
             self.version(api_version).ok_or_else(|| format!("{api_version} is not a version of this resource"))?;
-        let converter = self.res.converter.as_ref().map_err(String::clone)?;
+        let converter = self.res.converter().map_err(str::to_owned)?;
         let started = Instant::now();
         let converted = if converter.is_deterministic() {
             converter.convert_sync(obj.clone(), version).map_err(|e| e.message)

@@ -157,7 +157,15 @@ impl Settings {
             assert!(
                 matches!(
                     s.as_str(),
-                    "definitions" | "get" | "create" | "list" | "conversion" | "cel" | "apply" | "admission" | "million"
+                    "definitions"
+                        | "get"
+                        | "create"
+                        | "list"
+                        | "conversion"
+                        | "cel"
+                        | "apply"
+                        | "admission"
+                        | "million"
                 ),
                 "unknown scenario {s:?}: pick from definitions, get, create, list, conversion, cel, apply, admission, million"
             );

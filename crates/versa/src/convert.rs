@@ -67,7 +67,7 @@ pub fn run(args: &Args) -> Result<Outcome> {
     // The resource as the server compiles it; objects cross its storage boundary as a read of
     // them, stored as they are, would.
     let res = Resource::build(&def, Compact::of(&def), &Options::default());
-    if let Err(message) = &res.converter {
+    if let Err(message) = res.converter() {
         bail!("building the converter of {}: {message}", def.name());
     }
     let boundary = Boundary::new(&res, &args.to, &());

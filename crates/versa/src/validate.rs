@@ -88,7 +88,7 @@ pub fn run(args: &Args) -> Result<Outcome> {
                 continue;
             }
         };
-        let Some(strategy) = Strategy::at(&res, &version).filter(|s| s.ver.schema.is_some()) else {
+        let Some(strategy) = Strategy::at(&res, &version).filter(|s| s.ver.schema().is_some()) else {
             say!("{}: version {version:?} is not a version of {}", doc.source, def.name());
             outcome = Outcome::SomeInvalid;
             continue;
@@ -102,7 +102,7 @@ pub fn run(args: &Args) -> Result<Outcome> {
         // The old object as the server would read it from storage.
         let old_read = old.as_ref().map(|o| {
             let mut o = o.clone();
-            if let Some(schema) = strategy.ver.schema.as_deref() {
+            if let Some(schema) = strategy.ver.schema().map(|s| &**s) {
                 pipeline::on_read(&mut o, schema);
             }
             o

@@ -103,7 +103,8 @@ pub(super) fn million(settings: &Settings, server_rt: &Runtime, client_rt: &Runt
 async fn watched_creates(client: &Client, collection: &str, tag: &str) -> Load {
     let mut conn = client.connect().await;
     let (_, body) = conn.send(Method::GET, &format!("{collection}?limit=1"), None).await;
-    let rv = serde_json::from_slice::<Value>(&body).unwrap()["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+    let rv =
+        serde_json::from_slice::<Value>(&body).unwrap()["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
     let mut watcher = client.connect().await;
     let mut events = watcher.stream(&format!("{collection}?watch=true&resourceVersion={rv}")).await;
     let started = Instant::now();
@@ -191,7 +192,11 @@ async fn migrate(conn: &mut Conn, n: usize) -> String {
         let message = format!("{}/{}: {}", condition["status"], condition["reason"], condition["message"]);
         if message != last {
             messages += 1;
-            println!("  {:>6.1} s  RSS {} MiB  {message}", started.elapsed().as_secs_f64(), rss_kib().unwrap_or(0) / 1024);
+            println!(
+                "  {:>6.1} s  RSS {} MiB  {message}",
+                started.elapsed().as_secs_f64(),
+                rss_kib().unwrap_or(0) / 1024
+            );
             last = message;
         }
         if condition["reason"] == "MigrationSucceeded" {

@@ -171,7 +171,7 @@ impl SchemaResolver for StoreHost<'_> {
     }
 
     fn schema(&self, kind: &GroupVersionKind) -> Option<Arc<Structural>> {
-        self.by_kind(&kind.group, &kind.kind)?.version(&kind.version)?.schema.clone()
+        self.by_kind(&kind.group, &kind.kind)?.version(&kind.version)?.schema().cloned()
     }
 }
 
@@ -179,7 +179,7 @@ impl StructuredMerge for StoreHost<'_> {
     fn merge(&self, kind: &GroupVersionKind, object: &Value, configuration: &Value) -> Option<Result<Value, String>> {
         let res = self.by_kind(&kind.group, &kind.kind)?;
         let strategy = Strategy::at(res, &kind.version)?;
-        strategy.ver.schema.as_ref()?;
+        strategy.ver.schema()?;
         // An apply by a manager that owns nothing yet, forced: the configuration's fields merged
         // into the object by the schema (map lists by key, atomic lists and maps replaced),
         // nothing else touched; the bookkeeping it leaves in managedFields is not kept.

@@ -277,7 +277,8 @@ fn reconcile_all(
         for (_, waiting) in dirty {
             for name in waiting {
                 // One whose status write is on its way is looked at again when it lands.
-                let written = view.known.get(&name).is_some_and(|k| view.writing.get(&name) == Some(&k.kv.mod_revision));
+                let written =
+                    view.known.get(&name).is_some_and(|k| view.writing.get(&name) == Some(&k.kv.mod_revision));
                 if !written {
                     reconcile(state, view, &name, batch, term);
                 }

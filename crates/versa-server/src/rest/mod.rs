@@ -399,7 +399,7 @@ fn audit_body(record: &crate::audit::Record, ctx: &Ctx, info: &RequestInfo, body
                 if !api_version.is_empty() && api_version != ctx.api_version() {
                     return;
                 }
-                if let Some(schema) = &ctx.ver().schema {
+                if let Some(schema) = ctx.ver().schema() {
                     let malformed = versa_schema::objectmeta::Malformed::Reject;
                     match versa_schema::pipeline::normalise(&mut obj, schema, malformed) {
                         Ok(unknown) if !strict || unknown.is_empty() => {}
