@@ -403,8 +403,9 @@ impl Version {
 }
 
 impl Resource {
-    /// Compiles a definition (`def`, schemas included); `kept` is its compact form, which the
-    /// resource holds (shared with whoever made it). Names come from `status.acceptedNames`
+    /// Builds the resource of a definition: `def` (its schemas are not read) and `kept`, its
+    /// compact form, which the resource holds (shared with whoever made it) and compiles the
+    /// schemas from on first use. Names come from `status.acceptedNames`
     /// (what the naming controller granted), falling back to the spec's.
     pub fn build(def: &ResourceDefinition, kept: Compact, conversion: &ConversionOptions) -> Resource {
         let spec = &def.spec;
@@ -466,10 +467,7 @@ impl Resource {
     /// (the converter prunes with them).
     pub fn converter(&self) -> Result<&Arc<Converter>, &str> {
         let built = self.converter.get_or_init(|| {
-            let mut def = (*self.definition).clone();
-            for v in &mut def.spec.versions {
-                *v = with_schema(v, &self.schemas);
-            }
+            let def = self.kept().full();
             let schemas: HashMap<String, Arc<Structural>> =
                 self.versions.iter().filter_map(|v| v.schema().map(|s| (v.name.clone(), Arc::clone(s)))).collect();
             Converter::new(&def, schemas, &self.conversion)
@@ -652,8 +650,16 @@ pub struct Compact {
 }
 
 impl Compact {
+    /// The compact form of `def`. What serving never reads is left out of it, because in a real
+    /// definition it is as large as the schemas: `managedFields` (a created definition's entry
+    /// lists every field of every schema) and kubectl's `last-applied-configuration` annotation
+    /// (the whole definition once more). The stored object keeps both.
     pub fn of(def: &ResourceDefinition) -> Compact {
         let mut kept = def.clone();
+        kept.metadata.managed_fields = None;
+        if let Some(annotations) = &mut kept.metadata.annotations {
+            annotations.remove(LAST_APPLIED);
+        }
         let mut texts = SchemaTexts::new();
         for v in &mut kept.spec.versions {
             if let Some(schema) = v.schema.take()
@@ -663,6 +669,20 @@ impl Compact {
             }
         }
         Compact { def: Arc::new(kept), schemas: Arc::new(texts) }
+    }
+}
+
+/// kubectl's annotation for client-side apply.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+impl Compact {
+    /// The definition with its schemas put back (without what [`Compact::of`] left out).
+    pub fn full(&self) -> ResourceDefinition {
+        let mut def = (*self.def).clone();
+        for v in &mut def.spec.versions {
+            *v = with_schema(v, &self.schemas);
+        }
+        def
     }
 }
 

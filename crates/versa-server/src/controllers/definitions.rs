@@ -50,13 +50,18 @@ use crate::controllers::migration;
 use crate::controllers::names::{Held, InUse, NameIndex};
 use crate::state::State;
 
-/// One known definition: its stored form (the bytes; the JSON tree is rebuilt when a status
-/// write needs it, which keeps a thousand definitions small) and its typed form, compacted
-/// (`registry::compact`: the schemas as text), shared with the registry when it is the state
-/// being served.
+/// One known definition: where it is stored and at which revision, its stored `status`, and
+/// its typed form, compacted (`registry::Compact`: the schemas as text), shared with the
+/// registry when it is the state being served. Not the stored document: a status write reads it
+/// again from the store ([`write_status`]), so that a thousand real definitions — tens of KiB
+/// each, most of it schema — are not held twice.
 #[derive(Debug, Clone)]
 struct Known {
-    kv: KeyValue,
+    key: String,
+    revision: i64,
+    /// The stored `status` as `{"status": ...}` (`{}` without one): what [`compute_status`]
+    /// reads and writes.
+    status: Value,
     def: Arc<ResourceDefinition>,
     schemas: Arc<SchemaTexts>,
     /// What makes the schemas non-structural (condition `NonStructuralSchema`): computed once
@@ -65,36 +70,19 @@ struct Known {
 }
 
 impl Known {
-    /// The stored document (it parsed when this was made).
-    fn doc(&self) -> Value {
-        serde_json::from_slice(&self.kv.value).unwrap_or(Value::Null)
-    }
-
     /// The compact form, as the registry and the OpenAPI cache keep it.
     fn kept(&self) -> Compact {
         Compact { def: self.def.clone(), schemas: self.schemas.clone() }
     }
+}
 
-    /// The full typed definition, schemas included (parsed again from the stored form).
-    fn full(&self) -> Option<ResourceDefinition> {
-        ResourceDefinition::from_document(&self.doc()).ok()
+/// A definition document's `status`, as `{"status": ...}` (`{}` without one).
+fn status_doc(doc: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    if let Some(status) = doc.get("status").filter(|s| !s.is_null()) {
+        out.insert("status".into(), status.clone());
     }
-
-    /// Only the stored `status`, as `{"status": ...}` — what [`compute_status`] reads and
-    /// writes — without building the rest of the document's tree.
-    fn status_doc(&self) -> Value {
-        #[derive(serde::Deserialize)]
-        struct StatusOnly {
-            #[serde(default)]
-            status: Option<Value>,
-        }
-        let status = serde_json::from_slice::<StatusOnly>(&self.kv.value).ok().and_then(|s| s.status);
-        let mut doc = serde_json::Map::new();
-        if let Some(status) = status {
-            doc.insert("status".into(), status);
-        }
-        Value::Object(doc)
-    }
+    Value::Object(out)
 }
 
 /// Runs until shutdown: list, watch, reconcile; relist after a broken watch or a change of
@@ -277,8 +265,7 @@ fn reconcile_all(
         for (_, waiting) in dirty {
             for name in waiting {
                 // One whose status write is on its way is looked at again when it lands.
-                let written =
-                    view.known.get(&name).is_some_and(|k| view.writing.get(&name) == Some(&k.kv.mod_revision));
+                let written = view.known.get(&name).is_some_and(|k| view.writing.get(&name) == Some(&k.revision));
                 if !written {
                     reconcile(state, view, &name, batch, term);
                 }
@@ -302,7 +289,7 @@ impl View {
     fn insert(&mut self, k: Known) {
         let name = k.def.name().to_owned();
         let (group, held) = (k.def.spec.group.clone(), Held::of(&k.def));
-        if self.writing.get(&name).is_some_and(|written| *written < k.kv.mod_revision) {
+        if self.writing.get(&name).is_some_and(|written| *written < k.revision) {
             self.writing.remove(&name);
         }
         if let Some(old) = self.known.insert(name.clone(), k)
@@ -336,7 +323,8 @@ fn parse(kv: KeyValue, known: &BTreeMap<String, Known>, registry: &versa_registr
         Some(served) if served.kept() == kept => served.kept(),
         _ => kept,
     };
-    Some(Known { kv, def: kept.def, schemas: kept.schemas, violations })
+    let status = status_doc(&doc);
+    Some(Known { key: kv.key, revision: kv.mod_revision, status, def: kept.def, schemas: kept.schemas, violations })
 }
 
 /// What one batch changes, gathered while its definitions are reconciled and carried out at its
@@ -350,14 +338,14 @@ struct Batch {
     /// What each changed name will serve, as of the latest change (`None`: nothing).
     staged: HashMap<String, Option<Arc<Resource>>>,
     openapi: Vec<OpenApiChange>,
-    /// Status writes: key, document, the revision it replaces, definition name.
-    writes: Vec<(String, Bytes, i64, String)>,
+    /// Status writes: key, the new `status`, the revision it replaces, definition name.
+    writes: Vec<(String, Value, i64, String)>,
     cleanups: Vec<String>,
     migrations: Vec<String>,
 }
 
 enum OpenApiChange {
-    Upsert(Box<ResourceDefinition>, Compact),
+    Upsert(Compact),
     Remove(String),
 }
 
@@ -383,9 +371,8 @@ impl Batch {
     }
 
     /// Serves (or stops serving) a definition according to its status; rebuilds only when what
-    /// serving depends on changed. `full` is the definition `k` holds, schemas included, when
-    /// the caller has it at hand.
-    fn serve(&mut self, state: &State, k: &Known, full: Option<ResourceDefinition>) {
+    /// serving depends on changed.
+    fn serve(&mut self, state: &State, k: &Known) {
         let name = k.def.name();
         if !k.def.is_established() {
             self.unserve(name);
@@ -401,11 +388,10 @@ impl Batch {
                 return;
             }
         }
-        let Some(full) = full.or_else(|| k.full()) else { return };
-        let resource = Arc::new(Resource::build(&full, k.kept(), &state.conversion));
+        let resource = Arc::new(Resource::build(&k.def, k.kept(), &state.conversion));
         self.staged.insert(name.to_owned(), Some(resource.clone()));
         self.changes.push(Change::Serve(name.to_owned(), resource));
-        self.openapi.push(OpenApiChange::Upsert(Box::new(full), k.kept()));
+        self.openapi.push(OpenApiChange::Upsert(k.kept()));
     }
 
     /// Stops serving `name`, if it is served.
@@ -424,7 +410,7 @@ impl Batch {
             if let Ok(mut openapi) = state.openapi.lock() {
                 for change in self.openapi {
                     match change {
-                        OpenApiChange::Upsert(full, kept) => openapi.upsert(&full, kept),
+                        OpenApiChange::Upsert(kept) => openapi.upsert(&kept.full(), kept),
                         OpenApiChange::Remove(name) => openapi.remove(&name),
                     }
                 }
@@ -435,10 +421,10 @@ impl Batch {
         // so that the next batch is handled meanwhile and many definitions loaded at once share
         // the store's group commits; compare-and-swap keeps it safe (a lost race means a newer
         // event is on its way).
-        for (key, bytes, revision, name) in self.writes {
+        for (key, status, revision, name) in self.writes {
             let state = state.clone();
             tokio::spawn(async move {
-                match state.store.update(&key, bytes, revision).await {
+                match write_status(&state, &key, status, revision).await {
                     Ok(_) | Err(versa_storage::Error::Conflict { .. } | versa_storage::Error::NotFound { .. }) => {}
                     Err(e) => tracing::warn!(definition = name, error = %e, "cannot write definition status"),
                 }
@@ -463,47 +449,53 @@ fn reconcile(state: &State, view: &mut View, name: &str, batch: &mut Batch, term
     let deleting = k.def.metadata.deletion_timestamp.is_some();
     if term.is_none() {
         // A follower serves what the leader decided.
-        batch.serve(state, k, None);
+        batch.serve(state, k);
         return;
     }
     if !deleting {
         // The status alone first: most reconciliations change nothing, and the whole document
         // is parsed only when something does.
-        let current = k.status_doc();
-        let mut status = current.clone();
+        let mut status = k.status.clone();
         compute_status(&mut status, &k.def, &k.violations, &view.names.in_use(&k.def.spec.group, name));
-        if status != current {
-            let mut doc = k.doc();
-            if let (Some(obj), Some(new)) = (doc.as_object_mut(), status.get_mut("status")) {
-                obj.insert("status".into(), new.take());
+        if status != k.status {
+            let mut next = (*k.def).clone();
+            next.status = status.get("status").and_then(|s| serde_json::from_value(s.clone()).ok());
+            let held = Held::of(&next);
+            if next.is_established() {
+                let known = Known { def: Arc::new(next), status: status.clone(), ..k.clone() };
+                batch.serve(state, &known);
             }
-            let next = ResourceDefinition::from_document(&doc).ok();
-            let held = next.as_ref().map(Held::of);
-            if let Some(next) = next
-                && next.is_established()
-            {
-                let kept = Compact::of(&next);
-                let known =
-                    Known { kv: k.kv.clone(), def: kept.def, schemas: kept.schemas, violations: k.violations.clone() };
-                batch.serve(state, &known, Some(next));
-            }
-            let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
-            let (group, revision) = (k.def.spec.group.clone(), k.kv.mod_revision);
-            batch.writes.push((k.kv.key.clone(), bytes, revision, name.to_owned()));
+            let (group, revision) = (k.def.spec.group.clone(), k.revision);
+            let new = status.get_mut("status").map(Value::take).unwrap_or(Value::Null);
+            batch.writes.push((k.key.clone(), new, revision, name.to_owned()));
             // What it holds from now on, for the others' checks (kube's crdMutationCache).
             view.writing.insert(name.to_owned(), revision);
-            if let Some(held) = held {
-                view.names.hold(&group, name, Some(held));
-            }
+            view.names.hold(&group, name, Some(held));
             return;
         }
     }
-    batch.serve(state, k, None);
+    batch.serve(state, k);
     if deleting {
         batch.cleanups.push(name.to_owned());
     } else if migration::wanted(&k.def, &state.migration) {
         batch.migrations.push(name.to_owned());
     }
+}
+
+/// Writes a definition's new `status` over the stored revision `revision`: the document is read
+/// again from the store (the controller does not keep it). A document changed since is left
+/// alone — its watch event is on its way and will be reconciled — as a failed compare-and-swap
+/// would leave it.
+async fn write_status(state: &State, key: &str, status: Value, revision: i64) -> versa_storage::Result<()> {
+    let Some(kv) = state.store.get(key).await? else { return Ok(()) };
+    if kv.mod_revision != revision {
+        return Ok(());
+    }
+    let Ok(mut doc) = serde_json::from_slice::<Value>(&kv.value) else { return Ok(()) };
+    let Some(obj) = doc.as_object_mut() else { return Ok(()) };
+    obj.insert("status".into(), status);
+    let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
+    state.store.update(key, bytes, revision).await.map(|_| ())
 }
 
 /// The per-definition tasks running (at most one of each kind per definition).
@@ -676,6 +668,7 @@ async fn cleanup(state: &Arc<State>, name: &str) {
             return;
         }
         let Ok(Some(kv)) = state.store.get(&def_key).await else { return };
+        let Ok(stored) = serde_json::from_slice::<Value>(&kv.value) else { return };
         let Some(k) = parse(kv, &BTreeMap::new(), &state.registry) else { return };
         let prefix = state.keys.resource(&k.def.spec.group, &k.def.spec.names.plural);
         let remaining = match delete_objects(state, &prefix).await {
@@ -686,7 +679,7 @@ async fn cleanup(state: &Arc<State>, name: &str) {
             }
         };
         if remaining == 0 {
-            let mut doc = k.doc();
+            let mut doc = stored;
             set_condition(
                 &mut doc,
                 "Terminating",
@@ -701,11 +694,11 @@ async fn cleanup(state: &Arc<State>, name: &str) {
                 .map(|f| f.iter().filter(|x| *x != CLEANUP_FINALIZER).cloned().collect())
                 .unwrap_or_default();
             let done = if finalizers.is_empty() {
-                state.store.delete(&def_key, Some(k.kv.mod_revision)).await.map(|_| ())
+                state.store.delete(&def_key, Some(k.revision)).await.map(|_| ())
             } else {
                 doc["metadata"]["finalizers"] = Value::Array(finalizers);
                 let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
-                state.store.update(&def_key, bytes, k.kv.mod_revision).await.map(|_| ())
+                state.store.update(&def_key, bytes, k.revision).await.map(|_| ())
             };
             match done {
                 Ok(()) => return,
@@ -713,11 +706,11 @@ async fn cleanup(state: &Arc<State>, name: &str) {
                 Err(e) => tracing::warn!(definition = name, error = %e, "removing the cleanup finalizer"),
             }
         } else if !k.def.condition_is_true("Terminating")
-            || k.doc().pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
+            || stored.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
                 cs.iter().any(|c| c["type"] == "Terminating" && c["reason"] == "InstanceDeletionPending")
             })
         {
-            let mut doc = k.doc();
+            let mut doc = stored;
             set_condition(
                 &mut doc,
                 "Terminating",
@@ -727,7 +720,7 @@ async fn cleanup(state: &Arc<State>, name: &str) {
                 &meta::now(),
             );
             let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
-            let _ = state.store.update(&def_key, bytes, k.kv.mod_revision).await;
+            let _ = state.store.update(&def_key, bytes, k.revision).await;
         }
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(if remaining == 0 { 50 } else { 1000 })) => {}
