@@ -386,7 +386,7 @@ impl Version {
     }
 
     fn compiled(&self) -> &Compiled {
-        self.compiled.get_or_init(|| Compiled::of(self.texts.get(&self.name).map(|t| &**t)))
+        self.compiled.get_or_init(|| Compiled::of(self.texts.get(&self.name).as_deref()))
     }
 
     /// The schema structured merge reads (server-side apply, `managedFields`): the version's
@@ -634,8 +634,61 @@ fn definitions_definition(face: Face) -> ResourceDefinition {
     ResourceDefinition::from_document(&doc).unwrap_or_default()
 }
 
-/// Each version's `schema` (`CustomResourceValidation`) as compact JSON, by version name.
-pub type SchemaTexts = BTreeMap<String, Box<str>>;
+/// Each version's `schema` (`CustomResourceValidation`) as compact JSON, by version name, held
+/// deflated: a real definition's schema is mostly descriptions, which compress five- to
+/// tenfold, and the text is read only to compile a version on first use and to build OpenAPI
+/// documents. Two are equal when their texts are (compared by digest).
+#[derive(Debug, Default, Clone)]
+pub struct SchemaTexts {
+    deflated: BTreeMap<String, Box<[u8]>>,
+    /// SHA-256 over every version's name and text.
+    digest: [u8; 32],
+}
+
+impl PartialEq for SchemaTexts {
+    fn eq(&self, other: &SchemaTexts) -> bool {
+        self.digest == other.digest
+    }
+}
+
+impl SchemaTexts {
+    /// Version `version`'s schema text.
+    pub fn get(&self, version: &str) -> Option<String> {
+        use std::io::Read as _;
+        let deflated = self.deflated.get(version)?;
+        let mut text = String::new();
+        // Only what `SchemaTexts::of` deflated is read: it inflates.
+        flate2::read::DeflateDecoder::new(&deflated[..]).read_to_string(&mut text).ok()?;
+        Some(text)
+    }
+
+    /// The texts of `(version, text)` pairs: digested, then deflated unless `earlier` holds the
+    /// same texts (which it returns instead, shared).
+    fn of<'a>(texts: &[(String, String)], earlier: impl IntoIterator<Item = &'a Arc<SchemaTexts>>) -> Arc<SchemaTexts> {
+        use std::io::Write as _;
+        let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
+        for (name, text) in texts {
+            for part in [name.as_bytes(), text.as_bytes()] {
+                digest.update(&(part.len() as u64).to_le_bytes());
+                digest.update(part);
+            }
+        }
+        let mut out = [0u8; 32];
+        out.copy_from_slice(digest.finish().as_ref());
+        if let Some(same) = earlier.into_iter().find(|e| e.digest == out) {
+            return Arc::clone(same);
+        }
+        let deflated = texts
+            .iter()
+            .filter_map(|(name, text)| {
+                let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+                encoder.write_all(text.as_bytes()).ok()?;
+                Some((name.clone(), encoder.finish().ok()?.into_boxed_slice()))
+            })
+            .collect();
+        Arc::new(SchemaTexts { deflated, digest: out })
+    }
+}
 
 /// A definition as it is kept while serving: without its schemas, which come back as JSON
 /// text. A typed schema is large — every node a ~860-byte `JSONSchemaProps`, every
@@ -655,20 +708,29 @@ impl Compact {
     /// lists every field of every schema) and kubectl's `last-applied-configuration` annotation
     /// (the whole definition once more). The stored object keeps both.
     pub fn of(def: &ResourceDefinition) -> Compact {
+        Compact::of_like(def, [])
+    }
+
+    /// Like [`Compact::of`], sharing the schema texts of one of `earlier` (the compact forms of
+    /// earlier states of the definition) when they are the same — which spares deflating them.
+    pub fn of_like<'a>(def: &ResourceDefinition, earlier: impl IntoIterator<Item = &'a Compact>) -> Compact {
         let mut kept = def.clone();
         kept.metadata.managed_fields = None;
         if let Some(annotations) = &mut kept.metadata.annotations {
             annotations.remove(LAST_APPLIED);
         }
-        let mut texts = SchemaTexts::new();
+        let mut texts = Vec::new();
         for v in &mut kept.spec.versions {
             if let Some(schema) = v.schema.take()
                 && let Ok(text) = serde_json::to_string(&schema)
             {
-                texts.insert(v.name.clone(), text.into_boxed_str());
+                texts.push((v.name.clone(), text));
             }
         }
-        Compact { def: Arc::new(kept), schemas: Arc::new(texts) }
+        texts.sort();
+        texts.dedup_by(|a, b| a.0 == b.0);
+        let schemas = SchemaTexts::of(&texts, earlier.into_iter().map(|c| &c.schemas));
+        Compact { def: Arc::new(kept), schemas }
     }
 }
 
@@ -690,7 +752,7 @@ impl Compact {
 pub fn with_schema(v: &CustomResourceDefinitionVersion, texts: &SchemaTexts) -> CustomResourceDefinitionVersion {
     let mut v = v.clone();
     if v.schema.is_none() {
-        v.schema = texts.get(&v.name).and_then(|t| serde_json::from_str(t).ok());
+        v.schema = texts.get(&v.name).and_then(|t| serde_json::from_str(&t).ok());
     }
     v
 }
@@ -740,6 +802,44 @@ mod tests {
             Resource::definitions(Face::ResourceDefinition).converter().unwrap_err(),
             "the definitions API has one version"
         );
+    }
+
+    /// Compact definitions keep each version's schema text (deflated) and give it back as it
+    /// was; an equal state shares its texts; what serving never reads is left out.
+    #[test]
+    fn compact_definitions_keep_the_schemas_and_leave_out_the_rest() {
+        let doc = serde_json::json!({
+            "apiVersion": API_VERSION, "kind": KIND,
+            "metadata": {"name": "widgets.example.com",
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}", "team": "a"},
+                "managedFields": [{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1",
+                                   "fieldsV1": {"f:spec": {}}}]},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": [
+                    {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                        "type": "object", "description": "a widget ".repeat(100)}}},
+                    {"name": "v2", "served": false, "storage": false}]},
+        });
+        let def = ResourceDefinition::from_document(&doc).unwrap();
+        let kept = Compact::of(&def);
+        assert_eq!(kept.def.metadata.managed_fields, None);
+        let annotations: Vec<&String> = kept.def.metadata.annotations.iter().flatten().map(|(k, _)| k).collect();
+        assert_eq!(annotations, ["team"]);
+        assert!(kept.def.spec.versions.iter().all(|v| v.schema.is_none()));
+        let text = kept.schemas.get("v1").unwrap();
+        assert_eq!(text, serde_json::to_string(&def.spec.versions[0].schema).unwrap());
+        assert!(kept.schemas.deflated["v1"].len() * 5 < text.len(), "deflated");
+        assert_eq!(kept.schemas.get("v2"), None);
+        assert_eq!(kept.full().spec, def.spec);
+
+        let again = Compact::of_like(&def, [&kept]);
+        assert!(Arc::ptr_eq(&again.schemas, &kept.schemas));
+        let mut changed = def.clone();
+        changed.spec.versions[1].schema = changed.spec.versions[0].schema.clone();
+        let other = Compact::of_like(&changed, [&kept]);
+        assert!(other.schemas != kept.schemas);
+        assert_eq!(other.schemas.get("v2").unwrap(), text);
     }
 
     /// The published schema of definitions is a structural schema (kubectl explain and the

@@ -313,14 +313,15 @@ impl View {
 fn parse(kv: KeyValue, known: &BTreeMap<String, Known>, registry: &versa_registry::Registry) -> Option<Known> {
     let doc: Value = serde_json::from_slice(&kv.value).ok()?;
     let full = ResourceDefinition::from_document(&doc).ok()?;
-    let kept = Compact::of(&full);
+    let served = registry.snapshot().by_name(full.name()).map(|r| r.kept());
+    let kept = Compact::of_like(&full, served.iter().chain(known.get(full.name()).map(|k| k.kept()).as_ref()));
     let violations = match known.get(full.name()) {
         Some(before) if before.kept() == kept => before.violations.clone(),
         _ => Arc::new(structural_violations(&full)),
     };
     // One copy per definition: the one being served, when it is this very state.
-    let kept = match registry.snapshot().by_name(full.name()) {
-        Some(served) if served.kept() == kept => served.kept(),
+    let kept = match served {
+        Some(served) if served == kept => served,
         _ => kept,
     };
     let status = status_doc(&doc);
