@@ -9,7 +9,9 @@
 //! aggregated discovery), `/openapi/v2` and every `/openapi/v3` group-version path. First with no
 //! definitions (the baseline), then once all N are Established. Printed: the growth per
 //! definition and its ratio to the definitions' average JSON size (compact JSON, as created;
-//! target ≤ 0.5×).
+//! target ≤ 0.5×). Then once more with every definition in use: a dry-run create in each
+//! compiles its storage version's schema (versa compiles a definition's schemas on first use),
+//! with the time those first requests took.
 //!
 //! `VERSA_BENCH_WRAP` runs versa under a profiler (`heaptrack -o FILE`, with `VERSA_BENCH_BIN` a
 //! build with the `system-allocator` feature, since heaptrack hooks malloc): the RSS is then the
@@ -289,6 +291,37 @@ async fn main() {
         "(while loading: {:.1} KiB per definition, {:.2}x)",
         loaded.saturating_sub(baseline) as f64 / n as f64,
         loaded.saturating_sub(baseline) as f64 * 1024.0 / n as f64 / average
+    );
+
+    // Every definition in use: one create each (a dry run) compiles its storage version's schema
+    // on the way, as a first real write would.
+    let r = c.post("/api/v1/namespaces", &serde_json::json!({"metadata": {"name": "bench"}})).await;
+    assert!(r.status == 201 || r.status == 409, "namespace: {}", r.text());
+    let mut first = Vec::new();
+    for &(i, _) in &created {
+        let crd = replica(&corpus[i % corpus.len()].1, i);
+        let spec = &crd["spec"];
+        let version = spec["versions"].as_array().unwrap().iter().find(|v| v["storage"] == true).unwrap();
+        let (group, version) = (spec["group"].as_str().unwrap(), version["name"].as_str().unwrap());
+        let plural = spec["names"]["plural"].as_str().unwrap();
+        let namespace = if spec["scope"] == "Namespaced" { "/namespaces/bench" } else { "" };
+        let object = serde_json::json!({"apiVersion": format!("{group}/{version}"),
+            "kind": spec["names"]["kind"], "metadata": {"name": "in-use"}});
+        let asked = Instant::now();
+        let r = c.post(&format!("/apis/{group}/{version}{namespace}/{plural}?dryRun=All"), &object).await;
+        first.push(asked.elapsed());
+        assert!([201, 400, 422].contains(&r.status), "{group}/{version} {plural}: {}", r.text());
+    }
+    first.sort();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let in_use = rss_kib(pid);
+    let per_in_use = in_use.saturating_sub(baseline) as f64 / n as f64;
+    println!(
+        "every definition in use (a dry-run create each, first use compiles: p50 {:.1} ms, max {:.1} ms): RSS {in_use} KiB, {:.1} KiB per definition, {:.2}x",
+        first[first.len() / 2].as_secs_f64() * 1000.0,
+        first[first.len() - 1].as_secs_f64() * 1000.0,
+        per_in_use,
+        per_in_use * 1024.0 / average
     );
     drop(server);
 }

@@ -133,6 +133,12 @@ impl Snapshot {
         self.resources().map(|r| r.definition.as_ref()).collect()
     }
 
+    /// The served resource of `group` with kind `kind` (a look in that group only: admission
+    /// asks this on writes).
+    pub fn by_kind(&self, group: &str, kind: &str) -> Option<&Arc<Resource>> {
+        self.groups.get(group)?.by_name.values().find(|r| r.group == group && r.kind == kind)
+    }
+
     /// A served resource by definition name.
     pub fn by_name(&self, name: &str) -> Option<&Arc<Resource>> {
         self.groups.get(group_of(name))?.by_name.get(name)

@@ -9,8 +9,6 @@
 //! model at all (`$ref`, `items` as an array, ...); whether a lowered schema is *structural* is
 //! decided separately by [`crate::structural_check`].
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool, ValidationRule,
 };
@@ -83,7 +81,7 @@ pub struct Structural {
     pub additional_properties: Option<AdditionalProperties>,
 
     // --- structure
-    pub properties: BTreeMap<String, Structural>,
+    pub properties: Properties,
     pub items: Option<Box<Structural>>,
 
     // --- extensions
@@ -105,6 +103,105 @@ pub struct Structural {
     /// contain, computed once by [`Structural::lower`] so that walks skip subtrees with
     /// nothing to do.
     pub below: Below,
+}
+
+/// A node's `properties`: sorted by key (bytewise, as `String` orders) in one exactly sized
+/// vector, looked up by binary search — the subset of `BTreeMap`'s interface the walks use.
+/// Not a `BTreeMap`: its leaves hold eleven nodes inline (~3 KiB) even for an object of one
+/// field, and real schemas are mostly small objects, so a map per node was most of a lowered
+/// schema's memory (`docs/memory.md`).
+#[derive(Clone, Debug)]
+pub struct Properties<S = Structural>(Box<[(String, S)]>);
+
+impl<S> Default for Properties<S> {
+    fn default() -> Self {
+        Properties(Box::default())
+    }
+}
+
+impl<S> Properties<S> {
+    fn position(&self, key: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(k, _)| k.as_str().cmp(key))
+    }
+
+    pub fn get(&self, key: &str) -> Option<&S> {
+        self.position(key).ok().map(|i| &self.0[i].1)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.position(key).is_ok()
+    }
+
+    /// Adds or replaces `key` (building a schema in code; lowering collects instead).
+    pub fn insert(&mut self, key: String, value: S) -> Option<S> {
+        match self.position(&key) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value)),
+            Err(i) => {
+                let mut all = std::mem::take(&mut self.0).into_vec();
+                all.insert(i, (key, value));
+                self.0 = all.into_boxed_slice();
+                None
+            }
+        }
+    }
+
+    /// The properties in key order.
+    pub fn iter(&self) -> PropertiesIter<'_, S> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + ExactSizeIterator {
+        self.0.iter().map(|(k, _)| k)
+    }
+
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &S> + ExactSizeIterator {
+        self.0.iter().map(|(_, v)| v)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The iterator of [`Properties::iter`].
+pub type PropertiesIter<'a, S> =
+    std::iter::Map<std::slice::Iter<'a, (String, S)>, fn(&'a (String, S)) -> (&'a String, &'a S)>;
+
+impl<S> FromIterator<(String, S)> for Properties<S> {
+    /// Sorted by key; of equal keys the last wins, as a map's inserts would.
+    fn from_iter<I: IntoIterator<Item = (String, S)>>(iter: I) -> Properties<S> {
+        let mut all: Vec<(String, S)> = iter.into_iter().collect();
+        all.reverse();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all.dedup_by(|later, earlier| later.0 == earlier.0);
+        Properties(all.into_boxed_slice())
+    }
+}
+
+impl<'a, S> IntoIterator for &'a Properties<S> {
+    type Item = (&'a String, &'a S);
+    type IntoIter = PropertiesIter<'a, S>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<S> std::ops::Index<&str> for Properties<S> {
+    type Output = S;
+
+    /// The property `key`, as a map's index: there must be one.
+    #[allow(clippy::panic, reason = "Index's contract: a missing key panics, as BTreeMap's does")]
+    fn index(&self, key: &str) -> &S {
+        match self.get(key) {
+            Some(s) => s,
+            None => panic!("no property {key:?}"),
+        }
+    }
 }
 
 /// Facts about a schema subtree, for skipping work. A node counts itself.
@@ -220,7 +317,7 @@ pub struct NestedValueValidation {
     pub value_validation: ValueValidation,
     pub validations: Vec<ValidationRule>,
     pub items: Option<Box<NestedValueValidation>>,
-    pub properties: BTreeMap<String, NestedValueValidation>,
+    pub properties: Properties<NestedValueValidation>,
     pub additional_properties: Option<NestedAdditionalProperties>,
     /// Must be empty in a structural schema.
     pub forbidden: ForbiddenInNested,
@@ -269,10 +366,12 @@ impl Structural {
                 return Err(LowerError("OpenAPIV3Schema 'items' must be a schema, but is an array".into()));
             }
         };
-        let mut properties = BTreeMap::new();
-        for (k, p) in s.properties.iter().flatten() {
-            properties.insert(k.clone(), Structural::lower(p)?);
-        }
+        let properties = s
+            .properties
+            .iter()
+            .flatten()
+            .map(|(k, p)| Ok((k.clone(), Structural::lower(p)?)))
+            .collect::<Result<Properties, LowerError>>()?;
         let additional_properties = match &s.additional_properties {
             None => None,
             Some(JSONSchemaPropsOrBool::Schema(ap)) => {
@@ -317,6 +416,33 @@ impl Structural {
         })
     }
 
+    /// Lowers a schema for serving: without `description` and `title`, which validation,
+    /// defaulting, pruning and CEL never read (OpenAPI is published from the schema's text,
+    /// definition validation lowers its own copy) and which are most of a real schema's bytes.
+    /// They are dropped from `s` before lowering, so that the lowered nodes can take their
+    /// place in memory.
+    pub fn lower_for_serving(mut s: JSONSchemaProps) -> Result<Structural, LowerError> {
+        fn strip(s: &mut JSONSchemaProps) {
+            s.description = None;
+            s.title = None;
+            let nested = s.properties.iter_mut().flat_map(|p| p.values_mut());
+            let items = match &mut s.items {
+                Some(JSONSchemaPropsOrArray::Schema(item)) => Some(&mut **item),
+                _ => None,
+            };
+            let additional = match &mut s.additional_properties {
+                Some(JSONSchemaPropsOrBool::Schema(ap)) => Some(&mut **ap),
+                _ => None,
+            };
+            let junctors = [&mut s.all_of, &mut s.any_of, &mut s.one_of].into_iter().flatten().flatten();
+            for child in nested.chain(items).chain(additional).chain(junctors).chain(s.not.as_deref_mut()) {
+                strip(child);
+            }
+        }
+        strip(&mut s);
+        Structural::lower(&s)
+    }
+
     /// Parses a schema from JSON and lowers it (convenience for tests and tools).
     pub fn from_json(v: &Value) -> Result<Structural, LowerError> {
         let props: JSONSchemaProps =
@@ -355,7 +481,7 @@ pub(crate) fn cmp_keys(a: &str, b: &str) -> std::cmp::Ordering {
 /// order. Both maps are sorted by key (serde_json's `Map` is a `BTreeMap` here), so one merge
 /// walk replaces a search of the schema's map per key. `entries` is the object's `iter()` or
 /// `iter_mut()`.
-pub(crate) fn with_props<'s, 'm, S, V, I>(props: &'s BTreeMap<String, S>, entries: I) -> WithProps<'s, S, I>
+pub(crate) fn with_props<'s, 'm, S, V, I>(props: &'s Properties<S>, entries: I) -> WithProps<'s, S, I>
 where
     I: Iterator<Item = (&'m String, V)>,
 {
@@ -364,7 +490,7 @@ where
 
 /// The iterator of [`with_props`].
 pub(crate) struct WithProps<'s, S, I> {
-    props: std::collections::btree_map::Iter<'s, String, S>,
+    props: PropertiesIter<'s, S>,
     /// A property read ahead of the entries and not consumed yet.
     next_prop: Option<(&'s String, &'s S)>,
     entries: I,
@@ -471,10 +597,12 @@ fn lower_nested(s: &JSONSchemaProps) -> Result<NestedValueValidation, LowerError
             return Err(LowerError("OpenAPIV3Schema 'items' must be a schema, but is an array".into()));
         }
     };
-    let mut properties = BTreeMap::new();
-    for (k, p) in s.properties.iter().flatten() {
-        properties.insert(k.clone(), lower_nested(p)?);
-    }
+    let properties = s
+        .properties
+        .iter()
+        .flatten()
+        .map(|(k, p)| Ok((k.clone(), lower_nested(p)?)))
+        .collect::<Result<Properties<_>, LowerError>>()?;
     let additional_properties = match &s.additional_properties {
         None => None,
         Some(JSONSchemaPropsOrBool::Schema(ap)) => {
@@ -513,6 +641,21 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// `Properties` keeps its keys sorted and unique (the last of equal keys wins, as a map's
+    /// inserts would), and finds them by binary search.
+    #[test]
+    fn properties_are_a_sorted_map() {
+        let mut props: Properties<u8> =
+            [("b", 1), ("a", 2), ("c", 3), ("b", 4)].map(|(k, v)| (k.to_owned(), v)).into_iter().collect();
+        assert_eq!(props.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>(), [("a", 2), ("b", 4), ("c", 3)]);
+        assert_eq!(props.insert("bb".into(), 5), None);
+        assert_eq!(props.insert("a".into(), 6), Some(2));
+        assert_eq!(props.keys().map(String::as_str).collect::<Vec<_>>(), ["a", "b", "bb", "c"]);
+        assert_eq!((props.get("bb"), props.get("z"), props["c"]), (Some(&5), None, 3));
+        assert!(props.contains_key("a") && !props.contains_key("") && props.len() == 4);
+        assert!(Properties::<u8>::default().is_empty());
+    }
+
     /// The walks merge an object's keys with the schema's properties, which needs serde_json's
     /// `Map` to iterate in key order (it does unless its `preserve_order` feature is on).
     #[test]
@@ -520,8 +663,8 @@ mod tests {
         let obj = json!({"zeta": 1, "alpha": 2, "mid": 3, "Upper": 4, "": 5});
         let keys: Vec<&str> = obj.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(keys, ["", "Upper", "alpha", "mid", "zeta"]);
-        let props: BTreeMap<String, u8> =
-            [("alpha", 1), ("beta", 2), ("zeta", 3)].map(|(k, v)| (k.to_owned(), v)).into();
+        let props: Properties<u8> =
+            [("zeta", 3), ("alpha", 1), ("beta", 2)].map(|(k, v)| (k.to_owned(), v)).into_iter().collect();
         let paired: Vec<(&str, Option<u8>)> =
             with_props(&props, obj.as_object().unwrap().iter()).map(|(k, _, p)| (k.as_str(), p.copied())).collect();
         assert_eq!(paired, [("", None), ("Upper", None), ("alpha", Some(1)), ("mid", None), ("zeta", Some(3))]);

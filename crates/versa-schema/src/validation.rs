@@ -228,7 +228,7 @@ trait Node: Sized {
     fn int_or_string(&self) -> bool;
     fn nullable(&self) -> bool;
     fn vv(&self) -> Option<&ValueValidation>;
-    fn properties(&self) -> &std::collections::BTreeMap<String, Self>;
+    fn properties(&self) -> &crate::structural::Properties<Self>;
     fn items(&self) -> Option<&Self>;
     fn additional(&self) -> Additional<'_, Self>;
 }
@@ -257,7 +257,7 @@ impl Node for Structural {
     fn vv(&self) -> Option<&ValueValidation> {
         self.value_validation.as_deref()
     }
-    fn properties(&self) -> &std::collections::BTreeMap<String, Self> {
+    fn properties(&self) -> &crate::structural::Properties<Self> {
         &self.properties
     }
     fn items(&self) -> Option<&Self> {
@@ -288,7 +288,7 @@ impl Node for NestedValueValidation {
     fn vv(&self) -> Option<&ValueValidation> {
         Some(&self.value_validation)
     }
-    fn properties(&self) -> &std::collections::BTreeMap<String, Self> {
+    fn properties(&self) -> &crate::structural::Properties<Self> {
         &self.properties
     }
     fn items(&self) -> Option<&Self> {

@@ -38,7 +38,7 @@ impl std::fmt::Debug for StoreHost<'_> {
 impl StoreHost<'_> {
     /// The served resource of `group` with kind `kind`.
     fn by_kind(&self, group: &str, kind: &str) -> Option<&Arc<Resource>> {
-        self.snapshot.resources().find(|r| r.group == group && r.kind == kind)
+        self.snapshot.by_kind(group, kind)
     }
 
     /// The served resource of `group` and `plural`.

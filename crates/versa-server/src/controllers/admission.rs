@@ -143,7 +143,7 @@ pub async fn follow_kube(state: Arc<State>, kube: KubeClient) {
 async fn follow_param_kind(state: &State, client: &kube::Client, api_version: Option<&str>, kind: Option<&str>) {
     let (Some(api_version), Some(kind)) = (api_version, kind) else { return };
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    if state.registry.snapshot().resources().any(|r| r.group == group && r.kind == kind) {
+    if state.registry.snapshot().by_kind(group, kind).is_some() {
         return;
     }
     let param_kind = versa_admission::ParamKind { api_version: api_version.to_owned(), kind: kind.to_owned() };
