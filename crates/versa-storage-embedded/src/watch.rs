@@ -46,7 +46,7 @@ pub struct Hub {
     /// knows exactly which batches it will receive.
     revision: Mutex<i64>,
     /// `None` once the store has closed: watches then end.
-    tx: Mutex<Option<Broadcast>>,
+    channel: Mutex<Option<Broadcast>>,
 }
 
 /// The channel and the events it still offers.
@@ -67,7 +67,7 @@ impl Hub {
         let max_batches = max_batches.max(1);
         let (tx, _) = broadcast::channel(max_batches);
         let broadcast = Broadcast { tx, kept: VecDeque::new(), kept_bytes: 0, max_batches, max_bytes };
-        Hub { revision: Mutex::new(revision), tx: Mutex::new(Some(broadcast)) }
+        Hub { revision: Mutex::new(revision), channel: Mutex::new(Some(broadcast)) }
     }
 
     /// The last published (committed) revision.
@@ -79,7 +79,7 @@ impl Hub {
     pub fn publish(&self, revision: i64, events: Vec<WatchEvent>) {
         let mut current = self.revision.lock().unwrap_or_else(|p| p.into_inner());
         *current = revision;
-        if let Some(b) = &mut *self.tx.lock().unwrap_or_else(|p| p.into_inner()) {
+        if let Some(b) = &mut *self.channel.lock().unwrap_or_else(|p| p.into_inner()) {
             let bytes = events.iter().map(event_bytes).sum();
             let events = Arc::new(events);
             let batch = Arc::new(Batch { revision, events: Arc::downgrade(&events) });
@@ -101,14 +101,14 @@ impl Hub {
 
     /// Ends every watch (the store is closing).
     pub fn close(&self) {
-        self.tx.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.channel.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
 
     /// A receiver of every batch after the returned revision (`None` once closed).
     fn subscribe(&self) -> Option<(broadcast::Receiver<Arc<Batch>>, i64)> {
         let current = self.revision.lock().unwrap_or_else(|p| p.into_inner());
-        let tx = self.tx.lock().unwrap_or_else(|p| p.into_inner());
-        tx.as_ref().map(|b| (b.tx.subscribe(), *current))
+        let channel = self.channel.lock().unwrap_or_else(|p| p.into_inner());
+        channel.as_ref().map(|b| (b.tx.subscribe(), *current))
     }
 }
 
@@ -362,8 +362,8 @@ mod tests {
         hub.publish(1, batch_of(100, 1));
         drop(rx);
         hub.publish(2, batch_of(100, 2));
-        let tx = hub.tx.lock().unwrap();
-        let broadcast = tx.as_ref().unwrap();
+        let channel = hub.channel.lock().unwrap();
+        let broadcast = channel.as_ref().unwrap();
         assert_eq!((broadcast.kept.len(), broadcast.kept_bytes), (0, 0));
     }
 }
