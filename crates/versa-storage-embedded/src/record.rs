@@ -43,7 +43,7 @@ pub struct Corrupt {
 
 /// Values at least this long are stored deflated (when that saves an eighth). Measured on the
 /// real-world definitions of `hack/crd-corpus.sh` (`docs/memory.md`): 4 KiB of their JSON
-/// deflates about 3× at the fast level, 28 KiB about 6×; below a page the saving is a few
+/// deflates about 3× at the fast level, 32 KiB about 6×; below a page the saving is a few
 /// hundred bytes a value, not worth inflating on every read of the small objects that are
 /// most of a cluster's.
 pub const DEFLATE_FROM: usize = 4096;
