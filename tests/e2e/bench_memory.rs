@@ -9,9 +9,10 @@
 //! aggregated discovery), `/openapi/v2` and every `/openapi/v3` group-version path. First with no
 //! definitions (the baseline), then once all N are Established. Printed: the growth per
 //! definition and its ratio to the definitions' average JSON size (compact JSON, as created;
-//! target ≤ 0.5×). Then once more with every definition in use: a dry-run create in each
-//! compiles its storage version's schema (versa compiles a definition's schemas on first use),
-//! with the time those first requests took.
+//! target ≤ 0.5×), and the size of the store's data file (`store.redb`). Then once more with
+//! every definition in use: a dry-run create in each compiles its storage version's schema
+//! (versa compiles a definition's schemas on first use), with the time those first requests
+//! took.
 //!
 //! `VERSA_BENCH_WRAP` runs versa under a profiler (`heaptrack -o FILE`, with `VERSA_BENCH_BIN` a
 //! build with the `system-allocator` feature, since heaptrack hooks malloc): the RSS is then the
@@ -291,6 +292,13 @@ async fn main() {
         "(while loading: {:.1} KiB per definition, {:.2}x)",
         loaded.saturating_sub(baseline) as f64 / n as f64,
         loaded.saturating_sub(baseline) as f64 * 1024.0 / n as f64 / average
+    );
+    // The data file: each definition's current value and its log entries, as the store keeps them.
+    let file = std::fs::metadata(tmp.path().join("store.redb")).map_or(0, |m| m.len());
+    println!(
+        "data file store.redb: {:.1} MiB, {:.1} KiB per definition",
+        file as f64 / 1048576.0,
+        file as f64 / 1024.0 / n as f64
     );
 
     // Every definition in use: one create each (a dry run) compiles its storage version's schema

@@ -11,9 +11,10 @@
 //!   next revision, answers each request, then publishes the batch's events.
 //! - [`read`]: gets and lists run on read snapshots, concurrently with the writer. A list at a
 //!   past revision is today's list with the later log entries undone.
-//! - [`watch`]: a broadcast of committed batches; each watch catches up from the durable event
-//!   log, then follows the broadcast, and falls back to the log whenever it lags.
-//! - [`record`]: the byte layout of the tables.
+//! - [`watch`]: a broadcast of committed batches (bounded by count and by bytes); each watch
+//!   catches up from the durable event log, then follows the broadcast, and falls back to the
+//!   log whenever it lags.
+//! - [`record`]: the byte layout of the tables; values from 4 KiB up are stored deflated.
 //!
 //! Tables: `kv` (key → current value and revisions), `log` (revision → event with the previous
 //! value, kept for a bounded window of time and count), `meta` (revision, compacted revision).
@@ -63,6 +64,10 @@ pub struct Config {
     pub watch_buffer: usize,
     /// Committed batches kept in memory for watches; a watch further behind re-reads the log.
     pub broadcast_batches: usize,
+    /// At most this many bytes of keys and values of those batches are kept (the oldest
+    /// batches' events are dropped first, and a watch behind them re-reads the log): large
+    /// values make 1,024 batches tens of MiB. Default 16 MiB.
+    pub broadcast_bytes: usize,
     /// redb's page cache, in bytes.
     pub cache_bytes: usize,
 }
@@ -76,6 +81,7 @@ impl Default for Config {
             max_batch: 1024,
             watch_buffer: 256,
             broadcast_batches: 1024,
+            broadcast_bytes: 16 * 1024 * 1024,
             cache_bytes: 64 * 1024 * 1024,
         }
     }
@@ -147,7 +153,12 @@ impl EmbeddedStore {
         )?;
         let db_err = |e: redb::Error| OpenError::Database { dir: dir.to_path_buf(), source: Box::new(e) };
         let revision = writer::init_tables(&db).map_err(db_err)?;
-        let shared = Arc::new(Shared { db, hub: Hub::new(revision, config.broadcast_batches), config, _lock: lock });
+        let shared = Arc::new(Shared {
+            db,
+            hub: Hub::new(revision, config.broadcast_batches, config.broadcast_bytes),
+            config,
+            _lock: lock,
+        });
         let (ops, writer) = writer::start(shared.clone(), revision).map_err(io)?;
         Ok(EmbeddedStore { shared, ops: Some(ops), writer: Some(writer) })
     }

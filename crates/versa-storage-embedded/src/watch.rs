@@ -1,13 +1,21 @@
 //! Watches. The writer publishes each committed batch on a broadcast channel ([`Hub`]); a watch
 //! is a task that first replays the durable event log from its start revision up to the
 //! revision current when it subscribed, then follows the broadcast. When its consumer is slow
-//! and the broadcast overflows (`Lagged`), it re-reads the missed range from the log instead of
-//! buffering without bound — or ends with `Expired` if that range has been trimmed meanwhile.
+//! and falls out of what the hub keeps — more than `broadcast_batches` batches behind
+//! (`Lagged`), or behind `broadcast_bytes` of newer keys and values (the batch's events are
+//! gone) — it re-reads the missed range from the log instead of buffering without bound, or
+//! ends with `Expired` if that range has been trimmed meanwhile.
+//!
+//! The byte bound: the broadcast channel holds each batch's events only weakly; the hub keeps
+//! the newest batches' events alive up to both bounds and drops the oldest beyond them, so large
+//! values (definitions of tens of KiB) cost at most `broadcast_bytes`, not `broadcast_batches`
+//! times a batch. Catch-up reads are bounded the same way, by entries and by bytes per step.
 //!
 //! Progress: on request (and every `progress_interval`) the task drains what is already
 //! published and reports the last revision it has accounted for.
 
-use std::sync::{Arc, Mutex};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, Weak};
 
 use redb::ReadableDatabase as _;
 use tokio::sync::broadcast;
@@ -19,12 +27,16 @@ use crate::{LOG, Shared};
 
 /// Log entries read per catch-up step.
 const CATCH_UP_CHUNK: usize = 1000;
+/// Bytes of keys and values read per catch-up step (at least one entry is read), so that a
+/// watch catching up over large values holds a few MiB of them at a time, not 1,000.
+const CATCH_UP_BYTES: usize = 4 * 1024 * 1024;
 
-/// One committed batch: its events in revision order and the revision after it.
+/// One committed batch as broadcast: the revision after it, and its events in revision order
+/// for as long as the hub keeps them.
 #[derive(Debug)]
 pub struct Batch {
     pub revision: i64,
-    pub events: Vec<WatchEvent>,
+    events: Weak<Vec<WatchEvent>>,
 }
 
 /// The publish side, shared by the writer and every watch.
@@ -34,14 +46,28 @@ pub struct Hub {
     /// knows exactly which batches it will receive.
     revision: Mutex<i64>,
     /// `None` once the store has closed: watches then end.
-    tx: Mutex<Option<broadcast::Sender<Arc<Batch>>>>,
+    channel: Mutex<Option<Broadcast>>,
+}
+
+/// The channel and the events it still offers.
+#[derive(Debug)]
+struct Broadcast {
+    tx: broadcast::Sender<Arc<Batch>>,
+    /// The newest batches' events with their sizes, oldest first: what keeps them alive.
+    kept: VecDeque<(Arc<Vec<WatchEvent>>, usize)>,
+    kept_bytes: usize,
+    max_batches: usize,
+    max_bytes: usize,
 }
 
 impl Hub {
-    /// A hub at `revision` keeping up to `capacity` batches for slow watches.
-    pub fn new(revision: i64, capacity: usize) -> Self {
-        let (tx, _) = broadcast::channel(capacity.max(1));
-        Hub { revision: Mutex::new(revision), tx: Mutex::new(Some(tx)) }
+    /// A hub at `revision` keeping up to `max_batches` batches, and up to `max_bytes` of their
+    /// keys and values, for slow watches.
+    pub fn new(revision: i64, max_batches: usize, max_bytes: usize) -> Self {
+        let max_batches = max_batches.max(1);
+        let (tx, _) = broadcast::channel(max_batches);
+        let broadcast = Broadcast { tx, kept: VecDeque::new(), kept_bytes: 0, max_batches, max_bytes };
+        Hub { revision: Mutex::new(revision), channel: Mutex::new(Some(broadcast)) }
     }
 
     /// The last published (committed) revision.
@@ -53,22 +79,47 @@ impl Hub {
     pub fn publish(&self, revision: i64, events: Vec<WatchEvent>) {
         let mut current = self.revision.lock().unwrap_or_else(|p| p.into_inner());
         *current = revision;
-        if let Some(tx) = &*self.tx.lock().unwrap_or_else(|p| p.into_inner()) {
-            // No receivers is fine: nobody is watching.
-            let _ = tx.send(Arc::new(Batch { revision, events }));
+        if let Some(b) = &mut *self.channel.lock().unwrap_or_else(|p| p.into_inner()) {
+            let bytes = events.iter().map(event_bytes).sum();
+            let events = Arc::new(events);
+            let batch = Arc::new(Batch { revision, events: Arc::downgrade(&events) });
+            // Kept before it is sent, so that a watch receiving it finds its events.
+            b.kept.push_back((events, bytes));
+            b.kept_bytes += bytes;
+            // A batch larger than the whole bound is not kept at all: watches read it from the log.
+            while b.kept.len() > b.max_batches || b.kept_bytes > b.max_bytes {
+                let Some((_, bytes)) = b.kept.pop_front() else { break };
+                b.kept_bytes -= bytes;
+            }
+            if b.tx.send(batch).is_err() {
+                // Nobody is watching; a later watch starts after this batch.
+                b.kept.clear();
+                b.kept_bytes = 0;
+            }
         }
     }
 
     /// Ends every watch (the store is closing).
     pub fn close(&self) {
-        self.tx.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.channel.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
 
     /// A receiver of every batch after the returned revision (`None` once closed).
     fn subscribe(&self) -> Option<(broadcast::Receiver<Arc<Batch>>, i64)> {
         let current = self.revision.lock().unwrap_or_else(|p| p.into_inner());
-        let tx = self.tx.lock().unwrap_or_else(|p| p.into_inner());
-        tx.as_ref().map(|tx| (tx.subscribe(), *current))
+        let channel = self.channel.lock().unwrap_or_else(|p| p.into_inner());
+        channel.as_ref().map(|b| (b.tx.subscribe(), *current))
+    }
+}
+
+/// What an event holds in keys and values (the bytes the hub's bound counts).
+fn event_bytes(event: &WatchEvent) -> usize {
+    let kv = |kv: &versa_storage::KeyValue| kv.key.len() + kv.value.len();
+    match event {
+        WatchEvent::Added(new) => kv(new),
+        WatchEvent::Modified { kv: new, prev } => kv(new) + prev.as_ref().map_or(0, kv),
+        WatchEvent::Deleted { prev, .. } => kv(prev),
+        WatchEvent::Progress { .. } => 0,
     }
 }
 
@@ -139,20 +190,27 @@ impl Task {
     async fn receive(&mut self, received: Result<Arc<Batch>, RecvError>) -> Result<(), Stop> {
         match received {
             Ok(batch) => self.deliver_batch(&batch).await,
-            Err(RecvError::Lagged(_)) => {
-                let upto = self.shared.hub.revision();
-                // Batches still queued at or below `upto` are then skipped by revision.
-                self.catch_up(upto).await
-            }
+            Err(RecvError::Lagged(_)) => self.fall_back().await,
             Err(RecvError::Closed) => Err(Stop::Failed(Error::unavailable_msg("the embedded store was closed"))),
         }
+    }
+
+    /// Re-reads from the log everything published so far: the broadcast no longer has it.
+    async fn fall_back(&mut self) -> Result<(), Stop> {
+        let upto = self.shared.hub.revision();
+        // Batches still queued at or below `upto` are then skipped by revision.
+        self.catch_up(upto).await
     }
 
     async fn deliver_batch(&mut self, batch: &Batch) -> Result<(), Stop> {
         if batch.revision <= self.delivered {
             return Ok(());
         }
-        for event in &batch.events {
+        // Held while sending, so a batch the hub drops meanwhile is still delivered whole.
+        let Some(events) = batch.events.upgrade() else {
+            return self.fall_back().await;
+        };
+        for event in events.iter() {
             if event.revision() > self.delivered && event.key().is_some_and(|k| k.starts_with(&self.prefix)) {
                 self.send(event.clone()).await?;
             }
@@ -166,10 +224,7 @@ impl Task {
         loop {
             match rx.try_recv() {
                 Ok(batch) => self.deliver_batch(&batch).await?,
-                Err(broadcast::error::TryRecvError::Lagged(_)) => {
-                    let upto = self.shared.hub.revision();
-                    self.catch_up(upto).await?;
-                }
+                Err(broadcast::error::TryRecvError::Lagged(_)) => self.fall_back().await?,
                 Err(broadcast::error::TryRecvError::Empty) => break,
                 Err(broadcast::error::TryRecvError::Closed) => {
                     return Err(Stop::Failed(Error::unavailable_msg("the embedded store was closed")));
@@ -219,7 +274,8 @@ struct Chunk {
     through: i64,
 }
 
-/// Reads up to [`CATCH_UP_CHUNK`] log entries after `from` (and at most `upto`) under `prefix`.
+/// Reads up to [`CATCH_UP_CHUNK`] log entries (and about [`CATCH_UP_BYTES`]) after `from`, and
+/// at most `upto`, under `prefix`.
 fn read_log(shared: &Shared, prefix: &str, from: i64, upto: i64) -> Result<Chunk> {
     let unavailable = |e: redb::Error| Error::unavailable("embedded store", e);
     let txn = shared.db.begin_read().map_err(|e| unavailable(e.into()))?;
@@ -233,12 +289,13 @@ fn read_log(shared: &Shared, prefix: &str, from: i64, upto: i64) -> Result<Chunk
     }
     let log = txn.open_table(LOG).map_err(|e| unavailable(e.into()))?;
     let mut events = Vec::new();
+    let mut bytes = 0;
     let mut through = upto;
     let range = log.range((from + 1) as u64..=upto as u64).map_err(|e| unavailable(e.into()))?;
     for (n, entry) in range.enumerate() {
         let (rev, raw) = entry.map_err(|e| unavailable(e.into()))?;
         let (rev, raw) = (rev.value() as i64, raw.value());
-        if n >= CATCH_UP_CHUNK {
+        if n >= CATCH_UP_CHUNK || bytes >= CATCH_UP_BYTES {
             through = rev - 1;
             break;
         }
@@ -246,7 +303,67 @@ fn read_log(shared: &Shared, prefix: &str, from: i64, upto: i64) -> Result<Chunk
         if !log_key(raw).map_err(corrupt)?.starts_with(prefix) {
             continue;
         }
-        events.push(decode_log(rev, raw).map_err(corrupt)?.into_event());
+        let event = decode_log(rev, raw).map_err(corrupt)?.into_event();
+        bytes += event_bytes(&event);
+        events.push(event);
     }
     Ok(Chunk { events, through })
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use versa_storage::KeyValue;
+
+    use super::*;
+
+    /// A batch of one created key whose key and value are `bytes` long in all.
+    fn batch_of(bytes: usize, revision: i64) -> Vec<WatchEvent> {
+        let value = Bytes::from(vec![b'x'; bytes - 2]);
+        vec![WatchEvent::Added(KeyValue { key: "/k".into(), value, create_revision: revision, mod_revision: revision })]
+    }
+
+    /// (max batches, max bytes, the batches' sizes, whether each still has its events).
+    #[test]
+    fn the_hub_keeps_the_newest_events_within_both_bounds() {
+        type Case = (usize, usize, &'static [usize], &'static [bool]);
+        let cases: &[Case] = &[
+            (10, 1000, &[100, 100, 100], &[true, true, true]),
+            (10, 300, &[100, 100, 100, 100], &[false, true, true, true]),
+            (10, 250, &[100, 100, 100], &[false, true, true]),
+            (10, 250, &[100, 300], &[false, false]),
+            (10, 250, &[300, 100], &[false, true]),
+            (10, 0, &[100, 100], &[false, false]),
+            // Beyond the count bound the channel itself has dropped the batch (`Lagged`).
+            (2, 1000, &[100, 100, 100], &[true, true]),
+        ];
+        for &(max_batches, max_bytes, sizes, kept) in cases {
+            let hub = Hub::new(0, max_batches, max_bytes);
+            let (mut rx, _) = hub.subscribe().unwrap();
+            for (i, &size) in sizes.iter().enumerate() {
+                hub.publish(i as i64 + 1, batch_of(size, i as i64 + 1));
+            }
+            let mut found = Vec::new();
+            loop {
+                match rx.try_recv() {
+                    Ok(batch) => found.push(batch.events.upgrade().is_some()),
+                    Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                    Err(_) => break,
+                }
+            }
+            assert_eq!(found, kept, "{max_batches} batches, {max_bytes} bytes, sizes {sizes:?}");
+        }
+    }
+
+    #[test]
+    fn the_hub_keeps_nothing_when_nobody_watches() {
+        let hub = Hub::new(0, 10, 1000);
+        let (rx, _) = hub.subscribe().unwrap();
+        hub.publish(1, batch_of(100, 1));
+        drop(rx);
+        hub.publish(2, batch_of(100, 2));
+        let channel = hub.channel.lock().unwrap();
+        let broadcast = channel.as_ref().unwrap();
+        assert_eq!((broadcast.kept.len(), broadcast.kept_bytes), (0, 0));
+    }
 }

@@ -2,7 +2,9 @@
 //! are assigned in one place. It takes whatever is queued (up to `max_batch`) into one redb
 //! transaction with `Durability::Immediate` — one fsync for the whole group — and only after the
 //! commit returns does it publish the events and answer the callers. A failed commit answers
-//! every write of the group with `Unavailable` and assigns none of their revisions.
+//! every write of the group with `Unavailable` and assigns none of their revisions. Large values
+//! are deflated here (see [`crate::record`]), once for both tables; the previous value a log
+//! entry carries is copied as the `kv` table stored it, never deflated again.
 //!
 //! Between batches (and at least every [`MAINTENANCE_EVERY`] when idle) it trims the event log
 //! to the configured history window, a bounded number of entries per transaction.
@@ -16,7 +18,7 @@ use redb::{Durability, ReadableDatabase as _, ReadableTable as _, Table};
 use tokio::sync::oneshot;
 use versa_storage::{Deleted, Error, KeyValue, Result, WatchEvent};
 
-use crate::record::{decode_kv, encode_kv, encode_log, log_time_ms};
+use crate::record::{Deflater, KvRecord, encode_kv, encode_log, log_time_ms, split_kv};
 use crate::{KV, LOG, META, META_COMPACTED, META_REVISION, Shared};
 
 /// How often an idle writer checks whether history has aged out.
@@ -65,7 +67,7 @@ pub fn start(shared: Arc<Shared>, revision: i64) -> std::io::Result<(Sender<Op>,
     let (tx, rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new().name("versa-store-writer".into()).spawn(move || {
         let hub = shared.clone();
-        Writer { shared, revision, last_batch: 0 }.run(rx);
+        Writer { shared, revision, last_batch: 0, deflater: Deflater::default() }.run(rx);
         hub.hub.close();
     })?;
     Ok((tx, thread))
@@ -77,6 +79,8 @@ struct Writer {
     revision: i64,
     /// How many writes the previous commit carried.
     last_batch: usize,
+    /// Deflates large values (`record`), one state reused for every write.
+    deflater: Deflater,
 }
 
 struct Tables<'t> {
@@ -175,8 +179,9 @@ impl Writer {
                     return Ok(Outcome::KeyValue(Err(Error::AlreadyExists { key: key.clone() })));
                 }
                 let revision = self.next();
-                t.kv.insert(key.as_str(), encode_kv(revision, revision, value).as_slice())?;
-                t.log.insert(revision as u64, encode_log(now, key, Some((revision, value)), None).as_slice())?;
+                let stored = self.deflater.store(value);
+                t.kv.insert(key.as_str(), encode_kv(revision, revision, &stored).as_slice())?;
+                t.log.insert(revision as u64, encode_log(now, key, Some((revision, &stored)), None).as_slice())?;
                 let kv = KeyValue {
                     key: key.clone(),
                     value: value.clone(),
@@ -187,8 +192,8 @@ impl Writer {
                 Outcome::KeyValue(Ok(kv))
             }
             Op::Update { key, value, expected, .. } => {
-                let prev = match current(&t.kv, key)? {
-                    Ok(prev) => prev,
+                let (record, prev) = match current(&t.kv, key)? {
+                    Ok(current) => current,
                     Err(e) => return Ok(Outcome::KeyValue(Err(e))),
                 };
                 if prev.mod_revision != *expected {
@@ -196,8 +201,10 @@ impl Writer {
                 }
                 let revision = self.next();
                 let create = prev.create_revision;
-                t.kv.insert(key.as_str(), encode_kv(create, revision, value).as_slice())?;
-                t.log.insert(revision as u64, encode_log(now, key, Some((create, value)), Some(&prev)).as_slice())?;
+                let stored = self.deflater.store(value);
+                t.kv.insert(key.as_str(), encode_kv(create, revision, &stored).as_slice())?;
+                let log = encode_log(now, key, Some((create, &stored)), Some(&record));
+                t.log.insert(revision as u64, log.as_slice())?;
                 let kv = KeyValue {
                     key: key.clone(),
                     value: value.clone(),
@@ -208,8 +215,8 @@ impl Writer {
                 Outcome::KeyValue(Ok(kv))
             }
             Op::Delete { key, expected, .. } => {
-                let prev = match current(&t.kv, key)? {
-                    Ok(prev) => prev,
+                let (record, prev) = match current(&t.kv, key)? {
+                    Ok(current) => current,
                     Err(e) => return Ok(Outcome::Deleted(Err(e))),
                 };
                 if let Some(expected) = expected
@@ -219,7 +226,7 @@ impl Writer {
                 }
                 let revision = self.next();
                 t.kv.remove(key.as_str())?;
-                t.log.insert(revision as u64, encode_log(now, key, None, Some(&prev)).as_slice())?;
+                t.log.insert(revision as u64, encode_log(now, key, None, Some(&record)).as_slice())?;
                 events.push(WatchEvent::Deleted { revision, prev: prev.clone() });
                 Outcome::Deleted(Ok(Deleted { revision, prev }))
             }
@@ -318,12 +325,20 @@ fn drop_history(t: &mut Tables<'_>, upto: u64, limit: usize, revision: i64) -> R
     Ok(removed > 0)
 }
 
-/// The key's current value, or `NotFound`.
-fn current(kv: &Table<'_, &'static str, &'static [u8]>, key: &str) -> Result<Result<KeyValue>, redb::Error> {
+/// The key's current record — its value as stored, for the log entry of the next write, which
+/// then need not deflate it again — and its value, or `NotFound`.
+fn current(
+    kv: &Table<'_, &'static str, &'static [u8]>,
+    key: &str,
+) -> Result<Result<(KvRecord<'static>, KeyValue)>, redb::Error> {
     let Some(raw) = kv.get(key)? else {
         return Ok(Err(Error::NotFound { key: key.to_string() }));
     };
-    Ok(decode_kv(key, raw.value()).map_err(|e| Error::unavailable("embedded store", e)))
+    let decoded = split_kv(raw.value()).and_then(|record| {
+        let value = record.key_value(key)?;
+        Ok((record.into_owned(), value))
+    });
+    Ok(decoded.map_err(|e| Error::unavailable("embedded store", e)))
 }
 
 fn now_ms() -> u64 {
