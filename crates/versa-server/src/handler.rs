@@ -263,7 +263,7 @@ async fn authorized(
             response
         }
         "/api" | "/apis" => discovery_root(&state, trimmed, req.headers()),
-        "/openapi/v2" => openapi_v2(&state, req.headers()),
+        "/openapi/v2" => openapi_v2(&state, req.headers()).await,
         "/openapi/v3" => {
             let index = state.openapi.lock().map(|o| o.v3_index()).unwrap_or_default();
             json_response(StatusCode::OK, &index)
@@ -408,9 +408,9 @@ fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Respo
 /// how kube-aggregator polls). The cache keeps both forms gzip-compressed: a client whose
 /// `Accept-Encoding` allows gzip (client-go's transport sends `gzip`) gets those bytes with
 /// `Content-Encoding: gzip`, any other the inflated ones; answers vary by `Accept` and
-/// `Accept-Encoding`. The cache's lock is held only to take the document or its sources: building,
-/// inflating and converting happen without it.
-fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> {
+/// `Accept-Encoding`. The cache's lock is held only to take the document or its sources:
+/// building, inflating and converting happen without it, on a blocking thread.
+async fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> {
     use crate::openapi::proto::{Format, PROTOBUF_CONTENT_TYPE, negotiate};
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     let vary = |mut response: Response<Body>| {
@@ -427,28 +427,42 @@ fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> {
         Ok(openapi) => openapi.v2_sources(),
         Err(_) => return Status::internal("OpenAPI cache unavailable").into_response(),
     };
-    let doc = match sources.document() {
-        Ok(doc) => doc,
-        Err(e) => return Status::internal(format!("OpenAPI v2: {e}")).into_response(),
-    };
-    let etag = format!("\"{}\"", doc.etag());
-    let mut response = if if_none_match(headers, &etag) {
-        not_modified()
-    } else {
-        let gzip = accepts_gzip(headers);
-        let (content_type, body) = match format {
-            Format::Json => ("application/json", if gzip { Ok(doc.json_gzip()) } else { doc.json() }),
-            Format::Protobuf => (PROTOBUF_CONTENT_TYPE, if gzip { doc.protobuf_gzip() } else { doc.protobuf() }),
+    let gzip = accepts_gzip(headers);
+    let conditions: Vec<header::HeaderValue> = headers.get_all(header::IF_NONE_MATCH).iter().cloned().collect();
+    // Building the document (after a change), inflating and converting it take long on large
+    // documents: off the async workers.
+    let answer = tokio::task::spawn_blocking(move || {
+        let doc = sources.document()?;
+        let etag = format!("\"{}\"", doc.etag());
+        if if_none_match(&conditions, &etag) {
+            return Ok((etag, None));
+        }
+        let body = match (format, gzip) {
+            (Format::Json, true) => doc.json_gzip(),
+            (Format::Json, false) => doc.json()?,
+            (Format::Protobuf, true) => doc.protobuf_gzip()?,
+            (Format::Protobuf, false) => doc.protobuf()?,
         };
-        match body {
-            Ok(body) => {
-                let mut response = bytes_response(StatusCode::OK, content_type, body);
-                if gzip {
-                    response.headers_mut().insert(header::CONTENT_ENCODING, header::HeaderValue::from_static("gzip"));
-                }
-                response
+        Ok::<_, crate::openapi::Error>((etag, Some(body)))
+    })
+    .await;
+    let (etag, body) = match answer {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(e)) => return vary(Status::internal(format!("OpenAPI v2: {e}")).into_response()),
+        Err(e) => return vary(Status::internal(format!("OpenAPI v2: {e}")).into_response()),
+    };
+    let mut response = match body {
+        None => not_modified(),
+        Some(body) => {
+            let content_type = match format {
+                Format::Json => "application/json",
+                Format::Protobuf => PROTOBUF_CONTENT_TYPE,
+            };
+            let mut response = bytes_response(StatusCode::OK, content_type, body);
+            if gzip {
+                response.headers_mut().insert(header::CONTENT_ENCODING, header::HeaderValue::from_static("gzip"));
             }
-            Err(e) => return vary(Status::internal(format!("OpenAPI v2: {e}")).into_response()),
+            response
         }
     };
     if let Ok(value) = header::HeaderValue::from_str(&etag) {
@@ -457,11 +471,10 @@ fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> {
     vary(response)
 }
 
-/// Whether `If-None-Match` names `etag` (quoted) or is `*`.
-fn if_none_match(headers: &http::HeaderMap, etag: &str) -> bool {
-    headers
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
+/// Whether an `If-None-Match` value names `etag` (quoted) or is `*`.
+fn if_none_match<'a>(values: impl IntoIterator<Item = &'a header::HeaderValue>, etag: &str) -> bool {
+    values
+        .into_iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(str::trim)
@@ -532,7 +545,7 @@ fn openapi_v3(
         return response;
     }
     let etag = format!("\"{hash}\"");
-    let mut response = if if_none_match(headers, &etag) {
+    let mut response = if if_none_match(headers.get_all(header::IF_NONE_MATCH), &etag) {
         not_modified()
     } else {
         bytes_response(StatusCode::OK, "application/json", sources.document())
