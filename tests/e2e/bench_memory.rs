@@ -34,6 +34,7 @@ use serde_json::Value;
 
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 /// Concurrent creates (each definition is compiled on arrival; more would only queue).
 const WRITERS: usize = 4;
 
@@ -150,19 +151,31 @@ async fn ready(c: &Client) {
     panic!("versa not ready");
 }
 
-/// Discovery and every OpenAPI document, as kubectl and controllers ask for them. Returns the
-/// bytes served and the number of OpenAPI v3 paths.
-async fn serve_documents(c: &Client) -> (usize, usize) {
+/// What [`serve_documents`] served: bytes, OpenAPI v3 paths, and the time `/openapi/v2` and the
+/// `/openapi/v3` index each took.
+struct Served {
+    bytes: usize,
+    paths: usize,
+    v2: Duration,
+    v3_index: Duration,
+}
+
+/// Discovery and every OpenAPI document, as kubectl and controllers ask for them.
+async fn serve_documents(c: &Client) -> Served {
     let mut bytes = 0;
     for (path, accept) in [("/api", "application/json"), ("/apis", "application/json"), ("/apis", AGGREGATED)] {
         let r = c.get_with(path, &[("accept", accept)]).await;
         assert_eq!(r.status, 200, "{path}: {}", r.text());
         bytes += r.body.len();
     }
+    let started = Instant::now();
     let r = c.get("/openapi/v2").await;
+    let v2 = started.elapsed();
     assert_eq!(r.status, 200, "/openapi/v2: {}", r.text());
     bytes += r.body.len();
+    let started = Instant::now();
     let index = c.get("/openapi/v3").await;
+    let v3_index = started.elapsed();
     assert_eq!(index.status, 200, "/openapi/v3: {}", index.text());
     let paths: Vec<String> = index.json()["paths"]
         .as_object()
@@ -175,7 +188,16 @@ async fn serve_documents(c: &Client) -> (usize, usize) {
         assert_eq!(r.status, 200, "{path}: {}", r.text());
         bytes += r.body.len();
     }
-    (bytes, paths.len())
+    Served { bytes, paths: paths.len(), v2, v3_index }
+}
+
+/// `/openapi/v2` once more, with the `Accept` and `Accept-Encoding` given: (seconds, bytes on the
+/// wire).
+async fn time_v2(c: &Client, headers: &[(&str, &str)]) -> (f64, usize) {
+    let started = Instant::now();
+    let r = c.get_with("/openapi/v2", headers).await;
+    assert_eq!(r.status, 200, "/openapi/v2: {}", r.text());
+    (started.elapsed().as_secs_f64(), r.body.len())
 }
 
 async fn established(c: &Client, name: &str) -> bool {
@@ -270,15 +292,23 @@ async fn main() {
         started.elapsed().as_secs_f64()
     );
 
-    let served = Instant::now();
-    let (bytes, paths) = serve_documents(&c).await;
+    let started = Instant::now();
+    let served = serve_documents(&c).await;
     println!(
-        "discovery, /openapi/v2 and {paths} /openapi/v3 paths served ({:.1} MiB) in {:.1} s",
-        bytes as f64 / 1048576.0,
-        served.elapsed().as_secs_f64()
+        "discovery, /openapi/v2 and {} /openapi/v3 paths served ({:.1} MiB) in {:.1} s (first /openapi/v2 {:.2} s, /openapi/v3 index {:.2} s)",
+        served.paths,
+        served.bytes as f64 / 1048576.0,
+        started.elapsed().as_secs_f64(),
+        served.v2.as_secs_f64(),
+        served.v3_index.as_secs_f64()
     );
     // Twice: what the first building left to be freed, and what is kept.
-    serve_documents(&c).await;
+    let again = serve_documents(&c).await;
+    println!(
+        "again: /openapi/v2 {:.2} s, /openapi/v3 index {:.2} s",
+        again.v2.as_secs_f64(),
+        again.v3_index.as_secs_f64()
+    );
     tokio::time::sleep(Duration::from_secs(2)).await;
     let steady = rss_kib(pid);
     let per = steady.saturating_sub(baseline) as f64 / n as f64;
@@ -331,5 +361,15 @@ async fn main() {
         per_in_use,
         per_in_use * 1024.0 / average
     );
+    // What kubectl asks for (gzip accepted), after the RSS readings: JSON and protobuf.
+    for (what, headers) in [
+        ("JSON", &[("accept", "application/json")][..]),
+        ("JSON, gzip", &[("accept", "application/json"), ("accept-encoding", "gzip")][..]),
+        ("protobuf, gzip", &[("accept", PROTOBUF), ("accept-encoding", "gzip")][..]),
+        ("protobuf, gzip, again", &[("accept", PROTOBUF), ("accept-encoding", "gzip")][..]),
+    ] {
+        let (seconds, len) = time_v2(&c, headers).await;
+        println!("/openapi/v2 ({what}): {seconds:.2} s, {:.1} MiB", len as f64 / 1048576.0);
+    }
     drop(server);
 }

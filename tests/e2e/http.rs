@@ -5,10 +5,10 @@
 //! One test per area, each with its own server: the definition lifecycle and name conflicts;
 //! every error code; `fieldValidation` and `dryRun`; status, scale and generation; finalizers
 //! and delete preconditions; list selectors, paging and resourceVersion semantics; watch
-//! streams; Table output; aggregated discovery; and the json-patch-tests corpus through the
-//! PATCH endpoint. Where a test checks many independent details it collects every mismatch
-//! (see [`Checks`]) so that one run lists all divergences from kube-apiserver, not just the
-//! first.
+//! streams; Table output; aggregated discovery; the OpenAPI documents (encodings, `ETag`s, v3
+//! hashes); and the json-patch-tests corpus through the PATCH endpoint. Where a test checks many
+//! independent details it collects every mismatch (see [`Checks`]) so that one run lists all
+//! divergences from kube-apiserver, not just the first.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
 
@@ -2145,4 +2145,70 @@ async fn json_patch_conformance() {
         failures.len()
     );
     assert!(failures.is_empty(), "{} json-patch case(s) failed:\n  - {}", failures.len(), failures.join("\n  - "));
+}
+
+/// `/openapi/v2` and `/openapi/v3` as clients read them: JSON or protobuf, gzip-compressed when
+/// `Accept-Encoding` allows it (client-go's transport asks for gzip) and plain otherwise, the
+/// `ETag` and `If-None-Match`; the v3 index's `?hash=` URLs, their `ETag`, and the redirect of a
+/// stale hash.
+#[tokio::test]
+async fn openapi_documents() {
+    let s = server().await;
+    let c = &s.client;
+    define(c, &crontab_definition()).await;
+    let gunzip = |bytes: &[u8]| {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(bytes), &mut out).unwrap();
+        out
+    };
+    let header =
+        |r: &Response, name: &str| r.headers.get(name).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+
+    let plain = c.get("/openapi/v2").await;
+    assert_eq!(plain.status, 200, "{}", plain.text());
+    assert_eq!(header(&plain, "content-encoding"), "");
+    assert_eq!(header(&plain, "vary"), "Accept, Accept-Encoding");
+    let doc = plain.json();
+    assert!(doc["definitions"].get("com.example.stable.v1.CronTab").is_some(), "{doc}");
+    let etag = header(&plain, "etag");
+    assert_eq!(etag.len(), 130, "{etag}");
+    for accept_encoding in ["gzip", "deflate, gzip;q=0.5", "*", "br;q=1, gzip;q=0.001"] {
+        let r = c.get_with("/openapi/v2", &[("accept-encoding", accept_encoding)]).await;
+        assert_eq!(r.status, 200, "{accept_encoding}");
+        assert_eq!(header(&r, "content-encoding"), "gzip", "{accept_encoding}");
+        assert_eq!(header(&r, "etag"), etag);
+        assert_eq!(gunzip(&r.body), plain.body, "{accept_encoding}");
+    }
+    for accept_encoding in ["identity", "gzip;q=0", "*;q=0", "gzip;q=0, *", "br"] {
+        let r = c.get_with("/openapi/v2", &[("accept-encoding", accept_encoding)]).await;
+        assert_eq!(header(&r, "content-encoding"), "", "{accept_encoding}");
+        assert_eq!(r.body, plain.body, "{accept_encoding}");
+    }
+    let r = c.get_with("/openapi/v2", &[("if-none-match", &etag), ("accept-encoding", "gzip")]).await;
+    assert_eq!(r.status, 304);
+    assert_eq!(header(&r, "etag"), etag);
+
+    const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+    let protobuf = c.get_with("/openapi/v2", &[("accept", PROTOBUF)]).await;
+    assert_eq!(protobuf.status, 200);
+    assert_eq!(header(&protobuf, "content-type"), "application/com.github.proto-openapi.spec.v2.v1.0+protobuf");
+    assert_eq!(header(&protobuf, "etag"), etag);
+    let r = c.get_with("/openapi/v2", &[("accept", PROTOBUF), ("accept-encoding", "gzip")]).await;
+    assert_eq!(header(&r, "content-encoding"), "gzip");
+    assert_eq!(gunzip(&r.body), protobuf.body);
+
+    let index = c.get("/openapi/v3").await.json();
+    let url = index["paths"]["apis/stable.example.com/v1"]["serverRelativeURL"].as_str().unwrap().to_owned();
+    let hash = url.split_once("?hash=").unwrap().1.to_owned();
+    let r = c.get(&url).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(header(&r, "etag"), format!("\"{hash}\""));
+    assert_eq!(header(&r, "cache-control"), "public, immutable");
+    assert!(r.json()["components"]["schemas"].get("com.example.stable.v1.CronTab").is_some());
+    let r = c.get_with(&url, &[("if-none-match", &format!("\"{hash}\""))]).await;
+    assert_eq!(r.status, 304);
+    let r = c.get("/openapi/v3/apis/stable.example.com/v1?hash=0123").await;
+    assert_eq!(r.status, 301);
+    assert_eq!(header(&r, "location"), url);
+    assert_eq!(c.get("/openapi/v3/apis/stable.example.com/v2").await.status, 404);
 }

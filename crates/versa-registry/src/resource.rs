@@ -652,6 +652,11 @@ impl PartialEq for SchemaTexts {
 }
 
 impl SchemaTexts {
+    /// The digest of every version's name and text: equal for equal texts.
+    pub fn digest(&self) -> &[u8; 32] {
+        &self.digest
+    }
+
     /// Version `version`'s schema text.
     pub fn get(&self, version: &str) -> Option<String> {
         use std::io::Read as _;

@@ -263,7 +263,7 @@ async fn authorized(
             response
         }
         "/api" | "/apis" => discovery_root(&state, trimmed, req.headers()),
-        "/openapi/v2" => openapi_v2(&state, req.headers()),
+        "/openapi/v2" => openapi_v2(&state, req.headers()).await,
         "/openapi/v3" => {
             let index = state.openapi.lock().map(|o| o.v3_index()).unwrap_or_default();
             json_response(StatusCode::OK, &index)
@@ -272,11 +272,7 @@ async fn authorized(
             if let Some(gv) = trimmed.strip_prefix("/openapi/v3/apis/")
                 && let Some((group, version)) = gv.split_once('/')
             {
-                let doc = state.openapi.lock().ok().and_then(|o| o.v3_group_version_with_hash(group, version));
-                return match doc {
-                    Some((bytes, hash)) => openapi_v3(bytes, &hash, trimmed, query.as_deref()),
-                    None => Status::not_found_path().into_response(),
-                };
+                return openapi_v3(&state, group, version, trimmed, query.as_deref(), req.headers());
             }
             // One group's documents, built once per change of the group.
             let docs = |group: &str| {
@@ -409,12 +405,16 @@ fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Respo
 /// `.v2.v1.0+protobuf` spelling) — what kubectl's OpenAPI getter asks for. Negotiation honours
 /// q-values and wildcards, JSON first (`openapi::proto::negotiate`); nothing acceptable is a 406.
 /// Both forms carry the JSON's hash as `ETag` (a matching `If-None-Match` gets 304, which is
-/// how kube-aggregator polls) and `Vary: Accept`.
-fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> {
+/// how kube-aggregator polls). The cache keeps both forms gzip-compressed: a client whose
+/// `Accept-Encoding` allows gzip (client-go's transport sends `gzip`) gets those bytes with
+/// `Content-Encoding: gzip`, any other the inflated ones; answers vary by `Accept` and
+/// `Accept-Encoding`. The cache's lock is held only to take the document or its sources:
+/// building, inflating and converting happen without it, on a blocking thread.
+async fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> {
     use crate::openapi::proto::{Format, PROTOBUF_CONTENT_TYPE, negotiate};
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     let vary = |mut response: Response<Body>| {
-        response.headers_mut().insert(header::VARY, header::HeaderValue::from_static("Accept"));
+        response.headers_mut().insert(header::VARY, header::HeaderValue::from_static("Accept, Accept-Encoding"));
         response
     };
     let Some(format) = negotiate(accept) else {
@@ -423,41 +423,119 @@ fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> {
         );
         return vary(Status::not_acceptable(message).into_response());
     };
-    let Ok(openapi) = state.openapi.lock() else {
-        return Status::internal("OpenAPI cache unavailable").into_response();
+    let sources = match state.openapi.lock() {
+        Ok(openapi) => openapi.v2_sources(),
+        Err(_) => return Status::internal("OpenAPI cache unavailable").into_response(),
     };
-    let etag = format!("\"{}\"", openapi.v2_etag());
-    let matched = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').map(str::trim).any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag));
-    let mut response = if matched {
-        let mut response = Response::new(full(Bytes::new()));
-        *response.status_mut() = StatusCode::NOT_MODIFIED;
-        response
-    } else {
-        match format {
-            Format::Json => bytes_response(StatusCode::OK, "application/json", openapi.v2()),
-            Format::Protobuf => match openapi.v2_protobuf() {
-                Ok(bytes) => bytes_response(StatusCode::OK, PROTOBUF_CONTENT_TYPE, bytes),
-                Err(e) => return Status::internal(format!("OpenAPI v2 protobuf: {e}")).into_response(),
-            },
+    let gzip = accepts_gzip(headers);
+    let conditions: Vec<header::HeaderValue> = headers.get_all(header::IF_NONE_MATCH).iter().cloned().collect();
+    // Building the document (after a change), inflating and converting it take long on large
+    // documents: off the async workers.
+    let answer = tokio::task::spawn_blocking(move || {
+        let doc = sources.document()?;
+        let etag = format!("\"{}\"", doc.etag());
+        if if_none_match(&conditions, &etag) {
+            return Ok((etag, None));
+        }
+        let body = match (format, gzip) {
+            (Format::Json, true) => doc.json_gzip(),
+            (Format::Json, false) => doc.json()?,
+            (Format::Protobuf, true) => doc.protobuf_gzip()?,
+            (Format::Protobuf, false) => doc.protobuf()?,
+        };
+        Ok::<_, crate::openapi::Error>((etag, Some(body)))
+    })
+    .await;
+    let (etag, body) = match answer {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(e)) => return vary(Status::internal(format!("OpenAPI v2: {e}")).into_response()),
+        Err(e) => return vary(Status::internal(format!("OpenAPI v2: {e}")).into_response()),
+    };
+    let mut response = match body {
+        None => not_modified(),
+        Some(body) => {
+            let content_type = match format {
+                Format::Json => "application/json",
+                Format::Protobuf => PROTOBUF_CONTENT_TYPE,
+            };
+            let mut response = bytes_response(StatusCode::OK, content_type, body);
+            if gzip {
+                response.headers_mut().insert(header::CONTENT_ENCODING, header::HeaderValue::from_static("gzip"));
+            }
+            response
         }
     };
-    drop(openapi);
     if let Ok(value) = header::HeaderValue::from_str(&etag) {
         response.headers_mut().insert(header::ETAG, value);
     }
     vary(response)
 }
 
-/// One group-version's OpenAPI v3 document, as kube-openapi serves it: `ETag` is the hash; a
-/// request naming the current hash may be cached for good, one naming an old hash is
-/// redirected to the current URL.
-fn openapi_v3(bytes: Bytes, hash: &str, path: &str, query: Option<&str>) -> Response<Body> {
+/// Whether an `If-None-Match` value names `etag` (quoted) or is `*`.
+fn if_none_match<'a>(values: impl IntoIterator<Item = &'a header::HeaderValue>, etag: &str) -> bool {
+    values
+        .into_iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
+}
+
+fn not_modified() -> Response<Body> {
+    let mut response = Response::new(full(Bytes::new()));
+    *response.status_mut() = StatusCode::NOT_MODIFIED;
+    response
+}
+
+/// Whether `Accept-Encoding` allows gzip (RFC 9110 §12.5.3): `gzip` (or `x-gzip`) with a
+/// non-zero q-value, or else `*` with one. No header means identity only.
+fn accepts_gzip(headers: &http::HeaderMap) -> bool {
+    let (mut gzip, mut any) = (None::<f32>, None::<f32>);
+    for clause in
+        headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(','))
+    {
+        let mut params = clause.split(';');
+        let coding = params.next().unwrap_or_default().trim();
+        let q = params
+            .filter_map(|p| {
+                let (k, v) = p.split_once('=')?;
+                k.trim().eq_ignore_ascii_case("q").then(|| v.trim().parse::<f32>().unwrap_or(0.0))
+            })
+            .next()
+            .unwrap_or(1.0);
+        if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
+            gzip = Some(gzip.map_or(q, |g| g.max(q)));
+        } else if coding == "*" {
+            any = Some(any.map_or(q, |a| a.max(q)));
+        }
+    }
+    gzip.or(any).is_some_and(|q| q > 0.0)
+}
+
+/// One group-version's OpenAPI v3 document, as kube-openapi serves it: `ETag` is the hash
+/// (`OpenApiCache::v3_hash`, over the document's inputs); a request naming the current hash may
+/// be cached for good, one naming an old hash is redirected to the current URL. Neither a
+/// redirect nor a 304 (`If-None-Match` naming the hash) builds the document, and none is built
+/// under the cache's lock.
+fn openapi_v3(
+    state: &State,
+    group: &str,
+    version: &str,
+    path: &str,
+    query: Option<&str>,
+    headers: &http::HeaderMap,
+) -> Response<Body> {
+    let sources = match state.openapi.lock() {
+        Ok(openapi) => openapi.v3(group, version),
+        Err(_) => return Status::internal("OpenAPI cache unavailable").into_response(),
+    };
+    let Some(sources) = sources else {
+        return Status::not_found_path().into_response();
+    };
+    let hash = sources.hash();
     let asked = crate::query::Query::parse(query).get("hash").map(str::to_owned);
     if let Some(asked) = &asked
-        && asked != hash
+        && *asked != hash
     {
         let mut response = Response::new(full(Bytes::new()));
         *response.status_mut() = StatusCode::MOVED_PERMANENTLY;
@@ -466,8 +544,13 @@ fn openapi_v3(bytes: Bytes, hash: &str, path: &str, query: Option<&str>) -> Resp
         }
         return response;
     }
-    let mut response = bytes_response(StatusCode::OK, "application/json", bytes);
-    if let Ok(etag) = header::HeaderValue::from_str(&format!("\"{hash}\"")) {
+    let etag = format!("\"{hash}\"");
+    let mut response = if if_none_match(headers.get_all(header::IF_NONE_MATCH), &etag) {
+        not_modified()
+    } else {
+        bytes_response(StatusCode::OK, "application/json", sources.document())
+    };
+    if let Ok(etag) = header::HeaderValue::from_str(&etag) {
         response.headers_mut().insert(header::ETAG, etag);
     }
     let cache = if asked.is_some() { "public, immutable" } else { "no-cache, private" };

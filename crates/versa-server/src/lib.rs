@@ -236,7 +236,7 @@ impl ServerConfig {
         let snapshot = state.registry.snapshot();
         if let Ok(mut openapi) = state.openapi.lock() {
             for own in snapshot.resources() {
-                openapi.upsert(&own.definition, own.kept());
+                openapi.upsert(own.kept());
             }
         }
         let campaign = campaign.zip(lease_name);

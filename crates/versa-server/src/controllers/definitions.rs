@@ -411,7 +411,7 @@ impl Batch {
             if let Ok(mut openapi) = state.openapi.lock() {
                 for change in self.openapi {
                     match change {
-                        OpenApiChange::Upsert(kept) => openapi.upsert(&kept.full(), kept),
+                        OpenApiChange::Upsert(kept) => openapi.upsert(kept),
                         OpenApiChange::Remove(name) => openapi.remove(&name),
                     }
                 }

@@ -26,24 +26,43 @@
 //! - The referenced `io.k8s.apimachinery.pkg.apis.meta.v1` types (and `io.k8s.api.autoscaling.v1`
 //!   `Scale` where used) with small but correct schemas.
 //!
-//! [`OpenApiCache`] keeps one pre-built part per definition, so a definition change rebuilds only
-//! that part; the v2 document and each v3 group-version document are assembled (and hashed as
-//! kube-openapi does: uppercase hex SHA-512 of the JSON) on first use after a change. The v2
-//! document's protobuf form (`proto.rs`) is converted from its JSON on the first request
-//! for it after a change, and shares the JSON's hash as `ETag`, as kube-openapi's does.
+//! What [`OpenApiCache`] keeps per definition is almost nothing: the compacted definition the
+//! registry already holds (shared, `registry::Compact`), its group and served versions, whether
+//! it uses `/scale`, and a hash of its spec and schema texts. Documents are built from the
+//! definitions when asked for:
 //!
-//! This file keeps the cache and assembles the documents; the parts are built by `schema.rs`
+//! - `/openapi/v2` is written entry by entry, in key order, straight into a gzip stream and a
+//!   SHA-512 at once ([`V2Document`]); only the compressed bytes and the hash (the `ETag`, as
+//!   kube-openapi computes it: uppercase hex SHA-512 of the JSON) are kept, until the next
+//!   change. Its protobuf form (`proto.rs`) is converted from the JSON on the first request for
+//!   it and kept compressed as well. Clients that accept gzip (client-go's transport asks for it)
+//!   get the kept bytes; the others get them inflated. It is built by one request at a time,
+//!   from the definitions taken out of the cache ([`V2Sources`]), so the cache's lock — which
+//!   the definitions controller takes to apply changes — is not held while it is built.
+//! - `/openapi/v3/apis/<group>/<version>` is built per request, from that group-version's
+//!   handful of definitions. Its hash (in the `/openapi/v3` index, its `?hash=` and its `ETag`)
+//!   is over the builder's *inputs* — [`BUILDER_VERSION`] and the contributing definitions'
+//!   hashes — not over its bytes: the index then costs a hash per group-version instead of
+//!   building every document, and a stale `?hash=` or a matching `If-None-Match` is answered
+//!   without building one. Clients treat the hash as opaque (client-go and kube-aggregator use
+//!   it as a cache key and pass it through).
+//!
+//! This file keeps the cache and writes the documents; the entries are built by `schema.rs`
 //! (the published schemas), `paths.rs` (the route tables) and `meta.rs` (the meta definitions),
 //! which share `names.rs`; `proto.rs` writes the protobuf form.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::io::{self, Read as _, Write};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use flate2::Compression;
+use flate2::read::GzDecoder;
+use flate2::write::GzEncoder;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion;
 use serde_json::{Map, Value, json};
-use versa_apiextensions::ResourceDefinition;
-use versa_registry::{Compact, SchemaTexts, with_schema};
+use versa_registry::{Compact, with_schema};
 
 pub mod proto;
 
@@ -57,46 +76,95 @@ use self::names::*;
 use self::paths::*;
 use self::schema::*;
 
-/// The OpenAPI documents of all served definitions, rebuilt per definition.
+/// The version of the builder, hashed into every v3 hash with the crate's version. Bump it
+/// whenever the documents change for the same definitions: a client may keep a document under
+/// its `?hash=` URL for good (`Cache-Control: immutable`), so a new builder must not answer an
+/// old hash with other bytes. (`documents_are_pinned` fails on such a change.)
+pub const BUILDER_VERSION: &str = "1";
+
+/// Errors of building or converting a document.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("writing the OpenAPI document: {0}")]
+    Io(#[source] io::Error),
+    #[error("converting the OpenAPI v2 document to protobuf: {0}")]
+    Protobuf(#[source] serde_json::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The OpenAPI documents of all served definitions.
 ///
-/// The v2 document spans every definition: each keeps its serialized v2 part, and the document
-/// is assembled from the parts (and memoized) on first use after a change. A v3 document spans
-/// one group-version — a handful of definitions — so it is built from those definitions when
-/// asked for and not kept; only its hash is remembered (for the index). That keeps the cost
-/// of a loaded definition to its v2 part.
+/// Each definition keeps a [`DefinitionPart`] (a few hundred bytes besides the shared compact
+/// definition); the v2 document is memoized compressed until the next change, v3 documents are
+/// not kept at all.
 #[derive(Debug, Default)]
 pub struct OpenApiCache {
     parts: BTreeMap<String, Arc<DefinitionPart>>,
-    v2: Mutex<Option<V2Memo>>,
-    v3_hashes: Mutex<BTreeMap<(String, String), String>>,
+    v2: Arc<V2Memo>,
 }
 
-/// The assembled v2 document: its JSON, and what is derived from it when first asked for.
-#[derive(Debug)]
+/// The memoized v2 document, shared with the requests that build it outside the cache's lock.
+#[derive(Debug, Default)]
 struct V2Memo {
-    json: Bytes,
-    etag: Option<String>,
-    protobuf: Option<Bytes>,
+    slot: Mutex<V2Slot>,
+    /// Held while building, so that concurrent requests build once (the cache's own lock, which
+    /// the definitions controller takes to apply changes, is not held meanwhile).
+    building: Mutex<()>,
 }
 
-/// Everything one definition contributes: its v2 part per served version, and the definition
-/// itself (compacted, with its schemas as text: `registry::compact`) for building v3 documents.
+/// The document of the cache's `generation`, if built.
+#[derive(Debug, Default)]
+struct V2Slot {
+    generation: u64,
+    doc: Option<Arc<V2Document>>,
+}
+
+/// The v2 document of one state of the cache: the memoized document, or what building it
+/// needs (see [`OpenApiCache::v2_sources`]).
+#[derive(Debug)]
+pub struct V2Sources {
+    generation: u64,
+    /// The memoized document, when there was one (then `parts` is left empty).
+    ready: Option<Arc<V2Document>>,
+    parts: Vec<Arc<DefinitionPart>>,
+    memo: Arc<V2Memo>,
+}
+
+/// The assembled `/openapi/v2`: its JSON gzip-compressed, the JSON's hash, and the protobuf
+/// form (also compressed) once asked for. Shared with the requests serving it, so that
+/// inflating or converting it happens outside the cache's lock.
+#[derive(Debug)]
+pub struct V2Document {
+    gzip: Bytes,
+    etag: String,
+    json_len: usize,
+    protobuf_gzip: Mutex<Option<Bytes>>,
+}
+
+/// The definitions serving one group-version, in name order: what its document is built from.
+#[derive(Debug)]
+pub struct V3Sources {
+    group: String,
+    version: String,
+    parts: Vec<Arc<DefinitionPart>>,
+}
+
+/// What the cache keeps of one definition: its compact form (the registry's, shared), and what
+/// finding its group-versions and hashing them needs without reading it.
 #[derive(Debug)]
 struct DefinitionPart {
+    kept: Compact,
     group: String,
-    definition: Arc<ResourceDefinition>,
-    schemas: Arc<SchemaTexts>,
-    versions: Vec<VersionPart>,
-}
-
-/// One served version's v2 paths and definitions, kept serialized: the JSON text is an order of
-/// magnitude smaller than the `Value` trees, and assembling a document only copies it.
-#[derive(Debug)]
-struct VersionPart {
-    version: String,
+    /// The served versions' names, in the definition's order.
+    served: Vec<String>,
+    /// Whether a served version has a `/scale` subresource (the v2 document then publishes
+    /// `io.k8s.api.autoscaling.v1`).
     uses_scale: bool,
-    paths: BTreeMap<String, Box<str>>,
-    definitions: BTreeMap<String, Box<str>>,
+    /// SHA-256 of the spec (as JSON) and of every schema text: what the documents are built
+    /// from. Metadata and status are left out: they are not published, and a status write must
+    /// not move the v3 hashes.
+    hash: [u8; 32],
 }
 
 impl OpenApiCache {
@@ -105,169 +173,76 @@ impl OpenApiCache {
         OpenApiCache::default()
     }
 
-    /// Adds or replaces the part of `def` (keyed by its name). Only this definition is rebuilt;
-    /// the assembled documents are invalidated. The caller passes only established definitions
-    /// and calls [`OpenApiCache::remove`] when one stops being served.
-    pub fn upsert(&mut self, def: &ResourceDefinition, kept: Compact) {
-        let part = Arc::new(DefinitionPart::build(def, kept));
-        let old = self.parts.insert(part.definition.name().to_string(), Arc::clone(&part));
-        self.invalidate(old.as_deref(), Some(&part));
+    /// Adds or replaces the part of a definition (keyed by its name), from its compact form
+    /// (the registry's, shared). The v2 document is dropped. The caller passes only established
+    /// definitions and calls [`OpenApiCache::remove`] when one stops being served.
+    pub fn upsert(&mut self, kept: Compact) {
+        let name = kept.def.name().to_string();
+        self.parts.insert(name, Arc::new(DefinitionPart::new(kept)));
+        self.invalidate();
     }
 
     /// Drops the part of the definition `name`.
     pub fn remove(&mut self, name: &str) {
-        if let Some(old) = self.parts.remove(name) {
-            self.invalidate(Some(&old), None);
+        if self.parts.remove(name).is_some() {
+            self.invalidate();
         }
     }
 
-    /// `/openapi/v2` as JSON bytes, memoized until the next change.
-    pub fn v2(&self) -> Bytes {
-        self.with_v2(|memo| memo.json.clone())
+    /// `/openapi/v2`, assembled if a change dropped it (memoized until the next change).
+    pub fn v2(&self) -> Result<Arc<V2Document>> {
+        self.v2_sources().document()
     }
 
-    /// The `ETag` of `/openapi/v2` (unquoted): [`etag`] of the JSON, for both forms (answers
-    /// vary by `Accept`). Memoized with the document.
-    pub fn v2_etag(&self) -> String {
-        self.with_v2(|memo| memo.etag.get_or_insert_with(|| etag(&memo.json)).clone())
-    }
-
-    /// `/openapi/v2` as gnostic's `openapi.v2.Document` protobuf, converted from the JSON on
-    /// first use and memoized with it.
-    pub fn v2_protobuf(&self) -> Result<Bytes, serde_json::Error> {
-        self.with_v2(|memo| {
-            if let Some(bytes) = &memo.protobuf {
-                return Ok(bytes.clone());
-            }
-            let bytes = Bytes::from(crate::openapi::proto::document(&memo.json)?);
-            memo.protobuf = Some(bytes.clone());
-            Ok(bytes)
-        })
-    }
-
-    /// Runs `f` on the memoized v2 document, assembling it first if a change dropped it.
-    fn with_v2<T>(&self, f: impl FnOnce(&mut V2Memo) -> T) -> T {
-        let mut memo = self.v2.lock().unwrap_or_else(|e| e.into_inner());
-        let memo =
-            memo.get_or_insert_with(|| V2Memo { json: Bytes::from(self.assemble_v2()), etag: None, protobuf: None });
-        f(memo)
+    /// What `/openapi/v2` of the cache's current state is built from: cheap to take (the
+    /// definitions are shared), so that the caller can build it after releasing the cache.
+    pub fn v2_sources(&self) -> V2Sources {
+        let slot = self.v2.slot.lock().unwrap_or_else(|e| e.into_inner());
+        let (generation, ready) = (slot.generation, slot.doc.clone());
+        drop(slot);
+        let parts = if ready.is_some() { Vec::new() } else { self.parts.values().cloned().collect() };
+        V2Sources { generation, ready, parts, memo: Arc::clone(&self.v2) }
     }
 
     /// `/openapi/v3`: `{"paths": {"apis/<g>/<v>": {"serverRelativeURL":
-    /// "/openapi/v3/apis/<g>/<v>?hash=<HASH>"}}}`, `HASH` being [`etag`] of that document.
+    /// "/openapi/v3/apis/<g>/<v>?hash=<HASH>"}}}`, `HASH` being that group-version's
+    /// [`V3Sources::hash`]. Builds no document.
     pub fn v3_index(&self) -> Value {
         let mut paths = Map::new();
-        for (group, version) in self.group_versions() {
-            if let Some(hash) = self.v3_hash(&group, &version) {
-                let key = format!("apis/{group}/{version}");
-                let url = format!("/openapi/v3/{key}?hash={hash}");
-                paths.insert(key, json!({"serverRelativeURL": url}));
-            }
+        for ((group, version), parts) in group_versions(self.parts.values().map(|p| &**p)) {
+            let key = format!("apis/{group}/{version}");
+            let url = format!("/openapi/v3/{key}?hash={}", v3_hash(group, version, parts.iter().map(|p| &**p)));
+            paths.insert(key, json!({"serverRelativeURL": url}));
         }
         json!({"paths": paths})
     }
 
-    /// `/openapi/v3/apis/<group>/<version>` as JSON bytes, or `None` when nothing is served there.
+    /// The definitions serving `group`/`version` (`None` when nothing is served there), taken
+    /// out of the cache: its hash and document are computed without holding the cache.
+    pub fn v3(&self, group: &str, version: &str) -> Option<V3Sources> {
+        let parts: Vec<Arc<DefinitionPart>> = self
+            .parts
+            .values()
+            .filter(|p| p.group == group && p.served.iter().any(|v| v == version))
+            .cloned()
+            .collect();
+        (!parts.is_empty()).then(|| V3Sources { group: group.to_owned(), version: version.to_owned(), parts })
+    }
+
+    /// [`V3Sources::hash`] of `group`/`version`.
+    pub fn v3_hash(&self, group: &str, version: &str) -> Option<String> {
+        self.v3(group, version).map(|s| s.hash())
+    }
+
+    /// [`V3Sources::document`] of `group`/`version`.
     pub fn v3_group_version(&self, group: &str, version: &str) -> Option<Bytes> {
-        self.assemble_v3(group, version).map(Bytes::from)
+        self.v3(group, version).map(|s| s.document())
     }
 
-    /// Like [`OpenApiCache::v3_group_version`], with the document's hash (for `?hash=` checks
-    /// and the `ETag`).
-    pub fn v3_group_version_with_hash(&self, group: &str, version: &str) -> Option<(Bytes, String)> {
-        let bytes = self.v3_group_version(group, version)?;
-        let key = (group.to_string(), version.to_string());
-        let mut hashes = self.v3_hashes.lock().unwrap_or_else(|e| e.into_inner());
-        let hash = hashes.entry(key).or_insert_with(|| etag(&bytes)).clone();
-        Some((bytes, hash))
-    }
-
-    /// The hash of a group-version's document: remembered, or computed (and remembered) by
-    /// building the document once.
-    fn v3_hash(&self, group: &str, version: &str) -> Option<String> {
-        let key = (group.to_string(), version.to_string());
-        if let Some(hash) = self.v3_hashes.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            return Some(hash.clone());
-        }
-        self.v3_group_version_with_hash(group, version).map(|(_, hash)| hash)
-    }
-
-    fn invalidate(&self, old: Option<&DefinitionPart>, new: Option<&DefinitionPart>) {
-        *self.v2.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        let mut v3 = self.v3_hashes.lock().unwrap_or_else(|e| e.into_inner());
-        for part in old.into_iter().chain(new) {
-            for v in &part.versions {
-                v3.remove(&(part.group.clone(), v.version.clone()));
-            }
-        }
-    }
-
-    fn group_versions(&self) -> BTreeSet<(String, String)> {
-        self.parts.values().flat_map(|p| p.versions.iter().map(|v| (p.group.clone(), v.version.clone()))).collect()
-    }
-
-    fn assemble_v2(&self) -> Vec<u8> {
-        let versions: Vec<&VersionPart> = self.parts.values().flat_map(|p| p.versions.iter()).collect();
-        let uses_scale = versions.iter().any(|v| v.uses_scale);
-        let meta = meta_definitions(Flavor::V2);
-        let mut definitions: BTreeMap<&str, &str> = BTreeMap::new();
-        for (k, v) in meta.iter().filter(|(k, _)| uses_scale || !k.starts_with("io.k8s.api.autoscaling.")) {
-            definitions.insert(k, v);
-        }
-        let mut paths: BTreeMap<&str, &str> = BTreeMap::new();
-        for v in &versions {
-            definitions.extend(v.definitions.iter().map(|(k, v)| (k.as_str(), &**v)));
-            paths.extend(v.paths.iter().map(|(k, v)| (k.as_str(), &**v)));
-        }
-        let mut out = Vec::new();
-        out.extend_from_slice(b"{\"swagger\":\"2.0\",\"info\":");
-        write_json(&mut out, &json!({"title": TITLE, "version": TITLE_VERSION}));
-        out.extend_from_slice(b",\"paths\":");
-        write_map(&mut out, &paths);
-        out.extend_from_slice(b",\"definitions\":");
-        write_map(&mut out, &definitions);
-        out.extend_from_slice(b",\"parameters\":");
-        let parameters: BTreeMap<&str, &str> = shared_v2_parameters().iter().map(|(k, v)| (k.as_str(), &**v)).collect();
-        write_map(&mut out, &parameters);
-        out.push(b'}');
-        out
-    }
-
-    fn assemble_v3(&self, group: &str, version: &str) -> Option<Vec<u8>> {
-        let mut schemas_owned: BTreeMap<String, Box<str>> = BTreeMap::new();
-        let mut paths_owned: BTreeMap<String, Box<str>> = BTreeMap::new();
-        let mut uses_scale = false;
-        let mut any = false;
-        for part in self.parts.values().filter(|p| p.group == group) {
-            let def = &part.definition;
-            let names = Names::of(def);
-            for v in def.spec.versions.iter().filter(|v| v.served && v.name == version) {
-                any = true;
-                let built = FlavorPart::build(&names, &with_schema(v, &part.schemas), Flavor::V3);
-                uses_scale |= built.uses_scale;
-                schemas_owned.extend(built.definitions);
-                paths_owned.extend(built.paths);
-            }
-        }
-        if !any {
-            return None;
-        }
-        let meta = meta_definitions(Flavor::V3);
-        let mut schemas: BTreeMap<&str, &str> = BTreeMap::new();
-        for (k, v) in meta.iter().filter(|(k, _)| uses_scale || !k.starts_with("io.k8s.api.autoscaling.")) {
-            schemas.insert(k, v);
-        }
-        schemas.extend(schemas_owned.iter().map(|(k, v)| (k.as_str(), &**v)));
-        let paths: BTreeMap<&str, &str> = paths_owned.iter().map(|(k, v)| (k.as_str(), &**v)).collect();
-        let mut out = Vec::new();
-        out.extend_from_slice(b"{\"openapi\":\"3.0.0\",\"info\":");
-        write_json(&mut out, &json!({"title": TITLE, "version": TITLE_VERSION}));
-        out.extend_from_slice(b",\"paths\":");
-        write_map(&mut out, &paths);
-        out.extend_from_slice(b",\"components\":{\"schemas\":");
-        write_map(&mut out, &schemas);
-        out.extend_from_slice(b"}}");
-        Some(out)
+    fn invalidate(&self) {
+        let mut slot = self.v2.slot.lock().unwrap_or_else(|e| e.into_inner());
+        slot.generation += 1;
+        slot.doc = None;
     }
 
     #[cfg(test)]
@@ -276,110 +251,381 @@ impl OpenApiCache {
     }
 }
 
-/// kube-openapi's hash of a document: uppercase hex SHA-512 (the `ETag`, quoted, and the v3
-/// `?hash=`).
-pub fn etag(bytes: &[u8]) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA512, bytes);
-    digest.as_ref().iter().map(|b| format!("{b:02X}")).collect()
-}
-
-fn write_json(out: &mut Vec<u8>, v: &Value) {
-    // Serializing a `Value` into a Vec cannot fail (no I/O, string keys only).
-    let _ = serde_json::to_writer(&mut *out, v);
-}
-
-/// Writes an object whose values are already serialized JSON.
-fn write_map(out: &mut Vec<u8>, entries: &BTreeMap<&str, &str>) {
-    out.push(b'{');
-    for (i, (k, v)) in entries.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
+impl V2Sources {
+    /// The document: the memoized one if it is still current, else built (by one request at a
+    /// time) and memoized unless a change came meanwhile.
+    pub fn document(&self) -> Result<Arc<V2Document>> {
+        if let Some(doc) = &self.ready {
+            return Ok(Arc::clone(doc));
         }
-        let _ = serde_json::to_writer(&mut *out, k);
-        out.push(b':');
-        out.extend_from_slice(v.as_bytes());
+        let current = || {
+            let slot = self.memo.slot.lock().unwrap_or_else(|e| e.into_inner());
+            if slot.generation == self.generation { slot.doc.clone() } else { None }
+        };
+        if let Some(doc) = current() {
+            return Ok(doc);
+        }
+        let _building = self.memo.building.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(doc) = current() {
+            return Ok(doc);
+        }
+        let doc = Arc::new(self.assemble_v2()?);
+        let mut slot = self.memo.slot.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.generation == self.generation {
+            slot.doc = Some(Arc::clone(&doc));
+        }
+        Ok(doc)
     }
-    out.push(b'}');
+
+    /// Writes the v2 document into a gzip stream and its hash at once, entry by entry: the
+    /// uncompressed JSON is never held whole.
+    fn assemble_v2(&self) -> Result<V2Document> {
+        let sink = HashingGzip {
+            gzip: GzEncoder::new(Vec::new(), Compression::new(GZIP_LEVEL)),
+            hash: ring::digest::Context::new(&ring::digest::SHA512),
+            len: 0,
+        };
+        let mut out = io::BufWriter::with_capacity(64 * 1024, sink);
+        self.write_v2(&mut out).map_err(Error::Io)?;
+        let sink = out.into_inner().map_err(|e| Error::Io(e.into_error()))?;
+        let (hash, json_len) = (sink.hash.finish(), sink.len);
+        let gzip = sink.gzip.finish().map_err(Error::Io)?;
+        Ok(V2Document { gzip: Bytes::from(gzip), etag: hex(hash.as_ref()), json_len, protobuf_gzip: Mutex::new(None) })
+    }
+
+    fn write_v2(&self, out: &mut impl Write) -> io::Result<()> {
+        out.write_all(b"{\"swagger\":\"2.0\",\"info\":")?;
+        write_value(out, &json!({"title": TITLE, "version": TITLE_VERSION}))?;
+        out.write_all(b",\"paths\":{")?;
+        // Every path starts with `/apis/<group>/<version>/`. Neither a group nor a version holds
+        // a `/`, so no such prefix starts another, and the paths of two group-versions sort as
+        // their prefixes do: ordering the group-versions by prefix and each one's paths among
+        // themselves orders them all, and only one group-version's path items are built at a
+        // time.
+        let gvs = group_versions(self.parts.iter().map(|p| &**p));
+        let mut by_prefix: Vec<(String, &str, &[&DefinitionPart])> =
+            gvs.iter().map(|((g, v), parts)| (format!("/apis/{g}/{v}/"), *v, parts.as_slice())).collect();
+        by_prefix.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut first = true;
+        for (_, version, parts) in by_prefix {
+            for (path, item) in path_items(parts, version, Flavor::V2) {
+                write_key(out, &mut first, &path)?;
+                write_value(out, &item)?;
+            }
+        }
+        out.write_all(b"},\"definitions\":")?;
+        let uses_scale = self.parts.iter().any(|p| p.uses_scale);
+        let parts: Vec<&DefinitionPart> = self.parts.iter().map(|p| &**p).collect();
+        write_definitions(out, definitions(&parts, None, uses_scale, Flavor::V2), Flavor::V2)?;
+        out.write_all(b",\"parameters\":{")?;
+        let mut first = true;
+        for (k, v) in shared_v2_parameters() {
+            write_key(out, &mut first, k)?;
+            out.write_all(v.as_bytes())?;
+        }
+        out.write_all(b"}}")
+    }
+}
+
+/// Every served group-version with the definitions serving it, in the order given.
+fn group_versions<'a>(
+    parts: impl Iterator<Item = &'a DefinitionPart>,
+) -> BTreeMap<(&'a str, &'a str), Vec<&'a DefinitionPart>> {
+    let mut gvs: BTreeMap<(&str, &str), Vec<&DefinitionPart>> = BTreeMap::new();
+    for part in parts {
+        for version in &part.served {
+            gvs.entry((part.group.as_str(), version.as_str())).or_default().push(part);
+        }
+    }
+    gvs
+}
+
+/// The compression level of the kept v2 document (and its protobuf form): the fastest. On the
+/// CRD corpus, level 6 makes the text about a third smaller than level 1 (~10×) but takes three
+/// times as long, and the document is compressed after every change of a definition.
+const GZIP_LEVEL: u32 = 1;
+
+impl V2Document {
+    /// The `ETag` of `/openapi/v2` (unquoted): [`etag`] of the JSON, for both forms (answers
+    /// vary by `Accept`).
+    pub fn etag(&self) -> &str {
+        &self.etag
+    }
+
+    /// The JSON, gzip-compressed (`Content-Encoding: gzip`).
+    pub fn json_gzip(&self) -> Bytes {
+        self.gzip.clone()
+    }
+
+    /// The JSON.
+    pub fn json(&self) -> Result<Bytes> {
+        inflate(&self.gzip, self.json_len).map(Bytes::from).map_err(Error::Io)
+    }
+
+    /// Gnostic's `openapi.v2.Document` protobuf, gzip-compressed: converted from the JSON on
+    /// first use and kept with it.
+    pub fn protobuf_gzip(&self) -> Result<Bytes> {
+        let mut memo = self.protobuf_gzip.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(bytes) = &*memo {
+            return Ok(bytes.clone());
+        }
+        let protobuf = proto::document(&self.json()?).map_err(Error::Protobuf)?;
+        let mut gzip = GzEncoder::new(Vec::new(), Compression::new(GZIP_LEVEL));
+        gzip.write_all(&protobuf).map_err(Error::Io)?;
+        let bytes = Bytes::from(gzip.finish().map_err(Error::Io)?);
+        *memo = Some(bytes.clone());
+        Ok(bytes)
+    }
+
+    /// Gnostic's `openapi.v2.Document` protobuf.
+    pub fn protobuf(&self) -> Result<Bytes> {
+        inflate(&self.protobuf_gzip()?, 0).map(Bytes::from).map_err(Error::Io)
+    }
+}
+
+/// kube-openapi's hash of a document: uppercase hex SHA-512 (the v2 `ETag`, quoted).
+pub fn etag(bytes: &[u8]) -> String {
+    hex(ring::digest::digest(&ring::digest::SHA512, bytes).as_ref())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02X}");
+    }
+    out
+}
+
+/// Gunzips `gzip`; `size_hint` is the expected length (0 when unknown).
+fn inflate(gzip: &[u8], size_hint: usize) -> io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(size_hint);
+    GzDecoder::new(gzip).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+impl V3Sources {
+    /// The hash of `/openapi/v3/apis/<group>/<version>` (its `ETag` and `?hash=`): uppercase hex
+    /// SHA-512 over [`BUILDER_VERSION`], the crate's version, the group-version and the hashes
+    /// of the definitions serving it, in name order. Not a hash of the document's bytes —
+    /// clients treat it as opaque (client-go and kube-aggregator use it as a cache key and pass
+    /// it through) — but it changes whenever they may.
+    pub fn hash(&self) -> String {
+        v3_hash(&self.group, &self.version, self.parts.iter().map(|p| &**p))
+    }
+
+    /// `/openapi/v3/apis/<group>/<version>` as JSON bytes.
+    pub fn document(&self) -> Bytes {
+        let parts: Vec<&DefinitionPart> = self.parts.iter().map(|p| &**p).collect();
+        let mut out = Vec::new();
+        // Writing into a Vec cannot fail.
+        let _ = write_v3(&mut out, &self.version, &parts);
+        Bytes::from(out)
+    }
+}
+
+fn v3_hash<'a>(group: &str, version: &str, parts: impl Iterator<Item = &'a DefinitionPart>) -> String {
+    let mut hash = ring::digest::Context::new(&ring::digest::SHA512);
+    for field in [BUILDER_VERSION, env!("CARGO_PKG_VERSION"), group, version] {
+        hash.update(field.as_bytes());
+        hash.update(b"\0");
+    }
+    for part in parts {
+        hash.update(&part.hash);
+    }
+    hex(hash.finish().as_ref())
+}
+
+/// A `Write` that feeds a gzip stream and a hash, counting the bytes.
+struct HashingGzip {
+    gzip: GzEncoder<Vec<u8>>,
+    hash: ring::digest::Context,
+    len: usize,
+}
+
+impl Write for HashingGzip {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.gzip.write_all(buf)?;
+        self.hash.update(buf);
+        self.len += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.gzip.flush()
+    }
+}
+
+/// `/openapi/v3/apis/<group>/<version>` from `parts`, the definitions serving it.
+fn write_v3(out: &mut Vec<u8>, version: &str, parts: &[&DefinitionPart]) -> io::Result<()> {
+    out.write_all(b"{\"openapi\":\"3.0.0\",\"info\":")?;
+    write_value(out, &json!({"title": TITLE, "version": TITLE_VERSION}))?;
+    out.write_all(b",\"paths\":{")?;
+    let mut first = true;
+    for (path, item) in path_items(parts, version, Flavor::V3) {
+        write_key(out, &mut first, &path)?;
+        write_value(out, &item)?;
+    }
+    out.write_all(b"},\"components\":{\"schemas\":")?;
+    let uses_scale = parts
+        .iter()
+        .any(|p| p.kept.def.spec.versions.iter().any(|v| v.served && v.name == version && version_uses_scale(v)));
+    write_definitions(out, definitions(parts, Some(version), uses_scale, Flavor::V3), Flavor::V3)?;
+    out.write_all(b"}}")
+}
+
+/// Writes `"key":` (after a comma unless `first`).
+fn write_key(out: &mut impl Write, first: &mut bool, key: &str) -> io::Result<()> {
+    if !std::mem::take(first) {
+        out.write_all(b",")?;
+    }
+    serde_json::to_writer(&mut *out, key)?;
+    out.write_all(b":")
+}
+
+fn write_value(out: &mut impl Write, v: &Value) -> io::Result<()> {
+    serde_json::to_writer(out, v).map_err(io::Error::from)
 }
 
 // ---------------------------------------------------------------------------------------------
-// One definition
+// Entries of the documents
 // ---------------------------------------------------------------------------------------------
 
 impl DefinitionPart {
-    /// `def` with its schemas; `kept` its compact form, which the part holds.
-    fn build(def: &ResourceDefinition, kept: Compact) -> DefinitionPart {
-        let names = Names::of(def);
-        let versions = def
-            .spec
-            .versions
-            .iter()
-            .filter(|v| v.served)
-            .map(|v| {
-                let built = FlavorPart::build(&names, v, Flavor::V2);
-                VersionPart {
-                    version: v.name.clone(),
-                    uses_scale: built.uses_scale,
-                    paths: built.paths,
-                    definitions: built.definitions,
-                }
-            })
-            .collect();
-        DefinitionPart { group: def.spec.group.clone(), versions, definition: kept.def, schemas: kept.schemas }
+    /// A definition's part, from its compact form.
+    fn new(kept: Compact) -> DefinitionPart {
+        let def = &kept.def;
+        let served: Vec<&CustomResourceDefinitionVersion> = def.spec.versions.iter().filter(|v| v.served).collect();
+        let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+        // Serializing a spec into a Vec cannot fail; a missing spec would only weaken the hash.
+        hash.update(&serde_json::to_vec(&kept.def.spec).unwrap_or_default());
+        hash.update(kept.schemas.digest());
+        let mut digest = [0; 32];
+        digest.copy_from_slice(hash.finish().as_ref());
+        let (group, uses_scale) = (def.spec.group.clone(), served.iter().any(|v| version_uses_scale(v)));
+        let served = served.iter().map(|v| v.name.clone()).collect();
+        DefinitionPart { group, served, uses_scale, hash: digest, kept }
+    }
+
+    /// The served versions named `version` (one, in a valid definition), or all served ones.
+    fn versions<'a>(&'a self, version: Option<&'a str>) -> impl Iterator<Item = &'a CustomResourceDefinitionVersion> {
+        self.kept.def.spec.versions.iter().filter(move |v| v.served && version.is_none_or(|n| v.name == n))
     }
 }
 
-/// One served version's paths and definitions (v2) or schemas (v3), serialized.
-struct FlavorPart {
-    uses_scale: bool,
-    paths: BTreeMap<String, Box<str>>,
-    definitions: BTreeMap<String, Box<str>>,
+fn version_uses_scale(v: &CustomResourceDefinitionVersion) -> bool {
+    v.subresources.as_ref().is_some_and(|s| s.scale.is_some())
 }
 
-impl FlavorPart {
-    fn build(names: &Names<'_>, v: &CustomResourceDefinitionVersion, flavor: Flavor) -> FlavorPart {
-        let schema = published_schema(v);
-        let selectable: Vec<Value> = v
-            .selectable_fields
-            .iter()
-            .flatten()
-            .map(|f| json!({"fieldPath": f.json_path.strip_prefix('.').unwrap_or(&f.json_path)}))
-            .collect();
-        let uses_scale = v.subresources.as_ref().is_some_and(|s| s.scale.is_some());
-        let has_status = v.subresources.as_ref().is_some_and(|s| s.status.is_some());
-        let routes = routes(names, &v.name, has_status, uses_scale);
-        let kind_name = definition_name(names.group, &v.name, names.kind);
-        let list_name = definition_name(names.group, &v.name, &names.list_kind);
-        let mut kind_schema = kind_schema(schema.as_ref(), flavor, names.preserve_unknown_fields);
-        if let Value::Object(m) = &mut kind_schema {
-            m.insert("x-kubernetes-group-version-kind".into(), json!([gvk(names.group, &v.name, names.kind)]));
-            if !selectable.is_empty() {
-                m.insert("x-kubernetes-selectable-fields".into(), Value::Array(selectable));
+/// The path items of `version` of `parts` (all of one group), by path.
+fn path_items(parts: &[&DefinitionPart], version: &str, flavor: Flavor) -> BTreeMap<String, Value> {
+    let mut items = BTreeMap::new();
+    for part in parts {
+        let names = Names::of(&part.kept.def);
+        for v in part.versions(Some(version)) {
+            let has_status = v.subresources.as_ref().is_some_and(|s| s.status.is_some());
+            let routes = routes(&names, &v.name, has_status, version_uses_scale(v));
+            items.extend(render_paths(&names, &v.name, &routes, flavor));
+        }
+    }
+    items
+}
+
+/// One entry of a document's definitions (v2) or schemas (v3), not yet built.
+enum Definition<'a> {
+    /// A meta definition, serialized.
+    Meta(&'a str),
+    /// The kind of a served version.
+    Kind(&'a DefinitionPart, &'a CustomResourceDefinitionVersion),
+    /// The list kind of a served version.
+    List(&'a DefinitionPart, &'a CustomResourceDefinitionVersion),
+}
+
+/// The definitions of a document, by name: the meta ones (without autoscaling unless a version
+/// uses `/scale`), then the kind and list of every served version of `parts` (of `version`
+/// only, if given); a later entry replaces an earlier one of the same name.
+fn definitions<'a>(
+    parts: &[&'a DefinitionPart],
+    version: Option<&'a str>,
+    uses_scale: bool,
+    flavor: Flavor,
+) -> BTreeMap<Cow<'a, str>, Definition<'a>> {
+    let mut out = BTreeMap::new();
+    for (name, text) in meta_definitions(flavor) {
+        if uses_scale || !name.starts_with("io.k8s.api.autoscaling.") {
+            out.insert(Cow::Borrowed(name.as_str()), Definition::Meta(text));
+        }
+    }
+    for &part in parts {
+        let names = Names::of(&part.kept.def);
+        for v in part.versions(version) {
+            out.insert(Cow::Owned(definition_name(names.group, &v.name, names.kind)), Definition::Kind(part, v));
+            out.insert(Cow::Owned(definition_name(names.group, &v.name, &names.list_kind)), Definition::List(part, v));
+        }
+    }
+    out
+}
+
+/// Writes the definitions as an object, building each entry as it is written.
+fn write_definitions(
+    out: &mut impl Write,
+    definitions: BTreeMap<Cow<'_, str>, Definition<'_>>,
+    flavor: Flavor,
+) -> io::Result<()> {
+    out.write_all(b"{")?;
+    let mut first = true;
+    for (name, definition) in definitions {
+        write_key(out, &mut first, &name)?;
+        match definition {
+            Definition::Meta(text) => out.write_all(text.as_bytes())?,
+            Definition::Kind(part, v) => {
+                let names = Names::of(&part.kept.def);
+                write_value(out, &kind_definition(&names, &with_schema(v, &part.kept.schemas), flavor))?;
+            }
+            Definition::List(part, v) => {
+                let names = Names::of(&part.kept.def);
+                let kind_name = definition_name(names.group, &v.name, names.kind);
+                write_value(out, &list_schema(&names, &v.name, &kind_name, flavor))?;
             }
         }
-        if flavor == Flavor::V2 {
-            prune_defaults(&mut kind_schema);
-        }
-        let list_schema = list_schema(names, &v.name, &kind_name, flavor);
-        let paths = render_paths(names, &v.name, &routes, flavor);
-        let mut definitions = BTreeMap::new();
-        definitions.insert(kind_name, serialized(&kind_schema));
-        definitions.insert(list_name, serialized(&list_schema));
-        FlavorPart { uses_scale, paths: paths.into_iter().map(|(k, v)| (k, serialized(&v))).collect(), definitions }
     }
+    out.write_all(b"}")
+}
+
+/// The kind's published schema of version `v` (with its schema), in one flavor.
+fn kind_definition(names: &Names<'_>, v: &CustomResourceDefinitionVersion, flavor: Flavor) -> Value {
+    let schema = published_schema(v);
+    let selectable: Vec<Value> = v
+        .selectable_fields
+        .iter()
+        .flatten()
+        .map(|f| json!({"fieldPath": f.json_path.strip_prefix('.').unwrap_or(&f.json_path)}))
+        .collect();
+    let mut kind_schema = kind_schema(schema.as_ref(), flavor, names.preserve_unknown_fields);
+    if let Value::Object(m) = &mut kind_schema {
+        m.insert("x-kubernetes-group-version-kind".into(), json!([gvk(names.group, &v.name, names.kind)]));
+        if !selectable.is_empty() {
+            m.insert("x-kubernetes-selectable-fields".into(), Value::Array(selectable));
+        }
+    }
+    if flavor == Flavor::V2 {
+        prune_defaults(&mut kind_schema);
+    }
+    kind_schema
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 mod tests {
     use super::*;
+    use versa_apiextensions::ResourceDefinition;
 
     fn def(v: Value) -> ResourceDefinition {
         ResourceDefinition::from_document(&v).unwrap()
     }
 
     fn upsert(cache: &mut OpenApiCache, def: ResourceDefinition) {
-        cache.upsert(&def, Compact::of(&def));
+        cache.upsert(Compact::of(&def));
     }
 
     /// The CronTab definition of the seed tutorial, plus a status and scale subresource on v1.
@@ -417,6 +663,10 @@ mod tests {
                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}],
             },
         }))
+    }
+
+    fn v2_json(cache: &OpenApiCache) -> Bytes {
+        cache.v2().unwrap().json().unwrap()
     }
 
     fn parse(bytes: &[u8]) -> Value {
@@ -551,7 +801,7 @@ mod tests {
     fn crontab_v2_document() {
         let mut cache = OpenApiCache::new();
         upsert(&mut cache, crontab());
-        let doc = parse(&cache.v2());
+        let doc = parse(&v2_json(&cache));
         assert_eq!(doc["swagger"], "2.0");
         let kind = &doc["definitions"]["com.example.stable.v1.CronTab"];
         assert_eq!(
@@ -645,7 +895,7 @@ mod tests {
         for (schema, want) in cases {
             let mut cache = OpenApiCache::new();
             upsert(&mut cache, widget(schema.clone()));
-            let doc = parse(&cache.v2());
+            let doc = parse(&v2_json(&cache));
             let mut got = strip_meta_descriptions(doc["definitions"]["com.example.v1.Widget"].clone());
             if let Some(f) = got.pointer_mut("/properties/f/properties").and_then(Value::as_object_mut) {
                 for p in ["apiVersion", "kind", "metadata"] {
@@ -682,35 +932,118 @@ mod tests {
         let mut cache = OpenApiCache::new();
         upsert(&mut cache, crontab());
         let first = Arc::clone(cache.part("crontabs.stable.example.com").unwrap());
-        let v2_before = cache.v2();
+        let v2_before = cache.v2().unwrap();
         let v3_before = cache.v3_group_version("stable.example.com", "v1").unwrap();
-        assert_eq!(v2_before.as_ptr(), cache.v2().as_ptr(), "memoized");
+        let hash_before = cache.v3_hash("stable.example.com", "v1").unwrap();
+        assert!(Arc::ptr_eq(&v2_before, &cache.v2().unwrap()), "memoized");
 
         upsert(&mut cache, widget(json!({"type": "object"})));
         assert!(Arc::ptr_eq(&first, cache.part("crontabs.stable.example.com").unwrap()), "untouched part");
         let v3_after = cache.v3_group_version("stable.example.com", "v1").unwrap();
         assert_eq!(v3_before, v3_after, "other group-versions are unchanged");
-        let v2_after = parse(&cache.v2());
+        assert_eq!(cache.v3_hash("stable.example.com", "v1").unwrap(), hash_before);
+        assert!(!Arc::ptr_eq(&v2_before, &cache.v2().unwrap()), "dropped by the change");
+        let v2_after = parse(&v2_json(&cache));
         assert!(v2_after["definitions"].get("com.example.v1.Widget").is_some());
         assert!(v2_after["definitions"].get("com.example.stable.v1.CronTab").is_some());
 
         let index = cache.v3_index();
         let url = index["paths"]["apis/stable.example.com/v1"]["serverRelativeURL"].as_str().unwrap();
-        assert_eq!(url, format!("/openapi/v3/apis/stable.example.com/v1?hash={}", etag(&v3_after)));
+        assert_eq!(url, format!("/openapi/v3/apis/stable.example.com/v1?hash={hash_before}"));
         assert!(index["paths"].get("apis/example.com/v1").is_some());
-        let (_, hash) = cache.v3_group_version_with_hash("example.com", "v1").unwrap();
+        let hash = cache.v3_hash("example.com", "v1").unwrap();
         assert_eq!(hash.len(), 128);
         assert!(hash.chars().all(|c| c.is_ascii_digit() || c.is_ascii_uppercase()));
+
+        // A change of the definition moves its group-version's hash; a status change does not.
+        let mut changed = crontab();
+        changed.spec.versions[0].selectable_fields = None;
+        upsert(&mut cache, changed.clone());
+        assert_ne!(cache.v3_hash("stable.example.com", "v1").unwrap(), hash_before);
+        let moved = cache.v3_hash("stable.example.com", "v1").unwrap();
+        changed.metadata.resource_version = Some("42".into());
+        changed.status = Some(Default::default());
+        upsert(&mut cache, changed);
+        assert_eq!(cache.v3_hash("stable.example.com", "v1").unwrap(), moved);
 
         cache.remove("widgets.example.com");
         assert_eq!(cache.v3_group_version("example.com", "v1"), None);
         assert!(cache.v3_index()["paths"].get("apis/example.com/v1").is_none());
-        assert!(parse(&cache.v2())["definitions"].get("com.example.v1.Widget").is_none());
+        assert!(parse(&v2_json(&cache))["definitions"].get("com.example.v1.Widget").is_none());
         // Without a scale subresource left, autoscaling types are not published.
         cache.remove("crontabs.stable.example.com");
-        let empty = parse(&cache.v2());
+        let empty = parse(&v2_json(&cache));
         assert!(empty["definitions"].get(SCALE).is_none());
         assert_eq!(empty["paths"], json!({}));
+    }
+
+    /// A definition in `group` with the given served versions (a `v1-beta` beside `v1`
+    /// interleaves their paths and names), namespaced or not.
+    fn thing(group: &str, kind: &str, plural: &str, versions: &[&str], namespaced: bool) -> ResourceDefinition {
+        let versions: Vec<Value> = versions
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                json!({"name": v, "served": true, "storage": i == 0,
+                       "subresources": {"status": {}},
+                       "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                           "spec": {"type": "object", "properties": {"size": {"type": "integer", "default": 1}}}}}}})
+            })
+            .collect();
+        def(json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.{group}")},
+            "spec": {
+                "group": group, "scope": if namespaced { "Namespaced" } else { "Cluster" },
+                "names": {"plural": plural, "kind": kind},
+                "versions": versions,
+            },
+        }))
+    }
+
+    /// The documents are byte-identical to those of the builder they replace (c131cd0, which
+    /// kept pre-serialized parts) for definitions whose paths and names interleave across
+    /// groups, versions and definitions: the SHA-512 of each document is pinned. A deliberate
+    /// change of the documents updates these hashes (and [`BUILDER_VERSION`]).
+    #[test]
+    fn documents_are_pinned() {
+        let mut cache = OpenApiCache::new();
+        upsert(&mut cache, crontab());
+        upsert(
+            &mut cache,
+            widget(json!({"type": "object", "properties": {"a": {"x-kubernetes-int-or-string": true}}})),
+        );
+        upsert(&mut cache, thing("example.com", "Apple", "apples", &["v1"], true));
+        upsert(&mut cache, thing("example.com.io", "Gizmo", "gizmos", &["v1", "v1-beta"], true));
+        upsert(&mut cache, thing("v1.example.com", "Aardvark", "aardvarks", &["v1"], false));
+        upsert(&mut cache, thing("stable.example.com", "Zebra", "zebras", &["v1", "v1-beta", "v2"], false));
+        let v2 = cache.v2().unwrap();
+        assert_eq!(v2.etag(), etag(&v2.json().unwrap()), "the ETag is the JSON's hash");
+        let mut got = vec![("v2".to_owned(), v2.etag().to_owned())];
+        for (g, v) in [
+            ("example.com", "v1"),
+            ("example.com.io", "v1"),
+            ("example.com.io", "v1-beta"),
+            ("v1.example.com", "v1"),
+            ("stable.example.com", "v1"),
+            ("stable.example.com", "v2"),
+        ] {
+            got.push((format!("{g}/{v}"), etag(&cache.v3_group_version(g, v).unwrap())));
+        }
+        let got: Vec<String> = got.into_iter().map(|(k, h)| format!("{k} {}", &h[..32])).collect();
+        assert_eq!(
+            got,
+            [
+                "v2 F161D301D421E845EF0EEE11F9966F8A",
+                "example.com/v1 5B84389F03AEFFADE459E15C3834E693",
+                "example.com.io/v1 620A16E8E3C68C002E8486DB30C752C6",
+                "example.com.io/v1-beta 338C95BAE514151F6351D1C9F5AB8AF1",
+                "v1.example.com/v1 17EA6227714F72CB954AE0DD69ACF3AC",
+                "stable.example.com/v1 611C5DA66462B9F85DF7BBC079B0EFE5",
+                "stable.example.com/v2 9F50EAF749EDCF2A87CC9EA27E5B9D29",
+            ],
+            "the documents changed: if on purpose, update these hashes and bump BUILDER_VERSION"
+        );
     }
 
     #[test]

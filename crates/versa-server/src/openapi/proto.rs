@@ -4,7 +4,7 @@
 //! (client-side validation, `kubectl apply`, `explain` on old servers) asks for nothing else.
 //! This module owns that form: the content types and the `Accept` negotiation of `/openapi/v2`
 //! ([`negotiate`]), and the conversion of the assembled JSON document into the message's bytes
-//! ([`document`]), which [`crate::openapi::OpenApiCache`] memoizes beside the JSON.
+//! ([`document`]), which [`crate::openapi::OpenApiCache`] memoizes (compressed) beside the JSON.
 //!
 //! The conversion follows gnostic's compiler (`openapiv2/OpenAPIv2.go`, which kube-openapi runs
 //! on its JSON before `proto.Marshal`): maps become lists of `Named*` pairs in document order
@@ -871,9 +871,9 @@ mod tests {
     fn crontab_document() -> (Vec<u8>, Vec<u8>) {
         let mut cache = OpenApiCache::new();
         let def = crontab();
-        cache.upsert(&def, Compact::of(&def));
-        let json = cache.v2().to_vec();
-        (json, cache.v2_protobuf().unwrap().to_vec())
+        cache.upsert(Compact::of(&def));
+        let doc = cache.v2().unwrap();
+        (doc.json().unwrap().to_vec(), doc.protobuf().unwrap().to_vec())
     }
 
     #[test]
@@ -1008,21 +1008,25 @@ mod tests {
         assert!(!has(query, 1), "required: false is proto3's default");
     }
 
-    /// The protobuf form and the `ETag` are memoized with the JSON and dropped with it.
+    /// The protobuf form and the `ETag` are memoized with the JSON (compressed) and dropped
+    /// with it.
     #[test]
     fn memoized_with_the_json() {
         let mut cache = OpenApiCache::new();
         let def = crontab();
-        cache.upsert(&def, Compact::of(&def));
-        let (json, protobuf, tag) = (cache.v2(), cache.v2_protobuf().unwrap(), cache.v2_etag());
+        cache.upsert(Compact::of(&def));
+        let doc = cache.v2().unwrap();
+        let (json, protobuf, tag) = (doc.json().unwrap(), doc.protobuf().unwrap(), doc.etag().to_owned());
         assert_eq!(tag, crate::openapi::etag(&json));
-        assert_eq!(protobuf.as_ptr(), cache.v2_protobuf().unwrap().as_ptr(), "memoized");
+        let gzip = doc.protobuf_gzip().unwrap();
+        assert_eq!(gzip.as_ptr(), cache.v2().unwrap().protobuf_gzip().unwrap().as_ptr(), "memoized");
         assert_eq!(protobuf, document(&json).unwrap());
         cache.remove("crontabs.stable.example.com");
-        assert_ne!(cache.v2_etag(), tag);
-        let empty = cache.v2_protobuf().unwrap();
+        let doc = cache.v2().unwrap();
+        assert_ne!(doc.etag(), tag);
+        let empty = doc.protobuf().unwrap();
         assert!(names(one(&empty, 8), 2).is_empty());
-        assert_eq!(empty, document(&cache.v2()).unwrap());
+        assert_eq!(empty, document(&doc.json().unwrap()).unwrap());
     }
 
     /// Reading the document entry by entry gives the bytes of encoding its whole value.
