@@ -313,10 +313,12 @@ impl View {
 fn parse(kv: KeyValue, known: &BTreeMap<String, Known>, registry: &versa_registry::Registry) -> Option<Known> {
     let doc: Value = serde_json::from_slice(&kv.value).ok()?;
     let full = ResourceDefinition::from_document(&doc).ok()?;
+    let before = known.get(full.name());
     let served = registry.snapshot().by_name(full.name()).map(|r| r.kept());
-    let kept = Compact::of_like(&full, served.iter().chain(known.get(full.name()).map(|k| k.kept()).as_ref()));
-    let violations = match known.get(full.name()) {
-        Some(before) if before.kept() == kept => before.violations.clone(),
+    let kept = Compact::of_like(&full, served.iter().chain(before.map(Known::kept).as_ref()));
+    // The verdict reads the versions' schemas alone: a status write does not lower them again.
+    let violations = match before {
+        Some(before) if before.def.spec == kept.def.spec && before.schemas == kept.schemas => before.violations.clone(),
         _ => Arc::new(structural_violations(&full)),
     };
     // One copy per definition: the one being served, when it is this very state.
