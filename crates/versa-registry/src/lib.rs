@@ -31,6 +31,7 @@ pub mod jsonpath;
 pub mod meta;
 pub mod render;
 pub mod resource;
+pub mod schema_texts;
 pub mod scale;
 pub mod served;
 pub mod storage;
@@ -40,7 +41,8 @@ pub mod versions;
 
 pub use error::{Error, Result};
 pub use resource::{
-    ADMISSION_GROUP, AdmissionKind, Builtin, CRD_GROUP, Compact, Face, Flavor, Resource, SchemaTexts, Version,
+    ADMISSION_GROUP, AdmissionKind, Builtin, CRD_GROUP, Compact, Face, Flavor, Resource, Version,
     meta_str, with_schema,
 };
+pub use schema_texts::SchemaTexts;
 pub use served::{Change, DiscoveryCache, Group, Registry, Snapshot};

@@ -23,7 +23,7 @@
 //! kinds, so that any CRD manifest installs unchanged. Behind kube-apiserver that group is
 //! kube's, and versa does not serve it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
@@ -38,6 +38,7 @@ use versa_cel::SchemaRules;
 use versa_conversion::{Converter, Options as ConversionOptions};
 use versa_schema::Structural;
 
+use crate::schema_texts::SchemaTexts;
 use crate::table::TableConvertor;
 
 /// What the REST layer does differently for a resource.
@@ -634,67 +635,6 @@ fn definitions_definition(face: Face) -> ResourceDefinition {
     ResourceDefinition::from_document(&doc).unwrap_or_default()
 }
 
-/// Each version's `schema` (`CustomResourceValidation`) as compact JSON, by version name, held
-/// deflated: a real definition's schema is mostly descriptions, which compress five- to
-/// tenfold, and the text is read only to compile a version on first use and to build OpenAPI
-/// documents. Two are equal when their texts are (compared by digest).
-#[derive(Debug, Default, Clone)]
-pub struct SchemaTexts {
-    deflated: BTreeMap<String, Box<[u8]>>,
-    /// SHA-256 over every version's name and text.
-    digest: [u8; 32],
-}
-
-impl PartialEq for SchemaTexts {
-    fn eq(&self, other: &SchemaTexts) -> bool {
-        self.digest == other.digest
-    }
-}
-
-impl SchemaTexts {
-    /// The digest of every version's name and text: equal for equal texts.
-    pub fn digest(&self) -> &[u8; 32] {
-        &self.digest
-    }
-
-    /// Version `version`'s schema text.
-    pub fn get(&self, version: &str) -> Option<String> {
-        use std::io::Read as _;
-        let deflated = self.deflated.get(version)?;
-        let mut text = String::new();
-        // Only what `SchemaTexts::of` deflated is read: it inflates.
-        flate2::read::DeflateDecoder::new(&deflated[..]).read_to_string(&mut text).ok()?;
-        Some(text)
-    }
-
-    /// The texts of `(version, text)` pairs: digested, then deflated unless `earlier` holds the
-    /// same texts (which it returns instead, shared).
-    fn of<'a>(texts: &[(String, String)], earlier: impl IntoIterator<Item = &'a Arc<SchemaTexts>>) -> Arc<SchemaTexts> {
-        use std::io::Write as _;
-        let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
-        for (name, text) in texts {
-            for part in [name.as_bytes(), text.as_bytes()] {
-                digest.update(&(part.len() as u64).to_le_bytes());
-                digest.update(part);
-            }
-        }
-        let mut out = [0u8; 32];
-        out.copy_from_slice(digest.finish().as_ref());
-        if let Some(same) = earlier.into_iter().find(|e| e.digest == out) {
-            return Arc::clone(same);
-        }
-        let deflated = texts
-            .iter()
-            .filter_map(|(name, text)| {
-                let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
-                encoder.write_all(text.as_bytes()).ok()?;
-                Some((name.clone(), encoder.finish().ok()?.into_boxed_slice()))
-            })
-            .collect();
-        Arc::new(SchemaTexts { deflated, digest: out })
-    }
-}
-
 /// A definition as it is kept while serving: without its schemas, which come back as JSON
 /// text. A typed schema is large — every node a ~860-byte `JSONSchemaProps`, every
 /// `properties` map a B-tree whose nodes hold eleven of them — so a few dozen fields cost tens
@@ -840,7 +780,7 @@ mod tests {
         assert!(kept.def.spec.versions.iter().all(|v| v.schema.is_none()));
         let text = kept.schemas.get("v1").unwrap();
         assert_eq!(text, serde_json::to_string(&def.spec.versions[0].schema).unwrap());
-        assert!(kept.schemas.deflated["v1"].len() * 5 < text.len(), "deflated");
+        assert!(kept.schemas.deflated_len("v1").unwrap() * 5 < text.len(), "deflated");
         assert_eq!(kept.schemas.get("v2"), None);
         assert_eq!(kept.full().spec, def.spec);
 

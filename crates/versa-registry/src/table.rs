@@ -109,8 +109,10 @@ struct Column {
 /// Renders objects of one version of one definition as Tables; built once per version.
 #[derive(Debug, Clone)]
 pub struct TableConvertor {
-    /// `columnDefinitions`, `Name` first.
-    definitions: Value,
+    /// `columnDefinitions`, `Name` first, as compact JSON: written into every Table as it is,
+    /// and a parsed array of maps costs a B-tree leaf per column (every definition holds one
+    /// convertor per version).
+    definitions: Box<str>,
     columns: Vec<Column>,
 }
 
@@ -167,7 +169,8 @@ impl TableConvertor {
             }));
             parsed.push(Column { path, cell_type: CellType::of(&col.type_) });
         }
-        (TableConvertor { definitions: Value::Array(definitions), columns: parsed }, error)
+        let definitions = Value::Array(definitions).to_string().into_boxed_str();
+        (TableConvertor { definitions, columns: parsed }, error)
     }
 
     /// The convertor of a version without `additionalPrinterColumns`: `Name` and `Age`.
@@ -176,8 +179,9 @@ impl TableConvertor {
     }
 
     /// The `columnDefinitions` array.
-    pub fn column_definitions(&self) -> &Value {
-        &self.definitions
+    pub fn column_definitions(&self) -> Value {
+        // Only what `lenient` serialized is parsed: it is an array.
+        serde_json::from_str(&self.definitions).unwrap_or(Value::Null)
     }
 
     /// The Table of `objects`: of a list when `list_meta` is given, else of a single object
@@ -206,7 +210,7 @@ impl TableConvertor {
             "kind": "Table",
             "apiVersion": META_API_VERSION,
             "metadata": metadata,
-            "columnDefinitions": self.definitions,
+            "columnDefinitions": self.column_definitions(),
             "rows": rows,
         })
     }
@@ -264,7 +268,7 @@ impl TableConvertor {
         out.extend_from_slice(b"{\"apiVersion\":");
         write_json(&mut out, &Value::String(META_API_VERSION.into()));
         out.extend_from_slice(b",\"columnDefinitions\":");
-        write_json(&mut out, &self.definitions);
+        out.extend_from_slice(self.definitions.as_bytes());
         out.extend_from_slice(b",\"kind\":\"Table\",\"metadata\":");
         write_json(&mut out, &Value::Object(metadata));
         out.extend_from_slice(b",\"rows\":[");
@@ -662,7 +666,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             t.column_definitions(),
-            &json!([
+            json!([
                 {"name": "Name", "type": "string", "format": "name", "description": OBJECT_META_NAME_DESCRIPTION, "priority": 0},
                 {"name": "Spec", "type": "string", "format": "",
                  "description": "Custom resource definition column (in JSONPath format): .spec.cronSpec", "priority": 0},
@@ -737,7 +741,7 @@ mod tests {
         let obj = crontab("a", "2026-11-22T02:59:00Z");
         let first = t.row_table(&obj, IncludeObject::Metadata, at(NOW), true);
         let later = t.row_table(&obj, IncludeObject::Metadata, at(NOW), false);
-        assert_eq!(first["columnDefinitions"], *t.column_definitions());
+        assert_eq!(first["columnDefinitions"], t.column_definitions());
         assert_eq!(later["columnDefinitions"], Value::Null);
         assert_eq!(later["rows"][0]["cells"], json!(["a", "60s"]));
         assert_eq!(later["metadata"], json!({"resourceVersion": "42"}));
@@ -753,8 +757,8 @@ mod tests {
         assert_eq!(TableConvertor::new(&cols).unwrap_err(), "unrecognized column definition \".spec.items[\"");
         let (t, err) = TableConvertor::lenient(&cols);
         assert!(err.is_some());
-        let names: Vec<&str> =
-            t.column_definitions().as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
+        let definitions = t.column_definitions();
+        let names: Vec<&str> = definitions.as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
         assert_eq!(names, ["Name", "Good"]);
     }
 

@@ -59,9 +59,10 @@ use crate::state::State;
 struct Known {
     key: String,
     revision: i64,
-    /// The stored `status` as `{"status": ...}` (`{}` without one): what [`compute_status`]
-    /// reads and writes.
-    status: Value,
+    /// The stored `status` as `{"status": ...}` (`{}` without one), as compact JSON: what
+    /// [`compute_status`] reads and writes ([`Known::status`]). A parsed tree of it costs a few
+    /// KiB per definition, and most reconciliations of a thousand definitions read none.
+    status: Arc<str>,
     def: Arc<ResourceDefinition>,
     schemas: Arc<SchemaTexts>,
     /// What makes the schemas non-structural (condition `NonStructuralSchema`): computed once
@@ -70,6 +71,12 @@ struct Known {
 }
 
 impl Known {
+    /// The stored `status` as `{"status": ...}`.
+    fn status(&self) -> Value {
+        // Only what `parse` serialized is parsed here.
+        serde_json::from_str(&self.status).unwrap_or_else(|_| Value::Object(Default::default()))
+    }
+
     /// The compact form, as the registry and the OpenAPI cache keep it.
     fn kept(&self) -> Compact {
         Compact { def: self.def.clone(), schemas: self.schemas.clone() }
@@ -326,7 +333,7 @@ fn parse(kv: KeyValue, known: &BTreeMap<String, Known>, registry: &versa_registr
         Some(served) if served == kept => served,
         _ => kept,
     };
-    let status = status_doc(&doc);
+    let status = status_doc(&doc).to_string().into();
     Some(Known { key: kv.key, revision: kv.mod_revision, status, def: kept.def, schemas: kept.schemas, violations })
 }
 
@@ -458,14 +465,15 @@ fn reconcile(state: &State, view: &mut View, name: &str, batch: &mut Batch, term
     if !deleting {
         // The status alone first: most reconciliations change nothing, and the whole document
         // is parsed only when something does.
-        let mut status = k.status.clone();
+        let before = k.status();
+        let mut status = before.clone();
         compute_status(&mut status, &k.def, &k.violations, &view.names.in_use(&k.def.spec.group, name));
-        if status != k.status {
+        if status != before {
             let mut next = (*k.def).clone();
             next.status = status.get("status").and_then(|s| serde_json::from_value(s.clone()).ok());
             let held = Held::of(&next);
             if next.is_established() {
-                let known = Known { def: Arc::new(next), status: status.clone(), ..k.clone() };
+                let known = Known { def: Arc::new(next), status: status.to_string().into(), ..k.clone() };
                 batch.serve(state, &known);
             }
             let (group, revision) = (k.def.spec.group.clone(), k.revision);

@@ -17,11 +17,12 @@ use std::collections::{BTreeSet, HashMap};
 
 use versa_apiextensions::ResourceDefinition;
 
-/// What one definition holds.
+/// What one definition holds (kept for every definition: sorted slices, not B-trees, whose
+/// leaves are far larger than the handful of names in them).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Held {
-    resources: BTreeSet<String>,
-    kinds: BTreeSet<String>,
+    resources: Names,
+    kinds: Names,
     /// Every requested name accepted, `NamesAccepted` and `Established` true.
     settled: bool,
 }
@@ -30,20 +31,39 @@ impl Held {
     /// What `def` holds by its status.
     pub fn of(def: &ResourceDefinition) -> Held {
         let accepted = def.status.as_ref().and_then(|s| s.accepted_names.as_ref());
-        let mut held = Held::default();
+        let (mut resources, mut kinds) = (Vec::new(), Vec::new());
         if let Some(n) = accepted {
-            held.resources.insert(n.plural.clone());
-            held.resources.extend(n.singular.clone());
-            held.resources.extend(n.short_names.iter().flatten().cloned());
-            held.kinds.insert(n.kind.clone());
-            held.kinds.extend(n.list_kind.clone());
+            resources.push(n.plural.as_str());
+            resources.extend(n.singular.as_deref());
+            resources.extend(n.short_names.iter().flatten().map(String::as_str));
+            kinds.push(n.kind.as_str());
+            kinds.extend(n.list_kind.as_deref());
         }
-        held.resources.remove("");
-        held.kinds.remove("");
-        held.settled = accepted.is_some_and(|n| *n == def.spec.names)
+        let settled = accepted.is_some_and(|n| *n == def.spec.names)
             && def.condition_is_true("NamesAccepted")
             && def.is_established();
-        held
+        Held { resources: Names::of(resources), kinds: Names::of(kinds), settled }
+    }
+}
+
+/// A set of names: sorted, without repeats or empty names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Names(Box<[Box<str>]>);
+
+impl Names {
+    fn of(mut names: Vec<&str>) -> Names {
+        names.retain(|n| !n.is_empty());
+        names.sort_unstable();
+        names.dedup();
+        Names(names.into_iter().map(Box::from).collect())
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.0.binary_search_by(|n| (**n).cmp(name)).is_ok()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|n| &**n)
     }
 }
 
@@ -70,8 +90,8 @@ impl Taken {
         let mut taken = Taken::default();
         for o in others {
             let held = Held::of(o);
-            taken.resources.extend(held.resources);
-            taken.kinds.extend(held.kinds);
+            taken.resources.extend(held.resources.iter().map(str::to_owned));
+            taken.kinds.extend(held.kinds.iter().map(str::to_owned));
         }
         taken
     }
@@ -100,10 +120,10 @@ struct GroupNames {
 }
 
 impl GroupNames {
-    fn count(counts: &mut HashMap<String, u32>, names: &BTreeSet<String>, up: bool) {
-        for name in names {
+    fn count(counts: &mut HashMap<String, u32>, names: &Names, up: bool) {
+        for name in names.iter() {
             if up {
-                *counts.entry(name.clone()).or_default() += 1;
+                *counts.entry(name.to_owned()).or_default() += 1;
             } else if let Some(n) = counts.get_mut(name) {
                 *n -= 1;
                 if *n == 0 {
