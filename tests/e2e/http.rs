@@ -1910,6 +1910,20 @@ async fn aggregated_and_legacy_discovery() {
     let content_type = r.header("content-type").unwrap_or_default();
     checks.check("aggregated content type", content_type.contains("as=APIGroupDiscoveryList"), &content_type);
     let doc = r.json();
+    // Kept compressed: clients that accept gzip get it so, the same document.
+    for (accept, plain) in [
+        ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", &r.body),
+        ("application/json", &c.get("/apis").await.body),
+    ] {
+        let gz = c.get_with("/apis", &[("accept", accept), ("accept-encoding", "gzip")]).await;
+        let mut inflated = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz.body[..]), &mut inflated).unwrap();
+        checks.eq(
+            &format!("/apis as {accept}, gzip"),
+            &json!([gz.header("content-encoding"), gz.header("vary"), inflated == **plain]),
+            &json!(["gzip", "Accept, Accept-Encoding", true]),
+        );
+    }
     checks.eq(
         "aggregated kind",
         &json!([doc["kind"], doc["apiVersion"]]),

@@ -134,6 +134,8 @@ fn parse_action(text: &str, depth: usize) -> Result<Vec<Node>, String> {
     let mut p = Parser { input: text, pos: 0, depth };
     let mut nodes = Vec::new();
     p.parse_inside_action(&mut nodes)?;
+    // Kept for the life of a resource (its Table columns): no spare capacity.
+    nodes.shrink_to_fit();
     Ok(nodes)
 }
 

@@ -35,7 +35,7 @@ pub struct Snapshot {
     pub discovery: DiscoveryCache,
 }
 
-/// Discovery documents of one snapshot.
+/// Discovery documents of one snapshot (as the HTTP side keeps them: gzip-compressed JSON).
 #[derive(Debug, Default)]
 pub struct DiscoveryCache {
     pub group_list: OnceLock<bytes::Bytes>,

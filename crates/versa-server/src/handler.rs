@@ -384,20 +384,23 @@ fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Respo
         let content_type = if aggregated { AGGREGATED_CONTENT_TYPE } else { "application/json" };
         return bytes_response(StatusCode::OK, content_type, doc);
     }
-    if aggregated {
-        // Built once per snapshot; each answer shares the bytes.
-        let doc = snapshot
-            .discovery
-            .aggregated
-            .get_or_init(|| Bytes::from(serde_json::to_vec(&discovery::aggregated(&split().1)).unwrap_or_default()));
-        bytes_response(StatusCode::OK, AGGREGATED_CONTENT_TYPE, doc.clone())
+    // Built once per snapshot, kept compressed; each answer shares the bytes.
+    let (content_type, gzip) = if aggregated {
+        let doc = snapshot.discovery.aggregated.get_or_init(|| discovery::gzip_json(&discovery::aggregated(&split().1)));
+        (AGGREGATED_CONTENT_TYPE, doc)
     } else {
-        let doc = snapshot
-            .discovery
-            .group_list
-            .get_or_init(|| Bytes::from(serde_json::to_vec(&discovery::group_list(&split().1)).unwrap_or_default()));
-        bytes_response(StatusCode::OK, "application/json", doc.clone())
-    }
+        let doc = snapshot.discovery.group_list.get_or_init(|| discovery::gzip_json(&discovery::group_list(&split().1)));
+        ("application/json", doc)
+    };
+    let mut response = if accepts_gzip(headers) {
+        let mut response = bytes_response(StatusCode::OK, content_type, gzip.clone());
+        response.headers_mut().insert(header::CONTENT_ENCODING, header::HeaderValue::from_static("gzip"));
+        response
+    } else {
+        bytes_response(StatusCode::OK, content_type, discovery::gunzip(gzip))
+    };
+    response.headers_mut().insert(header::VARY, header::HeaderValue::from_static("Accept, Accept-Encoding"));
+    response
 }
 
 /// `/openapi/v2`, as kube-openapi serves it: JSON, or gnostic's `openapi.v2.Document` protobuf
