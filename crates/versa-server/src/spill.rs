@@ -8,8 +8,8 @@
 //!   creation (`O_TMPFILE` where the filesystem has it, else created and removed at once), so a
 //!   crash leaves nothing behind; it is closed, and its space freed, when the last [`Spilled`]
 //!   holding it is dropped — a request still streaming an old document keeps it until it ends.
-//! - Reads are positional (`pread`, [`FileExt::read_at`]): concurrent requests share one file
-//!   with no lock and no shared cursor.
+//! - Reads are positional (`pread`, [`std::os::unix::fs::FileExt::read_at`]): concurrent
+//!   requests share one file with no lock and no shared cursor.
 //! - When the file cannot be made or written (a read-only or full `TMPDIR`), the bytes are kept
 //!   in memory instead, exactly sized, and nothing fails for it; the first such fallback of the
 //!   process is logged as a warning, later ones at debug level.
