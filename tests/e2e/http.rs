@@ -2192,6 +2192,8 @@ async fn openapi_documents() {
         assert_eq!(header(&r, "content-encoding"), "gzip", "{accept_encoding}");
         assert_eq!(header(&r, "etag"), etag);
         assert_eq!(gunzip(&r.body), plain.body, "{accept_encoding}");
+        // Streamed from its temporary file with its exact length.
+        assert_eq!(header(&r, "content-length"), r.body.len().to_string(), "{accept_encoding}");
     }
     for accept_encoding in ["identity", "gzip;q=0", "*;q=0", "gzip;q=0, *", "br"] {
         let r = c.get_with("/openapi/v2", &[("accept-encoding", accept_encoding)]).await;

@@ -23,7 +23,7 @@ use crate::body::{Body, full, json_response};
 use crate::request_info::RequestInfo;
 use crate::state::State;
 use crate::status::Status;
-use crate::{audit, discovery, limits, request_info, rest};
+use crate::{audit, discovery, limits, request_info, rest, spill};
 
 /// The Kubernetes API version versa's types and behaviour follow (reported by `/version`).
 const KUBE_MAJOR: &str = "1";
@@ -408,11 +408,12 @@ fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Respo
 /// `.v2.v1.0+protobuf` spelling) — what kubectl's OpenAPI getter asks for. Negotiation honours
 /// q-values and wildcards, JSON first (`openapi::proto::negotiate`); nothing acceptable is a 406.
 /// Both forms carry the JSON's hash as `ETag` (a matching `If-None-Match` gets 304, which is
-/// how kube-aggregator polls). The cache keeps both forms gzip-compressed: a client whose
-/// `Accept-Encoding` allows gzip (client-go's transport sends `gzip`) gets those bytes with
-/// `Content-Encoding: gzip`, any other the inflated ones; answers vary by `Accept` and
-/// `Accept-Encoding`. The cache's lock is held only to take the document or its sources:
-/// building, inflating and converting happen without it, on a blocking thread.
+/// how kube-aggregator polls). The cache keeps both forms gzip-compressed in temporary files
+/// (`spill.rs`): a client whose `Accept-Encoding` allows gzip (client-go's transport sends
+/// `gzip`) gets those bytes streamed from the file with `Content-Encoding: gzip`, any other the
+/// inflated ones; answers vary by `Accept` and `Accept-Encoding`. The cache's lock is held only
+/// to take the document or its sources: building, inflating and converting happen without it,
+/// on a blocking thread.
 async fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> {
     use crate::openapi::proto::{Format, PROTOBUF_CONTENT_TYPE, negotiate};
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -441,10 +442,10 @@ async fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> 
             return Ok((etag, None));
         }
         let body = match (format, gzip) {
-            (Format::Json, true) => doc.json_gzip(),
-            (Format::Json, false) => doc.json()?,
-            (Format::Protobuf, true) => doc.protobuf_gzip()?,
-            (Format::Protobuf, false) => doc.protobuf()?,
+            (Format::Json, true) => spill::body(doc.json_gzip()),
+            (Format::Json, false) => full(doc.json()?),
+            (Format::Protobuf, true) => spill::body(doc.protobuf_gzip()?),
+            (Format::Protobuf, false) => full(doc.protobuf()?),
         };
         Ok::<_, crate::openapi::Error>((etag, Some(body)))
     })
@@ -461,7 +462,8 @@ async fn openapi_v2(state: &State, headers: &http::HeaderMap) -> Response<Body> 
                 Format::Json => "application/json",
                 Format::Protobuf => PROTOBUF_CONTENT_TYPE,
             };
-            let mut response = bytes_response(StatusCode::OK, content_type, body);
+            let mut response = Response::new(body);
+            response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static(content_type));
             if gzip {
                 response.headers_mut().insert(header::CONTENT_ENCODING, header::HeaderValue::from_static("gzip"));
             }

@@ -40,6 +40,7 @@ pub mod request_info;
 mod rest;
 pub mod selector;
 mod server;
+pub mod spill;
 pub mod state;
 pub mod status;
 pub mod tls;

@@ -32,13 +32,22 @@
 //! definitions when asked for:
 //!
 //! - `/openapi/v2` is written entry by entry, in key order, straight into a gzip stream and a
-//!   SHA-512 at once ([`V2Document`]); only the compressed bytes and the hash (the `ETag`, as
-//!   kube-openapi computes it: uppercase hex SHA-512 of the JSON) are kept, until the next
-//!   change. Its protobuf form (`proto.rs`) is converted from the JSON on the first request for
-//!   it and kept compressed as well. Clients that accept gzip (client-go's transport asks for it)
-//!   get the kept bytes; the others get them inflated. It is built by one request at a time,
-//!   from the definitions taken out of the cache ([`V2Sources`]), so the cache's lock — which
-//!   the definitions controller takes to apply changes — is not held while it is built.
+//!   SHA-512 at once ([`V2Document`]); the gzip stream goes straight into an anonymous
+//!   temporary file (`spill.rs`), and only the hash (the `ETag`, as kube-openapi computes it:
+//!   uppercase hex SHA-512 of the JSON) and the length stay in memory, until the next change
+//!   drops the document and closes its file. Its protobuf form (`proto.rs`) is converted from
+//!   the JSON on the first request for it and kept compressed in a file of its own. Neither the
+//!   JSON nor a compressed form is ever held whole in memory between requests: with real-world
+//!   definitions they are ~10 KiB per definition, as much as everything else the cache keeps.
+//!   Clients that accept gzip (client-go's transport asks for it) get the kept bytes *streamed*
+//!   from the file in 64 KiB chunks (`spill::body`; the response body type streams, as watches
+//!   do), so a request costs a chunk of memory, not the document; the others get them inflated
+//!   into one buffer of exactly the JSON's (or protobuf's) length, freed with the answer. When
+//!   no temporary file can be made or written (read-only or full `TMPDIR`) the compressed forms
+//!   are kept in memory, exactly sized, with a warning, and served the same way. It is built by
+//!   one request at a time, from the definitions taken out of the cache ([`V2Sources`]), so the
+//!   cache's lock — which the definitions controller takes to apply changes — is not held
+//!   while it is built.
 //! - `/openapi/v3/apis/<group>/<version>` is built per request, from that group-version's
 //!   handful of definitions. Its hash (in the `/openapi/v3` index, its `?hash=` and its `ETag`)
 //!   is over the builder's *inputs* — [`BUILDER_VERSION`] and the contributing definitions'
@@ -63,6 +72,8 @@ use flate2::write::GzEncoder;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion;
 use serde_json::{Map, Value, json};
 use versa_registry::{Compact, with_schema};
+
+use crate::spill::{self, OpenFile, Spilled};
 
 pub mod proto;
 
@@ -96,8 +107,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// The OpenAPI documents of all served definitions.
 ///
 /// Each definition keeps a [`DefinitionPart`] (a few hundred bytes besides the shared compact
-/// definition); the v2 document is memoized compressed until the next change, v3 documents are
-/// not kept at all.
+/// definition); the v2 document is memoized compressed, in a temporary file, until the next
+/// change; v3 documents are not kept at all.
 #[derive(Debug, Default)]
 pub struct OpenApiCache {
     parts: BTreeMap<String, Arc<DefinitionPart>>,
@@ -105,12 +116,21 @@ pub struct OpenApiCache {
 }
 
 /// The memoized v2 document, shared with the requests that build it outside the cache's lock.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct V2Memo {
     slot: Mutex<V2Slot>,
     /// Held while building, so that concurrent requests build once (the cache's own lock, which
     /// the definitions controller takes to apply changes, is not held meanwhile).
     building: Mutex<()>,
+    /// Makes the files the documents are kept in ([`spill::temp_file`]; tests force the
+    /// in-memory fallback with one that fails).
+    open: OpenFile,
+}
+
+impl Default for V2Memo {
+    fn default() -> V2Memo {
+        V2Memo { slot: Mutex::default(), building: Mutex::default(), open: spill::temp_file }
+    }
 }
 
 /// The document of the cache's `generation`, if built.
@@ -132,14 +152,23 @@ pub struct V2Sources {
 }
 
 /// The assembled `/openapi/v2`: its JSON gzip-compressed, the JSON's hash, and the protobuf
-/// form (also compressed) once asked for. Shared with the requests serving it, so that
-/// inflating or converting it happens outside the cache's lock.
+/// form (also compressed) once asked for — both compressed forms in temporary files
+/// ([`Spilled`]). Shared with the requests serving it, so that inflating or converting it
+/// happens outside the cache's lock; a request streaming a compressed form holds that form
+/// (and so its file) until it is sent, even if the document is replaced meanwhile.
 #[derive(Debug)]
 pub struct V2Document {
-    gzip: Bytes,
+    json: Compressed,
     etag: String,
-    json_len: usize,
-    protobuf_gzip: Mutex<Option<Bytes>>,
+    protobuf: Mutex<Option<Compressed>>,
+    open: OpenFile,
+}
+
+/// A document kept gzip-compressed, and its length uncompressed.
+#[derive(Debug, Clone)]
+struct Compressed {
+    gzip: Arc<Spilled>,
+    len: usize,
 }
 
 /// The definitions serving one group-version, in name order: what its document is built from.
@@ -171,6 +200,14 @@ impl OpenApiCache {
     /// An empty cache (no definitions).
     pub fn new() -> OpenApiCache {
         OpenApiCache::default()
+    }
+
+    /// An empty cache keeping its documents in files made by `open` (tests: one that fails
+    /// takes the in-memory fallback).
+    #[cfg(test)]
+    pub(crate) fn with_files(open: OpenFile) -> OpenApiCache {
+        let v2 = Arc::new(V2Memo { open, ..V2Memo::default() });
+        OpenApiCache { parts: BTreeMap::new(), v2 }
     }
 
     /// Adds or replaces the part of a definition (keyed by its name), from its compact form
@@ -277,20 +314,26 @@ impl V2Sources {
         Ok(doc)
     }
 
-    /// Writes the v2 document into a gzip stream and its hash at once, entry by entry: the
-    /// uncompressed JSON is never held whole.
+    /// Writes the v2 document into a gzip stream and its hash at once, entry by entry, the
+    /// stream straight into its temporary file: neither the JSON nor its compressed form is
+    /// ever held whole. (Written again into memory if the file fails: see [`Spilled::write`].)
     fn assemble_v2(&self) -> Result<V2Document> {
-        let sink = HashingGzip {
-            gzip: GzEncoder::new(Vec::new(), Compression::new(GZIP_LEVEL)),
-            hash: ring::digest::Context::new(&ring::digest::SHA512),
-            len: 0,
-        };
-        let mut out = io::BufWriter::with_capacity(64 * 1024, sink);
-        self.write_v2(&mut out).map_err(Error::Io)?;
-        let sink = out.into_inner().map_err(|e| Error::Io(e.into_error()))?;
-        let (hash, json_len) = (sink.hash.finish(), sink.len);
-        let gzip = sink.gzip.finish().map_err(Error::Io)?;
-        Ok(V2Document { gzip: Bytes::from(gzip), etag: hex(hash.as_ref()), json_len, protobuf_gzip: Mutex::new(None) })
+        let open = self.memo.open;
+        let (gzip, (hash, len)) = Spilled::write(open, "/openapi/v2", |file| {
+            let sink = HashingGzip {
+                gzip: GzEncoder::new(file, Compression::new(GZIP_LEVEL)),
+                hash: ring::digest::Context::new(&ring::digest::SHA512),
+                len: 0,
+            };
+            let mut out = io::BufWriter::with_capacity(64 * 1024, sink);
+            self.write_v2(&mut out)?;
+            let HashingGzip { gzip, hash, len } = out.into_inner().map_err(|e| e.into_error())?;
+            gzip.finish()?;
+            Ok((hash.finish(), len))
+        })
+        .map_err(Error::Io)?;
+        let json = Compressed { gzip: Arc::new(gzip), len };
+        Ok(V2Document { json, etag: hex(hash.as_ref()), protobuf: Mutex::new(None), open })
     }
 
     fn write_v2(&self, out: &mut impl Write) -> io::Result<()> {
@@ -352,34 +395,58 @@ impl V2Document {
         &self.etag
     }
 
-    /// The JSON, gzip-compressed (`Content-Encoding: gzip`).
-    pub fn json_gzip(&self) -> Bytes {
-        self.gzip.clone()
+    /// The JSON, gzip-compressed (`Content-Encoding: gzip`): to stream ([`spill::body`]).
+    pub fn json_gzip(&self) -> Arc<Spilled> {
+        Arc::clone(&self.json.gzip)
     }
 
-    /// The JSON.
+    /// The JSON (inflated for this request).
     pub fn json(&self) -> Result<Bytes> {
-        inflate(&self.gzip, self.json_len).map(Bytes::from).map_err(Error::Io)
+        self.json.inflate().map_err(Error::Io)
     }
 
     /// Gnostic's `openapi.v2.Document` protobuf, gzip-compressed: converted from the JSON on
-    /// first use and kept with it.
-    pub fn protobuf_gzip(&self) -> Result<Bytes> {
-        let mut memo = self.protobuf_gzip.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(bytes) = &*memo {
-            return Ok(bytes.clone());
-        }
-        let protobuf = proto::document(&self.json()?).map_err(Error::Protobuf)?;
-        let mut gzip = GzEncoder::new(Vec::new(), Compression::new(GZIP_LEVEL));
-        gzip.write_all(&protobuf).map_err(Error::Io)?;
-        let bytes = Bytes::from(gzip.finish().map_err(Error::Io)?);
-        *memo = Some(bytes.clone());
-        Ok(bytes)
+    /// first use and kept with it (written once into its own temporary file).
+    pub fn protobuf_gzip(&self) -> Result<Arc<Spilled>> {
+        Ok(self.protobuf_compressed()?.gzip)
     }
 
-    /// Gnostic's `openapi.v2.Document` protobuf.
+    /// Gnostic's `openapi.v2.Document` protobuf (inflated for this request).
     pub fn protobuf(&self) -> Result<Bytes> {
-        inflate(&self.protobuf_gzip()?, 0).map(Bytes::from).map_err(Error::Io)
+        self.protobuf_compressed()?.inflate().map_err(Error::Io)
+    }
+
+    fn protobuf_compressed(&self) -> Result<Compressed> {
+        let mut memo = self.protobuf.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(kept) = &*memo {
+            return Ok(kept.clone());
+        }
+        let protobuf = proto::document(&self.json()?).map_err(Error::Protobuf)?;
+        let (gzip, ()) = Spilled::write(self.open, "/openapi/v2 protobuf", |file| {
+            let mut gzip = GzEncoder::new(file, Compression::new(GZIP_LEVEL));
+            gzip.write_all(&protobuf)?;
+            gzip.finish().map(drop)
+        })
+        .map_err(Error::Io)?;
+        let kept = Compressed { gzip: Arc::new(gzip), len: protobuf.len() };
+        *memo = Some(kept.clone());
+        Ok(kept)
+    }
+}
+
+impl Compressed {
+    /// Gunzips the document into exactly its length: a stream that inflates to more or less
+    /// (it never should: it is the process's own) is an error, and at most `len` bytes are
+    /// allocated whatever it holds.
+    fn inflate(&self) -> io::Result<Bytes> {
+        let mut out = Vec::with_capacity(self.len);
+        let mut gzip = GzDecoder::new(self.gzip.reader());
+        (&mut gzip).take(self.len as u64).read_to_end(&mut out)?;
+        // Reading on to the end checks the stream's trailer (CRC and length) too.
+        if out.len() != self.len || gzip.read(&mut [0])? != 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "the kept document inflates to another length"));
+        }
+        Ok(Bytes::from(out))
     }
 }
 
@@ -395,13 +462,6 @@ fn hex(bytes: &[u8]) -> String {
         let _ = write!(out, "{b:02X}");
     }
     out
-}
-
-/// Gunzips `gzip`; `size_hint` is the expected length (0 when unknown).
-fn inflate(gzip: &[u8], size_hint: usize) -> io::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(size_hint);
-    GzDecoder::new(gzip).read_to_end(&mut out)?;
-    Ok(out)
 }
 
 impl V3Sources {
@@ -437,13 +497,13 @@ fn v3_hash<'a>(group: &str, version: &str, parts: impl Iterator<Item = &'a Defin
 }
 
 /// A `Write` that feeds a gzip stream and a hash, counting the bytes.
-struct HashingGzip {
-    gzip: GzEncoder<Vec<u8>>,
+struct HashingGzip<W: Write> {
+    gzip: GzEncoder<W>,
     hash: ring::digest::Context,
     len: usize,
 }
 
-impl Write for HashingGzip {
+impl<W: Write> Write for HashingGzip<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.gzip.write_all(buf)?;
         self.hash.update(buf);
@@ -1044,6 +1104,72 @@ mod tests {
             ],
             "the documents changed: if on purpose, update these hashes and bump BUILDER_VERSION"
         );
+    }
+
+    /// The documents are kept in temporary files; without one (read-only or full `TMPDIR`) in
+    /// memory. The bytes and the `ETag` are the same either way, and a document replaced by a
+    /// change can still be read by whoever holds it (a request streaming it).
+    #[test]
+    fn kept_in_files_or_in_memory() {
+        fn read_only() -> io::Result<std::fs::File> {
+            Err(io::Error::new(io::ErrorKind::ReadOnlyFilesystem, "read-only file system"))
+        }
+        /// Writes into `/dev/full` fail with ENOSPC.
+        fn full() -> io::Result<std::fs::File> {
+            std::fs::OpenOptions::new().read(true).write(true).open("/dev/full")
+        }
+        let mut caches = vec![(true, OpenApiCache::new()), (false, OpenApiCache::with_files(read_only))];
+        if std::path::Path::new("/dev/full").exists() {
+            caches.push((false, OpenApiCache::with_files(full)));
+        }
+        let mut documents = Vec::new();
+        for (in_file, cache) in &mut caches {
+            upsert(cache, crontab());
+            let doc = cache.v2().unwrap();
+            let (json_gzip, protobuf_gzip) = (doc.json_gzip(), doc.protobuf_gzip().unwrap());
+            assert_eq!((json_gzip.in_file(), protobuf_gzip.in_file()), (*in_file, *in_file));
+            let json = doc.json().unwrap();
+            assert_eq!(doc.etag(), etag(&json));
+            assert_eq!(inflate_all(&json_gzip.to_bytes().unwrap()), json);
+            documents.push((
+                doc.etag().to_owned(),
+                json,
+                json_gzip.to_bytes().unwrap(),
+                doc.protobuf().unwrap(),
+                protobuf_gzip.to_bytes().unwrap(),
+            ));
+
+            // Replaced by a change: the old document's file stays readable by its holders.
+            upsert(cache, widget(json!({"type": "object"})));
+            assert_ne!(cache.v2().unwrap().etag(), doc.etag());
+            drop(doc);
+            assert_eq!(json_gzip.to_bytes().unwrap(), documents.last().unwrap().2);
+        }
+        assert!(documents.windows(2).all(|w| w[0] == w[1]), "the same documents in a file and in memory");
+    }
+
+    fn inflate_all(gzip: &[u8]) -> Bytes {
+        let mut out = Vec::new();
+        GzDecoder::new(gzip).read_to_end(&mut out).unwrap();
+        Bytes::from(out)
+    }
+
+    /// Inflating checks the length and the stream's trailer.
+    #[test]
+    fn inflating_is_exact() {
+        let text = b"{\"swagger\":\"2.0\"}".repeat(100);
+        let mut gzip = GzEncoder::new(Vec::new(), Compression::new(GZIP_LEVEL));
+        gzip.write_all(&text).unwrap();
+        let gzip = Arc::new(Spilled::in_memory(gzip.finish().unwrap()));
+        let kept = |len| Compressed { gzip: Arc::clone(&gzip), len };
+        assert_eq!(kept(text.len()).inflate().unwrap(), text);
+        assert_eq!(kept(text.len() - 1).inflate().unwrap_err().kind(), io::ErrorKind::InvalidData);
+        assert!(kept(text.len() + 1).inflate().is_err());
+        let mut corrupt = gzip.to_bytes().unwrap().to_vec();
+        let crc = corrupt.len() - 8;
+        corrupt[crc] ^= 1;
+        let corrupt = Compressed { gzip: Arc::new(Spilled::in_memory(corrupt)), len: text.len() };
+        assert!(corrupt.inflate().is_err(), "the CRC is checked");
     }
 
     #[test]

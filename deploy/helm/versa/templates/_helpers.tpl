@@ -251,9 +251,12 @@ spec:
     - name: data
       emptyDir: {}
     {{- end }}
+    {{- /* TMPDIR: the kept /openapi/v2 document and its protobuf form (about 10 KiB per
+    definition, twice that while a replaced one is still being sent); a pod whose emptyDir
+    outgrows its limit is evicted. */}}
     - name: tmp
       emptyDir:
-        sizeLimit: 64Mi
+        sizeLimit: 512Mi
     {{- if ne .Values.certificates.mode "generated" }}
     - name: serving-cert
       secret:
