@@ -60,8 +60,8 @@ struct Known {
     key: String,
     revision: i64,
     /// The stored `status` as `{"status": ...}` (`{}` without one), as compact JSON: what
-    /// [`compute_status`] reads and writes ([`Known::status`]). A parsed tree of it costs a few
-    /// KiB per definition, and most reconciliations of a thousand definitions read none.
+    /// [`compute_status`] reads and writes ([`Known::status`]), parsed when a reconciliation
+    /// reads it: kept as a tree it cost a few KiB per definition, several times its text.
     status: Arc<str>,
     def: Arc<ResourceDefinition>,
     schemas: Arc<SchemaTexts>,
