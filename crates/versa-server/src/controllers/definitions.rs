@@ -680,8 +680,9 @@ async fn cleanup(state: &Arc<State>, name: &str) {
         }
         let Ok(Some(kv)) = state.store.get(&def_key).await else { return };
         let Ok(stored) = serde_json::from_slice::<Value>(&kv.value) else { return };
-        let Some(k) = parse(kv, &BTreeMap::new(), &state.registry) else { return };
-        let prefix = state.keys.resource(&k.def.spec.group, &k.def.spec.names.plural);
+        let Ok(def) = ResourceDefinition::from_document(&stored) else { return };
+        let revision = kv.mod_revision;
+        let prefix = state.keys.resource(&def.spec.group, &def.spec.names.plural);
         let remaining = match delete_objects(state, &prefix).await {
             Ok(n) => n,
             Err(e) => {
@@ -705,18 +706,18 @@ async fn cleanup(state: &Arc<State>, name: &str) {
                 .map(|f| f.iter().filter(|x| *x != CLEANUP_FINALIZER).cloned().collect())
                 .unwrap_or_default();
             let done = if finalizers.is_empty() {
-                state.store.delete(&def_key, Some(k.revision)).await.map(|_| ())
+                state.store.delete(&def_key, Some(revision)).await.map(|_| ())
             } else {
                 doc["metadata"]["finalizers"] = Value::Array(finalizers);
                 let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
-                state.store.update(&def_key, bytes, k.revision).await.map(|_| ())
+                state.store.update(&def_key, bytes, revision).await.map(|_| ())
             };
             match done {
                 Ok(()) => return,
                 Err(versa_storage::Error::Conflict { .. }) => continue,
                 Err(e) => tracing::warn!(definition = name, error = %e, "removing the cleanup finalizer"),
             }
-        } else if !k.def.condition_is_true("Terminating")
+        } else if !def.condition_is_true("Terminating")
             || stored.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
                 cs.iter().any(|c| c["type"] == "Terminating" && c["reason"] == "InstanceDeletionPending")
             })
@@ -731,7 +732,7 @@ async fn cleanup(state: &Arc<State>, name: &str) {
                 &meta::now(),
             );
             let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
-            let _ = state.store.update(&def_key, bytes, k.revision).await;
+            let _ = state.store.update(&def_key, bytes, revision).await;
         }
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(if remaining == 0 { 50 } else { 1000 })) => {}
