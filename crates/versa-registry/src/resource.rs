@@ -657,7 +657,8 @@ impl Compact {
     }
 
     /// Like [`Compact::of`], sharing the schema texts of one of `earlier` (the compact forms of
-    /// earlier states of the definition) when they are the same — which spares deflating them.
+    /// earlier states of the definition) when they are the same — which spares looking up each
+    /// text in the process's table ([`SchemaTexts`]) and holding a second list of them.
     pub fn of_like<'a>(def: &ResourceDefinition, earlier: impl IntoIterator<Item = &'a Compact>) -> Compact {
         let mut kept = def.clone();
         kept.metadata.managed_fields = None;
