@@ -386,7 +386,11 @@ async fn main() {
              over the baseline {over:.1} KiB per definition, {:.2}x",
             before.0,
             created.len(),
-            if step + 1 == STEPS { format!(" (target <= 0.5x: {})", if ratio <= 0.5 { "met" } else { "not met" }) } else { String::new() },
+            if step + 1 == STEPS {
+                format!(" (target <= 0.5x: {})", if ratio <= 0.5 { "met" } else { "not met" })
+            } else {
+                String::new()
+            },
             over * 1024.0 / average,
         );
     }

@@ -31,8 +31,8 @@ pub mod jsonpath;
 pub mod meta;
 pub mod render;
 pub mod resource;
-pub mod schema_texts;
 pub mod scale;
+pub mod schema_texts;
 pub mod served;
 pub mod storage;
 pub mod strategy;
@@ -41,8 +41,7 @@ pub mod versions;
 
 pub use error::{Error, Result};
 pub use resource::{
-    ADMISSION_GROUP, AdmissionKind, Builtin, CRD_GROUP, Compact, Face, Flavor, Resource, Version,
-    meta_str, with_schema,
+    ADMISSION_GROUP, AdmissionKind, Builtin, CRD_GROUP, Compact, Face, Flavor, Resource, Version, meta_str, with_schema,
 };
 pub use schema_texts::SchemaTexts;
 pub use served::{Change, DiscoveryCache, Group, Registry, Snapshot};

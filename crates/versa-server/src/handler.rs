@@ -386,10 +386,12 @@ fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Respo
     }
     // Built once per snapshot, kept compressed; each answer shares the bytes.
     let (content_type, gzip) = if aggregated {
-        let doc = snapshot.discovery.aggregated.get_or_init(|| discovery::gzip_json(&discovery::aggregated(&split().1)));
+        let doc =
+            snapshot.discovery.aggregated.get_or_init(|| discovery::gzip_json(&discovery::aggregated(&split().1)));
         (AGGREGATED_CONTENT_TYPE, doc)
     } else {
-        let doc = snapshot.discovery.group_list.get_or_init(|| discovery::gzip_json(&discovery::group_list(&split().1)));
+        let doc =
+            snapshot.discovery.group_list.get_or_init(|| discovery::gzip_json(&discovery::group_list(&split().1)));
         ("application/json", doc)
     };
     let mut response = if accepts_gzip(headers) {
