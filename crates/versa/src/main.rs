@@ -7,13 +7,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// See Cargo.toml: the allocator matters for serving speed (measured by `hack/bench-serve.sh`,
-/// which uses the same one). The `system-allocator` feature leaves the system's malloc in place,
-/// for heap profilers that hook it (docs/memory.md).
-#[cfg(not(feature = "system-allocator"))]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// `println!` that never panics: a closed pipe (`versa lint ... | head`) ends the output, not
 /// the program.
 macro_rules! say {
@@ -31,6 +24,7 @@ macro_rules! warn {
     }};
 }
 
+mod allocator;
 mod convert;
 mod documents;
 mod kubeconfig;

@@ -308,6 +308,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .thread_stack_size(versa_server::codec::WORKER_STACK_BYTES)
         .build()?;
+    crate::allocator::start_purger();
     runtime.block_on(serve(args))
 }
 
