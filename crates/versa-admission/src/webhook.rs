@@ -379,10 +379,7 @@ pub(crate) fn new_uid() -> String {
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         b = nanos.to_le_bytes();
     }
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    versa_schema::objectmeta::uuid_v4(b)
 }
 
 /// Validating webhooks: the ones that apply, called concurrently.

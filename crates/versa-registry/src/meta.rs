@@ -1,6 +1,6 @@
 //! Server-owned object metadata: uids, timestamps, generated name suffixes, and the
 //! time helpers every write shares. Randomness comes from `ring`'s system
-//! generator (already in the tree for TLS); times are formatted as RFC 3339 in UTC with second
+//! generator (already in the tree for TLS), drawn a pool at a time per thread; times are formatted as RFC 3339 in UTC with second
 //! precision, as `metav1.Time` serialises.
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -10,12 +10,7 @@ use ring::rand::{SecureRandom, SystemRandom};
 /// A random RFC 4122 version 4 uid (`8-4-4-4-12` lowercase hex).
 pub fn new_uid() -> String {
     let mut b = [0u8; 16];
-    // The system generator only fails when the OS has no entropy source at all; the uid then
-    // still differs per call through the clock.
-    if SystemRandom::new().fill(&mut b).is_err() {
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
-        b = nanos.to_le_bytes();
-    }
+    random(&mut b);
     versa_schema::objectmeta::uuid_v4(b)
 }
 
@@ -23,8 +18,41 @@ pub fn new_uid() -> String {
 pub fn name_suffix() -> String {
     let alphabet = versa_schema::pipeline::NAME_SUFFIX_ALPHABET.as_bytes();
     let mut b = [0u8; 5];
-    let _ = SystemRandom::new().fill(&mut b);
+    random(&mut b);
     b.iter().map(|x| alphabet[*x as usize % alphabet.len()] as char).collect()
+}
+
+/// Bytes drawn per call of the system generator, kept per thread and handed out in order:
+/// every request gets an Audit-ID, and a system call for each of its 16 bytes was a measurable
+/// part of a GET (`hack/bench-serve.sh get`). Each byte is handed out once.
+const RANDOM_POOL: usize = 512;
+
+thread_local! {
+    /// Random bytes not yet handed out: `pool[used..]`.
+    static POOL: std::cell::RefCell<([u8; RANDOM_POOL], usize)> = const { std::cell::RefCell::new(([0; RANDOM_POOL], RANDOM_POOL)) };
+}
+
+/// Fills `out` with random bytes from this thread's pool, refilled from the system generator.
+/// The generator only fails when the OS has no entropy source at all; the bytes then still
+/// differ per call through the clock.
+fn random(out: &mut [u8]) {
+    POOL.with_borrow_mut(|(pool, used)| {
+        if RANDOM_POOL - *used < out.len().min(RANDOM_POOL) {
+            if SystemRandom::new().fill(pool).is_err() {
+                let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+                for (byte, clock) in out.iter_mut().zip(nanos.to_le_bytes().iter().cycle()) {
+                    *byte = *clock;
+                }
+                return;
+            }
+            *used = 0;
+        }
+        // More than a pool's worth at once (no caller asks for it) repeats the pool.
+        for (byte, from) in out.iter_mut().zip(pool[*used..].iter().cycle()) {
+            *byte = *from;
+        }
+        *used = (*used + out.len()).min(RANDOM_POOL);
+    });
 }
 
 /// `t` as `2026-11-22T03:04:05Z`.
@@ -108,7 +136,10 @@ mod tests {
         let u = new_uid();
         assert_eq!(u.len(), 36);
         assert_eq!(&u[14..15], "4");
-        assert_ne!(u, new_uid());
+        // Across the pool's refills: every uid differs.
+        let many: std::collections::HashSet<String> = (0..1000).map(|_| new_uid()).collect();
+        assert_eq!(many.len(), 1000);
+        assert!(!many.contains(&u));
         assert_eq!(name_suffix().len(), 5);
     }
 }
