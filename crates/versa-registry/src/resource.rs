@@ -651,7 +651,10 @@ impl Compact {
     /// The compact form of `def`. What serving never reads is left out of it, because in a real
     /// definition it is as large as the schemas: `managedFields` (a created definition's entry
     /// lists every field of every schema) and kubectl's `last-applied-configuration` annotation
-    /// (the whole definition once more). The stored object keeps both.
+    /// (the whole definition once more). The stored object keeps both. Its `resourceVersion` is
+    /// left out too (the definitions controller keeps the revision beside it): the state a
+    /// status write leaves is then equal to the one served before the write, and is shared with
+    /// it rather than held a second time.
     pub fn of(def: &ResourceDefinition) -> Compact {
         Compact::of_like(def, [])
     }
@@ -662,6 +665,7 @@ impl Compact {
     pub fn of_like<'a>(def: &ResourceDefinition, earlier: impl IntoIterator<Item = &'a Compact>) -> Compact {
         let mut kept = def.clone();
         kept.metadata.managed_fields = None;
+        kept.metadata.resource_version = None;
         if let Some(annotations) = &mut kept.metadata.annotations {
             annotations.remove(LAST_APPLIED);
         }
@@ -776,6 +780,10 @@ mod tests {
         let def = ResourceDefinition::from_document(&doc).unwrap();
         let kept = Compact::of(&def);
         assert_eq!(kept.def.metadata.managed_fields, None);
+        assert_eq!(kept.def.metadata.resource_version, None);
+        let mut written = def.clone();
+        written.metadata.resource_version = Some("43".into());
+        assert_eq!(Compact::of(&written), kept, "a new revision alone is the same state");
         let annotations: Vec<&String> = kept.def.metadata.annotations.iter().flatten().map(|(k, _)| k).collect();
         assert_eq!(annotations, ["team"]);
         assert!(kept.def.spec.versions.iter().all(|v| v.schema.is_none()));

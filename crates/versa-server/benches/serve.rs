@@ -11,7 +11,8 @@
 //!   connection (the p99 target), and with 4 concurrent clients. The bare server answers GET
 //!   with a small JSON body, POST (after reading the body) with 201, and the LIST path with the
 //!   very bytes versa answered, so its figures are the cost of TLS, HTTP and the transfer
-//!   alone. Targets: GET ≥ 50 % of the bare server's requests/s; LIST of 1,000 p99 < 50 ms.
+//!   alone. Targets: GET ≥ 64 % of the bare server's requests/s (issue 19); LIST of 1,000 p99
+//!   < 50 ms.
 //! - **Definitions**, on fresh servers (`serve/definitions.rs` says how): `VERSA_BENCH_DEFINITIONS`
 //!   (1,000; issue 19's target is for 10,000) created in a burst, 10 kinds per group — the time
 //!   until all are discoverable (target < 10 s) and RSS per definition (≤ 100 KiB); with them
@@ -307,7 +308,7 @@ fn serving(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
             let (ours, bare) = compare(&versa_client, &bare_client, conns, timing, StatusCode::OK, request).await;
             rows.push(Row::new("GET one object", ours.rps(), Some(bare.rps()), "req/s").target(target_min(
                 ours.rps() / bare.rps(),
-                0.5,
+                0.64,
                 "ratio",
             )));
             rows.push(Row::new("GET p50", ms(ours.p(0.5)), Some(ms(bare.p(0.5))), "ms"));
