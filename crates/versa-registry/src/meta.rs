@@ -1,7 +1,7 @@
 //! Server-owned object metadata: uids, timestamps, generated name suffixes, and the
-//! time helpers every write shares. Randomness comes from `ring`'s system
-//! generator (already in the tree for TLS), drawn a pool at a time per thread; times are formatted as RFC 3339 in UTC with second
-//! precision, as `metav1.Time` serialises.
+//! time helpers every write shares. Randomness comes from `ring`'s system generator (already
+//! in the tree for TLS), drawn a pool at a time per thread; times are formatted as RFC 3339 in
+//! UTC with second precision, as `metav1.Time` serialises.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
