@@ -2228,3 +2228,17 @@ async fn openapi_documents() {
     assert_eq!(header(&r, "location"), url);
     assert_eq!(c.get("/openapi/v3/apis/stable.example.com/v2").await.status, 404);
 }
+
+/// `versa serve` runs the allocator's purge thread (`versa/src/allocator.rs`), which makes an
+/// idle server hand back the memory it freed; `hack/bench-memory.sh` measures what that changes.
+#[test]
+fn the_allocator_purger_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let versa = Versa::start(tmp.path());
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", versa.child.id())).unwrap();
+    let names: Vec<String> = tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect();
+    assert!(names.iter().any(|name| name == "versa-purge"), "versa's threads: {names:?}");
+}
