@@ -32,27 +32,29 @@ thread_local! {
     static POOL: std::cell::RefCell<([u8; RANDOM_POOL], usize)> = const { std::cell::RefCell::new(([0; RANDOM_POOL], RANDOM_POOL)) };
 }
 
-/// Fills `out` with random bytes from this thread's pool, refilled from the system generator.
-/// The generator only fails when the OS has no entropy source at all; the bytes then still
-/// differ per call through the clock.
+/// Fills `out` with random bytes from this thread's pool, refilled from the system generator
+/// (more than a pool's worth at once comes from the generator directly). The generator only
+/// fails when the OS has no entropy source at all; the bytes then still differ per call
+/// through the clock.
 fn random(out: &mut [u8]) {
-    POOL.with_borrow_mut(|(pool, used)| {
-        if RANDOM_POOL - *used < out.len().min(RANDOM_POOL) {
-            if SystemRandom::new().fill(pool).is_err() {
-                let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
-                for (byte, clock) in out.iter_mut().zip(nanos.to_le_bytes().iter().cycle()) {
-                    *byte = *clock;
+    let pooled = out.len() <= RANDOM_POOL
+        && POOL.with_borrow_mut(|(pool, used)| {
+            if RANDOM_POOL - *used < out.len() {
+                if SystemRandom::new().fill(pool).is_err() {
+                    return false;
                 }
-                return;
+                *used = 0;
             }
-            *used = 0;
+            out.copy_from_slice(&pool[*used..*used + out.len()]);
+            *used += out.len();
+            true
+        });
+    if !pooled && SystemRandom::new().fill(out).is_err() {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+        for (byte, clock) in out.iter_mut().zip(nanos.to_le_bytes().iter().cycle()) {
+            *byte = *clock;
         }
-        // More than a pool's worth at once (no caller asks for it) repeats the pool.
-        for (byte, from) in out.iter_mut().zip(pool[*used..].iter().cycle()) {
-            *byte = *from;
-        }
-        *used = (*used + out.len()).min(RANDOM_POOL);
-    });
+    }
 }
 
 /// `t` as `2026-11-22T03:04:05Z`.
