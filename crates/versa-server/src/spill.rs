@@ -288,7 +288,7 @@ impl HttpBody for SpilledBody {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Bytes that do not repeat with the chunk size.
@@ -296,12 +296,14 @@ mod tests {
         (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
     }
 
-    fn failing() -> io::Result<File> {
+    /// An [`OpenFile`] of a read-only `TMPDIR`: no file can be made.
+    pub(crate) fn failing() -> io::Result<File> {
         Err(io::Error::new(io::ErrorKind::ReadOnlyFilesystem, "read-only file system"))
     }
 
-    /// `/dev/full`: opens, and every write fails with ENOSPC.
-    fn full() -> io::Result<File> {
+    /// An [`OpenFile`] of a full `TMPDIR` (`/dev/full`): it opens, and every write fails with
+    /// ENOSPC.
+    pub(crate) fn full() -> io::Result<File> {
         std::fs::OpenOptions::new().read(true).write(true).open("/dev/full")
     }
 

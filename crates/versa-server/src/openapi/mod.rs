@@ -1111,14 +1111,8 @@ mod tests {
     /// change can still be read by whoever holds it (a request streaming it).
     #[test]
     fn kept_in_files_or_in_memory() {
-        fn read_only() -> io::Result<std::fs::File> {
-            Err(io::Error::new(io::ErrorKind::ReadOnlyFilesystem, "read-only file system"))
-        }
-        /// Writes into `/dev/full` fail with ENOSPC.
-        fn full() -> io::Result<std::fs::File> {
-            std::fs::OpenOptions::new().read(true).write(true).open("/dev/full")
-        }
-        let mut caches = vec![(true, OpenApiCache::new()), (false, OpenApiCache::with_files(read_only))];
+        use crate::spill::tests::{failing, full};
+        let mut caches = vec![(true, OpenApiCache::new()), (false, OpenApiCache::with_files(failing))];
         if std::path::Path::new("/dev/full").exists() {
             caches.push((false, OpenApiCache::with_files(full)));
         }
