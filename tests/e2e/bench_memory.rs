@@ -453,8 +453,9 @@ async fn main() {
         "after them: RSS {after} KiB, {:+.1} KiB per definition over every definition in use",
         (after as f64 - in_use as f64) / n as f64
     );
-    // And once tokio's idle blocking threads (which converted and read) have ended (10 s): what
-    // their allocator heaps held until then is returned.
+    // And once tokio's idle blocking threads (which converted and read) have ended (10 s), in
+    // case their allocator heaps held anything until then (after the documents were served, the
+    // 2 s and 12 s readings were the same: docs/memory.md, "Allocator retention").
     tokio::time::sleep(Duration::from_secs(12)).await;
     let later = rss_kib(pid);
     println!(
