@@ -1,13 +1,14 @@
 //! A served resource, compiled: everything a request needs about it.
 //!
-//! A [`Resource`] is built from a definition — names, scope, per version the Table convertor,
-//! subresources and the schema as compact JSON text — and never changed; when the definition
+//! A [`Resource`] is built from a definition — names, scope, per version its subresources,
+//! the schema as compact JSON text — and never changed; when the definition
 //! changes, the definitions controller builds a new one and swaps it into the
 //! [`crate::Registry`] in one step.
 //!
 //! What is large is compiled on first use and then kept for the life of the resource: each
 //! version's lowered structural schema with its CEL rules ([`Version::schema`],
-//! [`Version::rules`]) and the converter ([`Resource::converter`]). Real definitions are mostly
+//! [`Version::rules`]), its Table convertor ([`Version::table`]) and the converter
+//! ([`Resource::converter`]). Real definitions are mostly
 //! descriptions, lowered they take ~14× their JSON, and a cluster installs many more than it
 //! uses (a Crossplane provider brings hundreds); kube-apiserver, too, builds a definition's
 //! serving state on its first request (`getOrCreateServingInfoFor`). Nothing a request could
@@ -28,8 +29,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceColumnDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionVersion,
-    CustomResourceSubresourceScale, CustomResourceValidation,
+    CustomResourceDefinitionNames, CustomResourceDefinitionVersion, CustomResourceSubresourceScale,
+    CustomResourceValidation,
 };
 use serde_json::Value;
 use versa_apiextensions::types::{API_VERSION, GROUP, KIND, VERSION};
@@ -328,7 +329,12 @@ pub struct Version {
     /// The resource's schema texts, this version's among them: what `compiled` is built from.
     texts: Arc<SchemaTexts>,
     compiled: OnceLock<Compiled>,
-    pub table: TableConvertor,
+    /// The definition (compact), whose `additionalPrinterColumns` of this version `table` is
+    /// built from.
+    definition: Arc<ResourceDefinition>,
+    /// Renders Tables: built on first use ([`Version::table`]), since most definitions of a
+    /// cluster are never listed as a Table and the parsed columns are kept once built.
+    table: OnceLock<TableConvertor>,
     pub status: bool,
     pub scale: Option<CustomResourceSubresourceScale>,
     /// Field paths usable in field selectors besides `metadata.name` / `metadata.namespace`.
@@ -360,13 +366,14 @@ impl Compiled {
 }
 
 impl Version {
-    fn new(name: &str, served: bool, texts: &Arc<SchemaTexts>, table: TableConvertor) -> Version {
+    fn new(name: &str, served: bool, kept: &Compact) -> Version {
         Version {
             name: name.to_owned(),
             served,
-            texts: Arc::clone(texts),
+            texts: Arc::clone(&kept.schemas),
             compiled: OnceLock::new(),
-            table,
+            definition: Arc::clone(&kept.def),
+            table: OnceLock::new(),
             status: false,
             scale: None,
             selectable_fields: Vec::new(),
@@ -388,6 +395,18 @@ impl Version {
 
     fn compiled(&self) -> &Compiled {
         self.compiled.get_or_init(|| Compiled::of(self.texts.get(&self.name).as_deref()))
+    }
+
+    /// The Table convertor of this version's `additionalPrinterColumns` (the default columns
+    /// without any), built on the first call. A column whose path does not parse is dropped
+    /// with the ones after it, as kube serves it (definition validation refuses such paths
+    /// anyway).
+    pub fn table(&self) -> &TableConvertor {
+        self.table.get_or_init(|| {
+            let version = self.definition.spec.versions.iter().find(|v| v.name == self.name);
+            let columns = version.and_then(|v| v.additional_printer_columns.as_deref()).unwrap_or_default();
+            TableConvertor::lenient(columns).0
+        })
     }
 
     /// The schema structured merge reads (server-side apply, `managedFields`): the version's
@@ -421,11 +440,7 @@ impl Resource {
             .versions
             .iter()
             .map(|v| {
-                let columns: &[CustomResourceColumnDefinition] =
-                    v.additional_printer_columns.as_deref().unwrap_or_default();
-                // A column whose path does not parse is dropped with the ones after it, as
-                // kube serves it (definition validation refuses such paths anyway).
-                let mut version = Version::new(&v.name, v.served, &kept.schemas, TableConvertor::lenient(columns).0);
+                let mut version = Version::new(&v.name, v.served, &kept);
                 version.status = v.subresources.as_ref().is_some_and(|s| s.status.is_some());
                 version.scale = v.subresources.as_ref().and_then(|s| s.scale.clone());
                 version.selectable_fields = v
@@ -494,10 +509,10 @@ impl Resource {
     /// The definitions API as a resource, with one of its faces.
     pub fn definitions(face: Face) -> Resource {
         let (group, version, plural, singular, kind, short_names, categories) = face.names();
+        let definition = Arc::new(definitions_definition(face));
         Resource {
             id: next_id(),
             flavor: Flavor::Definitions,
-            definition: Arc::new(definitions_definition(face)),
             schemas: Arc::default(),
             group: group.to_owned(),
             plural: plural.to_owned(),
@@ -510,11 +525,13 @@ impl Resource {
             storage_version: version.to_owned(),
             versions: vec![Version {
                 status: true,
-                ..Version::new(version, true, &Arc::default(), TableConvertor::default_columns())
+                table: OnceLock::from(TableConvertor::default_columns()),
+                ..Version::new(version, true, &Compact { def: Arc::clone(&definition), schemas: Arc::default() })
             }],
             terminating: false,
             converter: OnceLock::from(Err("the definitions API has one version".to_owned())),
             conversion: ConversionOptions::default(),
+            definition,
             builtin: None,
         }
     }
@@ -651,7 +668,10 @@ impl Compact {
     /// The compact form of `def`. What serving never reads is left out of it, because in a real
     /// definition it is as large as the schemas: `managedFields` (a created definition's entry
     /// lists every field of every schema) and kubectl's `last-applied-configuration` annotation
-    /// (the whole definition once more). The stored object keeps both. Its `resourceVersion` is
+    /// (the whole definition once more). So are the labels and the annotations other than
+    /// versa's own (`versa.dev/...`: `versa migrate run` asks for a migration with one): nothing
+    /// that serves reads them, and each map is a B-tree leaf of over half a KiB however few
+    /// entries it has. The stored object keeps all of these. Its `resourceVersion` is
     /// left out too (the definitions controller keeps the revision beside it): the state a
     /// status write leaves is then equal to the one served before the write, and is shared with
     /// it rather than held a second time.
@@ -666,9 +686,11 @@ impl Compact {
         let mut kept = def.clone();
         kept.metadata.managed_fields = None;
         kept.metadata.resource_version = None;
+        kept.metadata.labels = None;
         if let Some(annotations) = &mut kept.metadata.annotations {
-            annotations.remove(LAST_APPLIED);
+            annotations.retain(|key, _| key.starts_with(VERSA_ANNOTATIONS));
         }
+        kept.metadata.annotations = kept.metadata.annotations.take().filter(|a| !a.is_empty());
         let mut texts = Vec::new();
         for v in &mut kept.spec.versions {
             if let Some(schema) = v.schema.take()
@@ -684,8 +706,8 @@ impl Compact {
     }
 }
 
-/// kubectl's annotation for client-side apply.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// The prefix of versa's own annotations, which [`Compact`] keeps.
+const VERSA_ANNOTATIONS: &str = "versa.dev/";
 
 impl Compact {
     /// The definition with its schemas put back (without what [`Compact::of`] left out).
@@ -767,7 +789,9 @@ mod tests {
         let doc = serde_json::json!({
             "apiVersion": API_VERSION, "kind": KIND,
             "metadata": {"name": "widgets.example.com",
-                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}", "team": "a"},
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}", "team": "a",
+                                "versa.dev/migrate": "now"},
+                "labels": {"team": "a"},
                 "managedFields": [{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1",
                                    "fieldsV1": {"f:spec": {}}}]},
             "spec": {"group": "example.com", "scope": "Namespaced",
@@ -785,7 +809,8 @@ mod tests {
         written.metadata.resource_version = Some("43".into());
         assert_eq!(Compact::of(&written), kept, "a new revision alone is the same state");
         let annotations: Vec<&String> = kept.def.metadata.annotations.iter().flatten().map(|(k, _)| k).collect();
-        assert_eq!(annotations, ["team"]);
+        assert_eq!(annotations, ["versa.dev/migrate"]);
+        assert_eq!(kept.def.metadata.labels, None);
         assert!(kept.def.spec.versions.iter().all(|v| v.schema.is_none()));
         let text = kept.schemas.get("v1").unwrap();
         assert_eq!(text, serde_json::to_string(&def.spec.versions[0].schema).unwrap());

@@ -15,7 +15,7 @@
 //! group the name ends with.
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -26,8 +26,9 @@ use crate::resource::{AdmissionKind, Builtin, Face, Resource};
 /// The served resources at one moment.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    /// By group name (`""` for the core group).
-    groups: BTreeMap<String, Arc<Group>>,
+    /// By group name (`""` for the core group). The names are shared by every snapshot, which
+    /// copies this map.
+    groups: BTreeMap<Arc<str>, Arc<Group>>,
     /// How many resources are served.
     len: usize,
     /// Discovery documents spanning every group, built on first use and kept until the next
@@ -44,12 +45,17 @@ pub struct DiscoveryCache {
 
 /// The served resources of one API group, shared by every snapshot in which the group did not
 /// change.
+///
+/// Both indexes are sorted vectors searched by bisection, not maps: most groups hold one or a
+/// few resources, and kept for every group a B-tree leaf and a hash table cost more than the
+/// resource's own names (docs/memory.md). An edit copies the group anyway, so inserting into
+/// the middle of a vector costs nothing a map would have saved.
 #[derive(Default)]
 pub struct Group {
     /// By definition name.
-    by_name: BTreeMap<String, Arc<Resource>>,
-    /// By plural (the accepted one).
-    by_plural: HashMap<String, Arc<Resource>>,
+    by_name: Vec<(Box<str>, Arc<Resource>)>,
+    /// By plural (the accepted one, [`Resource::plural`]): at most one resource per plural.
+    by_plural: Vec<Arc<Resource>>,
     /// What the HTTP side derives from this group alone (its discovery documents), built on
     /// first use: a group that did not change keeps it across snapshots. The registry knows
     /// nothing of its shape.
@@ -58,19 +64,31 @@ pub struct Group {
 
 impl std::fmt::Debug for Group {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Group").field("by_name", &self.by_name.keys()).finish_non_exhaustive()
+        f.debug_struct("Group").field("by_name", &self.by_name.iter().map(|(n, _)| n)).finish_non_exhaustive()
     }
 }
 
 impl Group {
     /// The group's resources, in definition-name order.
     pub fn resources(&self) -> impl Iterator<Item = &Arc<Resource>> {
-        self.by_name.values()
+        self.by_name.iter().map(|(_, r)| r)
     }
 
     /// The definitions of the group's resources (the input of its discovery documents).
     pub fn definitions(&self) -> Vec<&ResourceDefinition> {
-        self.by_name.values().map(|r| r.definition.as_ref()).collect()
+        self.resources().map(|r| r.definition.as_ref()).collect()
+    }
+
+    /// The resource served under definition name `name`.
+    fn named(&self, name: &str) -> Option<&Arc<Resource>> {
+        let at = self.by_name.binary_search_by(|(n, _)| (**n).cmp(name)).ok()?;
+        Some(&self.by_name[at].1)
+    }
+
+    /// The resource routed at `plural`.
+    fn routed(&self, plural: &str) -> Option<&Arc<Resource>> {
+        let at = self.by_plural.binary_search_by(|r| r.plural.as_str().cmp(plural)).ok()?;
+        Some(&self.by_plural[at])
     }
 
     /// A copy to change (the derived documents are not copied: they are of the old content).
@@ -78,27 +96,58 @@ impl Group {
         Group { by_name: self.by_name.clone(), by_plural: self.by_plural.clone(), derived: OnceLock::new() }
     }
 
-    fn insert(&mut self, name: &str, resource: Arc<Resource>) {
-        if let Some(old) = self.by_name.insert(name.to_owned(), resource.clone())
-            && old.plural != resource.plural
-            && self.by_plural.get(&old.plural).is_some_and(|r| Arc::ptr_eq(r, &old))
-        {
-            self.by_plural.remove(&old.plural);
+    /// Routes `plural` to `resource` (replacing the resource routed there).
+    fn route(&mut self, resource: Arc<Resource>) {
+        match self.by_plural.binary_search_by(|r| r.plural.cmp(&resource.plural)) {
+            Ok(at) => self.by_plural[at] = resource,
+            Err(at) => self.by_plural.insert(at, resource),
         }
-        self.by_plural.insert(resource.plural.clone(), resource);
+    }
+
+    fn insert(&mut self, name: &str, resource: Arc<Resource>) {
+        let old = match self.by_name.binary_search_by(|(n, _)| (**n).cmp(name)) {
+            Ok(at) => Some(std::mem::replace(&mut self.by_name[at].1, resource.clone())),
+            Err(at) => {
+                self.by_name.insert(at, (name.into(), resource.clone()));
+                None
+            }
+        };
+        if let Some(old) = old
+            && old.plural != resource.plural
+        {
+            self.unroute(&old);
+        }
+        self.route(resource);
     }
 
     fn remove(&mut self, name: &str) {
-        if let Some(old) = self.by_name.remove(name)
-            && self.by_plural.get(&old.plural).is_some_and(|r| Arc::ptr_eq(r, &old))
-        {
-            self.by_plural.remove(&old.plural);
+        let Ok(at) = self.by_name.binary_search_by(|(n, _)| (**n).cmp(name)) else { return };
+        let (_, old) = self.by_name.remove(at);
+        if self.unroute(&old) {
             // Another definition of the group may serve the same plural (it is then refused its
             // names, but a stale state could hold both for a moment): it is the route now.
-            if let Some(other) = self.by_name.values().find(|r| r.plural == old.plural) {
-                self.by_plural.insert(old.plural.clone(), other.clone());
+            let other = self.resources().find(|r| r.plural == old.plural).cloned();
+            if let Some(other) = other {
+                self.route(other);
             }
         }
+    }
+
+    /// Stops routing `old`'s plural when it is `old` that is routed there; says whether it was.
+    fn unroute(&mut self, old: &Arc<Resource>) -> bool {
+        match self.by_plural.binary_search_by(|r| r.plural.cmp(&old.plural)) {
+            Ok(at) if Arc::ptr_eq(&self.by_plural[at], old) => {
+                self.by_plural.remove(at);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Gives back what the edits left spare (the group is kept as it is until its next edit).
+    fn shrink(&mut self) {
+        self.by_name.shrink_to_fit();
+        self.by_plural.shrink_to_fit();
     }
 }
 
@@ -110,12 +159,12 @@ fn group_of(name: &str) -> &str {
 impl Snapshot {
     /// The resource served at `/apis/<group>/<version>/<plural>`, if that version is served.
     pub fn route(&self, group: &str, plural: &str) -> Option<&Arc<Resource>> {
-        self.groups.get(group)?.by_plural.get(plural)
+        self.groups.get(group)?.routed(plural)
     }
 
     /// Every served resource, by group, then by definition name.
     pub fn resources(&self) -> impl Iterator<Item = &Arc<Resource>> {
-        self.groups.values().flat_map(|g| g.by_name.values())
+        self.groups.values().flat_map(|g| g.resources())
     }
 
     /// How many resources are served.
@@ -136,12 +185,12 @@ impl Snapshot {
     /// The served resource of `group` with kind `kind` (a look in that group only: admission
     /// asks this on writes).
     pub fn by_kind(&self, group: &str, kind: &str) -> Option<&Arc<Resource>> {
-        self.groups.get(group)?.by_name.values().find(|r| r.group == group && r.kind == kind)
+        self.groups.get(group)?.resources().find(|r| r.group == group && r.kind == kind)
     }
 
     /// A served resource by definition name.
     pub fn by_name(&self, name: &str) -> Option<&Arc<Resource>> {
-        self.groups.get(group_of(name))?.by_name.get(name)
+        self.groups.get(group_of(name))?.named(name)
     }
 
     /// The served resources of `group`, if any.
@@ -151,7 +200,7 @@ impl Snapshot {
 
     /// Every group with a served resource, by name.
     pub fn groups(&self) -> impl Iterator<Item = (&str, &Arc<Group>)> {
-        self.groups.iter().map(|(name, group)| (name.as_str(), group))
+        self.groups.iter().map(|(name, group)| (&**name, group))
     }
 }
 
@@ -271,11 +320,12 @@ impl Registry {
                 Change::Remove(name) => group.remove(&name),
             }
         }
-        for (name, group) in edited {
+        for (name, mut group) in edited {
             if group.by_name.is_empty() {
-                groups.remove(&name);
+                groups.remove(name.as_str());
             } else {
-                groups.insert(name, Arc::new(group));
+                group.shrink();
+                groups.insert(name.into(), Arc::new(group));
             }
         }
         let len = groups.values().map(|g| g.by_name.len()).sum();
@@ -393,5 +443,20 @@ mod tests {
         registry.remove("cs.c.example");
         assert!(registry.snapshot().group("c.example").is_none());
         assert_eq!(registry.snapshot().len(), 3);
+    }
+
+    /// Two members of a group serving one plural (a stale state, for a moment): the one served
+    /// last is routed there, and when it goes the other is.
+    #[test]
+    fn a_shared_plural_falls_back_to_the_other_member() {
+        let registry = Registry::new();
+        registry.apply(vec![
+            Change::Serve("xs.g.example".into(), resource("g.example", "xs", "things")),
+            Change::Serve("ys.g.example".into(), resource("g.example", "ys", "things")),
+        ]);
+        assert_eq!(served(&registry.snapshot())[0], "g.example: xs.g.example@things! ys.g.example@things");
+        registry.remove("ys.g.example");
+        assert_eq!(served(&registry.snapshot())[0], "g.example: xs.g.example@things");
+        assert!(registry.snapshot().route("g.example", "xs").is_none());
     }
 }

@@ -167,8 +167,9 @@ pub fn aggregated(defs: &[&ResourceDefinition]) -> Value {
 pub struct GroupDocs {
     /// `/apis/<group>` (the `APIGroup`); for the core group, `/api` (the `APIVersions`).
     pub group: Option<bytes::Bytes>,
-    /// `/apis/<group>/<version>` (`/api/<version>`) per served version.
-    pub versions: BTreeMap<String, bytes::Bytes>,
+    /// `/apis/<group>/<version>` (`/api/<version>`) per served version, by version (a sorted
+    /// slice: kept for every group, a map's node would be larger than the names in it).
+    versions: Box<[(Box<str>, bytes::Bytes)]>,
     /// For the core group, `/api` in the aggregated form.
     pub aggregated: Option<bytes::Bytes>,
 }
@@ -184,15 +185,24 @@ impl GroupDocs {
         }
     }
 
+    /// `/apis/<group>/<version>` (`/api/<version>`), if `version` is served.
+    pub fn version(&self, version: &str) -> Option<bytes::Bytes> {
+        let at = self.versions.binary_search_by(|(v, _)| (**v).cmp(version)).ok()?;
+        Some(self.versions[at].1.clone())
+    }
+
     fn build(name: &str, group: &Group) -> GroupDocs {
         let defs = group.definitions();
-        let bytes = |doc: &Value| bytes::Bytes::from(serde_json::to_vec(doc).unwrap_or_default());
-        let versions = groups(&defs)
+        // Copied out of the serializer's buffer, whose spare capacity would be kept with them.
+        let bytes = |doc: &Value| bytes::Bytes::copy_from_slice(&serde_json::to_vec(doc).unwrap_or_default());
+        let mut versions: Vec<(Box<str>, bytes::Bytes)> = groups(&defs)
             .remove(name)
             .unwrap_or_default()
             .into_iter()
-            .filter_map(|version| resource_list(&defs, name, &version).map(|doc| (version, bytes(&doc))))
+            .filter_map(|version| resource_list(&defs, name, &version).map(|doc| (version.into(), bytes(&doc))))
             .collect();
+        versions.sort_by(|a, b| a.0.cmp(&b.0));
+        let versions = versions.into_boxed_slice();
         if name.is_empty() {
             GroupDocs {
                 group: Some(bytes(&api_versions(&defs))),

@@ -272,7 +272,7 @@ async fn authorized(
             if let Some(gv) = trimmed.strip_prefix("/openapi/v3/apis/")
                 && let Some((group, version)) = gv.split_once('/')
             {
-                return openapi_v3(&state, group, version, trimmed, query.as_deref(), req.headers());
+                return openapi_v3(&state, group, version, trimmed, query.as_deref(), req.headers()).await;
             }
             // One group's documents, built once per change of the group.
             let docs = |group: &str| {
@@ -282,14 +282,14 @@ async fn authorized(
             let doc = if let Some(version) = trimmed.strip_prefix("/api/")
                 && !version.contains('/')
             {
-                docs("").and_then(|d| d.versions.get(version).cloned())
+                docs("").and_then(|d| d.version(version))
             } else if let Some(rest) = trimmed.strip_prefix("/apis/")
                 && !rest.is_empty()
             {
                 match rest.split_once('/') {
                     None => docs(rest).and_then(|d| d.group.clone()),
                     Some((group, version)) if !group.is_empty() && !version.contains('/') => {
-                        docs(group).and_then(|d| d.versions.get(version).cloned())
+                        docs(group).and_then(|d| d.version(version))
                     }
                     Some(_) => None,
                 }
@@ -523,8 +523,10 @@ fn accepts_gzip(headers: &http::HeaderMap) -> bool {
 /// (`OpenApiCache::v3_hash`, over the document's inputs); a request naming the current hash may
 /// be cached for good, one naming an old hash is redirected to the current URL. Neither a
 /// redirect nor a 304 (`If-None-Match` naming the hash) builds the document, and none is built
-/// under the cache's lock.
-fn openapi_v3(
+/// under the cache's lock. Built on a blocking thread, as `/openapi/v2` is: a group-version's
+/// document of a large definition takes milliseconds, and the short-lived trees building it
+/// leaves are then not interleaved with what the async workers keep (docs/memory.md).
+async fn openapi_v3(
     state: &State,
     group: &str,
     version: &str,
@@ -555,7 +557,10 @@ fn openapi_v3(
     let mut response = if if_none_match(headers.get_all(header::IF_NONE_MATCH), &etag) {
         not_modified()
     } else {
-        bytes_response(StatusCode::OK, "application/json", sources.document())
+        match tokio::task::spawn_blocking(move || sources.document()).await {
+            Ok(document) => bytes_response(StatusCode::OK, "application/json", document),
+            Err(e) => return Status::internal(format!("OpenAPI v3: {e}")).into_response(),
+        }
     };
     if let Ok(etag) = header::HeaderValue::from_str(&etag) {
         response.headers_mut().insert(header::ETAG, etag);

@@ -59,10 +59,12 @@ use crate::state::State;
 struct Known {
     key: String,
     revision: i64,
-    /// The stored `status` as `{"status": ...}` (`{}` without one), as compact JSON: what
-    /// [`compute_status`] reads and writes ([`Known::status`]), parsed when a reconciliation
-    /// reads it: kept as a tree it cost a few KiB per definition, several times its text.
-    status: Arc<str>,
+    /// The stored `status` as `{"status": ...}` (`{}` without one), as compact JSON — or `None`
+    /// when the typed status (`def.status`) says exactly the same, as it does unless the stored
+    /// one has fields the typed form lacks (storage migration's checkpoint): what
+    /// [`compute_status`] reads and writes ([`Known::status`]). Kept as a tree it cost a few KiB
+    /// per definition, and as text half a KiB that the typed status already holds.
+    status: Option<Arc<str>>,
     def: Arc<ResourceDefinition>,
     schemas: Arc<SchemaTexts>,
     /// What makes the schemas non-structural (condition `NonStructuralSchema`): computed once
@@ -73,14 +75,31 @@ struct Known {
 impl Known {
     /// The stored `status` as `{"status": ...}`.
     fn status(&self) -> Value {
-        // Only what `parse` serialized is parsed here.
-        serde_json::from_str(&self.status).unwrap_or_else(|_| Value::Object(Default::default()))
+        match &self.status {
+            // Only what `Known::status_text` serialized is parsed here.
+            Some(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::Object(Default::default())),
+            None => typed_status_doc(&self.def),
+        }
+    }
+
+    /// What [`Known::status`] keeps of `status` (a `{"status": ...}` document) for `def`.
+    fn status_text(status: &Value, def: &ResourceDefinition) -> Option<Arc<str>> {
+        (*status != typed_status_doc(def)).then(|| status.to_string().into())
     }
 
     /// The compact form, as the registry and the OpenAPI cache keep it.
     fn kept(&self) -> Compact {
         Compact { def: self.def.clone(), schemas: self.schemas.clone() }
     }
+}
+
+/// A typed definition's `status`, as `{"status": ...}` (`{}` without one).
+fn typed_status_doc(def: &ResourceDefinition) -> Value {
+    let mut out = serde_json::Map::new();
+    if let Some(status) = def.status.as_ref().and_then(|s| serde_json::to_value(s).ok()) {
+        out.insert("status".into(), status);
+    }
+    Value::Object(out)
 }
 
 /// A definition document's `status`, as `{"status": ...}` (`{}` without one).
@@ -326,14 +345,19 @@ fn parse(kv: KeyValue, known: &BTreeMap<String, Known>, registry: &versa_registr
     // The verdict reads the versions' schemas alone: a status write does not lower them again.
     let violations = match before {
         Some(before) if before.def.spec == kept.def.spec && before.schemas == kept.schemas => before.violations.clone(),
-        _ => Arc::new(structural_violations(&full)),
+        _ => {
+            // Most definitions have none: they share one empty list.
+            static NONE: std::sync::LazyLock<Arc<Vec<String>>> = std::sync::LazyLock::new(Arc::default);
+            let violations = structural_violations(&full);
+            if violations.is_empty() { NONE.clone() } else { Arc::new(violations) }
+        }
     };
     // One copy per definition: the one being served, when it is this very state.
     let kept = match served {
         Some(served) if served == kept => served,
         _ => kept,
     };
-    let status = status_doc(&doc).to_string().into();
+    let status = Known::status_text(&status_doc(&doc), &kept.def);
     Some(Known { key: kv.key, revision: kv.mod_revision, status, def: kept.def, schemas: kept.schemas, violations })
 }
 
@@ -473,7 +497,7 @@ fn reconcile(state: &State, view: &mut View, name: &str, batch: &mut Batch, term
             next.status = status.get("status").and_then(|s| serde_json::from_value(s.clone()).ok());
             let held = Held::of(&next);
             if next.is_established() {
-                let known = Known { def: Arc::new(next), status: status.to_string().into(), ..k.clone() };
+                let known = Known { status: Known::status_text(&status, &next), def: Arc::new(next), ..k.clone() };
                 batch.serve(state, &known);
             }
             let (group, revision) = (k.def.spec.group.clone(), k.revision);
@@ -844,5 +868,31 @@ mod tests {
             message.contains("spec.versions[0].schema.openAPIV3Schema.properties[a].type: Required value"),
             "{message}"
         );
+    }
+
+    /// A status the typed form says in full is not kept again as text; one with a field the
+    /// typed form lacks (storage migration's checkpoint) is, and reads back whole.
+    #[test]
+    fn status_kept_as_text_only_when_the_typed_form_loses_some() {
+        let (mut doc, def) = definition("gadgets", "Gadget", json!({"type": "object"}), false);
+        compute_status(&mut doc, &def, &[], &Taken::default());
+        let typed = ResourceDefinition::from_document(&doc).unwrap();
+        let status = status_doc(&doc);
+        assert_eq!(Known::status_text(&status, &typed), None);
+        assert_eq!(Known::status_text(&json!({}), &def), None, "no status at all");
+
+        doc["status"][migration::CHECKPOINT_FIELD] = json!({"continue": "abc"});
+        let status = status_doc(&doc);
+        let text = Known::status_text(&status, &typed).unwrap();
+        let known = Known {
+            key: String::new(),
+            revision: 1,
+            status: Some(text),
+            def: Arc::new(typed),
+            schemas: Arc::default(),
+            violations: Arc::default(),
+        };
+        assert_eq!(known.status(), status);
+        assert_eq!(Known { status: None, ..known.clone() }.status()["status"].get(migration::CHECKPOINT_FIELD), None);
     }
 }

@@ -78,7 +78,8 @@ pub const CHECKPOINT_FIELD: &str = versa_registry::definitions::MIGRATION_CHECKP
 const FOLLOW_POLL: Duration = Duration::from_millis(200);
 
 /// Annotation that asks for a migration of one definition when automatic migration is off
-/// (`versa migrate run` sets it); any value works, and the migration clears it when done.
+/// (`versa migrate run` sets it); any value works, and the migration clears it when done. It is
+/// under `versa.dev/`: of the annotations, compact definitions (what this reads) keep only those.
 pub const REQUEST_ANNOTATION: &str = "versa.dev/migrate";
 
 /// Whether a definition needs (and is allowed) a migration now.

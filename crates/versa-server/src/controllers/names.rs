@@ -108,29 +108,49 @@ impl InUse for Taken {
     }
 }
 
-/// One group's members and the names they hold.
+/// One group's members and the names they hold. Sorted vectors, not maps: most groups have a
+/// member or a few, and this is kept for every group (a hash table each cost more than the names
+/// in it, docs/memory.md); a group of a thousand shifts a few dozen KiB on a change.
 #[derive(Debug, Default)]
 struct GroupNames {
-    held: HashMap<String, Held>,
-    /// How many members hold each name.
-    resources: HashMap<String, u32>,
-    kinds: HashMap<String, u32>,
+    /// By member.
+    held: Vec<(Box<str>, Held)>,
+    /// How many members hold each name, by name.
+    resources: Vec<(Box<str>, u32)>,
+    kinds: Vec<(Box<str>, u32)>,
     /// The members that are not settled.
     unsettled: BTreeSet<String>,
 }
 
+/// Where `key` is in `entries` (sorted by key), or where it would go.
+fn find<V>(entries: &[(Box<str>, V)], key: &str) -> Result<usize, usize> {
+    entries.binary_search_by(|(k, _)| (**k).cmp(key))
+}
+
 impl GroupNames {
-    fn count(counts: &mut HashMap<String, u32>, names: &Names, up: bool) {
+    fn count(counts: &mut Vec<(Box<str>, u32)>, names: &Names, up: bool) {
         for name in names.iter() {
-            if up {
-                *counts.entry(name.to_owned()).or_default() += 1;
-            } else if let Some(n) = counts.get_mut(name) {
-                *n -= 1;
-                if *n == 0 {
-                    counts.remove(name);
+            match (find(counts, name), up) {
+                (Ok(at), true) => counts[at].1 += 1,
+                (Err(at), true) => counts.insert(at, (name.into(), 1)),
+                (Ok(at), false) => {
+                    counts[at].1 -= 1;
+                    if counts[at].1 == 0 {
+                        counts.remove(at);
+                    }
                 }
+                (Err(_), false) => {}
             }
         }
+    }
+
+    /// How many members hold `name` in `counts`.
+    fn holders(counts: &[(Box<str>, u32)], name: &str) -> u32 {
+        find(counts, name).map_or(0, |at| counts[at].1)
+    }
+
+    fn member(&self, member: &str) -> Option<&Held> {
+        find(&self.held, member).ok().map(|at| &self.held[at].1)
     }
 }
 
@@ -147,7 +167,7 @@ impl NameIndex {
     /// marks the group dirty.
     pub fn hold(&mut self, group: &str, member: &str, held: Option<Held>) {
         let names = self.groups.entry(group.to_owned()).or_default();
-        let old = names.held.remove(member);
+        let old = find(&names.held, member).ok().map(|at| names.held.remove(at).1);
         let moved = old.as_ref().map(|h| (&h.resources, &h.kinds)) != held.as_ref().map(|h| (&h.resources, &h.kinds));
         if let Some(old) = &old {
             GroupNames::count(&mut names.resources, &old.resources, false);
@@ -160,8 +180,13 @@ impl NameIndex {
             if !held.settled {
                 names.unsettled.insert(member.to_owned());
             }
-            names.held.insert(member.to_owned(), held);
+            if let Err(at) = find(&names.held, member) {
+                names.held.insert(at, (member.into(), held));
+            }
         }
+        names.held.shrink_to_fit();
+        names.resources.shrink_to_fit();
+        names.kinds.shrink_to_fit();
         if names.held.is_empty() {
             self.groups.remove(group);
         }
@@ -173,7 +198,7 @@ impl NameIndex {
     /// The names the other members of `group` hold, for `member`.
     pub fn in_use<'a>(&'a self, group: &str, member: &str) -> OthersOf<'a> {
         let names = self.groups.get(group);
-        OthersOf { names, own: names.and_then(|n| n.held.get(member)) }
+        OthersOf { names, own: names.and_then(|n| n.member(member)) }
     }
 
     /// The groups whose names changed since the last call, each with its unsettled members.
@@ -203,12 +228,12 @@ pub struct OthersOf<'a> {
 
 impl InUse for OthersOf<'_> {
     fn resource(&self, name: &str) -> bool {
-        let held = self.names.and_then(|n| n.resources.get(name)).copied().unwrap_or(0);
+        let held = self.names.map_or(0, |n| GroupNames::holders(&n.resources, name));
         held > u32::from(self.own.is_some_and(|own| own.resources.contains(name)))
     }
 
     fn kind(&self, name: &str) -> bool {
-        let held = self.names.and_then(|n| n.kinds.get(name)).copied().unwrap_or(0);
+        let held = self.names.map_or(0, |n| GroupNames::holders(&n.kinds, name));
         held > u32::from(self.own.is_some_and(|own| own.kinds.contains(name)))
     }
 }

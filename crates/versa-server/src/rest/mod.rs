@@ -198,7 +198,7 @@ impl Ctx {
             }
             Shape::Table if obj.get("kind").and_then(Value::as_str) == Some(self.res.kind.as_str()) => {
                 let include = read::include_object(self)?;
-                let table = self.ver().table.table(&[obj], None, include, std::time::SystemTime::now());
+                let table = self.ver().table().table(&[obj], None, include, std::time::SystemTime::now());
                 self.respond(code, &table)
             }
             Shape::Table => self.respond(code, obj),

@@ -335,7 +335,7 @@ pub async fn list(ctx: &Ctx) -> Answer {
                 remaining_item_count: None,
             };
             let table =
-                ctx.ver().table.table(&refs, Some(list_meta), include_object(ctx)?, std::time::SystemTime::now());
+                ctx.ver().table().table(&refs, Some(list_meta), include_object(ctx)?, std::time::SystemTime::now());
             ctx.respond(StatusCode::OK, &table)
         }
     })
@@ -373,7 +373,7 @@ async fn store_page(ctx: &Ctx) -> Result<versa_storage::ListPage, Status> {
 async fn list_table_rendered(ctx: &Ctx) -> Answer {
     let include = include_object(ctx)?;
     let page = store_page(ctx).await?;
-    let table = &ctx.ver().table;
+    let table = ctx.ver().table();
     let rows = ctx.state.render.render_rows(ctx.boundary(), table, &page.items).await?;
     let rv = page.revision.to_string();
     let list_meta = versa_registry::table::ListMeta {

@@ -320,7 +320,7 @@ async fn send(tx: &mpsc::Sender<Bytes>, stream: &mut Stream, ctx: &Ctx, kind: &s
             };
             let with_columns = !stream.columns_sent;
             stream.columns_sent = true;
-            ctx.ver().table.row_table(obj, include, SystemTime::now(), with_columns)
+            ctx.ver().table().row_table(obj, include, SystemTime::now(), with_columns)
         }
     };
     send_raw(tx, kind, &object).await
