@@ -44,4 +44,4 @@ pub use resource::{
     ADMISSION_GROUP, AdmissionKind, Builtin, CRD_GROUP, Compact, Face, Flavor, Resource, Version, meta_str, with_schema,
 };
 pub use schema_texts::SchemaTexts;
-pub use served::{Change, DiscoveryCache, Group, Registry, Snapshot};
+pub use served::{Change, DiscoveryCache, Group, Registry, Snapshot, find_key};

@@ -81,14 +81,19 @@ impl Group {
 
     /// The resource served under definition name `name`.
     fn named(&self, name: &str) -> Option<&Arc<Resource>> {
-        let at = self.by_name.binary_search_by(|(n, _)| (**n).cmp(name)).ok()?;
+        let at = find_key(&self.by_name, name).ok()?;
         Some(&self.by_name[at].1)
     }
 
     /// The resource routed at `plural`.
     fn routed(&self, plural: &str) -> Option<&Arc<Resource>> {
-        let at = self.by_plural.binary_search_by(|r| r.plural.as_str().cmp(plural)).ok()?;
+        let at = self.plural_at(plural).ok()?;
         Some(&self.by_plural[at])
+    }
+
+    /// Where `plural` is in `by_plural`, or where it would go.
+    fn plural_at(&self, plural: &str) -> Result<usize, usize> {
+        self.by_plural.binary_search_by(|r| r.plural.as_str().cmp(plural))
     }
 
     /// A copy to change (the derived documents are not copied: they are of the old content).
@@ -98,14 +103,14 @@ impl Group {
 
     /// Routes `plural` to `resource` (replacing the resource routed there).
     fn route(&mut self, resource: Arc<Resource>) {
-        match self.by_plural.binary_search_by(|r| r.plural.cmp(&resource.plural)) {
+        match self.plural_at(&resource.plural) {
             Ok(at) => self.by_plural[at] = resource,
             Err(at) => self.by_plural.insert(at, resource),
         }
     }
 
     fn insert(&mut self, name: &str, resource: Arc<Resource>) {
-        let old = match self.by_name.binary_search_by(|(n, _)| (**n).cmp(name)) {
+        let old = match find_key(&self.by_name, name) {
             Ok(at) => Some(std::mem::replace(&mut self.by_name[at].1, resource.clone())),
             Err(at) => {
                 self.by_name.insert(at, (name.into(), resource.clone()));
@@ -121,7 +126,7 @@ impl Group {
     }
 
     fn remove(&mut self, name: &str) {
-        let Ok(at) = self.by_name.binary_search_by(|(n, _)| (**n).cmp(name)) else { return };
+        let Ok(at) = find_key(&self.by_name, name) else { return };
         let (_, old) = self.by_name.remove(at);
         if self.unroute(&old) {
             // Another definition of the group may serve the same plural (it is then refused its
@@ -135,7 +140,7 @@ impl Group {
 
     /// Stops routing `old`'s plural when it is `old` that is routed there; says whether it was.
     fn unroute(&mut self, old: &Arc<Resource>) -> bool {
-        match self.by_plural.binary_search_by(|r| r.plural.cmp(&old.plural)) {
+        match self.plural_at(&old.plural) {
             Ok(at) if Arc::ptr_eq(&self.by_plural[at], old) => {
                 self.by_plural.remove(at);
                 true
@@ -149,6 +154,13 @@ impl Group {
         self.by_name.shrink_to_fit();
         self.by_plural.shrink_to_fit();
     }
+}
+
+/// Where `key` is in `entries`, sorted by key, or where it would go: the lookup of the sorted
+/// vectors kept per group instead of maps (here, and the HTTP side's per-group documents and
+/// name index).
+pub fn find_key<V>(entries: &[(Box<str>, V)], key: &str) -> Result<usize, usize> {
+    entries.binary_search_by(|(k, _)| (**k).cmp(key))
 }
 
 /// The group a served resource's name belongs to (see the module documentation).

@@ -187,7 +187,7 @@ impl GroupDocs {
 
     /// `/apis/<group>/<version>` (`/api/<version>`), if `version` is served.
     pub fn version(&self, version: &str) -> Option<bytes::Bytes> {
-        let at = self.versions.binary_search_by(|(v, _)| (**v).cmp(version)).ok()?;
+        let at = versa_registry::find_key(&self.versions, version).ok()?;
         Some(self.versions[at].1.clone())
     }
 

@@ -16,6 +16,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use versa_apiextensions::ResourceDefinition;
+use versa_registry::find_key;
 
 /// What one definition holds (kept for every definition: sorted slices, not B-trees, whose
 /// leaves are far larger than the handful of names in them).
@@ -122,15 +123,10 @@ struct GroupNames {
     unsettled: BTreeSet<String>,
 }
 
-/// Where `key` is in `entries` (sorted by key), or where it would go.
-fn find<V>(entries: &[(Box<str>, V)], key: &str) -> Result<usize, usize> {
-    entries.binary_search_by(|(k, _)| (**k).cmp(key))
-}
-
 impl GroupNames {
     fn count(counts: &mut Vec<(Box<str>, u32)>, names: &Names, up: bool) {
         for name in names.iter() {
-            match (find(counts, name), up) {
+            match (find_key(counts, name), up) {
                 (Ok(at), true) => counts[at].1 += 1,
                 (Err(at), true) => counts.insert(at, (name.into(), 1)),
                 (Ok(at), false) => {
@@ -146,11 +142,11 @@ impl GroupNames {
 
     /// How many members hold `name` in `counts`.
     fn holders(counts: &[(Box<str>, u32)], name: &str) -> u32 {
-        find(counts, name).map_or(0, |at| counts[at].1)
+        find_key(counts, name).map_or(0, |at| counts[at].1)
     }
 
     fn member(&self, member: &str) -> Option<&Held> {
-        find(&self.held, member).ok().map(|at| &self.held[at].1)
+        find_key(&self.held, member).ok().map(|at| &self.held[at].1)
     }
 }
 
@@ -167,7 +163,7 @@ impl NameIndex {
     /// marks the group dirty.
     pub fn hold(&mut self, group: &str, member: &str, held: Option<Held>) {
         let names = self.groups.entry(group.to_owned()).or_default();
-        let old = find(&names.held, member).ok().map(|at| names.held.remove(at).1);
+        let old = find_key(&names.held, member).ok().map(|at| names.held.remove(at).1);
         let moved = old.as_ref().map(|h| (&h.resources, &h.kinds)) != held.as_ref().map(|h| (&h.resources, &h.kinds));
         if let Some(old) = &old {
             GroupNames::count(&mut names.resources, &old.resources, false);
@@ -180,7 +176,7 @@ impl NameIndex {
             if !held.settled {
                 names.unsettled.insert(member.to_owned());
             }
-            if let Err(at) = find(&names.held, member) {
+            if let Err(at) = find_key(&names.held, member) {
                 names.held.insert(at, (member.into(), held));
             }
         }
