@@ -34,10 +34,20 @@ pub struct RenderCache {
     inner: Mutex<Inner>,
 }
 
+/// The entries by storage key, then by (resource build, version): a look-up borrows the key
+/// (a GET's look-up allocates nothing), and an object is seldom read at more than one version.
 #[derive(Debug, Default)]
 struct Inner {
-    entries: HashMap<(u64, String, String), Entry>,
+    entries: HashMap<Box<str>, Vec<Slot>>,
     bytes: usize,
+}
+
+/// One object at one version of one resource build.
+#[derive(Debug)]
+struct Slot {
+    build: u64,
+    version: Box<str>,
+    entry: Entry,
 }
 
 /// One object rendered at one revision.
@@ -74,6 +84,9 @@ impl RenderCache {
     /// The JSON of `kv` at the boundary's version, from the cache or rendered now (and
     /// cached).
     pub async fn render(&self, boundary: Boundary<'_>, kv: &KeyValue) -> Result<Bytes> {
+        if let Some(json) = self.cached_one(boundary, kv) {
+            return Ok(json);
+        }
         let mut all = self.render_all(boundary, std::slice::from_ref(kv)).await?;
         all.pop().ok_or_else(|| Error::internal("nothing rendered"))
     }
@@ -116,16 +129,21 @@ impl RenderCache {
         if !fresh.is_empty() {
             let mut inner = self.lock();
             for (kv, row) in fresh {
-                let k = key(boundary, kv);
                 // Only beside JSON that was kept, at the same revision.
-                let json = match inner.entries.get(&k) {
+                let json = match inner.get(boundary, kv) {
                     Some(e) if e.revision == kv.mod_revision && e.row.is_none() => e.json.clone(),
                     _ => continue,
                 };
-                inner.insert(k, Entry { revision: kv.mod_revision, json, row: Some(row) });
+                inner.insert(boundary, kv, Entry { revision: kv.mod_revision, json, row: Some(row) });
             }
         }
         Ok(out)
+    }
+
+    /// The JSON of `kv` at the boundary's version if the cache has it at its revision.
+    pub fn cached_one(&self, boundary: Boundary<'_>, kv: &KeyValue) -> Option<Bytes> {
+        let inner = self.lock();
+        inner.get(boundary, kv).filter(|e| e.revision == kv.mod_revision).map(|e| e.json.clone())
     }
 
     /// What the cache holds for each object at its revision: its JSON and, if evaluated, its
@@ -133,7 +151,7 @@ impl RenderCache {
     fn cached(&self, boundary: Boundary<'_>, kvs: &[KeyValue]) -> Vec<Option<(Bytes, Option<Arc<Row>>)>> {
         let inner = self.lock();
         kvs.iter()
-            .map(|kv| match inner.entries.get(&key(boundary, kv)) {
+            .map(|kv| match inner.get(boundary, kv) {
                 Some(e) if e.revision == kv.mod_revision => Some((e.json.clone(), e.row.clone())),
                 _ => None,
             })
@@ -162,7 +180,7 @@ impl RenderCache {
             }
             let mut inner = self.lock();
             for ((kv, bytes), _) in missing.iter().zip(&rendered).zip(&keep).filter(|(_, keep)| **keep) {
-                inner.insert(key(boundary, kv), Entry { revision: kv.mod_revision, json: bytes.clone(), row: None });
+                inner.insert(boundary, kv, Entry { revision: kv.mod_revision, json: bytes.clone(), row: None });
             }
             let mut fresh = rendered.into_iter();
             for slot in out.iter_mut().filter(|s| s.is_none()) {
@@ -177,22 +195,35 @@ impl RenderCache {
     }
 }
 
-/// An object's place in the cache: the resource build, the version, the key.
-fn key(boundary: Boundary<'_>, kv: &KeyValue) -> (u64, String, String) {
-    (boundary.resource().id, boundary.version().to_owned(), kv.key.clone())
-}
-
 impl Inner {
-    /// Keeps `entry` under `key`, starting over when the cache would grow past its bound.
-    fn insert(&mut self, key: (u64, String, String), entry: Entry) {
-        if let Some(old) = self.entries.remove(&key) {
-            self.bytes -= old.size();
+    /// The entry of `kv` at the boundary's version, whatever its revision.
+    fn get(&self, boundary: Boundary<'_>, kv: &KeyValue) -> Option<&Entry> {
+        let (build, version) = (boundary.resource().id, boundary.version());
+        let slots = self.entries.get(kv.key.as_str())?;
+        slots.iter().find(|s| s.build == build && &*s.version == version).map(|s| &s.entry)
+    }
+
+    /// Keeps `entry` for `kv` at the boundary's version, starting over when the cache would
+    /// grow past its bound.
+    fn insert(&mut self, boundary: Boundary<'_>, kv: &KeyValue, entry: Entry) {
+        let (build, version) = (boundary.resource().id, boundary.version());
+        if let Some(slots) = self.entries.get_mut(kv.key.as_str())
+            && let Some(at) = slots.iter().position(|s| s.build == build && &*s.version == version)
+        {
+            let old = slots.swap_remove(at);
+            self.bytes -= old.entry.size();
         }
         if self.bytes + entry.size() > CACHE_BYTES {
             self.entries.clear();
             self.bytes = 0;
         }
         self.bytes += entry.size();
-        self.entries.insert(key, entry);
+        let slot = Slot { build, version: version.into(), entry };
+        match self.entries.get_mut(kv.key.as_str()) {
+            Some(slots) => slots.push(slot),
+            None => {
+                self.entries.insert(kv.key.as_str().into(), vec![slot]);
+            }
+        }
     }
 }

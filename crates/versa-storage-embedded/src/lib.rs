@@ -10,7 +10,8 @@
 //!   everything queued into one transaction and one fsync (group commit), gives each write the
 //!   next revision, answers each request, then publishes the batch's events.
 //! - [`read`]: gets and lists run on read snapshots, concurrently with the writer. A list at a
-//!   past revision is today's list with the later log entries undone.
+//!   past revision is today's list with the later log entries undone. Gets share the latest
+//!   snapshot until the next commit.
 //! - [`watch`]: a broadcast of committed batches (bounded by count and by bytes); each watch
 //!   catches up from the durable event log, then follows the broadcast, and falls back to the
 //!   log whenever it lags.
@@ -109,6 +110,8 @@ pub enum OpenError {
 /// The files of an open store: the database and the directory lock, released together.
 #[derive(Debug)]
 pub(crate) struct Shared {
+    /// Before `db`: the kept snapshot is released first.
+    pub latest: read::LatestKv,
     pub db: redb::Database,
     pub hub: Hub,
     pub config: Config,
@@ -154,6 +157,7 @@ impl EmbeddedStore {
         let db_err = |e: redb::Error| OpenError::Database { dir: dir.to_path_buf(), source: Box::new(e) };
         let revision = writer::init_tables(&db).map_err(db_err)?;
         let shared = Arc::new(Shared {
+            latest: read::LatestKv::default(),
             db,
             hub: Hub::new(revision, config.broadcast_batches, config.broadcast_bytes),
             config,
@@ -194,7 +198,7 @@ fn lock_dir(dir: &Path) -> std::result::Result<File, OpenError> {
 
 impl Store for EmbeddedStore {
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>> {
-        Box::pin(async move { read::get(&self.shared.db, key) })
+        Box::pin(async move { read::get(&self.shared.db, &self.shared.latest, key) })
     }
 
     fn list<'a>(&'a self, prefix: &'a str, options: ListOptions) -> BoxFuture<'a, Result<ListPage>> {

@@ -1,5 +1,11 @@
 //! Reads on redb snapshots, concurrent with the writer.
 //!
+//! A get reads the `kv` table of the latest snapshot, which is opened once and kept
+//! ([`LatestKv`]) until the writer commits again: beginning a read transaction and opening a
+//! table were most of what the store cost a GET. The writer drops the kept snapshot after each
+//! commit and before it answers the commit's writes, so a get never misses an acknowledged
+//! write, and no snapshot older than the last commit stays pinned.
+//!
 //! A list at the latest revision is a range scan of `kv`. A list at an earlier revision `R`
 //! (asked for, or carried by a continue token) is the same scan with the writes after `R`
 //! undone: the first log entry after `R` for each key in range holds the key's value at `R`
@@ -8,8 +14,9 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use redb::{ReadTransaction, ReadableDatabase as _};
+use redb::{ReadOnlyTable, ReadTransaction, ReadableDatabase as _};
 use versa_storage::{ContinueToken, Error, KeyValue, ListOptions, ListPage, Result};
 
 use crate::record::{decode_kv, decode_log, log_key};
@@ -25,11 +32,67 @@ fn corrupt(e: crate::record::Corrupt) -> Error {
 }
 
 /// The key's current value.
-pub fn get(db: &redb::Database, key: &str) -> Result<Option<KeyValue>> {
-    let txn = db.begin_read().map_err(unavailable)?;
-    let kv = txn.open_table(KV).map_err(unavailable)?;
+pub fn get(db: &redb::Database, latest: &LatestKv, key: &str) -> Result<Option<KeyValue>> {
+    let kv = latest.table(db)?;
     let found = kv.get(key).map_err(unavailable)?;
     found.map(|raw| decode_kv(key, raw.value()).map_err(corrupt)).transpose()
+}
+
+/// The `kv` table of a read snapshot.
+type KvTable = ReadOnlyTable<&'static str, &'static [u8]>;
+
+/// The `kv` table of the latest snapshot, kept for gets until the next commit.
+#[derive(Default)]
+pub(crate) struct LatestKv {
+    inner: Mutex<Latest>,
+}
+
+#[derive(Default)]
+struct Latest {
+    /// Commits seen: a snapshot begun before a commit is not kept after it.
+    commits: u64,
+    table: Option<Arc<KvTable>>,
+}
+
+impl std::fmt::Debug for LatestKv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LatestKv").field("commits", &self.lock().commits).finish_non_exhaustive()
+    }
+}
+
+impl LatestKv {
+    /// The kept table, or a new snapshot's (kept unless a commit came in between).
+    fn table(&self, db: &redb::Database) -> Result<Arc<KvTable>> {
+        let commits = {
+            let latest = self.lock();
+            if let Some(table) = &latest.table {
+                return Ok(table.clone());
+            }
+            latest.commits
+        };
+        let table = Arc::new(db.begin_read().map_err(unavailable)?.open_table(KV).map_err(unavailable)?);
+        let mut latest = self.lock();
+        if latest.commits == commits && latest.table.is_none() {
+            latest.table = Some(table.clone());
+        }
+        Ok(table)
+    }
+
+    /// The writer has committed: the kept snapshot is out of date. Called before the commit's
+    /// writes are answered.
+    pub(crate) fn committed(&self) {
+        let stale = {
+            let mut latest = self.lock();
+            latest.commits += 1;
+            latest.table.take()
+        };
+        // Released outside the lock (it deregisters the snapshot's read transaction in redb).
+        drop(stale);
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Latest> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// The snapshot's last committed revision and the revision history starts after.

@@ -147,6 +147,8 @@ impl Writer {
         })();
         match outcome {
             Ok(()) => {
+                // Before anyone hears of the commit: gets must see it.
+                self.shared.latest.committed();
                 if !events.is_empty() {
                     self.shared.hub.publish(self.revision, events);
                 }
@@ -283,7 +285,9 @@ impl Writer {
                 self.trim(&mut t, now_ms())?
             };
             if changed {
-                txn.commit()?
+                txn.commit()?;
+                // Trimming changes no value, but a kept snapshot would pin the freed pages.
+                self.shared.latest.committed();
             } else {
                 txn.abort()?
             }

@@ -53,6 +53,7 @@ macro_rules! conformance_tests {
             compaction_expires_old_revisions,
             value_size_limit,
             concurrent_writers,
+            gets_see_acknowledged_writes,
             guaranteed_update_paths,
         );
     };
@@ -456,6 +457,53 @@ pub async fn concurrent_writers(store: Arc<dyn Store>) {
     assert_eq!(unique.len(), all.len(), "every acknowledged write has its own revision");
     let list = store.list(&base, ListOptions::default()).await.unwrap();
     assert_eq!(list.items.len(), WRITERS * INCREMENTS + 1);
+}
+
+/// A get after an acknowledged write sees that write (or a later one), while other tasks keep
+/// reading the same keys in between (a backend may serve gets from a kept snapshot).
+pub async fn gets_see_acknowledged_writes(store: Arc<dyn Store>) {
+    const WRITERS: usize = 8;
+    const WRITES: usize = 40;
+    let base = base("read-your-writes");
+    let keys: Vec<String> = (0..WRITERS).map(|w| format!("{base}w{w}")).collect();
+    for key in &keys {
+        store.create(key, b("0")).await.unwrap();
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut readers = Vec::new();
+    for _ in 0..2 {
+        let (store, keys, stop) = (store.clone(), keys.clone(), stop.clone());
+        readers.push(tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for key in &keys {
+                    store.get(key).await.unwrap();
+                }
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    let mut writers = Vec::new();
+    for key in keys {
+        let store = store.clone();
+        writers.push(tokio::spawn(async move {
+            let mut revision = store.get(&key).await.unwrap().unwrap().mod_revision;
+            for i in 1..=WRITES {
+                let written = store.update(&key, b(&i.to_string()), revision).await.unwrap();
+                let read = store.get(&key).await.unwrap().unwrap();
+                assert_eq!((text(&read), read.mod_revision), (i.to_string().as_str(), written.mod_revision), "{key}");
+                revision = written.mod_revision;
+            }
+            store.delete(&key, None).await.unwrap();
+            assert_eq!(store.get(&key).await.unwrap(), None, "{key} after its delete");
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for reader in readers {
+        reader.await.unwrap();
+    }
 }
 
 pub async fn guaranteed_update_paths(store: Arc<dyn Store>) {

@@ -320,42 +320,13 @@ pub async fn serve(
     if let Some(record) = parts.extensions.get::<crate::audit::Record>() {
         audit_body(record, &ctx, info, b);
     }
+    // A GET is most requests and its future is small; every other verb's future is boxed, so
+    // that the future of each request is as small as a GET's (hyper moves it whole when it
+    // starts the request, and a GET's whole work is a few microseconds).
     let result = match (info.subresource.as_str(), info.name.is_empty()) {
-        ("", true) => match info.verb.as_str() {
-            "list" => read::list(&ctx).await,
-            "watch" => watch::watch(&ctx).await,
-            "create" => write::create(&mut ctx, b).await,
-            "deletecollection" => write::delete_collection(&mut ctx, b).await,
-            verb => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, verb)),
-        },
-        ("", false) => match (&parts.method, info.verb.as_str()) {
-            (_, "get") => read::get(&ctx).await,
-            (_, "watch") => watch::watch(&ctx).await,
-            (&Method::PUT, _) => write::update(&mut ctx, b, Part::Main).await,
-            (&Method::PATCH, _) => write::patch(&mut ctx, b, Part::Main).await,
-            (&Method::DELETE, _) => write::delete(&mut ctx, b).await,
-            (_, verb) => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, verb)),
-        },
-        ("status", false) if ctx.ver().status => match parts.method {
-            Method::GET => read::get(&ctx).await,
-            Method::PUT => write::update(&mut ctx, b, Part::Status).await,
-            Method::PATCH => write::patch(&mut ctx, b, Part::Status).await,
-            _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
-        },
-        ("scale", false) if ctx.ver().scale.is_some() => match parts.method {
-            Method::GET => scale::get(&ctx).await,
-            Method::PUT => scale::update(&mut ctx, b).await,
-            Method::PATCH => scale::patch(&mut ctx, b).await,
-            _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
-        },
-        ("finalize", false) if ctx.res.is(versa_registry::Builtin::Namespace) => match parts.method {
-            Method::PUT => write::update(&mut ctx, b, Part::Finalize).await,
-            _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
-        },
-        // An unknown (or disabled) subresource of an object: kube answers as for a missing
-        // object.
-        (_, false) => Err(ctx.not_found()),
-        _ => Err(Status::not_found_path()),
+        ("", false) if info.verb == "get" => read::get(&ctx).await,
+        ("status", false) if parts.method == Method::GET && ctx.ver().status => read::get(&ctx).await,
+        _ => Box::pin(other(&mut ctx, info, &parts.method, b)).await,
     };
     match result {
         Ok(response) => response,
@@ -364,6 +335,46 @@ pub async fn serve(
             add_warnings(response.headers_mut(), ctx.warnings.iter());
             response
         }
+    }
+}
+
+/// Every request but a GET of one object or of its status (which [`serve`] answers): lists,
+/// watches, writes and the `scale` subresource.
+async fn other(ctx: &mut Ctx, info: &RequestInfo, method: &Method, b: &[u8]) -> Answer {
+    match (info.subresource.as_str(), info.name.is_empty()) {
+        ("", true) => match info.verb.as_str() {
+            "list" => read::list(ctx).await,
+            "watch" => watch::watch(ctx).await,
+            "create" => write::create(ctx, b).await,
+            "deletecollection" => write::delete_collection(ctx, b).await,
+            verb => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, verb)),
+        },
+        ("", false) => match (method, info.verb.as_str()) {
+            (_, "watch") => watch::watch(ctx).await,
+            (&Method::PUT, _) => write::update(ctx, b, Part::Main).await,
+            (&Method::PATCH, _) => write::patch(ctx, b, Part::Main).await,
+            (&Method::DELETE, _) => write::delete(ctx, b).await,
+            (_, verb) => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, verb)),
+        },
+        ("status", false) if ctx.ver().status => match *method {
+            Method::PUT => write::update(ctx, b, Part::Status).await,
+            Method::PATCH => write::patch(ctx, b, Part::Status).await,
+            _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
+        },
+        ("scale", false) if ctx.ver().scale.is_some() => match *method {
+            Method::GET => scale::get(ctx).await,
+            Method::PUT => scale::update(ctx, b).await,
+            Method::PATCH => scale::patch(ctx, b).await,
+            _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
+        },
+        ("finalize", false) if ctx.res.is(versa_registry::Builtin::Namespace) => match *method {
+            Method::PUT => write::update(ctx, b, Part::Finalize).await,
+            _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
+        },
+        // An unknown (or disabled) subresource of an object: kube answers as for a missing
+        // object.
+        (_, false) => Err(ctx.not_found()),
+        _ => Err(Status::not_found_path()),
     }
 }
 

@@ -24,6 +24,18 @@ use crate::status::Status;
 pub async fn get(ctx: &Ctx) -> Answer {
     let kv = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(ctx.storage_error(&ctx.name))?;
     let kv = kv.ok_or_else(|| ctx.not_found())?;
+    if ctx.wants_plain_json()
+        && let Some(bytes) = ctx.state.render.cached_one(ctx.boundary(), &kv)
+    {
+        return Ok(ctx.respond_json_bytes(StatusCode::OK, bytes));
+    }
+    // Rendering and conversion (perhaps by a webhook) make a large future: boxed, so that a
+    // cached GET's stays small.
+    Box::pin(render(ctx, kv)).await
+}
+
+/// The answer to a GET of `kv` that the render cache did not have.
+async fn render(ctx: &Ctx, kv: versa_storage::KeyValue) -> Answer {
     if ctx.wants_plain_json() {
         let bytes = ctx.state.render.render(ctx.boundary(), &kv).await?;
         return Ok(ctx.respond_json_bytes(StatusCode::OK, bytes));
