@@ -658,9 +658,10 @@ mod tests {
     }
 
     /// hyper moves each request's future whole when the request starts, and a GET's own work is
-    /// a few microseconds: with every verb's future inline it was 17 KiB and a GET's throughput
-    /// 15 % lower (`hack/bench-serve.sh get`). Verbs other than GET, rendering and conversion,
-    /// and auditing are boxed (`rest::serve`, `rest::read::get`, `authenticated`).
+    /// a few microseconds: with every verb's future inline it was 17.7 KiB (`docs/scale.md`,
+    /// section 5, says what making it small did, with the store's shared snapshot, to GET).
+    /// Verbs other than GET, rendering on a cache miss, and auditing are boxed (`rest::serve`,
+    /// `rest::read::get`, `authenticated`).
     #[test]
     fn a_request_future_stays_small() {
         let size = future_size(|s: Arc<State>, c: Option<Arc<ClientCert>>, p: Option<IpAddr>, r: Request<Incoming>| {
