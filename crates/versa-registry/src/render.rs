@@ -84,9 +84,6 @@ impl RenderCache {
     /// The JSON of `kv` at the boundary's version, from the cache or rendered now (and
     /// cached).
     pub async fn render(&self, boundary: Boundary<'_>, kv: &KeyValue) -> Result<Bytes> {
-        if let Some(json) = self.cached_one(boundary, kv) {
-            return Ok(json);
-        }
         let mut all = self.render_all(boundary, std::slice::from_ref(kv)).await?;
         all.pop().ok_or_else(|| Error::internal("nothing rendered"))
     }

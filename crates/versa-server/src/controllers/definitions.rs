@@ -95,20 +95,17 @@ impl Known {
 
 /// A typed definition's `status`, as `{"status": ...}` (`{}` without one).
 fn typed_status_doc(def: &ResourceDefinition) -> Value {
-    let mut out = serde_json::Map::new();
-    if let Some(status) = def.status.as_ref().and_then(|s| serde_json::to_value(s).ok()) {
-        out.insert("status".into(), status);
-    }
-    Value::Object(out)
+    wrapped_status(def.status.as_ref().and_then(|s| serde_json::to_value(s).ok()))
 }
 
 /// A definition document's `status`, as `{"status": ...}` (`{}` without one).
 fn status_doc(doc: &Value) -> Value {
-    let mut out = serde_json::Map::new();
-    if let Some(status) = doc.get("status").filter(|s| !s.is_null()) {
-        out.insert("status".into(), status.clone());
-    }
-    Value::Object(out)
+    wrapped_status(doc.get("status").cloned())
+}
+
+/// `{"status": status}`, or `{}` when there is none (or it is `null`).
+fn wrapped_status(status: Option<Value>) -> Value {
+    Value::Object(status.filter(|s| !s.is_null()).map(|s| ("status".to_owned(), s)).into_iter().collect())
 }
 
 /// Runs until shutdown: list, watch, reconcile; relist after a broken watch or a change of
