@@ -17,6 +17,14 @@
 #   (tests/e2e/apply.rs): into ${XDG_CACHE_HOME:-~/.cache}/versa-tools/kopf-<version>/, a
 #   directory for PYTHONPATH, no root needed. kopf needs CPython >= 3.11 (Debian 12 has 3.11).
 #
+# - iproute2 (`ip`) and util-linux (`setpriv`): the tests behind the real kube-apiserver
+#   (tests/e2e/kube.rs) run versa in a network namespace of their own and tie every process they
+#   start to the test binary's life.
+# - Go: `hack/install-deps.sh --kube` checks that a Go toolchain new enough for the pinned
+#   kube-apiserver (hack/kube.sh: 1.26 for Kubernetes 1.36) is on PATH, and says what is missing;
+#   Debian's golang is older, so Go comes with the machine (or from go.dev), not from here.
+#   hack/test.sh runs it before building kube-apiserver.
+#
 # What is checked is what the build and the tests use — files and programs, not package names —
 # so that a machine that has `protoc` but not its include files is still completed.
 # hack/fresh-root-check.sh proves this on a minimal Debian 12 root.
@@ -168,6 +176,21 @@ if [ "${1:-}" = --kopf-path ]; then
   exit 0
 fi
 
+# The Go toolchain hack/kube.sh builds kube-apiserver with: present and at least GO_MIN.
+GO_MIN=1.26
+if [ "${1:-}" = --kube ]; then
+  if ! command -v go >/dev/null 2>&1; then
+    echo "hack/install-deps.sh: the tests behind kube-apiserver build it with Go >= ${GO_MIN}, and no go is on PATH; install Go ${GO_MIN} or newer (Debian's golang package is too old)" >&2
+    exit 1
+  fi
+  have="$(go env GOVERSION | sed 's/^go//')"
+  if [ "$(printf '%s\n%s\n' "$GO_MIN" "$have" | sort -V | head -n 1)" != "$GO_MIN" ]; then
+    echo "hack/install-deps.sh: the tests behind kube-apiserver build it with Go >= ${GO_MIN}; go on PATH is ${have}" >&2
+    exit 1
+  fi
+  exit 0
+fi
+
 if [ "${1:-}" = --helm-path ]; then
   ensure_helm
   echo "${VERSA_HELM_BIN:-$helm_dir/bin/helm}"
@@ -183,6 +206,8 @@ if [ -z "${VERSA_ETCD_BIN:-}" ] && ! command -v etcd >/dev/null 2>&1; then
   need+=(etcd-server)
 fi
 [ -e /usr/share/zoneinfo/America/New_York ] || need+=(tzdata)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 install_debian "${need[@]}"
 ensure_helm
 ensure_kopf

@@ -16,13 +16,21 @@ if [ ! -d ../shared/conformance ]; then
   exit 2
 fi
 
-# protoc (for etcd-client) and etcd (for the etcd backend's tests), from Debian if missing;
+# protoc (for etcd-client), etcd (for the etcd backend's tests), iproute2 and util-linux (for
+# the tests behind kube-apiserver), from Debian if missing;
 # helm (for the chart's tests) and kopf (for the kopf operator's test), pinned, into a cache
 # directory.
 bash hack/install-deps.sh
 VERSA_HELM_BIN="$(bash hack/install-deps.sh --helm-path)"
 VERSA_KOPF_PYTHONPATH="$(bash hack/install-deps.sh --kopf-path)"
 export VERSA_HELM_BIN VERSA_KOPF_PYTHONPATH
+
+# The real kube-apiserver, kube-controller-manager and kubectl for tests/e2e/kube.rs, built from
+# the pinned k8s.io/kubernetes Go module into a cache outside the clone (a cold build takes about
+# 7 minutes here; a warm one returns at once).
+bash hack/install-deps.sh --kube
+VERSA_KUBE_BIN_DIR="$(bash hack/kube.sh)"
+export VERSA_KUBE_BIN_DIR
 
 # Doc-tests are left out (the crates keep examples in tests/); a summary line closes the run.
 log="$(mktemp)"

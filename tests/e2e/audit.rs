@@ -81,9 +81,7 @@ fn definition() -> Value {
 /// A client certificate for `cn` in `organizations`, issued by versa's own CA (standalone
 /// authenticates it; only `system:masters` is authorized, so its requests are denied).
 fn user_identity(data_dir: &Path, cn: &str, organizations: &[&str]) -> (String, String) {
-    use rcgen::{
-        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
-    };
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
     let ca_key = KeyPair::from_pem(&std::fs::read_to_string(data_dir.join("ca.key")).unwrap()).unwrap();
     // The issuer as versa made it (pki.rs): its subject is what the chain is matched by.
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -91,15 +89,7 @@ fn user_identity(data_dir: &Path, cn: &str, organizations: &[&str]) -> (String, 
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
     let issuer = Issuer::new(ca, ca_key);
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.distinguished_name.push(DnType::CommonName, cn);
-    for o in organizations {
-        params.distinguished_name.push(DnType::OrganizationName, *o);
-    }
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    let key = KeyPair::generate().unwrap();
-    let cert = params.signed_by(&key, &issuer).unwrap();
-    (cert.pem(), key.serialize_pem())
+    versa_e2e::client_certificate(&issuer, cn, organizations)
 }
 
 /// The log's events of requests with a user agent (the test's, not its set-up's), once `count`

@@ -19,12 +19,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use client::{Client, Response};
 use fake_kube::{AuthenticationConfig, FakeKube, SERVICE_ACCOUNT_TOKEN, User, Verdict};
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-    KeyUsagePurpose,
-};
 use serde_json::{Value, json};
-use versa_e2e::{Versa, fails, kubectl, ok};
+use versa_e2e::{Ca, Versa, fails, kubectl, ok};
 
 // The fake itself.
 
@@ -244,38 +240,6 @@ const SERVICE: &str = "versa";
 const RD: &str = "/apis/versa.dev/v1/resourcedefinitions";
 const CT: &str = "/apis/stable.example.com/v1/namespaces/default/crontabs";
 const FRONT_PROXY: &str = "front-proxy-client";
-
-/// A CA for client certificates.
-struct Ca {
-    issuer: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl Ca {
-    fn new(name: &str) -> Ca {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
-        Ca { issuer: CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap() }
-    }
-
-    fn pem(&self) -> String {
-        self.issuer.pem()
-    }
-
-    /// A client certificate (PEM, key PEM) for `cn` in `organizations`.
-    fn client(&self, cn: &str, organizations: &[&str]) -> (String, String) {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name.push(DnType::CommonName, cn);
-        for o in organizations {
-            params.distinguished_name.push(DnType::OrganizationName, *o);
-        }
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        let key = KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        (cert.pem(), key.serialize_pem())
-    }
-}
 
 /// Who may do what: a SubjectAccessReview spec → verdict; shared with the fake's policy.
 type Policy = Arc<Mutex<Box<dyn Fn(&Value) -> Verdict + Send + Sync>>>;

@@ -946,12 +946,12 @@ async fn status_scale_and_generation() {
         &r,
         422,
         "Invalid",
-        "CronTab.stable.example.com \"s\" is invalid: spec.replicas: Invalid value: -1: should be a non-negative integer",
+        "CronTab.stable.example.com \"s\" is invalid: .spec.replicas: Invalid value: -1: should be a non-negative integer",
     );
     checks.eq(
         "negative replicas via /scale causes",
         &body["details"]["causes"],
-        &json!([{"reason": "FieldValueInvalid", "message": "Invalid value: -1: should be a non-negative integer", "field": "spec.replicas"}]),
+        &json!([{"reason": "FieldValueInvalid", "message": "Invalid value: -1: should be a non-negative integer", "field": ".spec.replicas"}]),
     );
     checks.eq("negative replicas not stored", &c.get(&item).await.json()["spec"]["replicas"], &json!(2));
 

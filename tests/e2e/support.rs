@@ -174,6 +174,76 @@ pub fn serving_tls(ca_name: &str, server_cn: &str, alpn: &[&[u8]]) -> (String, s
     (ca.pem(), std::sync::Arc::new(config))
 }
 
+/// A client certificate (PEM, key PEM) issued by `issuer` for `cn` in `organizations` (kube's
+/// user and groups).
+pub fn client_certificate<S: rcgen::SigningKey>(
+    issuer: &rcgen::Issuer<'_, S>,
+    cn: &str,
+    organizations: &[&str],
+) -> (String, String) {
+    use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair};
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(DnType::CommonName, cn);
+    for o in organizations {
+        params.distinguished_name.push(DnType::OrganizationName, *o);
+    }
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, issuer).unwrap();
+    (cert.pem(), key.serialize_pem())
+}
+
+/// A certificate authority of a test (a front proxy's, a cluster's): issues client and
+/// serving certificates.
+pub struct Ca {
+    issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+}
+
+impl std::fmt::Debug for Ca {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ca").finish_non_exhaustive()
+    }
+}
+
+impl Ca {
+    pub fn new(name: &str) -> Ca {
+        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose};
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+        Ca { issuer: CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap() }
+    }
+
+    pub fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    /// A client certificate (PEM, key PEM) for `cn` in `organizations`.
+    pub fn client(&self, cn: &str, organizations: &[&str]) -> (String, String) {
+        client_certificate(&self.issuer, cn, organizations)
+    }
+
+    /// A serving certificate (PEM, key PEM) for `names` (DNS names and IP addresses).
+    pub fn server(&self, cn: &str, names: &[&str]) -> (String, String) {
+        use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair, KeyUsagePurpose, SanType};
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.subject_alt_names = names
+            .iter()
+            .map(|n| match n.parse() {
+                Ok(ip) => SanType::IpAddress(ip),
+                Err(_) => SanType::DnsName((*n).try_into().unwrap()),
+            })
+            .collect();
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+}
+
 /// A free loopback port (bound and released; a test server takes it right after).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

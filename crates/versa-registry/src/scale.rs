@@ -4,6 +4,7 @@
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceScale;
 use serde_json::{Value, json};
+use versa_schema::field::{go_type, go_v};
 use versa_schema::{Error as FieldError, ErrorList, Path};
 
 /// The segments of a simple JSON path such as `.spec.replicas`.
@@ -32,26 +33,70 @@ pub fn set_path(obj: &mut Value, path: &str, value: Value) {
     }
 }
 
-/// The replica fields must be integers in `0..=MaxInt32`, the selector a string.
+/// kube's `unstructured.NestedFieldNoCopy` and its typed accessors on a definition's path: the
+/// value (`None` when a step is missing or null), or the accessor's error text.
+fn nested<'a>(
+    obj: &'a Value,
+    path: &str,
+    expected: &str,
+    fits: fn(&Value) -> bool,
+) -> Result<Option<&'a Value>, String> {
+    let fields = segments(path);
+    let json_path = |n: usize| format!(".{}", fields[..n].join("."));
+    let mut value = obj;
+    for (i, field) in fields.iter().enumerate() {
+        match value {
+            Value::Null => return Ok(None),
+            Value::Object(map) => match map.get(*field) {
+                Some(v) => value = v,
+                None => return Ok(None),
+            },
+            other => {
+                return Err(format!(
+                    "{} accessor error: {} is of the type {}, expected map[string]interface{{}}",
+                    json_path(i + 1),
+                    go_v(other),
+                    go_type(other)
+                ));
+            }
+        }
+    }
+    if fits(value) {
+        Ok(Some(value))
+    } else {
+        Err(format!(
+            "{} accessor error: {} is of the type {}, expected {expected}",
+            json_path(fields.len()),
+            go_v(value),
+            go_type(value)
+        ))
+    }
+}
+
+/// The replica fields must be integers in `0..=MaxInt32`, the selector a string — checked as
+/// kube's custom-resource validator checks them: the path as the definition spells it (leading
+/// dot included), the bad value as the accessor's `int64` (`0` when it is not one), and
+/// `unstructured`'s accessor error texts.
 pub fn validate_replica_paths(obj: &Value, spec: &CustomResourceSubresourceScale) -> ErrorList {
     let mut errs = ErrorList::new();
     for path in [&spec.spec_replicas_path, &spec.status_replicas_path] {
-        let Some(v) = lookup(obj, path) else { continue };
-        let field = Path::new(path.trim_start_matches('.'));
-        match v.as_i64() {
-            Some(n) if n < 0 => errs.push(FieldError::invalid(field, n, "should be a non-negative integer")),
-            Some(n) if n > i64::from(i32::MAX) => {
-                errs.push(FieldError::invalid(field, n, "should be less than or equal to 2147483647"))
-            }
-            Some(_) => {}
-            None => errs.push(FieldError::invalid(field, v, "should be an integer")),
+        let field = || Path::new(path);
+        match nested(obj, path, "int64", |v| v.as_i64().is_some()) {
+            Err(e) => errs.push(FieldError::invalid(field(), 0_i64, e)),
+            Ok(None) => {}
+            Ok(Some(v)) => match v.as_i64() {
+                Some(n) if n < 0 => errs.push(FieldError::invalid(field(), n, "should be a non-negative integer")),
+                Some(n) if n > i64::from(i32::MAX) => {
+                    errs.push(FieldError::invalid(field(), n, "should be less than or equal to 2147483647"))
+                }
+                _ => {}
+            },
         }
     }
     if let Some(path) = &spec.label_selector_path
-        && let Some(v) = lookup(obj, path)
-        && !v.is_string()
+        && let Err(e) = nested(obj, path, "string", Value::is_string)
     {
-        errs.push(FieldError::invalid(Path::new(path.trim_start_matches('.')), v, "should be a string"));
+        errs.push(FieldError::invalid(Path::new(path), "", e));
     }
     errs
 }

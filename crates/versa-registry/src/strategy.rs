@@ -323,6 +323,11 @@ impl<'a> Strategy<'a> {
                         errs.extend(builtin::validate_secret_update(obj, old));
                     }
                 }
+                // The scale subresource's paths, as kube's validator checks them with the schema,
+                // before the rules (the real kube-apiserver lists their errors in this order).
+                if let Some(scale) = &self.ver.scale {
+                    errs.extend(crate::scale::validate_replica_paths(obj, scale));
+                }
                 // x-kubernetes-validations run unless the schema found a blocking error (a value
                 // of the wrong type, a missing required field, an unsupported enum value, too
                 // long, too many); then kube says so instead of running them.
@@ -335,9 +340,6 @@ impl<'a> Strategy<'a> {
                     } else {
                         errs.push(versa_schema::validation::cel_skipped_error());
                     }
-                }
-                if let Some(scale) = &self.ver.scale {
-                    errs.extend(crate::scale::validate_replica_paths(obj, scale));
                 }
                 if errs.is_empty() { Ok(unknown) } else { Err(invalid(errs)) }
             }

@@ -493,14 +493,47 @@ impl fmt::Display for ErrorList {
 }
 
 /// Prints a JSON value as Kubernetes prints a bad value: numbers and booleans with Go's `%v`,
-/// strings with `%q`, `null` as `"null"`, objects and arrays as JSON.
+/// strings with `%q`, `null` (a nil value; before 1.36 kube printed it as the string `"null"`),
+/// objects and arrays as JSON.
 pub fn go_value(v: &Value) -> String {
     match v {
-        Value::Null => go_quote("null"),
+        Value::Null => "null".to_owned(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => go_number(n),
         Value::String(s) => go_quote(s),
         Value::Array(_) | Value::Object(_) => go_json(v),
+    }
+}
+
+/// A JSON value as Go's `%v` prints it once decoded into an `interface{}` (integers as `int64`,
+/// as kube's decoder keeps them): strings bare, `<nil>`, `map[k:v ...]` with sorted keys,
+/// `[a b]` — how `unstructured`'s accessor errors show a value.
+pub fn go_v(value: &Value) -> String {
+    match value {
+        Value::Null => "<nil>".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        // Beyond int64 the decoder gives a float64.
+        Value::Number(n) => n.as_i64().map_or_else(|| go_float(n.as_f64().unwrap_or(0.0)), |i| i.to_string()),
+        Value::String(s) => s.clone(),
+        Value::Object(map) => {
+            let mut members: Vec<String> = map.iter().map(|(k, v)| format!("{k}:{}", go_v(v))).collect();
+            members.sort();
+            format!("map[{}]", members.join(" "))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(go_v).collect::<Vec<_>>().join(" ")),
+    }
+}
+
+/// Go's `%T` of a JSON value decoded into an `interface{}` (integers as `int64`).
+pub fn go_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.as_i64().is_some() => "int64",
+        Value::Number(_) => "float64",
+        Value::String(_) => "string",
+        Value::Object(_) => "map[string]interface {}",
+        Value::Array(_) => "[]interface {}",
     }
 }
 
@@ -713,7 +746,7 @@ mod tests {
                 Error::duplicate(Path::new("spec").child("m").index(1), json!({"k": "v"})),
                 r#"spec.m[1]: Duplicate value: {"k":"v"}"#,
             ),
-            (Error::invalid(Path::none(), Value::Null, "some"), r#"<nil>: Invalid value: "null": some"#),
+            (Error::invalid(Path::none(), Value::Null, "some"), r#"<nil>: Invalid value: null: some"#),
             (Error::invalid(Path::new("x"), json!(1.5), "d"), "x: Invalid value: 1.5: d"),
             (Error::forbidden(Path::new("x"), "no"), "x: Forbidden: no"),
         ];

@@ -69,16 +69,22 @@ impl<'p> NodeChecks<'p> {
         if !matches!(v, Value::Object(_) | Value::Array(_)) && passes_type(node, v) {
             // A string, number or boolean of the declared type: what is left of kube-openapi's
             // checks are the string or number keywords, unless other keywords apply.
-            let Some(vv) = node.vv() else { return };
+            let Some(vv) = node.vv() else {
+                // No keywords: of the number validator only its range check is left.
+                if let k @ (Kind::Int(_) | Kind::Float(_)) = kind(v) {
+                    self.walker.check_range(Numeric::of(node), k, at, out);
+                }
+                return;
+            };
             if vv.is_plain() {
                 match kind(v) {
                     Kind::Str(s) => self.walker.check_string(vv, s, at, out),
-                    k @ (Kind::Int(_) | Kind::Float(_)) => self.walker.check_number(vv, k, at, out),
+                    k @ (Kind::Int(_) | Kind::Float(_)) => self.walker.check_number(Numeric::of(node), vv, k, at, out),
                     _ => {}
                 }
                 return;
             }
-            if !vv.has_junctors() && self.scalar_with_format_or_enum(vv, v, at, out) {
+            if !vv.has_junctors() && self.scalar_with_format_or_enum(node, vv, v, at, out) {
                 return;
             }
         }
@@ -90,7 +96,14 @@ impl<'p> NodeChecks<'p> {
     /// Returns `false`, having checked nothing, for a format on a number or boolean (it changes
     /// the type check; the full path handles it).
     #[inline(never)]
-    fn scalar_with_format_or_enum(&self, vv: &ValueValidation, v: &Value, at: &At<'_>, out: &mut Vec<Error>) -> bool {
+    fn scalar_with_format_or_enum(
+        &self,
+        node: &Structural,
+        vv: &ValueValidation,
+        v: &Value,
+        at: &At<'_>,
+        out: &mut Vec<Error>,
+    ) -> bool {
         let format = vv.effective_format();
         match kind(v) {
             Kind::Str(s) => {
@@ -101,7 +114,9 @@ impl<'p> NodeChecks<'p> {
                     self.walker.type_error(out, &at.openapi_name(), &vv.format, s);
                 }
             }
-            k @ (Kind::Int(_) | Kind::Float(_)) if format.is_empty() => self.walker.check_number(vv, k, at, out),
+            k @ (Kind::Int(_) | Kind::Float(_)) if format.is_empty() => {
+                self.walker.check_number(Numeric::of(node), vv, k, at, out)
+            }
             Kind::Bool if format.is_empty() => {}
             _ => return false,
         }
@@ -204,7 +219,7 @@ pub fn has_blocking_error(errs: &ErrorList) -> bool {
 }
 
 /// The error kube-apiserver appends instead of running CEL rules when a blocking error exists:
-/// `<nil>: Invalid value: "null": some validation rules were not checked because the object was
+/// `<nil>: Invalid value: null: some validation rules were not checked because the object was
 /// invalid; correct the existing errors to complete validation`.
 pub fn cel_skipped_error() -> Error {
     Error::invalid(
@@ -387,6 +402,57 @@ fn number_value(k: Kind<'_>) -> BadValue {
     }
 }
 
+/// The numeric type and format kube-openapi's number validator checks a value's range against:
+/// only an unambiguous `integer` (with format `int32` or `int64`) or `number` (with `float` or
+/// `double`); any other format counts as none, any other type as no check.
+#[derive(Clone, Copy)]
+struct Numeric<'s> {
+    type_: &'static str,
+    format: &'s str,
+}
+
+impl<'s> Numeric<'s> {
+    fn of<N: Node>(node: &'s N) -> Numeric<'s> {
+        let format = node.vv().map_or("", |vv| vv.format.as_str());
+        match node.type_name() {
+            "integer" => {
+                Numeric { type_: "integer", format: if matches!(format, "int32" | "int64") { format } else { "" } }
+            }
+            "number" => {
+                Numeric { type_: "number", format: if matches!(format, "float" | "double") { format } else { "" } }
+            }
+            _ => Numeric { type_: "", format: "" },
+        }
+    }
+
+    /// kube-openapi's `IsValueValidAgainstRange`: the value (as Go holds it: an `int64`, or a
+    /// `float64` printed with all its digits and no exponent) must parse as the type and format
+    /// — an `integer` as `int64` (`int32` with that format), a `number` with format `float` as a
+    /// finite `float32`. The error text, with `prefix` and the validator's path, otherwise.
+    fn range_error(self, k: Kind<'_>, prefix: &str, path: &str) -> Option<String> {
+        let text = match k {
+            Kind::Int(i) => i.to_string(),
+            Kind::Float(f) => format!("{f}"),
+            _ => return None,
+        };
+        let fits = match (self.type_, self.format) {
+            ("integer", "int32") => text.parse::<i32>().is_ok(),
+            ("integer", _) => text.parse::<i64>().is_ok(),
+            (_, "float") => !text.parse::<f32>().is_ok_and(f32::is_infinite),
+            _ => true,
+        };
+        if fits {
+            return None;
+        }
+        let type_ = self.type_;
+        Some(if self.format.is_empty() {
+            format!("{prefix} value must be of type {type_} (default format) in {path}")
+        } else {
+            format!("{prefix} value must be of type {type_} with format {} in {path}", self.format)
+        })
+    }
+}
+
 struct Walker<'p> {
     /// The `fldPath` of `ValidateCustomResource`.
     root: &'p Path,
@@ -498,8 +564,9 @@ impl Walker<'_> {
             }
             Kind::Int(_) | Kind::Float(_) => {
                 count += 2;
-                if let Some(vv) = vv {
-                    self.check_number(vv, k, frame, out);
+                match vv {
+                    Some(vv) => self.check_number(Numeric::of(node), vv, k, frame, out),
+                    None => self.check_range(Numeric::of(node), k, frame, out),
                 }
             }
             Kind::Array(_) => count += 2,
@@ -781,15 +848,42 @@ impl Walker<'_> {
         }
     }
 
-    /// multipleOf, minimum, maximum — in that order, all reported (kube-openapi's number
-    /// validator). An `int64` value is compared with the bound truncated to `int64`, and the
-    /// truncated bound is what the message prints, as kube-openapi's "native type" checks do.
-    fn check_number(&self, vv: &ValueValidation, k: Kind<'_>, frame: &At<'_>, out: &mut Vec<Error>) {
+    /// The number validator's first check: does the value fit the schema's numeric type and
+    /// format ([`Numeric::range_error`])? kube-openapi returns a plain error, which kube maps to
+    /// `<nil>: Invalid value: ""`.
+    fn check_range(&self, num: Numeric<'_>, k: Kind<'_>, frame: &At<'_>, out: &mut Vec<Error>) {
+        if let Some(msg) = num.range_error(k, "Checked", &frame.openapi_name()) {
+            out.push(Error { type_: ErrorType::Invalid, field: Path::none(), value: "".into(), detail: msg });
+        }
+    }
+
+    /// The range check, then multipleOf, minimum, maximum — in that order, all reported
+    /// (kube-openapi's number validator). A bound that fits the numeric type and format is
+    /// compared natively: with an `int64` value, the bound truncated to `int64`, which is what
+    /// the message prints. A bound that does not fit is reported (`Maximum boundary value must
+    /// be of type integer ...`) and compared as a float.
+    fn check_number(&self, num: Numeric<'_>, vv: &ValueValidation, k: Kind<'_>, frame: &At<'_>, out: &mut Vec<Error>) {
+        self.check_range(num, k, frame, out);
+        let name = frame.openapi_name();
+        // Whether the bound fits (natively compared); its error goes first otherwise.
+        let native = |bound: f64, prefix: &str, errs: &mut Vec<Error>| match num.range_error(
+            Kind::Float(bound),
+            prefix,
+            &name,
+        ) {
+            Some(msg) => {
+                errs.push(Error { type_: ErrorType::Invalid, field: Path::none(), value: "".into(), detail: msg });
+                false
+            }
+            None => true,
+        };
+        let mut multiple = Vec::new();
         if let Some(factor) = vv.multiple_of {
+            let native = native(factor, "MultipleOf", &mut multiple);
             let msg = match k {
                 // Deviation: Go divides by `int64(factor)` and panics when it is 0 (a factor
                 // below one); we fall back to the float check instead of failing the request.
-                Kind::Int(i) if go_f64_to_i64(factor) != 0 => {
+                Kind::Int(i) if native && go_f64_to_i64(factor) != 0 => {
                     let fi = go_f64_to_i64(factor);
                     if fi < 0 {
                         Some((true, fi.to_string()))
@@ -810,21 +904,20 @@ impl Walker<'_> {
                 }
             };
             if let Some((negative, factor_text)) = msg {
-                let name = frame.openapi_name();
                 if negative {
                     let value = match k {
-                        Kind::Int(_) => BadValue::Json(Value::from(go_f64_to_i64(factor))),
+                        Kind::Int(_) if native => BadValue::Json(Value::from(go_f64_to_i64(factor))),
                         _ => BadValue::Json(Value::from(factor)),
                     };
                     self.invalid(
-                        out,
+                        &mut multiple,
                         &name,
                         value,
                         format!("factor MultipleOf declared for {name} must be positive: {factor_text}"),
                     );
                 } else {
                     self.invalid(
-                        out,
+                        &mut multiple,
                         &name,
                         number_value(k),
                         format!("{name} in body should be a multiple of {factor_text}"),
@@ -832,28 +925,13 @@ impl Walker<'_> {
                 }
             }
         }
-        if let Some(min) = vv.minimum {
-            let ex = vv.exclusive_minimum;
-            let bound = match k {
-                Kind::Int(i) => {
-                    let m = go_f64_to_i64(min);
-                    ((!ex && i < m) || (ex && i <= m)).then(|| m.to_string())
-                }
-                _ => {
-                    let f = as_f64(k);
-                    ((!ex && f < min) || (ex && f <= min)).then(|| go_float(min))
-                }
-            };
-            if let Some(bound) = bound {
-                let name = frame.openapi_name();
-                let rel = if ex { "greater than" } else { "greater than or equal to" };
-                self.invalid(out, &name, number_value(k), format!("{name} in body should be {rel} {bound}"));
-            }
-        }
+        // kube-openapi checks the maximum before the minimum but reports the minimum first.
+        let mut maximum = Vec::new();
         if let Some(max) = vv.maximum {
             let ex = vv.exclusive_maximum;
+            let native = native(max, "Maximum boundary", &mut maximum);
             let bound = match k {
-                Kind::Int(i) => {
+                Kind::Int(i) if native => {
                     let m = go_f64_to_i64(max);
                     ((!ex && i > m) || (ex && i >= m)).then(|| m.to_string())
                 }
@@ -863,11 +941,32 @@ impl Walker<'_> {
                 }
             };
             if let Some(bound) = bound {
-                let name = frame.openapi_name();
                 let rel = if ex { "less than" } else { "less than or equal to" };
-                self.invalid(out, &name, number_value(k), format!("{name} in body should be {rel} {bound}"));
+                self.invalid(&mut maximum, &name, number_value(k), format!("{name} in body should be {rel} {bound}"));
             }
         }
+        let mut minimum = Vec::new();
+        if let Some(min) = vv.minimum {
+            let ex = vv.exclusive_minimum;
+            let native = native(min, "Minimum boundary", &mut minimum);
+            let bound = match k {
+                Kind::Int(i) if native => {
+                    let m = go_f64_to_i64(min);
+                    ((!ex && i < m) || (ex && i <= m)).then(|| m.to_string())
+                }
+                _ => {
+                    let f = as_f64(k);
+                    ((!ex && f < min) || (ex && f <= min)).then(|| go_float(min))
+                }
+            };
+            if let Some(bound) = bound {
+                let rel = if ex { "greater than" } else { "greater than or equal to" };
+                self.invalid(&mut minimum, &name, number_value(k), format!("{name} in body should be {rel} {bound}"));
+            }
+        }
+        out.extend(multiple);
+        out.extend(minimum);
+        out.extend(maximum);
     }
 
     /// minItems, maxItems, uniqueItems — after the items, all reported.
@@ -1120,7 +1219,7 @@ mod tests {
         assert!(!has_blocking_error(&ErrorList(vec![Error::invalid(Path::new("a"), 1i64, "x")])));
         assert_eq!(
             cel_skipped_error().to_string(),
-            r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#
+            r#"<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#
         );
     }
 }

@@ -125,7 +125,7 @@ impl Status {
         let causes: Vec<Value> = errs
             .deduplicated()
             .into_iter()
-            .map(|e| json!({"reason": e.type_.reason(), "message": e.body(), "field": e.field.as_str()}))
+            .map(|e| json!({"reason": e.type_.reason(), "message": e.body(), "field": e.field.to_string()}))
             .collect();
         let mut d = json!({"kind": kind, "causes": causes});
         if !name.is_empty() {

@@ -99,9 +99,13 @@ pub fn run(args: &Args) -> Result<Outcome> {
             set_default_namespace(&mut obj, &args.namespace);
         }
         pipeline::generate_name(&mut obj, &random_suffix());
-        // The old object as the server would read it from storage.
+        // The old object as the server would read it from storage: in the same namespace as
+        // the new one when it names none (it was written through the same request path).
         let old_read = old.as_ref().map(|o| {
             let mut o = o.clone();
+            if res.namespaced {
+                set_default_namespace(&mut o, &args.namespace);
+            }
             if let Some(schema) = strategy.ver.schema().map(|s| &**s) {
                 pipeline::on_read(&mut o, schema);
             }

@@ -121,6 +121,29 @@ fn validate_old_object_makes_identity_immutable() {
     );
 }
 
+/// An update of an object written without a namespace: the old object gets the same default
+/// namespace as the new one (`-n`, else `default`), so nothing but what changed is compared.
+#[test]
+fn validate_old_object_without_namespace_is_an_update_in_the_same_namespace() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.yaml");
+    std::fs::write(
+        &old,
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: my-new-cron-object}\nspec: {image: x}\n",
+    )
+    .unwrap();
+    for namespace in [None, Some("team-a")] {
+        let (crd, mine) = (data("crontab-crd.yaml"), data("my-crontab.yaml"));
+        let mut args = vec!["validate", "--definition", &crd, "--old", old.to_str().unwrap()];
+        if let Some(ns) = namespace {
+            args.extend(["-n", ns]);
+        }
+        args.push(&mine);
+        let o = versa(&args);
+        assert_eq!(o.status.code(), Some(0), "{namespace:?}: stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+    }
+}
+
 #[test]
 fn validate_generates_names_and_checks_metadata() {
     let dir = tempfile::tempdir().unwrap();

@@ -46,9 +46,22 @@ struct Desired {
 }
 
 /// Runs until shutdown.
+///
+/// Nothing is compared before the definitions are loaded: until then the served set is empty,
+/// and reconciling it would delete every APIService of the definitions for a moment at each
+/// start — long enough for kube's namespace controller to find their groups gone from discovery
+/// and finish deleting a namespace whose objects versa still holds (the real kube-apiserver
+/// showed it: `tests/e2e/kube.rs`, `namespace_deletion_waits_for_versa`).
 pub async fn run(state: Arc<State>, cluster: Arc<Cluster>) {
     let mut changes = state.registry.subscribe();
     let mut reported = Reported::new();
+    while !state.registry.is_ready() {
+        tokio::select! {
+            _ = changes.changed() => {}
+            () = tokio::time::sleep(Duration::from_millis(100)) => {}
+            () = state.shutdown.cancelled() => return,
+        }
+    }
     loop {
         if let Err(e) = reconcile(&state, &cluster, &mut reported).await {
             tracing::warn!(error = %e, "APIService registration failed; retrying");

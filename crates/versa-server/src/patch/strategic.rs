@@ -55,6 +55,8 @@
 
 use serde_json::{Map, Value};
 
+use versa_schema::field::go_v;
+
 use super::PatchError;
 
 /// The key of the `$patch` directive in a map or a list item.
@@ -656,25 +658,6 @@ fn no_merge_key(map: &Map<String, Value>, key: &str) -> PatchError {
     internal(format!("map: {} does not contain declared merge key: {key}", go_v(&Value::Object(map.clone()))))
 }
 
-/// A decoded JSON value as Go's `fmt` prints it with `%v`: `map[a:1 b:[x y]]`, keys sorted.
-fn go_v(value: &Value) -> String {
-    match value {
-        Value::Null => "<nil>".to_owned(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
-            (Some(i), _) => i.to_string(),
-            (None, Some(f)) => go_float(f),
-            (None, None) => n.to_string(),
-        },
-        Value::String(s) => s.clone(),
-        Value::Object(map) => {
-            let members: Vec<String> = map.iter().map(|(k, v)| format!("{k}:{}", go_v(v))).collect();
-            format!("map[{}]", members.join(" "))
-        }
-        Value::Array(items) => format!("[{}]", items.iter().map(go_v).collect::<Vec<_>>().join(" ")),
-    }
-}
-
 /// A value as Go prints it with `%s`: strings as they are, other scalars as
 /// `%!s(int64=5)`.
 fn go_s(value: &Value) -> String {
@@ -688,19 +671,6 @@ fn go_s(value: &Value) -> String {
         Value::Array(items) => format!("[{}]", items.iter().map(go_s).collect::<Vec<_>>().join(" ")),
         scalar => format!("%!s({}={})", GoType::of(scalar).name(), go_v(scalar)),
     }
-}
-
-/// A float as Go's `%v` prints it: the shortest digits, in exponent form (`1e+06`) from an
-/// exponent of 6 up or below -4.
-fn go_float(f: f64) -> String {
-    let sci = format!("{f:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if (-4..6).contains(&exp) {
-        return f.to_string();
-    }
-    let sign = if exp < 0 { '-' } else { '+' };
-    format!("{mantissa}e{sign}{:02}", exp.abs())
 }
 
 #[cfg(test)]

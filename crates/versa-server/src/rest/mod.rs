@@ -331,8 +331,10 @@ pub async fn serve(
     match result {
         Ok(response) => response,
         Err(status) => {
+            // kube's handler warns of a deprecated version before it does anything else, so a
+            // refused request carries the warning too.
             let mut response = status.into_response();
-            add_warnings(response.headers_mut(), ctx.warnings.iter());
+            add_warnings(response.headers_mut(), ctx.ver().warning.iter().chain(ctx.warnings.iter()));
             response
         }
     }
