@@ -37,6 +37,7 @@ const SHARED: &[(&str, Scenario)] = &[
     ("garbage_collector_of_kube_deletes_dependents", garbage_collector_of_kube_deletes_dependents),
     ("foreground_and_orphan_deletion", foreground_and_orphan_deletion),
     ("admission_policies_configured_in_kube_apply", admission_policies_configured_in_kube_apply),
+    ("validating_webhook_configured_in_kube_applies", validating_webhook_configured_in_kube_applies),
     ("differential_conformance_with_published_crds", differential_conformance_with_published_crds),
 ];
 
@@ -562,4 +563,111 @@ fn differential_conformance_with_published_crds(plane: &Plane) {
         unexplained.len(),
         shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n\n")
     );
+}
+
+/// A validating webhook on the host's side of the network namespace's link (reachable from
+/// kube-apiserver and from versa): it refuses objects whose name starts with `bad-`. Returns
+/// its URL and its CA (PEM).
+fn start_webhook(plane: &Plane) -> (String, String) {
+    use http_body_util::{BodyExt as _, Full};
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let ca = versa_e2e::Ca::new("versa e2e webhook CA");
+    let (cert, key) = ca.server("webhook", &[plane.host_ip()]);
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            CertificateDer::pem_slice_iter(cert.as_bytes()).map(Result::unwrap).collect(),
+            PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+        )
+        .unwrap();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = std::net::TcpListener::bind((plane.host_ip(), 0)).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("https://{}/validate", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else { continue };
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else { return };
+                    let service = hyper::service::service_fn(|request: http::Request<hyper::body::Incoming>| async move {
+                        let body = request.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                        let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                        let name = review["request"]["object"]["metadata"]["name"].as_str().unwrap_or("");
+                        let mut response = json!({"uid": review["request"]["uid"], "allowed": !name.starts_with("bad-")});
+                        if name.starts_with("bad-") {
+                            response["status"] = json!({"code": 403, "message": "names starting with bad- are not allowed"});
+                        }
+                        let answer = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response});
+                        Ok::<_, std::convert::Infallible>(
+                            http::Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(bytes::Bytes::from(answer.to_string())))
+                                .unwrap(),
+                        )
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+    });
+    (url, ca.pem())
+}
+
+/// A ValidatingWebhookConfiguration created in kube applies to versa's resources (versa calls
+/// the webhook) and answers as kube answers for the same definition installed as a CRD.
+fn validating_webhook_configured_in_kube_applies(plane: &Plane) {
+    use base64::Engine as _;
+    let group = "webhook.e2e.example.com";
+    let kube_group = "crd-webhook.e2e.example.com";
+    let ns = "webhook-e2e";
+    define_crontabs(plane, group);
+    define_crontabs_in_kube(plane, kube_group);
+    namespace(plane, ns);
+    let (url, ca) = start_webhook(plane);
+    let configuration = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "e2e-deny-bad"},
+        "webhooks": [{
+            "name": "deny-bad.e2e.example.com",
+            "clientConfig": {"url": url, "caBundle": base64::engine::general_purpose::STANDARD.encode(ca)},
+            "rules": [{"apiGroups": [group, kube_group], "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["crontabs"]}],
+            "sideEffects": "None", "admissionReviewVersions": ["v1"], "failurePolicy": "Fail",
+        }],
+    });
+    plane.apply(&configuration.to_string(), &[]).unwrap();
+    let refused = |g: &str| {
+        wait_for(&format!("the webhook refuses in {g}"), Duration::from_secs(60), || {
+            match plane.stdin(&["-n", ns, "create", "-f", "-"], &crontab(g, "bad-one", json!({}))) {
+                Ok(out) => {
+                    plane.ok(&["-n", ns, "delete", &format!("crontabs.{g}"), "bad-one"]);
+                    Err(format!("admitted: {out}"))
+                }
+                Err(e) if e.contains("denied the request") => Ok(e.replace(g, "GROUP")),
+                Err(e) => Err(e),
+            }
+        })
+    };
+    let (versa, kube) = (refused(group), refused(kube_group));
+    assert_eq!(versa, kube);
+    assert!(
+        versa.contains(r#"admission webhook "deny-bad.e2e.example.com" denied the request: names starting with bad- are not allowed"#),
+        "{versa}"
+    );
+    for g in [group, kube_group] {
+        plane.stdin(&["-n", ns, "create", "-f", "-"], &crontab(g, "good-one", json!({}))).unwrap();
+    }
+    plane.ok(&["delete", "validatingwebhookconfiguration", "e2e-deny-bad"]);
+    plane.ok(&["delete", "namespace", ns, "--wait=false"]);
 }

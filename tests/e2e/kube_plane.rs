@@ -434,6 +434,12 @@ impl Plane {
         self.versa.lock().unwrap().as_ref().map(|p| p.child.id()).unwrap()
     }
 
+    /// The host's address on the network namespace's link: where a server of the test is
+    /// reachable from both kube-apiserver and versa (a webhook, say).
+    pub fn host_ip(&self) -> &str {
+        &self.netns.host_ip
+    }
+
     /// kube-apiserver's URL on loopback.
     pub fn server(&self) -> String {
         format!("https://127.0.0.1:{}", self.port)
