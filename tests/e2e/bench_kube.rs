@@ -128,7 +128,8 @@ async fn latencies(apis: &[Api<DynamicObject>; 2], groups: [&str; 2]) -> [[(f64,
                 "spec": {"size": "large", "replicas": 3, "labels": {"app": "bench", "tier": "web"}},
             }))
             .unwrap();
-            samples[side][0].push(time(Box::pin(async { drop(api.create(&PostParams::default(), &obj).await.unwrap()) })).await);
+            samples[side][0]
+                .push(time(Box::pin(async { drop(api.create(&PostParams::default(), &obj).await.unwrap()) })).await);
         }
     }
     for i in 0..GETS {
@@ -140,8 +141,10 @@ async fn latencies(apis: &[Api<DynamicObject>; 2], groups: [&str; 2]) -> [[(f64,
     for _ in 0..LISTS {
         for (side, api) in apis.iter().enumerate() {
             samples[side][2].push(
-                time(Box::pin(async { assert_eq!(api.list(&ListParams::default()).await.unwrap().items.len(), OBJECTS) }))
-                    .await,
+                time(Box::pin(async {
+                    assert_eq!(api.list(&ListParams::default()).await.unwrap().items.len(), OBJECTS)
+                }))
+                .await,
             );
         }
     }

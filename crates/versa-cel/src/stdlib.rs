@@ -512,13 +512,15 @@ fn convert<'a>(to: &str, v: &Value<'a>) -> Res<'a> {
             "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(Value::Bool(false)),
             _ => Err(fail()),
         },
-        ("timestamp", Value::String(s)) => time::parse_rfc3339(s)
-            .map(Value::Timestamp)
-            .ok_or_else(|| EvalError::new(format!("timestamp validation error: invalid timestamp {:?}", &**s))),
+        // cel-go's texts for a string that does not parse (`String.ConvertToType`), the type
+        // named as cel-go names it.
+        ("timestamp", Value::String(s)) => {
+            time::parse_rfc3339(s).map(Value::Timestamp).ok_or_else(|| conversion_error(v, "google.protobuf.Timestamp"))
+        }
         ("timestamp", Value::Int(i)) => Timestamp::new(*i, 0).map(Value::Timestamp).ok_or_else(timestamp_overflow),
-        ("duration", Value::String(s)) => time::parse_duration(s)
-            .map(Value::Duration)
-            .map_err(|_| EvalError::new(format!("invalid duration: {:?}", &**s))),
+        ("duration", Value::String(s)) => {
+            time::parse_duration(s).map(Value::Duration).map_err(|_| conversion_error(v, "google.protobuf.Duration"))
+        }
         _ => Err(no_overload(to)),
     }
 }

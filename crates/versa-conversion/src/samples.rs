@@ -185,6 +185,32 @@ pub fn generate(def: &ResourceDefinition, version: &str, schema: &Structural, n:
     generate_reporting(def, version, schema, n).objects
 }
 
+/// `n` generated objects of `version` (its lowered `schema`) as a client would send them: not
+/// pruned, not defaulted, not checked — most valid, some not (a pattern no string could be
+/// built for, a rule the generator knows nothing of). `seed` picks the sequence. The
+/// differential suite against the real kube-apiserver (`tests/e2e/kube_diff.rs`) sends them to
+/// kube and to versa alike.
+pub fn generate_unchecked(
+    def: &ResourceDefinition,
+    version: &str,
+    schema: &Structural,
+    n: usize,
+    seed: u64,
+) -> Vec<Value> {
+    let api_version = format!("{}/{version}", def.spec.group);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+    (0..n)
+        .filter_map(|i| {
+            let mut obj = sample(schema, &mut rng, 0);
+            let map = obj.as_object_mut()?;
+            map.insert("apiVersion".into(), Value::String(api_version.clone()));
+            map.insert("kind".into(), Value::String(def.spec.names.kind.clone()));
+            map.insert("metadata".into(), json!({"name": format!("generated-{i}")}));
+            Some(obj)
+        })
+        .collect()
+}
+
 /// What [`generate_reporting`] made.
 struct Generated {
     objects: Vec<Value>,
