@@ -615,6 +615,12 @@ impl Plane {
         });
         *self.versa.lock().unwrap() = Some(versa);
         self.set_pod_ready(true);
+        // Served through kube: the APIService Available and the definitions in kube's discovery.
+        self.wait_available("v1.versa.dev");
+        wait_for("versa.dev in kube's discovery", Duration::from_secs(60), || {
+            let out = output(self.kubectl(&["api-resources", "--api-group", "versa.dev", "-o", "name"]))?;
+            if out.lines().any(|l| l == "resourcedefinitions.versa.dev") { Ok(()) } else { Err(out) }
+        });
     }
 
     /// Stops versa (SIGTERM, as kubelet stops a container) and marks the pod not ready.

@@ -45,7 +45,7 @@ use versa_cel::{
     compile_rule, estimate_cost, max_cardinality,
 };
 use versa_schema::Structural;
-use versa_schema::field::{BadValue, Error, ErrorList, Path, go_quote};
+use versa_schema::field::{BadValue, Error, ErrorList, Path, go_json};
 use versa_schema::structural::Type as SchemaType;
 
 /// Compiles the rules of the structural schema `root`, found at `path`
@@ -239,21 +239,18 @@ impl Walk<'_> {
     }
 }
 
-/// Go's `%#v` of kube-apiserver's internal `apiextensions.ValidationRule`, the value upstream
-/// shows with a rule's compile error.
+/// kube-apiserver's internal `apiextensions.ValidationRule` as 1.36 shows it with a rule's
+/// compile error: the bad value's `json.Marshal` (fields in declaration order, no tags, unset
+/// pointers `null`). Before 1.36 kube printed Go's `%#v` of it instead.
 fn go_validation_rule(rule: &ValidationRule) -> BadValue {
-    // Go prints a non-nil pointer as its address; any fixed address is as good as another.
-    let pointer = |type_: &str, set: bool| {
-        if set { format!("(*{type_})(0xc000000000)") } else { format!("(*{type_})(nil)") }
-    };
+    let string = |s: Option<&str>| go_json(&serde_json::Value::String(s.unwrap_or_default().to_owned()));
+    let reason = rule.reason.as_deref().map_or_else(|| "null".to_owned(), |r| string(Some(r)));
+    let old_self = rule.optional_old_self.map_or_else(|| "null".to_owned(), |b| b.to_string());
     BadValue::Raw(format!(
-        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{}, FieldPath:{}, \
-         OptionalOldSelf:{}}}",
-        go_quote(&rule.rule),
-        go_quote(rule.message.as_deref().unwrap_or_default()),
-        go_quote(rule.message_expression.as_deref().unwrap_or_default()),
-        pointer("apiextensions.FieldValueErrorReason", rule.reason.is_some()),
-        go_quote(rule.field_path.as_deref().unwrap_or_default()),
-        pointer("bool", rule.optional_old_self.is_some()),
+        r#"{{"Rule":{},"Message":{},"MessageExpression":{},"Reason":{reason},"FieldPath":{},"OptionalOldSelf":{old_self}}}"#,
+        string(Some(&rule.rule)),
+        string(rule.message.as_deref()),
+        string(rule.message_expression.as_deref()),
+        string(rule.field_path.as_deref()),
     ))
 }
