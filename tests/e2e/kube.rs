@@ -570,23 +570,10 @@ fn differential_conformance_with_published_crds(plane: &Plane) {
 /// its URL and its CA (PEM).
 fn start_webhook(plane: &Plane) -> (String, String) {
     use http_body_util::{BodyExt as _, Full};
-    use rustls::pki_types::pem::PemObject as _;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
     let ca = versa_e2e::Ca::new("versa e2e webhook CA");
-    let (cert, key) = ca.server("webhook", &[plane.host_ip()]);
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            CertificateDer::pem_slice_iter(cert.as_bytes()).map(Result::unwrap).collect(),
-            PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
-        )
-        .unwrap();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let config = ca.server_config("webhook", &[plane.host_ip()], &[b"http/1.1"]);
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
     let listener = std::net::TcpListener::bind((plane.host_ip(), 0)).unwrap();
     listener.set_nonblocking(true).unwrap();
     let url = format!("https://{}/validate", listener.local_addr().unwrap());

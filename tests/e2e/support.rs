@@ -141,37 +141,8 @@ pub fn json_eq(a: &serde_json::Value, b: &serde_json::Value) -> bool {
 /// (CN `server_cn`), for the test servers (the conversion webhook, the fake kube-apiserver):
 /// the CA's PEM, and the server's rustls configuration offering `alpn`.
 pub fn serving_tls(ca_name: &str, server_cn: &str, alpn: &[&[u8]]) -> (String, std::sync::Arc<rustls::ServerConfig>) {
-    use rcgen::{
-        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-        KeyUsagePurpose,
-    };
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.distinguished_name.push(DnType::CommonName, ca_name);
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
-    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
-
-    let mut serving = CertificateParams::new(["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
-    serving.distinguished_name.push(DnType::CommonName, server_cn);
-    serving.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
-    serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let key = KeyPair::generate().unwrap();
-    let cert = serving.signed_by(&key, &ca).unwrap();
-
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from(cert.der().to_vec())],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-        )
-        .unwrap();
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    (ca.pem(), std::sync::Arc::new(config))
+    let ca = Ca::new(ca_name);
+    (ca.pem(), ca.server_config(server_cn, &["127.0.0.1", "localhost"], alpn))
 }
 
 /// A client certificate (PEM, key PEM) issued by `issuer` for `cn` in `organizations` (kube's
@@ -222,6 +193,25 @@ impl Ca {
     /// A client certificate (PEM, key PEM) for `cn` in `organizations`.
     pub fn client(&self, cn: &str, organizations: &[&str]) -> (String, String) {
         client_certificate(&self.issuer, cn, organizations)
+    }
+
+    /// A rustls server configuration with a serving certificate for `names`, offering `alpn`.
+    pub fn server_config(&self, cn: &str, names: &[&str], alpn: &[&[u8]]) -> std::sync::Arc<rustls::ServerConfig> {
+        use rustls::pki_types::pem::PemObject as _;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let (cert, key) = self.server(cn, names);
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                CertificateDer::pem_slice_iter(cert.as_bytes()).map(Result::unwrap).collect(),
+                PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+            )
+            .unwrap();
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        std::sync::Arc::new(config)
     }
 
     /// A serving certificate (PEM, key PEM) for `names` (DNS names and IP addresses).
