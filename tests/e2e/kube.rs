@@ -266,6 +266,24 @@ fn kubectl_works_through_kube(plane: &Plane) {
     // Invalid input: versa's answer is kube's for the same definition as a CRD.
     let kube_group = "crd-kubectl.e2e.example.com";
     define_crontabs_in_kube(plane, kube_group);
+    // The definitions' status as kube 1.36 keeps it: observedGeneration (the status's and each
+    // condition's) as kube's own controllers write it for the same definition.
+    let generations = |resource: &str| {
+        let def = plane.get_json(&[resource]);
+        let mut conditions: Vec<(String, Value)> = def["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| matches!(c["type"].as_str(), Some("Established" | "NamesAccepted")))
+            .map(|c| (c["type"].as_str().unwrap().to_owned(), c["observedGeneration"].clone()))
+            .collect();
+        conditions.sort_by(|a, b| a.0.cmp(&b.0));
+        (def["status"]["observedGeneration"].clone(), conditions)
+    };
+    assert_eq!(
+        generations(&format!("resourcedefinitions.versa.dev/crontabs.{group}")),
+        generations(&format!("crd/crontabs.{kube_group}"))
+    );
     for (name, spec) in [
         ("bad-type", json!({"replicas": "many"})),
         ("bad-types", json!({"replicas": 1.5, "cronSpec": 7})),
