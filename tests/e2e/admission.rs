@@ -12,7 +12,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -64,15 +64,8 @@ fn create(versa: &Versa, dir: &std::path::Path, name: &str, yaml: &str) -> std::
 
 /// Retries `attempt` until it says done: configuration changes take effect within moments (a
 /// watch), not at once.
-fn eventually(what: &str, mut attempt: impl FnMut() -> Result<(), String>) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        match attempt() {
-            Ok(()) => return,
-            Err(why) if Instant::now() > deadline => panic!("{what}: {why}"),
-            Err(_) => std::thread::sleep(Duration::from_millis(200)),
-        }
-    }
+fn eventually(what: &str, attempt: impl FnMut() -> Result<(), String>) {
+    versa_e2e::wait_for(what, Duration::from_secs(20), attempt);
 }
 
 fn start() -> (tempfile::TempDir, Versa) {

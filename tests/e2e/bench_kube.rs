@@ -87,10 +87,7 @@ async fn install(client: &Client, path: &str, definitions: &[Value]) -> Duration
         );
         loop {
             let def = client.get(&format!("{path}/{name}")).await.json();
-            let established = def["status"]["conditions"]
-                .as_array()
-                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Established" && c["status"] == "True"));
-            if established && client.get(&collection).await.status == 200 {
+            if kube_diff::established(&def) && client.get(&collection).await.status == 200 {
                 break;
             }
             assert!(start.elapsed() < Duration::from_secs(600), "{name} not served within 10 minutes");

@@ -302,7 +302,8 @@ async fn until(limit: Duration, mut f: impl AsyncFnMut() -> bool) -> bool {
     false
 }
 
-fn established(definition: &Value) -> bool {
+/// Whether a definition's (or a CRD's) `Established` condition is true.
+pub fn established(definition: &Value) -> bool {
     definition["status"]["conditions"]
         .as_array()
         .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Established" && c["status"] == "True"))
@@ -373,12 +374,13 @@ async fn run_async(plane: &Plane) -> Vec<String> {
 
     for (p, version, plural, namespaced) in &ready {
         let vgroup = format!("{}{SUFFIX}", p.group);
-        for (label, body, query) in cases(p) {
+        let cases = cases(p);
+        for (label, body, query) in &cases {
             let mut versa_body = body.clone();
             versa_body["apiVersion"] = json!(format!("{vgroup}/{version}"));
             let path_k = format!("{}?dryRun=All{query}", collection(&p.group, version, plural, *namespaced));
             let path_v = format!("{}?dryRun=All{query}", collection(&vgroup, version, plural, *namespaced));
-            let k = client.post(&path_k, &body).await;
+            let k = client.post(&path_k, body).await;
             let v = client.post(&path_v, &versa_body).await;
             compared += 1;
             succeeded += usize::from(k.status < 300 && v.status < 300);
@@ -390,7 +392,7 @@ async fn run_async(plane: &Plane) -> Vec<String> {
         // A real object's life where the minimal object is valid: created, listed as a Table,
         // applied server-side by a second manager, deleted.
         let base = |g: &str| collection(g, version, plural, *namespaced);
-        let minimal = &cases(p)[0].1;
+        let minimal = &cases[0].1;
         let mut versa_minimal = minimal.clone();
         versa_minimal["apiVersion"] = json!(format!("{vgroup}/{version}"));
         let (k, v) = (client.post(&base(&p.group), minimal).await, client.post(&base(&vgroup), &versa_minimal).await);

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use rcgen::KeyPair;
 use serde_json::{Value, json};
-pub use versa_e2e::Ca;
+pub use versa_e2e::{Ca, wait_for};
 use versa_e2e::{free_port, versa_bin};
 
 /// The release and namespace the chart is installed as.
@@ -268,19 +268,6 @@ pub fn cert_user((cert, key): &(String, String)) -> Value {
     use base64::Engine as _;
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     json!({"client-certificate-data": b64(cert), "client-key-data": b64(key)})
-}
-
-/// Waits up to `limit` for `f` to give `Some`, every 200 ms; panics with `what` and the last
-/// `Err` otherwise.
-pub fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        match f() {
-            Ok(t) => return t,
-            Err(e) if Instant::now() >= deadline => panic!("{what}: not within {limit:?}: {e}"),
-            Err(_) => std::thread::sleep(Duration::from_millis(200)),
-        }
-    }
 }
 
 /// stdout of a run, or its stderr as the error.
@@ -531,11 +518,9 @@ impl Plane {
             .iter()
             .map(|a| a.as_str().unwrap().replace("/var/lib/versa", data.to_str().unwrap()))
             .collect();
-        let audit_policy = write(
-            &self.dir.path().join("versa-audit-policy.yaml"),
-            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
-        );
-        args.push(format!("--audit-policy-file={audit_policy}"));
+        // The same audit policy as kube-apiserver's, so that both trails record the same requests.
+        let audit_policy = self.dir.path().join("audit-policy.yaml");
+        args.push(format!("--audit-policy-file={}", audit_policy.display()));
         args.push(format!("--audit-log-path={}", self.versa_audit.display()));
 
         // The pod, created by the StatefulSet controller: bind it to a node of ours.

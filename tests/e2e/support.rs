@@ -6,6 +6,7 @@
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// The `versa` binary built in the same target directory as the running test.
 pub fn versa_bin() -> PathBuf {
@@ -231,6 +232,20 @@ impl Ca {
         let key = KeyPair::generate().unwrap();
         let cert = params.signed_by(&key, &self.issuer).unwrap();
         (cert.pem(), key.serialize_pem())
+    }
+}
+
+/// Retries `f` every 200 ms until it gives `Ok` (what converges through a watch or a
+/// controller takes moments, not no time), for up to `limit`; then panics with `what` and the
+/// last `Err`.
+pub fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        match f() {
+            Ok(t) => return t,
+            Err(e) if Instant::now() >= deadline => panic!("{what}: not within {limit:?}: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
     }
 }
 

@@ -849,12 +849,17 @@ impl Walker<'_> {
     }
 
     /// The number validator's first check: does the value fit the schema's numeric type and
-    /// format ([`Numeric::range_error`])? kube-openapi returns a plain error, which kube maps to
-    /// `<nil>: Invalid value: ""`.
+    /// format ([`Numeric::range_error`])?
     fn check_range(&self, num: Numeric<'_>, k: Kind<'_>, frame: &At<'_>, out: &mut Vec<Error>) {
-        if let Some(msg) = num.range_error(k, "Checked", &frame.openapi_name()) {
-            out.push(Error { type_: ErrorType::Invalid, field: Path::none(), value: "".into(), detail: msg });
-        }
+        self.fits_range(num, k, "Checked", &frame.openapi_name(), out);
+    }
+
+    /// Whether `k` fits `num`; if not, kube-openapi's error (a plain error, which kube maps to
+    /// `<nil>: Invalid value: ""`) is reported with `prefix`.
+    fn fits_range(&self, num: Numeric<'_>, k: Kind<'_>, prefix: &str, name: &str, out: &mut Vec<Error>) -> bool {
+        let Some(detail) = num.range_error(k, prefix, name) else { return true };
+        out.push(Error { type_: ErrorType::Invalid, field: Path::none(), value: "".into(), detail });
+        false
     }
 
     /// The range check, then multipleOf, minimum, maximum — in that order, all reported
@@ -865,21 +870,8 @@ impl Walker<'_> {
     fn check_number(&self, num: Numeric<'_>, vv: &ValueValidation, k: Kind<'_>, frame: &At<'_>, out: &mut Vec<Error>) {
         self.check_range(num, k, frame, out);
         let name = frame.openapi_name();
-        // Whether the bound fits (natively compared); its error goes first otherwise.
-        let native = |bound: f64, prefix: &str, errs: &mut Vec<Error>| match num.range_error(
-            Kind::Float(bound),
-            prefix,
-            &name,
-        ) {
-            Some(msg) => {
-                errs.push(Error { type_: ErrorType::Invalid, field: Path::none(), value: "".into(), detail: msg });
-                false
-            }
-            None => true,
-        };
-        let mut multiple = Vec::new();
         if let Some(factor) = vv.multiple_of {
-            let native = native(factor, "MultipleOf", &mut multiple);
+            let native = self.fits_range(num, Kind::Float(factor), "MultipleOf", &name, out);
             let msg = match k {
                 // Deviation: Go divides by `int64(factor)` and panics when it is 0 (a factor
                 // below one); we fall back to the float check instead of failing the request.
@@ -910,14 +902,14 @@ impl Walker<'_> {
                         _ => BadValue::Json(Value::from(factor)),
                     };
                     self.invalid(
-                        &mut multiple,
+                        out,
                         &name,
                         value,
                         format!("factor MultipleOf declared for {name} must be positive: {factor_text}"),
                     );
                 } else {
                     self.invalid(
-                        &mut multiple,
+                        out,
                         &name,
                         number_value(k),
                         format!("{name} in body should be a multiple of {factor_text}"),
@@ -925,30 +917,11 @@ impl Walker<'_> {
                 }
             }
         }
-        // kube-openapi checks the maximum before the minimum but reports the minimum first.
-        let mut maximum = Vec::new();
-        if let Some(max) = vv.maximum {
-            let ex = vv.exclusive_maximum;
-            let native = native(max, "Maximum boundary", &mut maximum);
-            let bound = match k {
-                Kind::Int(i) if native => {
-                    let m = go_f64_to_i64(max);
-                    ((!ex && i > m) || (ex && i >= m)).then(|| m.to_string())
-                }
-                _ => {
-                    let f = as_f64(k);
-                    ((!ex && f > max) || (ex && f >= max)).then(|| go_float(max))
-                }
-            };
-            if let Some(bound) = bound {
-                let rel = if ex { "less than" } else { "less than or equal to" };
-                self.invalid(&mut maximum, &name, number_value(k), format!("{name} in body should be {rel} {bound}"));
-            }
-        }
-        let mut minimum = Vec::new();
+        // kube-openapi checks the maximum first but reports the minimum first (neither check
+        // depends on the other).
         if let Some(min) = vv.minimum {
             let ex = vv.exclusive_minimum;
-            let native = native(min, "Minimum boundary", &mut minimum);
+            let native = self.fits_range(num, Kind::Float(min), "Minimum boundary", &name, out);
             let bound = match k {
                 Kind::Int(i) if native => {
                     let m = go_f64_to_i64(min);
@@ -961,12 +934,27 @@ impl Walker<'_> {
             };
             if let Some(bound) = bound {
                 let rel = if ex { "greater than" } else { "greater than or equal to" };
-                self.invalid(&mut minimum, &name, number_value(k), format!("{name} in body should be {rel} {bound}"));
+                self.invalid(out, &name, number_value(k), format!("{name} in body should be {rel} {bound}"));
             }
         }
-        out.extend(multiple);
-        out.extend(minimum);
-        out.extend(maximum);
+        if let Some(max) = vv.maximum {
+            let ex = vv.exclusive_maximum;
+            let native = self.fits_range(num, Kind::Float(max), "Maximum boundary", &name, out);
+            let bound = match k {
+                Kind::Int(i) if native => {
+                    let m = go_f64_to_i64(max);
+                    ((!ex && i > m) || (ex && i >= m)).then(|| m.to_string())
+                }
+                _ => {
+                    let f = as_f64(k);
+                    ((!ex && f > max) || (ex && f >= max)).then(|| go_float(max))
+                }
+            };
+            if let Some(bound) = bound {
+                let rel = if ex { "less than" } else { "less than or equal to" };
+                self.invalid(out, &name, number_value(k), format!("{name} in body should be {rel} {bound}"));
+            }
+        }
     }
 
     /// minItems, maxItems, uniqueItems — after the items, all reported.
