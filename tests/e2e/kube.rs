@@ -15,6 +15,8 @@
 
 #[path = "client.rs"]
 mod client;
+#[path = "kube_cases.rs"]
+mod kube_cases;
 #[path = "kube_diff.rs"]
 mod kube_diff;
 #[path = "kube_plane.rs"]
@@ -39,6 +41,7 @@ const SHARED: &[(&str, Scenario)] = &[
     ("admission_policies_configured_in_kube_apply", admission_policies_configured_in_kube_apply),
     ("validating_webhook_configured_in_kube_applies", validating_webhook_configured_in_kube_applies),
     ("differential_conformance_with_published_crds", differential_conformance_with_published_crds),
+    ("data_cases_state_kubes_answers", data_cases_state_kubes_answers),
 ];
 
 /// Scenarios that stop versa: after the others, one at a time.
@@ -580,6 +583,17 @@ fn differential_conformance_with_published_crds(plane: &Plane) {
         "{} differences from kube are neither fixed nor listed (first 40):\n{}",
         unexplained.len(),
         shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n\n")
+    );
+}
+
+/// The data tests marked as kube's answers, asked of kube (`kube_cases.rs`).
+fn data_cases_state_kubes_answers(plane: &Plane) {
+    let differences = kube_cases::run(plane);
+    assert!(
+        differences.is_empty(),
+        "{} cases are not kube's answers:\n{}",
+        differences.len(),
+        differences.join("\n\n")
     );
 }
 

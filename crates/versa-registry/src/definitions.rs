@@ -17,7 +17,10 @@
 //!   definitions controller removes its objects, then the finalizer.
 
 use serde_json::{Value, json};
-use versa_apiextensions::{ResourceDefinition, set_defaults, validate_definition, validate_definition_update};
+use versa_apiextensions::{
+    ResourceDefinition, set_defaults, validate_definition, validate_definition_update, warnings_on_create,
+    warnings_on_update,
+};
 use versa_schema::{Error as FieldError, ErrorList, Path};
 
 /// The finalizer that holds a deleted definition until its objects are gone.
@@ -94,8 +97,9 @@ pub fn unknown_fields(obj: &Value) -> Vec<String> {
     }
 }
 
-/// Create: default, validate, reset status. Returns the unknown (dropped) field paths.
-pub fn admit_create(obj: &mut Value) -> Result<Vec<String>, ErrorList> {
+/// Create: default, validate, reset status. Returns the unknown (dropped) field paths; kube's
+/// warnings (unrecognized formats) go to `warnings`.
+pub fn admit_create(obj: &mut Value, warnings: &mut Vec<String>) -> Result<Vec<String>, ErrorList> {
     let mut def = decode(obj)?;
     let stored: Vec<String> = def.storage_version().map(|v| vec![v.to_owned()]).unwrap_or_default();
     def.status = Some(serde_json::from_value(json!({"storedVersions": stored})).unwrap_or_default());
@@ -107,13 +111,20 @@ pub fn admit_create(obj: &mut Value) -> Result<Vec<String>, ErrorList> {
     if !errs.is_empty() {
         return Err(errs);
     }
+    warnings.extend(warnings_on_create(&def));
     Ok(encode(&def, obj))
 }
 
 /// Update of the main resource or of `/status`: `new` already has the right `status` (the
 /// REST layer copied it); defaults, validates against `old`, appends the storage version to
-/// `storedVersions`, and keeps `old`'s migration checkpoint.
-pub fn admit_update(new: &mut Value, old: &Value, status_only: bool) -> Result<Vec<String>, ErrorList> {
+/// `storedVersions`, and keeps `old`'s migration checkpoint. An update of the main resource warns
+/// about unrecognized formats `old` did not have (`/status` warns about nothing).
+pub fn admit_update(
+    new: &mut Value,
+    old: &Value,
+    status_only: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<String>, ErrorList> {
     let mut def = decode(new)?;
     let old_def = decode(old)?;
     if !status_only
@@ -130,6 +141,9 @@ pub fn admit_update(new: &mut Value, old: &Value, status_only: bool) -> Result<V
     }
     if !errs.is_empty() {
         return Err(errs);
+    }
+    if !status_only {
+        warnings.extend(warnings_on_update(&def, &old_def));
     }
     let unknown = encode(&def, new);
     keep_checkpoint(new, old);

@@ -274,8 +274,8 @@ impl<'a> Strategy<'a> {
         match res.flavor {
             Flavor::Definitions => {
                 let result = match old {
-                    None => definitions::admit_create(obj),
-                    Some(old) => definitions::admit_update(obj, old, part == Part::Status),
+                    None => definitions::admit_create(obj, warnings),
+                    Some(old) => definitions::admit_update(obj, old, part == Part::Status, warnings),
                 };
                 let unknown = result.map_err(invalid)?;
                 // Definitions are decoded and defaulted in their ResourceDefinition form; the

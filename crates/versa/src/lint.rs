@@ -7,7 +7,8 @@
 //! A definition with versa's declarative conversion (`spec.conversion.strategy: CEL`, the one
 //! field outside a CRD's shape) also has its rules run on generated objects, as the server
 //! does when it is written (`versa_conversion::samples`), and gets a note saying what the field
-//! is — kube-apiserver would refuse it as a CustomResourceDefinition.
+//! is — kube-apiserver would refuse it as a CustomResourceDefinition. A valid definition's
+//! warnings are those kube-apiserver answers its create with (an unrecognized `format`).
 
 use std::path::PathBuf;
 
@@ -58,6 +59,10 @@ pub fn run(args: &Args) -> Result<Outcome> {
             }
             for note in &notes {
                 say!("  note: {note}");
+            }
+            // What kube-apiserver answers a create with, beside its acceptance.
+            for warning in versa_apiextensions::warnings_on_create(&def) {
+                say!("  warning: {warning}");
             }
         } else {
             outcome = Outcome::SomeInvalid;

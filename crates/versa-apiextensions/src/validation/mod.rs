@@ -21,6 +21,7 @@ mod selectable_fields;
 mod subresources;
 mod url;
 mod versions;
+mod warnings;
 mod webhook;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionSpec;
@@ -29,6 +30,7 @@ use versa_schema::field::{Error, ErrorList, Path};
 use crate::types::ResourceDefinition;
 
 pub use options::Options;
+pub use warnings::{unrecognized_formats, warnings_on_create, warnings_on_update};
 
 /// Validates a definition about to be created. `def` should already be defaulted
 /// ([`crate::set_defaults`]). Returns every error found, in kube-apiserver's order.

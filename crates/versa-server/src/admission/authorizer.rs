@@ -5,9 +5,9 @@
 //!
 //! A check is the request kube's CEL library builds (`k8s.io/apiserver/pkg/cel/library/authz.go`):
 //! a resource check asks for any version (`*`) of `group`/`resource`, a path check for a
-//! non-resource path. Field and label selectors of a check are not passed on (the
-//! SubjectAccessReview carries none): an authorizer that judges by selectors sees the check
-//! without them.
+//! non-resource path. A check's field and label selectors (`fieldSelector(...)`,
+//! `labelSelector(...)`) go with it, as a request's do: the delegated authorizer's
+//! SubjectAccessReview carries them (kube's `AuthorizeWithSelectors`).
 //!
 //! CEL evaluates synchronously, the authorizer answers asynchronously: the evaluation waits for
 //! the answer on the serving runtime's worker (`block_in_place`, as the structured merge calls a
@@ -66,6 +66,8 @@ fn request_info(check: &AuthzCheck) -> RequestInfo {
             resource: check.resource.clone(),
             subresource: check.subresource.clone(),
             name: check.name.clone(),
+            field_selector: check.field_selector.clone(),
+            label_selector: check.label_selector.clone(),
             ..RequestInfo::default()
         },
     }

@@ -287,24 +287,78 @@ pub fn access_review_spec(user: &UserInfo, request: &RequestInfo) -> Value {
     }
     if request.is_resource_request {
         let mut attributes = serde_json::Map::new();
+        let name = request.authorization_name();
         for (key, value) in [
-            ("namespace", &request.namespace),
+            ("namespace", request.namespace.as_str()),
             ("verb", &request.verb),
             ("group", &request.api_group),
             ("version", &request.api_version),
             ("resource", &request.resource),
             ("subresource", &request.subresource),
-            ("name", &request.name),
+            ("name", &name),
         ] {
             if !value.is_empty() || key == "group" {
                 attributes.insert(key.into(), json!(value));
             }
+        }
+        if let Some(requirements) = field_selector_requirements(&request.field_selector) {
+            attributes.insert("fieldSelector".into(), json!({"requirements": requirements}));
+        }
+        if let Some(requirements) = label_selector_requirements(&request.label_selector) {
+            attributes.insert("labelSelector".into(), json!({"requirements": requirements}));
         }
         spec["resourceAttributes"] = Value::Object(attributes);
     } else {
         spec["nonResourceAttributes"] = json!({"path": request.path, "verb": request.verb});
     }
     spec
+}
+
+/// A request's field selector as a SubjectAccessReview carries it (kube's webhook authorizer):
+/// each term `In` or `NotIn` its one value; nothing when the selector is empty or does not parse
+/// (selectors only narrow a request, so the broader request is asked instead).
+fn field_selector_requirements(selector: &str) -> Option<Vec<Value>> {
+    use crate::selector::{FieldOperator, FieldSelector};
+    let parsed = FieldSelector::parse(selector).ok()?;
+    let requirements: Vec<Value> = parsed
+        .requirements()
+        .iter()
+        .map(|r| {
+            let operator = match r.op {
+                FieldOperator::Equals => "In",
+                FieldOperator::NotEquals => "NotIn",
+            };
+            json!({"key": r.field, "operator": operator, "values": [r.value]})
+        })
+        .collect();
+    (!requirements.is_empty()).then_some(requirements)
+}
+
+/// A request's label selector as a SubjectAccessReview carries it: `In`, `NotIn`, `Exists`,
+/// `DoesNotExist` with their values; `>` and `<` are left out (requirements are ANDed, so the
+/// check asked is only broader); nothing when none remains or the selector does not parse.
+fn label_selector_requirements(selector: &str) -> Option<Vec<Value>> {
+    use crate::selector::{LabelOperator, LabelSelector};
+    let parsed = LabelSelector::parse(selector).ok()?;
+    let requirements: Vec<Value> = parsed
+        .requirements()
+        .iter()
+        .filter_map(|r| {
+            let operator = match r.operator() {
+                LabelOperator::Equals | LabelOperator::DoubleEquals | LabelOperator::In => "In",
+                LabelOperator::NotEquals | LabelOperator::NotIn => "NotIn",
+                LabelOperator::Exists => "Exists",
+                LabelOperator::DoesNotExist => "DoesNotExist",
+                LabelOperator::GreaterThan | LabelOperator::LessThan => return None,
+            };
+            let mut requirement = json!({"key": r.key(), "operator": operator});
+            if !r.values().is_empty() {
+                requirement["values"] = json!(r.values());
+            }
+            Some(requirement)
+        })
+        .collect();
+    (!requirements.is_empty()).then_some(requirements)
 }
 
 impl Authorizer for DelegatedAuthorizer {
@@ -421,5 +475,65 @@ mod tests {
             access_review_spec(&UserInfo { name: "bob".into(), ..Default::default() }, &info),
             json!({"user": "bob", "groups": [], "nonResourceAttributes": {"path": "/openapi/v2", "verb": "get"}})
         );
+    }
+
+    /// A list's or watch's selectors and the name its field selector requires, in the
+    /// SubjectAccessReview, as kube's webhook authorizer writes them (AuthorizeWithSelectors).
+    #[test]
+    fn review_selectors() {
+        let cases = [
+            // (method, query, the resourceAttributes beyond namespace/group/version/resource)
+            (
+                "GET",
+                "watch=true&fieldSelector=metadata.name%3Dfoo",
+                json!({"verb": "watch", "name": "foo",
+                "fieldSelector": {"requirements": [{"key": "metadata.name", "operator": "In", "values": ["foo"]}]}}),
+            ),
+            (
+                "GET",
+                "fieldSelector=spec.x!%3Da,metadata.name%3D%3Db&labelSelector=app%3Dweb,tier+in+(b,a),!gone,x>1",
+                json!({"verb": "list", "name": "b",
+                "fieldSelector": {"requirements": [
+                    {"key": "metadata.name", "operator": "In", "values": ["b"]},
+                    {"key": "spec.x", "operator": "NotIn", "values": ["a"]}]},
+                "labelSelector": {"requirements": [
+                    {"key": "app", "operator": "In", "values": ["web"]},
+                    {"key": "gone", "operator": "DoesNotExist"},
+                    {"key": "tier", "operator": "In", "values": ["a", "b"]}]}}),
+            ),
+            // A name that is no path segment is not the request's name; selectors still go.
+            (
+                "GET",
+                "fieldSelector=metadata.name%3Da%2Fb",
+                json!({"verb": "list",
+                "fieldSelector": {"requirements": [{"key": "metadata.name", "operator": "In", "values": ["a/b"]}]}}),
+            ),
+            // Only `>`/`<`: nothing narrows; a selector that does not parse: nothing at all.
+            ("GET", "labelSelector=x>1", json!({"verb": "list"})),
+            ("GET", "labelSelector=a%3D%3D%3Db&fieldSelector=nonsense", json!({"verb": "list"})),
+            // deletecollection carries selectors, but its name stays empty.
+            (
+                "DELETE",
+                "fieldSelector=metadata.name%3Dfoo",
+                json!({"verb": "deletecollection",
+                "fieldSelector": {"requirements": [{"key": "metadata.name", "operator": "In", "values": ["foo"]}]}}),
+            ),
+            // A get carries none.
+            ("GET", "", json!({"verb": "list"})),
+        ];
+        let user = UserInfo { name: "bob".into(), ..Default::default() };
+        for (method, query, want) in cases {
+            let method = http::Method::from_bytes(method.as_bytes()).unwrap();
+            let info = crate::request_info::parse(&method, "/apis/g.example/v1/namespaces/ns/things", Some(query));
+            let mut want_attributes =
+                json!({"namespace": "ns", "group": "g.example", "version": "v1", "resource": "things"});
+            for (k, v) in want.as_object().unwrap() {
+                want_attributes[k] = v.clone();
+            }
+            assert_eq!(access_review_spec(&user, &info)["resourceAttributes"], want_attributes, "{query}");
+        }
+        let get =
+            crate::request_info::parse(&http::Method::GET, "/apis/g.example/v1/things/x", Some("fieldSelector=a%3Db"));
+        assert!(access_review_spec(&user, &get)["resourceAttributes"].get("fieldSelector").is_none());
     }
 }

@@ -10,7 +10,9 @@
 //!   kube-apiserver has been reached, watches them with kube-rs's watcher and keeps them in its
 //!   reflector stores; the Namespaces' store is read by admission directly, the configuration
 //!   is rebuilt when one of its objects changes. Until every first list is in, writes are
-//!   refused.
+//!   refused. MutatingAdmissionPolicies and their bindings are read at `v1` (1.36), or at
+//!   `v1beta1` from a kube-apiserver that does not serve `v1` (1.34, 1.35: the same fields, read
+//!   as `v1` objects by [`v1_of`]).
 //!
 //! What does not compile is logged (the object is still used, as kube uses it: the part fails
 //! when a request needs it, under its failure policy).
@@ -19,7 +21,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::stream::{BoxStream, StreamExt as _, select_all};
-use k8s_openapi::api::admissionregistration::v1::{MutatingAdmissionPolicy, ValidatingAdmissionPolicy};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, ValidatingAdmissionPolicy,
+};
+use k8s_openapi::api::admissionregistration::v1beta1;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::runtime::{WatchStreamExt as _, reflector, watcher};
@@ -78,7 +83,9 @@ pub async fn follow_kube(state: Arc<State>, kube: KubeClient) {
     let (validating_policies, validating_policies_writer) = reflector::store::<ValidatingAdmissionPolicy>();
     let (validating_bindings, validating_bindings_writer) = reflector::store();
     let (mutating_policies, mutating_policies_writer) = reflector::store::<MutatingAdmissionPolicy>();
-    let (mutating_bindings, mutating_bindings_writer) = reflector::store();
+    let (mutating_bindings, mutating_bindings_writer) = reflector::store::<MutatingAdmissionPolicyBinding>();
+    let (beta_policies, beta_policies_writer) = reflector::store::<v1beta1::MutatingAdmissionPolicy>();
+    let (beta_bindings, beta_bindings_writer) = reflector::store::<v1beta1::MutatingAdmissionPolicyBinding>();
     let mut streams = select_all([
         signals(0, &client, validating_webhooks_writer),
         signals(1, &client, mutating_webhooks_writer),
@@ -87,8 +94,12 @@ pub async fn follow_kube(state: Arc<State>, kube: KubeClient) {
         signals(4, &client, mutating_policies_writer),
         signals(5, &client, mutating_bindings_writer),
         signals(NAMESPACES, &client, namespaces_writer),
+        signals(BETA_POLICIES, &client, beta_policies_writer),
+        signals(BETA_BINDINGS, &client, beta_bindings_writer),
     ]);
-    let mut synced = [false; NAMESPACES + 1];
+    let mut synced = [false; SOURCES];
+    // Which sources kube-apiserver serves (a 404 on the list: not served).
+    let mut served = [true; SOURCES];
     // When the configuration is rebuilt next: a burst of changes (kubectl apply of several
     // objects) settles into one rebuild, [`SETTLE`] after its first change — however many
     // follow, so that a steady stream of events cannot put the rebuild off.
@@ -100,9 +111,14 @@ pub async fn follow_kube(state: Arc<State>, kube: KubeClient) {
         let ready = due.filter(|_| synced.iter().all(|s| *s));
         tokio::select! {
             signal = streams.next() => match signal {
-                Some((source, Signal::Synced)) => {
+                Some((source, Signal::Synced { served: is_served })) => {
+                    // A kind that is not served is retried by its watcher: each 404 again is no news.
+                    let news = is_served || !synced[source] || served[source];
                     synced[source] = true;
-                    changed(&mut due);
+                    served[source] = is_served;
+                    if news {
+                        changed(&mut due);
+                    }
                 }
                 // The Namespaces are read from their store directly: nothing to rebuild.
                 Some((source, Signal::Changed)) if source != NAMESPACES => changed(&mut due),
@@ -110,13 +126,23 @@ pub async fn follow_kube(state: Arc<State>, kube: KubeClient) {
                 None => return,
             },
             () = sleep_until_due(ready), if ready.is_some() => {
+                // MutatingAdmissionPolicies at v1beta1 only where v1 is not served (where both
+                // are, they are the same objects).
+                let (policies, bindings) = if served[4] || !served[BETA_POLICIES] {
+                    (cloned(&mutating_policies), cloned(&mutating_bindings))
+                } else {
+                    (
+                        cloned(&beta_policies).iter().filter_map(v1_of).collect(),
+                        cloned(&beta_bindings).iter().filter_map(v1_of).collect(),
+                    )
+                };
                 let sources = (
                     cloned(&validating_webhooks),
                     cloned(&mutating_webhooks),
                     cloned(&validating_policies),
                     cloned(&validating_bindings),
-                    cloned(&mutating_policies),
-                    cloned(&mutating_bindings),
+                    policies,
+                    bindings,
                 );
                 let param_kinds = sources.2.iter().filter_map(|p| p.spec.as_ref()?.param_kind.as_ref())
                     .chain(sources.4.iter().filter_map(|p| p.spec.as_ref()?.param_kind.as_ref()));
@@ -160,14 +186,33 @@ async fn sleep_until_due(due: Option<tokio::time::Instant>) {
 
 /// The index of the Namespaces' stream among [`follow_kube`]'s.
 const NAMESPACES: usize = 6;
+/// The indexes of the `v1beta1` MutatingAdmissionPolicies' and bindings' streams.
+const BETA_POLICIES: usize = 7;
+const BETA_BINDINGS: usize = 8;
+/// How many streams [`follow_kube`] follows.
+const SOURCES: usize = 9;
+
+/// A `v1beta1` object as its `v1` kind (MutatingAdmissionPolicy and its binding have the same
+/// fields at both versions); `None`, logged, for one that does not read as `v1`.
+fn v1_of<B: serde::Serialize, V: DeserializeOwned + kube::Resource<DynamicType = ()>>(beta: &B) -> Option<V> {
+    let mut doc = serde_json::to_value(beta).ok()?;
+    doc["apiVersion"] = serde_json::json!(V::api_version(&()));
+    match serde_json::from_value(doc) {
+        Ok(v1) => Some(v1),
+        Err(e) => {
+            tracing::warn!(kind = V::kind(&()).as_ref(), error = %e, "a v1beta1 object does not read as v1");
+            None
+        }
+    }
+}
 /// How long a change waits for the changes that come with it before the rebuild.
 const SETTLE: Duration = Duration::from_millis(20);
 
 /// What a watch stream tells [`follow_kube`].
 enum Signal {
-    /// The (re)list is complete: the store holds the kind's objects (or there are none: a kind
-    /// kube-apiserver does not serve).
-    Synced,
+    /// The (re)list is complete: the store holds the kind's objects (or, `served: false`,
+    /// there are none: a kind kube-apiserver does not serve).
+    Synced { served: bool },
     /// An object was added, changed or deleted.
     Changed,
 }
@@ -188,12 +233,12 @@ where
     events
         .filter_map(move |event| {
             let signal = match event {
-                Ok(watcher::Event::InitDone) => Some(Signal::Synced),
+                Ok(watcher::Event::InitDone) => Some(Signal::Synced { served: true }),
                 Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => Some(Signal::Changed),
                 Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => None,
                 // Not served by this kube-apiserver: none of it (the watcher keeps trying).
                 Err(watcher::Error::InitialListFailed(kube::Error::Api(status))) if status.code == 404 => {
-                    Some(Signal::Synced)
+                    Some(Signal::Synced { served: false })
                 }
                 Err(e) => {
                     tracing::warn!(kind = K::kind(&()).as_ref(), error = %e, "watching kube-apiserver's admission configuration");
@@ -331,5 +376,47 @@ async fn read<T: DeserializeOwned>(state: &State, kind: AdmissionKind, revision:
             Some(t) => token = Some(t),
             None => return Ok(out),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    /// A 1.34/1.35 cluster's `v1beta1` policy and binding read as the `v1` objects the
+    /// configuration compiles, every field kept.
+    #[test]
+    fn v1beta1_mutating_policies_read_as_v1() {
+        let policy = serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1beta1", "kind": "MutatingAdmissionPolicy",
+            "metadata": {"name": "p"},
+            "spec": {
+                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "matchConstraints": {"resourceRules": [{"apiGroups": ["example.com"], "apiVersions": ["*"],
+                    "operations": ["CREATE"], "resources": ["widgets"]}]},
+                "variables": [{"name": "v", "expression": "1"}],
+                "mutations": [{"patchType": "ApplyConfiguration",
+                    "applyConfiguration": {"expression": "Object{metadata: Object.metadata{labels: {'a': 'b'}}}"}}],
+                "failurePolicy": "Ignore", "reinvocationPolicy": "IfNeeded",
+                "matchConditions": [{"name": "m", "expression": "true"}],
+            },
+        });
+        let binding = serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1beta1", "kind": "MutatingAdmissionPolicyBinding",
+            "metadata": {"name": "b"},
+            "spec": {"policyName": "p", "paramRef": {"name": "c", "parameterNotFoundAction": "Deny"}},
+        });
+        let beta: v1beta1::MutatingAdmissionPolicy = serde_json::from_value(policy.clone()).unwrap();
+        let v1: MutatingAdmissionPolicy = v1_of(&beta).unwrap();
+        let mut want = policy;
+        want["apiVersion"] = serde_json::json!("admissionregistration.k8s.io/v1");
+        assert_eq!(serde_json::to_value(&v1).unwrap(), want);
+        let beta: v1beta1::MutatingAdmissionPolicyBinding = serde_json::from_value(binding.clone()).unwrap();
+        let v1: MutatingAdmissionPolicyBinding = v1_of(&beta).unwrap();
+        let mut want = binding;
+        want["apiVersion"] = serde_json::json!("admissionregistration.k8s.io/v1");
+        assert_eq!(serde_json::to_value(&v1).unwrap(), want);
     }
 }

@@ -108,7 +108,8 @@ pub async fn create(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let manager = fields::manager(ctx, Verb::Create, "")?;
     let Decoded { value: mut obj, duplicates } = decode_object(ctx, body)?;
     check_namespace(ctx, &mut obj)?;
-    pipeline::generate_name(&mut obj, &meta::name_suffix());
+    // A `generateName` becomes a name in `insert`, after mutating admission (which sees the
+    // object without one, as kube's does).
     ctx.name = name_of(&obj).to_owned();
     let (code, answer) = insert(ctx, obj, &duplicates, Fields::Track(&manager)).await?;
     ctx.respond_object(code, &answer)
@@ -144,8 +145,14 @@ impl Write<'_> {
 /// The create rules, whoever creates (a POST, an apply of an object that does not exist yet), in
 /// kube's order: no creates while the definition is terminating or in a terminating namespace;
 /// the object decoded (defaults, pruning, `fieldValidation`); `managedFields`; mutating
-/// admission; the server-owned fields; validation; validating admission.
+/// admission; then [`create_checks`].
 async fn create_rules(ctx: &mut Ctx, obj: &mut Value, write: Write<'_>) -> Result<(), Status> {
+    create_decode_and_mutate(ctx, obj, write).await?;
+    create_checks(ctx, obj, write).await
+}
+
+/// The create rules up to mutating admission (see [`create_rules`]).
+async fn create_decode_and_mutate(ctx: &mut Ctx, obj: &mut Value, write: Write<'_>) -> Result<(), Status> {
     if ctx.res.terminating {
         // kube's admission.NewForbidden: `<resource>.<group> "<name>" is forbidden: <why>`.
         let who = crate::status::qualified(&ctx.res.group, &ctx.res.plural);
@@ -165,7 +172,15 @@ async fn create_rules(ctx: &mut Ctx, obj: &mut Value, write: Write<'_>) -> Resul
     if let Fields::Track(manager) = write.fields {
         fields::track(ctx, manager, None, obj);
     }
-    mutating_admission(ctx, write, Operation::Create, obj, None).await?;
+    mutating_admission(ctx, write, Operation::Create, obj, None).await
+}
+
+/// The create rules after mutating admission: the server-owned fields; validation; validating
+/// admission. Run again for each name a `generateName` retry draws.
+async fn create_checks(ctx: &mut Ctx, obj: &mut Value, write: Write<'_>) -> Result<(), Status> {
+    let res = ctx.res.clone();
+    let strategy = Strategy::new(&res, &res.versions[ctx.version_index]);
+    let mut warnings = Vec::new();
     strategy.prepare_create(obj);
     let validated = strategy.validate(obj, None, Part::Main, &mut warnings);
     ctx.warnings.extend(warnings);
@@ -257,15 +272,83 @@ async fn validating_admission(
     result
 }
 
+/// How many names a create with `generateName` draws before it answers `AlreadyExists` (kube's
+/// `maxNameGenerationCreateAttempts`).
+const NAME_GENERATION_ATTEMPTS: usize = 8;
+
 /// A create: the create rules, then the store (`AlreadyExists` if the name is taken — after
 /// admission, as kube answers). Answers 201 and the object as stored.
+///
+/// An object with `generateName` and no name (after mutating admission) gets its name here, and
+/// when the name drawn is taken, another, up to [`NAME_GENERATION_ATTEMPTS`] names, each attempt
+/// running the checks after mutating admission again, as kube's store retries its create.
 async fn insert(
     ctx: &mut Ctx,
     mut obj: Value,
     duplicates: &[String],
     fields: Fields<'_>,
 ) -> Result<(StatusCode, Value), Status> {
-    create_rules(ctx, &mut obj, Write { part: Part::Main, subresource: "", duplicates, fields }).await?;
+    let write = Write { part: Part::Main, subresource: "", duplicates, fields };
+    create_decode_and_mutate(ctx, &mut obj, write).await?;
+    if !needs_generated_name(&obj) {
+        create_checks(ctx, &mut obj, write).await?;
+        return store_new(ctx, obj).await;
+    }
+    let mut attempt = CreateAttempt { write, warnings_before: ctx.warnings.len() };
+    with_generated_names(ctx, &obj, NAME_GENERATION_ATTEMPTS, meta::name_suffix, &mut attempt).await
+}
+
+/// One attempt of a create with a generated name: the checks after mutating admission, then
+/// the store. Warnings of earlier attempts are dropped.
+struct CreateAttempt<'a> {
+    write: Write<'a>,
+    warnings_before: usize,
+}
+
+impl Attempt<Ctx, (StatusCode, Value)> for CreateAttempt<'_> {
+    async fn attempt(&mut self, ctx: &mut Ctx, mut candidate: Value) -> Result<(StatusCode, Value), Status> {
+        ctx.warnings.truncate(self.warnings_before);
+        ctx.name = name_of(&candidate).to_owned();
+        create_checks(ctx, &mut candidate, self.write).await?;
+        store_new(ctx, candidate).await
+    }
+}
+
+/// One try of a write with a name drawn for it.
+trait Attempt<C, T> {
+    async fn attempt(&mut self, ctx: &mut C, candidate: Value) -> Result<T, Status>;
+}
+
+/// Whether `obj` has a `generateName` and no name.
+fn needs_generated_name(obj: &Value) -> bool {
+    let meta = obj.get("metadata");
+    let text = |field: &str| meta.and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or("");
+    text("name").is_empty() && !text("generateName").is_empty()
+}
+
+/// Runs `attempt` on `obj` named from its `generateName` with a suffix from `suffix`, again with
+/// a new suffix while it answers `AlreadyExists`, at most `attempts` times.
+async fn with_generated_names<C, T>(
+    ctx: &mut C,
+    obj: &Value,
+    attempts: usize,
+    mut suffix: impl FnMut() -> String,
+    attempt: &mut impl Attempt<C, T>,
+) -> Result<T, Status> {
+    let mut result = Err(Status::internal("no name was generated"));
+    for _ in 0..attempts {
+        let mut candidate = obj.clone();
+        pipeline::generate_name(&mut candidate, &suffix());
+        result = attempt.attempt(ctx, candidate).await;
+        if !matches!(&result, Err(status) if status.reason == "AlreadyExists") {
+            break;
+        }
+    }
+    result
+}
+
+/// Stores a created object (or, on a dry run, says whether it could be).
+async fn store_new(ctx: &mut Ctx, obj: Value) -> Result<(StatusCode, Value), Status> {
     let key = ctx.key(&ctx.name);
     if ctx.write.dry_run {
         // A dry run answers what the real create would, including AlreadyExists.
@@ -737,4 +820,65 @@ pub async fn delete_collection(ctx: &mut Ctx, body: &[u8]) -> Answer {
     ctx.warnings.extend(warnings);
     let page = super::read::Page { items: deleted, revision: page.revision, continue_token: None };
     Ok(ctx.respond(StatusCode::OK, &list_object(ctx, page)))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use serde_json::{Value, json};
+
+    use super::{Attempt, Status, with_generated_names};
+
+    /// A create that refuses the names it holds (`web-bad` with another error).
+    struct Taken<'a>(&'a [&'a str]);
+
+    impl Attempt<Vec<String>, String> for Taken<'_> {
+        async fn attempt(&mut self, tried: &mut Vec<String>, candidate: Value) -> Result<String, Status> {
+            let name = candidate["metadata"]["name"].as_str().unwrap().to_owned();
+            tried.push(name.clone());
+            if self.0.contains(&name.as_str()) {
+                return Err(Status::already_exists("", "things", &name));
+            }
+            if name == "web-bad" {
+                return Err(Status::bad_request("refused"));
+            }
+            Ok(name)
+        }
+    }
+
+    /// A create that refuses the names in `taken`: which names were tried, and the answer.
+    fn create(taken: &[&str], suffixes: &[&str], attempts: usize) -> (Vec<String>, Result<String, &'static str>) {
+        let obj = json!({"metadata": {"generateName": "web-"}});
+        let mut suffixes = suffixes.iter().map(|s| s.to_string());
+        let mut tried: Vec<String> = Vec::new();
+        let mut attempt = Taken(taken);
+        let run = with_generated_names(&mut tried, &obj, attempts, || suffixes.next().unwrap(), &mut attempt);
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let result = runtime.block_on(run).map_err(|s| s.reason);
+        (tried, result)
+    }
+
+    #[test]
+    fn a_generated_name_that_is_taken_is_drawn_again() {
+        let cases: &[(&[&str], &[&str], usize, &[&str], Result<&str, &str>)] = &[
+            // (taken, suffixes drawn, attempts, names tried, answer)
+            (&[], &["aaaaa"], 8, &["web-aaaaa"], Ok("web-aaaaa")),
+            (
+                &["web-aaaaa", "web-bbbbb"],
+                &["aaaaa", "bbbbb", "ccccc"],
+                8,
+                &["web-aaaaa", "web-bbbbb", "web-ccccc"],
+                Ok("web-ccccc"),
+            ),
+            (&["web-a", "web-b"], &["a", "b", "c"], 2, &["web-a", "web-b"], Err("AlreadyExists")),
+            // Any other refusal is the answer at once.
+            (&[], &["bad", "ccccc"], 8, &["web-bad"], Err("BadRequest")),
+        ];
+        for (taken, suffixes, attempts, want_tried, want) in cases {
+            let (tried, result) = create(taken, suffixes, *attempts);
+            assert_eq!(tried, *want_tried, "taken {taken:?}");
+            assert_eq!(result.as_deref().map_err(|e| *e), *want, "taken {taken:?}");
+        }
+    }
 }

@@ -10,7 +10,7 @@
 
 pub(crate) mod cel;
 mod keywords;
-mod predicates;
+pub(super) mod predicates;
 mod rules;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;

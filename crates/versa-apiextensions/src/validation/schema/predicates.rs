@@ -15,33 +15,35 @@ pub(in crate::validation) fn spec_has(spec: &CustomResourceDefinitionSpec, pred:
     spec.versions
         .iter()
         .filter_map(|v| v.schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref()))
-        .any(|s| schema_has(s, pred))
+        .any(|s| schema_has(s, &mut { pred }))
 }
 
-/// Whether `pred` holds for `s` or any schema nested in it, wherever nested.
-fn schema_has(s: &JSONSchemaProps, pred: fn(&JSONSchemaProps) -> bool) -> bool {
+/// Whether `pred` holds for `s` or any schema nested in it, wherever nested. Nodes are visited
+/// in kube's `SchemaHas` order (the node, items, the junctors, properties, …), so a predicate
+/// that collects and returns `false` sees every node.
+pub(in crate::validation) fn schema_has(s: &JSONSchemaProps, pred: &mut impl FnMut(&JSONSchemaProps) -> bool) -> bool {
     if pred(s) {
         return true;
     }
-    let any = |list: &Option<Vec<JSONSchemaProps>>| list.iter().flatten().any(|x| schema_has(x, pred));
-    let any_map = |map: &Option<std::collections::BTreeMap<String, JSONSchemaProps>>| {
+    let any = |list: &Option<Vec<JSONSchemaProps>>, pred: &mut _| list.iter().flatten().any(|x| schema_has(x, pred));
+    let any_map = |map: &Option<std::collections::BTreeMap<String, JSONSchemaProps>>, pred: &mut _| {
         map.iter().flatten().any(|(_, x)| schema_has(x, pred))
     };
-    let or_bool = |x: &Option<JSONSchemaPropsOrBool>| matches!(x, Some(JSONSchemaPropsOrBool::Schema(sub)) if schema_has(sub, pred));
+    let or_bool = |x: &Option<JSONSchemaPropsOrBool>, pred: &mut _| matches!(x, Some(JSONSchemaPropsOrBool::Schema(sub)) if schema_has(sub, pred));
     match &s.items {
         Some(JSONSchemaPropsOrArray::Schema(item)) if schema_has(item, pred) => return true,
         Some(JSONSchemaPropsOrArray::Schemas(items)) if items.iter().any(|x| schema_has(x, pred)) => return true,
         _ => {}
     }
-    any(&s.all_of)
-        || any(&s.any_of)
-        || any(&s.one_of)
+    any(&s.all_of, pred)
+        || any(&s.any_of, pred)
+        || any(&s.one_of, pred)
         || s.not.as_deref().is_some_and(|x| schema_has(x, pred))
-        || any_map(&s.properties)
-        || or_bool(&s.additional_properties)
-        || any_map(&s.pattern_properties)
-        || or_bool(&s.additional_items)
-        || any_map(&s.definitions)
+        || any_map(&s.properties, pred)
+        || or_bool(&s.additional_properties, pred)
+        || any_map(&s.pattern_properties, pred)
+        || or_bool(&s.additional_items, pred)
+        || any_map(&s.definitions, pred)
         || s.dependencies
             .iter()
             .flatten()
