@@ -35,6 +35,7 @@
 //! no input recurses further or panics; the output grows linearly with the input, which the
 //! caller has already bounded ([`crate::codec::MAX_BODY_BYTES`]).
 
+use jiff::{SignedDuration, civil};
 use serde_json::{Map, Value};
 
 /// The four bytes every Kubernetes protobuf body starts with.
@@ -594,10 +595,6 @@ fn is_zero(value: &Value) -> bool {
     }
 }
 
-/// Seconds from 1970 of Go's zero `time.Time` (0001-01-01T00:00:00Z), which kube's times
-/// write as null.
-const GO_ZERO_TIME: i64 = -62_135_596_800;
-
 /// A `metav1.Time` (`desc` = [`TIME`]) or `metav1.MicroTime` ([`MICRO_TIME`]): a
 /// `Timestamp`-shaped message (`seconds` 1, `nanos` 2), empty for the zero time. Time ignores
 /// the nanoseconds, as kube does; MicroTime truncates them to microseconds.
@@ -620,21 +617,23 @@ fn time(data: &[u8], desc: &'static Message) -> Result<Value> {
 }
 
 /// `2006-01-02T15:04:05Z`, or with `micros` `2006-01-02T15:04:05.000000Z`; Go's zero time is
-/// null.
+/// null. A civil date-time rather than a `jiff::Timestamp`, whose range stops a day short of
+/// the end of year 9999 (so that every offset can be applied to it); Go's reaches it.
 fn rfc3339(message: &'static str, seconds: i64, micros: Option<i64>) -> Result<Value> {
-    if seconds == GO_ZERO_TIME && micros.unwrap_or(0) == 0 {
+    const EPOCH: civil::DateTime = civil::DateTime::constant(1970, 1, 1, 0, 0, 0, 0);
+    let sub_micros = micros.unwrap_or(0);
+    if seconds == versa_registry::meta::go_zero_time().as_second() && sub_micros == 0 {
         return Ok(Value::Null);
     }
-    let (year, month, day) = versa_registry::meta::civil_from_days(seconds.div_euclid(86_400));
-    if !(0..=9_999).contains(&year) {
-        return Err(ProtobufError::TimeRange { message, seconds });
+    let out_of_range = || ProtobufError::TimeRange { message, seconds };
+    let nanos = i32::try_from(sub_micros * 1_000).map_err(|_| out_of_range())?;
+    let time = EPOCH.checked_add(SignedDuration::new(seconds, nanos)).map_err(|_| out_of_range())?;
+    if !(0..=9_999).contains(&time.year()) {
+        return Err(out_of_range());
     }
-    let of_day = seconds.rem_euclid(86_400);
-    let (hour, minute, second) = (of_day / 3_600, of_day / 60 % 60, of_day % 60);
-    let date = format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}");
     Ok(Value::String(match micros {
-        None => format!("{date}Z"),
-        Some(micros) => format!("{date}.{micros:06}Z"),
+        None => format!("{time:.0}Z"),
+        Some(_) => format!("{time:.6}Z"),
     }))
 }
 
@@ -1117,17 +1116,19 @@ mod tests {
         {
             assert_eq!(rfc3339("Time", seconds, None), Ok(json!(expected)));
         }
-        assert_eq!(rfc3339("MicroTime", GO_ZERO_TIME, Some(1)), Ok(json!("0001-01-01T00:00:00.000001Z")));
-        // Every day of four centuries round-trips through the calendar.
-        let mut previous = versa_registry::meta::civil_from_days(-146_097 - 1);
-        for days in -146_097..146_097 {
-            let date = versa_registry::meta::civil_from_days(days);
-            let next_day = (previous.0, previous.1, previous.2 + 1);
-            let next_month = (previous.0, previous.1 + 1, 1);
-            let next_year = (previous.0 + 1, 1, 1);
-            assert!(date == next_day || date == next_month || date == next_year, "{previous:?} then {date:?}");
-            previous = date;
+        let go_zero_time = versa_registry::meta::go_zero_time().as_second();
+        assert_eq!(rfc3339("MicroTime", go_zero_time, Some(1)), Ok(json!("0001-01-01T00:00:00.000001Z")));
+        // Leap days, year boundaries and times before 1970, as Go writes them.
+        for (seconds, micros, expected) in [
+            (951_868_799, None, "2000-02-29T23:59:59Z"),
+            (4_107_542_399, None, "2100-02-28T23:59:59Z"),
+            (1_735_689_599, Some(999_999), "2024-12-31T23:59:59.999999Z"),
+            (1_735_689_600, Some(0), "2025-01-01T00:00:00.000000Z"),
+            (-1, None, "1969-12-31T23:59:59Z"),
+            (-1, Some(999_999), "1969-12-31T23:59:59.999999Z"),
+            (-11_670_998_400, None, "1600-02-29T00:00:00Z"),
+        ] {
+            assert_eq!(rfc3339("Time", seconds, micros), Ok(json!(expected)), "{seconds} {micros:?}");
         }
-        assert_eq!(versa_registry::meta::civil_from_days(0), (1970, 1, 1));
     }
 }

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use http::HeaderMap;
 use serde::Serialize;
@@ -125,9 +125,8 @@ impl ResponseStatus {
 
 /// `metav1.MicroTime` as it serialises: RFC 3339 in UTC with six fractional digits.
 pub fn micro_time(t: SystemTime) -> String {
-    let micros = t.duration_since(UNIX_EPOCH).unwrap_or_default().subsec_micros();
-    let seconds = versa_registry::meta::rfc3339(t);
-    format!("{}.{micros:06}Z", seconds.trim_end_matches('Z'))
+    // jiff truncates to the precision asked for, as Go's formatting does.
+    format!("{:.6}", versa_registry::meta::timestamp(t))
 }
 
 /// kube's status for a request whose handler panicked.
@@ -221,7 +220,7 @@ pub(super) fn drop_managed_fields(value: &mut Value) {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 mod tests {
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     use serde_json::json;
 
@@ -275,6 +274,20 @@ mod tests {
         );
         headers.insert("x-real-ip", "5.6.7.8".parse().unwrap());
         assert_eq!(source_ips(&headers, Some("::1".parse().unwrap())), ["1.2.3.4", "10.0.0.9", "5.6.7.8", "::1"]);
+    }
+
+    #[test]
+    fn micro_times_at_calendar_edges() {
+        let at = |micros: i64| {
+            let d = Duration::from_micros(micros.unsigned_abs());
+            if micros < 0 { UNIX_EPOCH - d } else { UNIX_EPOCH + d }
+        };
+        assert_eq!(micro_time(at(0)), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(micro_time(at(951_868_799_999_999)), "2000-02-29T23:59:59.999999Z");
+        assert_eq!(micro_time(at(1_735_689_600_000_000)), "2025-01-01T00:00:00.000000Z");
+        assert_eq!(micro_time(at(-1)), "1969-12-31T23:59:59.999999Z");
+        // Nanoseconds are truncated, not rounded.
+        assert_eq!(micro_time(UNIX_EPOCH + Duration::from_nanos(1_999)), "1970-01-01T00:00:00.000001Z");
     }
 
     #[test]

@@ -21,45 +21,6 @@ pub struct RotatingFile {
     size: u64,
 }
 
-/// lumberjack's `backupTimeFormat` (`2006-01-02T15-04-05.000`), UTC.
-fn backup_time(t: SystemTime) -> String {
-    let millis = t.duration_since(UNIX_EPOCH).unwrap_or_default().subsec_millis();
-    let seconds = versa_registry::meta::rfc3339(t).trim_end_matches('Z').replace(':', "-");
-    format!("{seconds}.{millis:03}")
-}
-
-/// The time in a backup's name (the inverse of [`backup_time`]).
-fn parse_backup_time(s: &str) -> Option<SystemTime> {
-    let b = s.as_bytes();
-    if b.len() != 23 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b'-' || b[16] != b'-' || b[19] != b'.'
-    {
-        return None;
-    }
-    let num =
-        |r: std::ops::Range<usize>| s.get(r).filter(|d| d.bytes().all(|c| c.is_ascii_digit()))?.parse::<i64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec, ms) = (num(11..13)?, num(14..16)?, num(17..19)?, num(20..23)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let days = days_from_civil(y, mo, d);
-    let secs = days * 86_400 + h * 3600 + mi * 60 + sec;
-    let secs = u64::try_from(secs).ok()?;
-    let ms = u64::try_from(ms).ok()?;
-    Some(UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(ms))
-}
-
-// Howard Hinnant's days-from-civil (proleptic Gregorian).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 impl RotatingFile {
     /// Opens `path` for appending, rotating first when it is already full (lumberjack's
     /// `openExistingOrNew`), and prunes old backups.
@@ -162,8 +123,9 @@ impl RotatingFile {
             remove.extend(backups.split_off(self.max_backups as usize));
         }
         if self.max_age_days > 0 {
-            let cutoff =
-                now.checked_sub(Duration::from_secs(u64::from(self.max_age_days) * 86_400)).unwrap_or(UNIX_EPOCH);
+            // lumberjack's days are 24 hours (a duration, not calendar days).
+            let max_age = Duration::from_secs(u64::from(self.max_age_days) * 24 * 60 * 60);
+            let cutoff = now.checked_sub(max_age).unwrap_or(UNIX_EPOCH);
             let (old, _kept): (Vec<_>, Vec<_>) = backups.into_iter().partition(|(t, _)| *t < cutoff);
             remove.extend(old);
         }
@@ -173,6 +135,30 @@ impl RotatingFile {
             }
         }
     }
+}
+
+/// lumberjack's `backupTimeFormat`, `2006-01-02T15-04-05.000`, in jiff's `strftime` terms (the
+/// time in UTC: kube leaves lumberjack's `LocalTime` off).
+const BACKUP_TIME_FORMAT: &str = "%Y-%m-%dT%H-%M-%S.%3f";
+
+/// The time in a backup's name.
+fn backup_time(t: SystemTime) -> String {
+    versa_registry::meta::timestamp(t).strftime(BACKUP_TIME_FORMAT).to_string()
+}
+
+/// The time in a backup's name (the inverse of [`backup_time`]), read as Go's `time.Parse`
+/// reads lumberjack's format: every field its exact width in digits (jiff's parser would also
+/// take narrower ones), no leap second (which jiff would read as second 59) and a date that
+/// exists.
+fn parse_backup_time(s: &str) -> Option<SystemTime> {
+    const SHAPE: &[u8; 23] = b"0000-00-00T00-00-00.000";
+    let exact = s.len() == SHAPE.len()
+        && s.bytes().zip(SHAPE).all(|(c, &want)| if want == b'0' { c.is_ascii_digit() } else { c == want });
+    if !exact || s.get(17..19) == Some("60") {
+        return None;
+    }
+    let time = jiff::fmt::strtime::parse(BACKUP_TIME_FORMAT, s).and_then(|t| t.to_datetime()).ok()?;
+    jiff::tz::Offset::UTC.to_timestamp(time).ok().map(SystemTime::from)
 }
 
 /// Opens `path` for appending, created with mode 0600 when missing.
@@ -246,5 +232,38 @@ mod tests {
         plain.flush().unwrap();
         assert_eq!(std::fs::metadata(&none).unwrap().len(), 1100);
         assert_eq!(parse_backup_time(&backup_time(t0)), Some(t0));
+    }
+
+    /// Backup names at the calendar's edges, and names that only look like one.
+    #[test]
+    fn backup_names() {
+        let at = |millis: i64| {
+            let d = Duration::from_millis(millis.unsigned_abs());
+            if millis < 0 { UNIX_EPOCH - d } else { UNIX_EPOCH + d }
+        };
+        for (millis, name) in [
+            (0, "1970-01-01T00-00-00.000"),
+            (951_868_799_999, "2000-02-29T23-59-59.999"),
+            (1_735_689_599_999, "2024-12-31T23-59-59.999"),
+            (1_735_689_600_000, "2025-01-01T00-00-00.000"),
+            (-1, "1969-12-31T23-59-59.999"),
+            (-31_536_000_000, "1969-01-01T00-00-00.000"),
+        ] {
+            assert_eq!(backup_time(at(millis)), name);
+            assert_eq!(parse_backup_time(name), Some(at(millis)), "{name}");
+        }
+        for bad in [
+            "2026-01-02T03-04-05.12",
+            "2026-1-02T03-04-05.123",
+            "2026-01-02T03:04:05.123",
+            "2026-01-02T03-04-05.1234",
+            "2026-01-02T03-04-60.000",
+            "2026-02-29T03-04-05.123",
+            "2026-13-02T03-04-05.123",
+            "2026-01-02T24-04-05.123",
+            "2026-01-02T03-04-05.12x",
+        ] {
+            assert_eq!(parse_backup_time(bad), None, "{bad}");
+        }
     }
 }
