@@ -265,44 +265,14 @@ pub(crate) fn encode(managed: &Managed) -> ManagedFields {
 }
 
 /// Seconds since the epoch of an RFC 3339 time (0 when absent or unreadable, as a nil time
-/// sorts in kube).
+/// sorts in kube), the fraction dropped (rounded down, as the seconds of Go's `time.Time`).
+/// The times reaching here had their shape checked as `metav1.Time` when the object was decoded
+/// (`versa_schema::objectmeta::is_rfc3339`), so jiff's parser (which also takes a few forms
+/// Go's refuses) reads them as Go reads them; a day past its month's end, which that check
+/// lets through and Go refuses, is unreadable here.
 pub(crate) fn seconds(t: Option<&str>) -> i64 {
-    t.and_then(parse_rfc3339).unwrap_or(0)
-}
-
-fn parse_rfc3339(t: &str) -> Option<i64> {
-    let b = t.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> { t.get(r)?.parse::<i64>().ok() };
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (y, mo, d, h, mi, s) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut i = 19;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-    }
-    let offset = match b.get(i)? {
-        b'Z' | b'z' => 0,
-        sign @ (b'+' | b'-') => {
-            let oh = num(i + 1..i + 3)?;
-            let om = num(i + 4..i + 6)?;
-            let o = oh * 3600 + om * 60;
-            if *sign == b'+' { o } else { -o }
-        }
-        _ => return None,
-    };
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + h * 3600 + mi * 60 + s - offset)
+    t.and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .map_or(0, |t| t.as_second() - i64::from(t.subsec_nanosecond() < 0))
 }
 
 #[cfg(test)]
@@ -336,7 +306,13 @@ mod tests {
         assert_eq!(seconds(Some("1970-01-01T00:00:00Z")), 0);
         assert_eq!(seconds(Some("2024-03-01T12:30:05Z")), 1_709_296_205);
         assert_eq!(seconds(Some("2024-03-01T14:30:05.5+02:00")), 1_709_296_205);
+        assert_eq!(seconds(Some("2024-02-29T23:59:59z")), 1_709_251_199);
+        assert_eq!(seconds(Some("2024-12-31T23:30:00-01:00")), 1_735_691_400, "into the next year");
+        assert_eq!(seconds(Some("1969-12-31T23:59:59Z")), -1);
+        assert_eq!(seconds(Some("1969-12-31T23:59:59.5Z")), -1, "rounded down, not toward zero");
+        assert_eq!(seconds(Some("0001-01-01T00:00:00Z")), -62_135_596_800);
         assert_eq!(seconds(Some("garbage")), 0);
+        assert_eq!(seconds(Some("2023-02-29T00:00:00Z")), 0, "no such day");
         assert_eq!(seconds(None), 0);
     }
 }

@@ -57,12 +57,10 @@ fn random(out: &mut [u8]) {
     }
 }
 
-/// `t` as `2026-11-22T03:04:05Z`.
+/// `t` as `2026-11-22T03:04:05Z`: `metav1.Time` as it serialises, RFC 3339 in UTC at second
+/// precision (the fraction truncated, as Go's `Format` truncates it).
 pub fn rfc3339(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!("{:.0}", timestamp(t))
 }
 
 /// Now, formatted as [`rfc3339`].
@@ -70,18 +68,18 @@ pub fn now() -> String {
     rfc3339(SystemTime::now())
 }
 
-/// The proleptic Gregorian (year, month, day) of a count of days from 1970-01-01 (Howard
-/// Hinnant's civil-calendar algorithm, in 400-year eras starting on March 1).
-pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+/// `t` as a [`jiff::Timestamp`], the one calendar every time of the server is formatted and
+/// read with (UTC only: no time zone database). jiff covers the years -9999 to 9999; a clock
+/// outside them (none is) is clamped to the nearer end.
+pub fn timestamp(t: SystemTime) -> jiff::Timestamp {
+    jiff::Timestamp::try_from(t).unwrap_or(if t < UNIX_EPOCH { jiff::Timestamp::MIN } else { jiff::Timestamp::MAX })
+}
+
+/// Go's zero `time.Time`, 0001-01-01T00:00:00Z: what an unset `metav1.Time` holds (Kubernetes
+/// writes it as `null` and shows it as `<unknown>`).
+pub fn go_zero_time() -> jiff::Timestamp {
+    const ZERO: jiff::civil::DateTime = jiff::civil::DateTime::constant(1, 1, 1, 0, 0, 0, 0);
+    jiff::tz::Offset::UTC.to_timestamp(ZERO).unwrap_or(jiff::Timestamp::MIN)
 }
 
 /// `metadata` as a mutable map, created when absent or not an object; `None` only when `obj`
@@ -131,6 +129,34 @@ mod tests {
         for bad in ["", "2026-13-01T00:00:00Z", "2026-11-22 03:04:05Z", "2026-11-22T03:04:05"] {
             assert!(parse_rfc3339(bad).is_none(), "{bad}");
         }
+    }
+
+    /// Leap days, year and century boundaries, times before 1970 and Go's zero time format as
+    /// Go formats them; the fraction is truncated, never rounded.
+    #[test]
+    fn times_at_calendar_edges() {
+        use std::time::Duration;
+        let at = |seconds: i64, nanos: u32| {
+            let whole = Duration::from_secs(seconds.unsigned_abs());
+            let t = if seconds < 0 { UNIX_EPOCH - whole } else { UNIX_EPOCH + whole };
+            t + Duration::from_nanos(u64::from(nanos))
+        };
+        for (seconds, nanos, want) in [
+            (0, 0, "1970-01-01T00:00:00Z"),
+            (951_782_400, 0, "2000-02-29T00:00:00Z"),
+            (1_709_251_199, 999_999_999, "2024-02-29T23:59:59Z"),
+            (1_735_689_599, 0, "2024-12-31T23:59:59Z"),
+            (1_735_689_600, 0, "2025-01-01T00:00:00Z"),
+            (4_107_542_400, 0, "2100-03-01T00:00:00Z"),
+            (-1, 0, "1969-12-31T23:59:59Z"),
+            (-1, 500_000_000, "1969-12-31T23:59:59Z"),
+            (-86_400 * 366, 0, "1968-12-31T00:00:00Z"),
+            (-62_135_596_800, 0, "0001-01-01T00:00:00Z"),
+        ] {
+            assert_eq!(rfc3339(at(seconds, nanos)), want, "{seconds}s {nanos}ns");
+        }
+        assert_eq!(go_zero_time().as_second(), -62_135_596_800);
+        assert_eq!(rfc3339(go_zero_time().into()), "0001-01-01T00:00:00Z");
     }
 
     #[test]

@@ -438,9 +438,7 @@ fn cell(cell_type: CellType, v: &Value) -> Cell {
 
 /// Go's zero `time.Time` (0001-01-01T00:00:00Z), which Kubernetes shows as `<unknown>`.
 fn go_zero_time() -> SystemTime {
-    // Days from 0001-01-01 to 1970-01-01.
-    const SECS: u64 = 719_162 * 86_400;
-    UNIX_EPOCH.checked_sub(Duration::from_secs(SECS)).unwrap_or(UNIX_EPOCH)
+    crate::meta::go_zero_time().into()
 }
 
 /// apimachinery's `duration.HumanDuration`: a succinct age with two or three significant

@@ -313,10 +313,6 @@ fn is_base64(s: &str) -> bool {
 
 // ------------------------------------------------------------------ date, date-time
 
-fn is_leap(year: u32) -> bool {
-    year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
-}
-
 fn two_digits(b: &[u8]) -> Option<u32> {
     match b {
         [a, c] if a.is_ascii_digit() && c.is_ascii_digit() => Some(u32::from(a - b'0') * 10 + u32::from(c - b'0')),
@@ -325,22 +321,19 @@ fn two_digits(b: &[u8]) -> Option<u32> {
 }
 
 /// `time.Parse("2006-01-02", s)`: four-digit year, two-digit month 1-12, two-digit day valid in
-/// that month (leap years included), nothing else.
+/// that month (leap years included), nothing else. The shape is Go's and checked here (jiff's
+/// parser also takes other ISO 8601 forms, such as `20240229` or `+002024-02-29`); whether the
+/// day exists is jiff's, whose proleptic Gregorian calendar answers as Go's does for every year
+/// 0000-9999.
 fn is_date(s: &str) -> bool {
     let b = s.as_bytes();
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' || !b[..4].iter().all(u8::is_ascii_digit) {
         return false;
     }
-    let year = b[..4].iter().fold(0u32, |acc, &c| acc * 10 + u32::from(c - b'0'));
+    let year = b[..4].iter().fold(0i16, |acc, &c| acc * 10 + i16::from(c - b'0'));
     let (Some(month), Some(day)) = (two_digits(&b[5..7]), two_digits(&b[8..10])) else { return false };
-    let days = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if is_leap(year) => 29,
-        2 => 28,
-        _ => return false,
-    };
-    (1..=days).contains(&day)
+    let (Ok(month), Ok(day)) = (i8::try_from(month), i8::try_from(day)) else { return false };
+    jiff::civil::Date::new(year, month, day).is_ok()
 }
 
 /// strfmt's `IsDateTime`: the (lowercased) text is split at every `t`; the first piece must be

@@ -4,7 +4,7 @@
 //! OpenAPI, and resource requests, which go to the resource's REST handler (`rest/`) through
 //! the registry snapshot taken here.
 //!
-//! The audit log (`audit.rs`) follows kube's filter chain: a request that fails authentication
+//! The audit log (`audit/`) follows kube's filter chain: a request that fails authentication
 //! (or names a bad `timeout`, which kube checks first) is recorded without a user; an
 //! authenticated one from `RequestReceived`, through the in-flight limit and authorization
 //! (whose decision becomes annotations), to its answer.

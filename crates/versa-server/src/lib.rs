@@ -108,7 +108,7 @@ pub struct ServerConfig {
     pub migration: state::MigrationOptions,
     /// Requests in flight and their duration.
     pub limits: limits::RequestLimits,
-    /// The audit policy and log (`audit.rs`); `None`: no auditing.
+    /// The audit policy and log (`audit/`); `None`: no auditing.
     pub audit: Option<audit::AuditConfig>,
     /// Several replicas: who does the once-only work (`leader.rs`). `None`: this process does
     /// it all (embedded storage is one process by construction).

@@ -1,0 +1,251 @@
+//! The messages versa decodes, as tables: for each, its protobuf name and its fields in the Go
+//! struct's order — number, JSON name, type ([`Ty`]) and when Go's `encoding/json` writes it
+//! ([`Rule`]). v1 `Namespace`, v1 `Event`, v1 `Secret` and meta/v1 `DeleteOptions`, with
+//! everything they contain: `ObjectMeta` in full, owner references, managed fields, times. A
+//! new kind is a new table here and a line in `decode`'s match.
+
+use super::wire::{LEN, VARINT};
+
+/// How a field is read from the wire and what it becomes in JSON.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Ty {
+    /// `string` (varint length, UTF-8 checked): a JSON string.
+    Str,
+    /// `int64`: a JSON number.
+    Int64,
+    /// `int32`, refused outside its range (a 64-bit varint on the wire).
+    Int32,
+    /// `bool`: any non-zero varint is true, as in Go.
+    Bool,
+    /// `metav1.Time`: RFC 3339 at seconds, or null when empty or Go's zero time.
+    Time,
+    /// `metav1.MicroTime`: RFC 3339 at microseconds, or null likewise.
+    MicroTime,
+    /// `metav1.FieldsV1`: the JSON its `Raw` bytes hold, null when they are empty.
+    FieldsV1,
+    /// A singular message: a JSON object.
+    Message(&'static Message),
+    /// `repeated string`, one element per occurrence (never packed).
+    Strings,
+    /// A repeated message.
+    Messages(&'static Message),
+    /// `map<string, string>` (or `map<string, bytes>` with [`BYTES_ENTRY`]): repeated entries
+    /// (key 1, value 2), each key once.
+    Map(&'static Message),
+    /// `bytes`: a JSON string in standard base64, as Go writes `[]byte`.
+    Bytes,
+}
+
+impl Ty {
+    pub(super) fn wire(self) -> u8 {
+        match self {
+            Ty::Int64 | Ty::Int32 | Ty::Bool => VARINT,
+            _ => LEN,
+        }
+    }
+}
+
+/// When Go's `encoding/json` writes a field of the struct the message decodes into.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Rule {
+    /// `omitempty` on a string, number, bool, slice or map, or `omitzero` on a time: written
+    /// unless zero or empty.
+    Omit,
+    /// No `omitempty`, or `omitempty` on a struct (which never omits it): always written, its
+    /// zero value when absent (`""`, `{}` with the struct's own defaults, a time's null).
+    Keep,
+    /// A pointer with `omitempty`: written exactly when the field is on the wire.
+    Pointer,
+}
+
+/// One field: its number, its JSON name, its type and when it is written.
+#[derive(Debug)]
+pub(super) struct Field {
+    pub(super) number: u64,
+    pub(super) json: &'static str,
+    pub(super) ty: Ty,
+    pub(super) rule: Rule,
+}
+
+/// A message: its protobuf name (for errors) and its fields, in the Go struct's order.
+#[derive(Debug)]
+pub(super) struct Message {
+    pub(super) name: &'static str,
+    pub(super) fields: &'static [Field],
+}
+
+const fn field(number: u64, json: &'static str, ty: Ty, rule: Rule) -> Field {
+    Field { number, json, ty, rule }
+}
+
+use Rule::{Keep, Omit, Pointer};
+
+// Field numbers as in upstream's generated.proto: k8s.io/apimachinery pkg/runtime (TypeMeta),
+// pkg/apis/meta/v1 (ObjectMeta to Preconditions) and k8s.io/api core/v1 (the rest); the
+// rules follow the json tags of the Go types.
+
+pub(super) static TYPE_META: Message = Message {
+    name: "runtime.TypeMeta",
+    fields: &[field(1, "apiVersion", Ty::Str, Keep), field(2, "kind", Ty::Str, Keep)],
+};
+
+pub(super) static OBJECT_META: Message = Message {
+    name: "ObjectMeta",
+    fields: &[
+        field(1, "name", Ty::Str, Omit),
+        field(2, "generateName", Ty::Str, Omit),
+        field(3, "namespace", Ty::Str, Omit),
+        field(4, "selfLink", Ty::Str, Omit),
+        field(5, "uid", Ty::Str, Omit),
+        field(6, "resourceVersion", Ty::Str, Omit),
+        field(7, "generation", Ty::Int64, Omit),
+        // `omitempty,omitzero` since kube 1.34 (before it, a zero time was `null`).
+        field(8, "creationTimestamp", Ty::Time, Omit),
+        field(9, "deletionTimestamp", Ty::Time, Pointer),
+        field(10, "deletionGracePeriodSeconds", Ty::Int64, Pointer),
+        field(11, "labels", Ty::Map(&LABELS_ENTRY), Omit),
+        field(12, "annotations", Ty::Map(&ANNOTATIONS_ENTRY), Omit),
+        field(13, "ownerReferences", Ty::Messages(&OWNER_REFERENCE), Omit),
+        field(14, "finalizers", Ty::Strings, Omit),
+        // 15 (initializers) and 16 (clusterName) are gone upstream.
+        field(17, "managedFields", Ty::Messages(&MANAGED_FIELDS_ENTRY), Omit),
+    ],
+};
+
+pub(super) static LABELS_ENTRY: Message = Message { name: "ObjectMeta.LabelsEntry", fields: MAP_ENTRY };
+pub(super) static ANNOTATIONS_ENTRY: Message = Message { name: "ObjectMeta.AnnotationsEntry", fields: MAP_ENTRY };
+static MAP_ENTRY: &[Field] = &[field(1, "key", Ty::Str, Keep), field(2, "value", Ty::Str, Keep)];
+
+pub(super) static OWNER_REFERENCE: Message = Message {
+    name: "OwnerReference",
+    fields: &[
+        field(5, "apiVersion", Ty::Str, Keep),
+        field(1, "kind", Ty::Str, Keep),
+        field(3, "name", Ty::Str, Keep),
+        field(4, "uid", Ty::Str, Keep),
+        field(6, "controller", Ty::Bool, Pointer),
+        field(7, "blockOwnerDeletion", Ty::Bool, Pointer),
+    ],
+};
+
+pub(super) static MANAGED_FIELDS_ENTRY: Message = Message {
+    name: "ManagedFieldsEntry",
+    fields: &[
+        field(1, "manager", Ty::Str, Omit),
+        field(2, "operation", Ty::Str, Omit),
+        field(3, "apiVersion", Ty::Str, Omit),
+        field(4, "time", Ty::Time, Pointer),
+        // 5 (fields) is gone upstream.
+        field(6, "fieldsType", Ty::Str, Omit),
+        field(7, "fieldsV1", Ty::FieldsV1, Pointer),
+        field(8, "subresource", Ty::Str, Omit),
+    ],
+};
+
+pub(super) static TIME: Message = Message { name: "Time", fields: TIMESTAMP };
+pub(super) static MICRO_TIME: Message = Message { name: "MicroTime", fields: TIMESTAMP };
+static TIMESTAMP: &[Field] = &[field(1, "seconds", Ty::Int64, Keep), field(2, "nanos", Ty::Int32, Keep)];
+
+pub(super) static DELETE_OPTIONS: Message = Message {
+    name: "DeleteOptions",
+    fields: &[
+        field(1, "gracePeriodSeconds", Ty::Int64, Pointer),
+        field(2, "preconditions", Ty::Message(&PRECONDITIONS), Pointer),
+        field(3, "orphanDependents", Ty::Bool, Pointer),
+        field(4, "propagationPolicy", Ty::Str, Pointer),
+        field(5, "dryRun", Ty::Strings, Omit),
+        field(6, "ignoreStoreReadErrorWithClusterBreakingPotential", Ty::Bool, Pointer),
+    ],
+};
+
+pub(super) static PRECONDITIONS: Message = Message {
+    name: "Preconditions",
+    fields: &[field(1, "uid", Ty::Str, Pointer), field(2, "resourceVersion", Ty::Str, Pointer)],
+};
+
+/// v1 `Secret` (helm keeps its releases in Secrets, through client-go's typed client).
+pub(super) static SECRET: Message = Message {
+    name: "Secret",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(2, "data", Ty::Map(&BYTES_ENTRY), Omit),
+        field(3, "type", Ty::Str, Omit),
+        field(4, "stringData", Ty::Map(&STRING_DATA_ENTRY), Omit),
+        field(5, "immutable", Ty::Bool, Pointer),
+    ],
+};
+
+pub(super) static BYTES_ENTRY: Message =
+    Message { name: "Secret.DataEntry", fields: &[field(1, "key", Ty::Str, Keep), field(2, "value", Ty::Bytes, Keep)] };
+pub(super) static STRING_DATA_ENTRY: Message = Message { name: "Secret.StringDataEntry", fields: MAP_ENTRY };
+
+pub(super) static NAMESPACE: Message = Message {
+    name: "Namespace",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(2, "spec", Ty::Message(&NAMESPACE_SPEC), Keep),
+        field(3, "status", Ty::Message(&NAMESPACE_STATUS), Keep),
+    ],
+};
+
+pub(super) static NAMESPACE_SPEC: Message =
+    Message { name: "NamespaceSpec", fields: &[field(1, "finalizers", Ty::Strings, Omit)] };
+
+pub(super) static NAMESPACE_STATUS: Message = Message {
+    name: "NamespaceStatus",
+    fields: &[field(1, "phase", Ty::Str, Omit), field(2, "conditions", Ty::Messages(&NAMESPACE_CONDITION), Omit)],
+};
+
+pub(super) static NAMESPACE_CONDITION: Message = Message {
+    name: "NamespaceCondition",
+    fields: &[
+        field(1, "type", Ty::Str, Keep),
+        field(2, "status", Ty::Str, Keep),
+        // 3 is unused upstream.
+        field(4, "lastTransitionTime", Ty::Time, Keep),
+        field(5, "reason", Ty::Str, Omit),
+        field(6, "message", Ty::Str, Omit),
+    ],
+};
+
+pub(super) static EVENT: Message = Message {
+    name: "Event",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(2, "involvedObject", Ty::Message(&OBJECT_REFERENCE), Keep),
+        field(3, "reason", Ty::Str, Omit),
+        field(4, "message", Ty::Str, Omit),
+        field(5, "source", Ty::Message(&EVENT_SOURCE), Keep),
+        field(6, "firstTimestamp", Ty::Time, Keep),
+        field(7, "lastTimestamp", Ty::Time, Keep),
+        field(8, "count", Ty::Int32, Omit),
+        field(9, "type", Ty::Str, Omit),
+        field(10, "eventTime", Ty::MicroTime, Keep),
+        field(11, "series", Ty::Message(&EVENT_SERIES), Pointer),
+        field(12, "action", Ty::Str, Omit),
+        field(13, "related", Ty::Message(&OBJECT_REFERENCE), Pointer),
+        field(14, "reportingComponent", Ty::Str, Keep),
+        field(15, "reportingInstance", Ty::Str, Keep),
+    ],
+};
+
+pub(super) static OBJECT_REFERENCE: Message = Message {
+    name: "ObjectReference",
+    fields: &[
+        field(1, "kind", Ty::Str, Omit),
+        field(2, "namespace", Ty::Str, Omit),
+        field(3, "name", Ty::Str, Omit),
+        field(4, "uid", Ty::Str, Omit),
+        field(5, "apiVersion", Ty::Str, Omit),
+        field(6, "resourceVersion", Ty::Str, Omit),
+        field(7, "fieldPath", Ty::Str, Omit),
+    ],
+};
+
+pub(super) static EVENT_SOURCE: Message =
+    Message { name: "EventSource", fields: &[field(1, "component", Ty::Str, Omit), field(2, "host", Ty::Str, Omit)] };
+
+pub(super) static EVENT_SERIES: Message = Message {
+    name: "EventSeries",
+    fields: &[field(1, "count", Ty::Int32, Omit), field(2, "lastObservedTime", Ty::MicroTime, Keep)],
+};
