@@ -35,7 +35,7 @@
 //!   SHA-512 at once ([`V2Document`]); the gzip stream goes straight into an anonymous
 //!   temporary file (`spill.rs`), and only the hash (the `ETag`, as kube-openapi computes it:
 //!   uppercase hex SHA-512 of the JSON) and the length stay in memory, until the next change
-//!   drops the document and closes its file. Its protobuf form (`proto.rs`) is converted from
+//!   drops the document and closes its file. Its protobuf form (`proto/`) is converted from
 //!   the JSON on the first request for it and kept compressed in a file of its own. Neither the
 //!   JSON nor a compressed form is ever held whole in memory between requests: with real-world
 //!   definitions they are ~10 KiB per definition, as much as everything else the cache keeps.
