@@ -41,6 +41,7 @@ use crate::set::FieldSet;
 use crate::updater::{Updater, UpdaterError};
 use crate::validate::{ValidationErrors, validate};
 use crate::value::equals;
+use crate::versions::Versions;
 
 /// kube's cap on `Update` entries.
 pub const MAX_UPDATE_MANAGERS: usize = 10;
@@ -68,17 +69,6 @@ pub struct Options<'a> {
     /// The resource's other versions, for entries written at them (`None`: every entry is
     /// judged at `api_version`).
     pub versions: Option<&'a dyn Versions>,
-}
-
-/// The other versions of a resource, as structured merge needs them: kube's field manager
-/// compares objects at the version each `managedFields` entry was written in (converting them
-/// with the resource's conversion) and prunes an applier at the version of its last apply.
-pub trait Versions: std::fmt::Debug {
-    /// The schema of `api_version` (`group/version`), `None` for a version the resource no
-    /// longer has.
-    fn schema(&self, api_version: &str) -> Option<&Structural>;
-    /// `obj` converted to `api_version` (its `apiVersion` says where it is now).
-    fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, String>;
 }
 
 /// The result of an operation.

@@ -18,14 +18,15 @@
 //! - `schema` — what a [`versa_schema::Structural`] means to structured merge (list and map
 //!   types, deduced types, `ObjectMeta`);
 //! - [`field_set()`], `merge`, `compare`, `remove`, [`validate`] — the algorithms over values;
+//! - [`versions`] — the resource's other versions ([`Versions`]: schemas and a converter);
 //! - `updater` — ownership for one apply or update ([`Conflicts`]);
 //! - [`managed`], [`fieldmanager`] — `managedFields` entries and the public [`apply()`] and
 //!   [`update()`].
 //!
 //! Entries written at other apiVersions are judged at their own version when the caller passes
-//! the resource's versions ([`fieldmanager::Versions`]: schemas and a converter), as kube's
-//! field manager does with its converter; without them, at the request's version. Not yet
-//! reproduced: reconciling entries with a schema that changed between atomic and granular.
+//! the resource's versions ([`Versions`]), as kube's field manager does with its converter;
+//! without them, at the request's version. Not yet reproduced: reconciling entries with a
+//! schema that changed between atomic and granular.
 //!
 //! Input safety: every walk recurses along the nesting of a JSON object or of a field set
 //! derived from one. Objects reach this crate through the server's decoder, which refuses
@@ -47,6 +48,7 @@ pub mod set;
 mod updater;
 pub mod validate;
 mod value;
+pub mod versions;
 
 pub use compare::Comparison;
 pub use conflict::{Conflict, ConflictCause, Conflicts};
@@ -57,3 +59,4 @@ pub use managed::{ManagedFields, ManagedFieldsEntry, ManagedFieldsError, Manager
 pub use path::{FieldPath, PathElement};
 pub use set::FieldSet;
 pub use validate::{ValidationError, ValidationErrors};
+pub use versions::Versions;

@@ -28,7 +28,6 @@ use serde_json::Value;
 use crate::compare::{Comparison, compare};
 use crate::conflict::{Conflict, Conflicts};
 use crate::field_set::{ensure_named_fields_are_members, to_field_set};
-use crate::fieldmanager::Versions;
 use crate::managed::{ManagerId, VersionedSet};
 use crate::merge::merge;
 use crate::remove::remove_items;
@@ -36,6 +35,7 @@ use crate::schema::Ty;
 use crate::set::FieldSet;
 use crate::validate::ValidationErrors;
 use crate::value::equals;
+use crate::versions::Versions;
 
 /// Owners by identifier.
 pub(crate) type Fields = BTreeMap<String, VersionedSet>;

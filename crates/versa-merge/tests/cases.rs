@@ -155,7 +155,7 @@ fn move_field(obj: &mut Value, from: &str, to: &str) {
     obj.pointer_mut(&pointer(parent)).unwrap().as_object_mut().unwrap().insert(last.to_owned(), value);
 }
 
-impl versa_merge::fieldmanager::Versions for TestVersions {
+impl versa_merge::Versions for TestVersions {
     fn schema(&self, api_version: &str) -> Option<&Structural> {
         self.0.get(api_version).map(|(s, _)| s)
     }
@@ -190,7 +190,7 @@ fn run_operation_case(schema: &Structural, case: &Value, versions: &TestVersions
             && live["apiVersion"] != api_version
             && !versions.0.is_empty()
         {
-            *live = versa_merge::fieldmanager::Versions::convert(versions, live, api_version).unwrap();
+            *live = versa_merge::Versions::convert(versions, live, api_version).unwrap();
         }
         let opts = Options {
             schema: step_schema,
@@ -199,7 +199,7 @@ fn run_operation_case(schema: &Structural, case: &Value, versions: &TestVersions
             subresource: step.get("subresource").and_then(Value::as_str).unwrap_or(""),
             now: &now,
             reset_fields: reset.as_ref(),
-            versions: (!versions.0.is_empty()).then_some(versions as &dyn versa_merge::fieldmanager::Versions),
+            versions: (!versions.0.is_empty()).then_some(versions as &dyn versa_merge::Versions),
         };
         let result = if let Some(applied) = step.get("apply") {
             let live = current.clone().unwrap_or_else(|| json!({}));

@@ -15,7 +15,7 @@
 //! field that is not stored.
 
 use serde_json::{Value, json};
-use versa_merge::fieldmanager::Versions;
+use versa_merge::Versions;
 use versa_merge::{ApplyError, FieldPath, FieldSet, Options};
 
 use crate::error::{Error, Result};

@@ -1,6 +1,6 @@
 //! A resource's versions as structured merge reads them: server-side apply and `managedFields`
 //! judge an entry written at another version on the objects converted there
-//! (`versa_merge::fieldmanager::Versions`), with the resource's own conversion — in process for
+//! (`versa_merge::Versions`), with the resource's own conversion — in process for
 //! `None` and `CEL`; through the webhook for `Webhook`, called from inside the (synchronous)
 //! merge on the serving runtime's worker, which `block_in_place` hands its other tasks away from
 //! while the webhook answers. Nothing a webhook answers is kept. The conversions are the storage
@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use serde_json::Value;
-use versa_merge::fieldmanager::Versions;
+use versa_merge::Versions;
 use versa_schema::Structural;
 
 use crate::resource::Resource;

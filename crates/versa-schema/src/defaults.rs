@@ -82,7 +82,7 @@ impl Walk<'_> {
             trail.pop();
         }
         for (k, sub) in &s.properties {
-            let sub_meta = inside_meta || (embedded && prune::is_meta_field(k));
+            let sub_meta = inside_meta || (embedded && objectmeta::is_meta_field(k));
             trail.push(Some(k.clone()));
             self.node(sub, &path.child("properties").key(k), false, sub_meta, resource, trail);
             trail.pop();

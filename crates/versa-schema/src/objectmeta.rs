@@ -49,6 +49,13 @@ pub fn coerce(obj: &mut Value, schema: &Structural, malformed: Malformed) -> Res
     Ok(unknown)
 }
 
+/// Fields of the type and object metadata of a resource, which this module coerces and the
+/// other algorithms leave to it at a resource's root (pruning keeps them, defaulting skips them).
+#[inline]
+pub(crate) fn is_meta_field(k: &str) -> bool {
+    matches!(k, "apiVersion" | "kind" | "metadata")
+}
+
 /// [`coerce`] from `x`, found at `path` with schema `s`; `root` marks a resource root.
 pub(crate) fn coerce_node(
     x: &mut Value,

@@ -33,12 +33,6 @@ pub fn prune_unknown(v: &mut Value, schema: &Structural, root: bool) {
     walk::walk(v, schema, root, steps);
 }
 
-/// Fields of the type and object metadata of a resource, handled by [`crate::objectmeta`].
-#[inline]
-pub(crate) fn is_meta_field(k: &str) -> bool {
-    matches!(k, "apiVersion" | "kind" | "metadata")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@
 
 use serde_json::Value;
 
-use crate::prune::is_meta_field;
+use crate::objectmeta::is_meta_field;
 use crate::structural::Structural;
 
 /// The deepest nesting of objects and arrays `serde_json` parses (its recursion limit, 128,

@@ -31,8 +31,7 @@ use crate::default;
 use crate::field::{At, Error, ErrorList, Path};
 use crate::listtype;
 use crate::metadata;
-use crate::objectmeta::{self, Malformed};
-use crate::prune::is_meta_field;
+use crate::objectmeta::{self, Malformed, is_meta_field};
 use crate::structural::{Structural, cmp_keys};
 use crate::validation::{self, NodeChecks};
 

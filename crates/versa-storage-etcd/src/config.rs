@@ -5,6 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use etcd_client::{Certificate, Identity, TlsOptions};
+use versa_storage::{Error, Result};
+
 /// Connection settings for [`crate::EtcdStore::connect`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EtcdConfig {
@@ -58,5 +61,27 @@ impl EtcdConfig {
             watch_reconnect_timeout: Duration::from_secs(60),
             watch_buffer: 256,
         }
+    }
+}
+
+impl EtcdTls {
+    /// The client's TLS options, read from the PEM files (the store's connection and the lock's).
+    pub(crate) fn client_options(&self) -> Result<TlsOptions> {
+        let read = |path: &std::path::Path, what: &str| {
+            std::fs::read(path)
+                .map_err(|e| Error::unavailable(format!("reading the etcd {what} {}", path.display()), e))
+        };
+        let mut options = TlsOptions::new().ca_certificate(Certificate::from_pem(read(&self.ca_file, "CA file")?));
+        match (&self.cert_file, &self.key_file) {
+            (Some(cert), Some(key)) => {
+                options =
+                    options.identity(Identity::from_pem(read(cert, "client certificate")?, read(key, "client key")?));
+            }
+            (None, None) => {}
+            _ => {
+                return Err(Error::unavailable_msg("etcd client TLS needs both a certificate and a key file"));
+            }
+        }
+        Ok(options)
     }
 }

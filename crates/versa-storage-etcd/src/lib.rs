@@ -21,6 +21,7 @@ mod config;
 mod errors;
 mod lock;
 mod progress;
+mod rpc;
 mod store;
 mod watch;
 

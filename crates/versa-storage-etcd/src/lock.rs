@@ -37,7 +37,7 @@ use crate::config::EtcdConfig;
 async fn connect(config: &EtcdConfig) -> versa_storage::Result<Client> {
     let mut options = ConnectOptions::new().with_connect_timeout(config.connect_timeout);
     if let Some(tls) = &config.tls {
-        options = options.with_tls(crate::store::tls_options(tls)?);
+        options = options.with_tls(tls.client_options()?);
     }
     let endpoints = config.endpoints.join(", ");
     Client::connect(&config.endpoints, Some(options))

@@ -7,16 +7,17 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use etcd_client::{
-    Certificate, Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Identity, KvClient, PutOptions,
-    TlsOptions, Txn, TxnOp, TxnOpResponse, TxnResponse, WatchClient,
+    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, KvClient, PutOptions, Txn, TxnOp,
+    TxnOpResponse, TxnResponse, WatchClient,
 };
 use versa_storage::{
     BoxFuture, ContinueToken, Deleted, Error, KeyValue, ListOptions, ListPage, Result, Store, Watch, prefix_end,
 };
 
-use crate::config::{EtcdConfig, EtcdTls};
+use crate::config::EtcdConfig;
 use crate::errors::{CallError, Condition};
 use crate::progress;
+use crate::rpc::{header_revision, key_value, range_start};
 use crate::watch::{self, WatchSettings};
 
 /// The largest response the client decodes. tonic's default (4 MiB) is smaller than a page of
@@ -54,7 +55,7 @@ impl EtcdStore {
             .with_keep_alive(KEEP_ALIVE_INTERVAL, KEEP_ALIVE_TIMEOUT)
             .with_keep_alive_while_idle(false);
         if let Some(tls) = &config.tls {
-            options = options.with_tls(tls_options(tls)?);
+            options = options.with_tls(tls.client_options()?);
         }
         let endpoints = config.endpoints.join(", ");
         let client = Client::connect(&config.endpoints, Some(options.clone()))
@@ -302,25 +303,6 @@ impl Store for EtcdStore {
     }
 }
 
-/// A stored key-value in the store's terms. Keys are written by versa and so are UTF-8; a
-/// foreign key that is not is shown lossily rather than failing the whole read.
-pub(crate) fn key_value(kv: etcd_client::KeyValue) -> KeyValue {
-    let (create_revision, mod_revision) = (kv.create_revision(), kv.mod_revision());
-    let (key, value) = kv.into_key_value();
-    let key = String::from_utf8(key).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-    KeyValue { key, value: Bytes::from(value), create_revision, mod_revision }
-}
-
-/// The first key of a range: etcd refuses an empty key, and `\0` is the smallest it takes.
-pub(crate) fn range_start(key: Vec<u8>) -> Vec<u8> {
-    if key.is_empty() { vec![0] } else { key }
-}
-
-/// The revision in a response header (etcd always sends one).
-pub(crate) fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> i64 {
-    header.map_or(0, |h| h.revision())
-}
-
 /// The error of a failed write: etcd's own size limit (which also counts the key and the
 /// request's framing) is `TooLarge` like ours.
 fn write_error(error: CallError, what: &str, key: &str, value: &Bytes) -> Error {
@@ -335,22 +317,4 @@ fn precondition_failed(response: &TxnResponse, key: &str, expected: i64) -> Erro
     let present =
         response.op_responses().iter().any(|op| matches!(op, TxnOpResponse::Get(get) if !get.kvs().is_empty()));
     if present { Error::Conflict { key: key.to_string(), expected } } else { Error::NotFound { key: key.to_string() } }
-}
-
-/// Client TLS from PEM files.
-pub(crate) fn tls_options(tls: &EtcdTls) -> Result<TlsOptions> {
-    let read = |path: &std::path::Path, what: &str| {
-        std::fs::read(path).map_err(|e| Error::unavailable(format!("reading the etcd {what} {}", path.display()), e))
-    };
-    let mut options = TlsOptions::new().ca_certificate(Certificate::from_pem(read(&tls.ca_file, "CA file")?));
-    match (&tls.cert_file, &tls.key_file) {
-        (Some(cert), Some(key)) => {
-            options = options.identity(Identity::from_pem(read(cert, "client certificate")?, read(key, "client key")?));
-        }
-        (None, None) => {}
-        _ => {
-            return Err(Error::unavailable_msg("etcd client TLS needs both a certificate and a key file"));
-        }
-    }
-    Ok(options)
 }

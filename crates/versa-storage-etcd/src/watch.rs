@@ -14,7 +14,7 @@ use etcd_client::{EventType, WatchClient, WatchOptions, WatchResponse, WatchStre
 use tokio::time::{Instant, MissedTickBehavior};
 use versa_storage::{Error, KeyValue, Result, Watch, WatchEvent, WatchSender, prefix_end};
 
-use crate::store::{header_revision, range_start};
+use crate::rpc::{header_revision, lent_key_value, range_start};
 
 /// The watch settings of an [`crate::EtcdConfig`].
 #[derive(Debug, Clone)]
@@ -251,13 +251,15 @@ impl WatchTask {
                 continue;
             }
             let item = match event.event_type() {
-                EventType::Put if kv.create_revision() == revision => WatchEvent::Added(key_value(kv)),
-                EventType::Put => WatchEvent::Modified { kv: key_value(kv), prev: event.prev_kv().map(key_value) },
+                EventType::Put if kv.create_revision() == revision => WatchEvent::Added(lent_key_value(kv)),
+                EventType::Put => {
+                    WatchEvent::Modified { kv: lent_key_value(kv), prev: event.prev_kv().map(lent_key_value) }
+                }
                 EventType::Delete => WatchEvent::Deleted {
                     revision,
                     // etcd omits the previous value only if it was compacted away meanwhile;
                     // the key is all that is left to report.
-                    prev: event.prev_kv().map(key_value).unwrap_or_else(|| KeyValue {
+                    prev: event.prev_kv().map(lent_key_value).unwrap_or_else(|| KeyValue {
                         key: String::from_utf8_lossy(kv.key()).into_owned(),
                         value: Bytes::new(),
                         create_revision: 0,
@@ -299,16 +301,6 @@ impl WatchTask {
             }
             delay = (delay * 2).min(MAX_RETRY_DELAY);
         }
-    }
-}
-
-/// A watched key-value in the store's terms (copied: etcd-client lends events out).
-fn key_value(kv: &etcd_client::KeyValue) -> KeyValue {
-    KeyValue {
-        key: String::from_utf8_lossy(kv.key()).into_owned(),
-        value: Bytes::copy_from_slice(kv.value()),
-        create_revision: kv.create_revision(),
-        mod_revision: kv.mod_revision(),
     }
 }
 

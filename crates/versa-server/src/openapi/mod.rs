@@ -35,7 +35,7 @@
 //!   SHA-512 at once ([`V2Document`]); the gzip stream goes straight into an anonymous
 //!   temporary file (`spill.rs`), and only the hash (the `ETag`, as kube-openapi computes it:
 //!   uppercase hex SHA-512 of the JSON) and the length stay in memory, until the next change
-//!   drops the document and closes its file. Its protobuf form (`proto.rs`) is converted from
+//!   drops the document and closes its file. Its protobuf form (`proto/`) is converted from
 //!   the JSON on the first request for it and kept compressed in a file of its own. Neither the
 //!   JSON nor a compressed form is ever held whole in memory between requests: with real-world
 //!   definitions they are ~10 KiB per definition, as much as everything else the cache keeps.
@@ -56,53 +56,38 @@
 //!   without building one. Clients treat the hash as opaque (client-go and kube-aggregator use
 //!   it as a cache key and pass it through).
 //!
-//! This file keeps the cache and writes the documents; the entries are built by `schema.rs`
-//! (the published schemas), `paths.rs` (the route tables) and `meta.rs` (the meta definitions),
-//! which share `names.rs`; `proto.rs` writes the protobuf form.
+//! This file keeps the cache and answers `/openapi/v3`; `v2.rs` keeps the assembled
+//! `/openapi/v2`; `document.rs` writes the documents' JSON, whose entries are built by
+//! `schema.rs` (the published schemas), `paths.rs` (the route tables) and `meta.rs` (the meta
+//! definitions), which share `names.rs`; `proto/` writes the protobuf form.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::io::{self, Read as _, Write};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use flate2::Compression;
-use flate2::read::GzDecoder;
-use flate2::write::GzEncoder;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion;
 use serde_json::{Map, Value, json};
-use versa_registry::{Compact, with_schema};
+use versa_registry::Compact;
 
-use crate::spill::{self, OpenFile, Spilled};
+use crate::spill::{self, OpenFile};
 
 pub mod proto;
 
+mod document;
 mod meta;
 mod names;
 mod paths;
 mod schema;
+mod v2;
 
-use self::meta::*;
-use self::names::*;
-use self::paths::*;
-use self::schema::*;
+use self::document::{DefinitionPart, group_versions, write_v3};
+use self::v2::hex;
+pub use self::v2::{Error, Result, V2Document, etag};
 
 /// The version of the builder, hashed into every v3 hash with the crate's version. Bump it
 /// whenever the documents change for the same definitions: a client may keep a document under
 /// its `?hash=` URL for good (`Cache-Control: immutable`), so a new builder must not answer an
 /// old hash with other bytes. (`documents_are_pinned` fails on such a change.)
 pub const BUILDER_VERSION: &str = "1";
-
-/// Errors of building or converting a document.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("writing the OpenAPI document: {0}")]
-    Io(#[source] io::Error),
-    #[error("converting the OpenAPI v2 document to protobuf: {0}")]
-    Protobuf(#[source] serde_json::Error),
-}
-
-pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The OpenAPI documents of all served definitions.
 ///
@@ -151,49 +136,12 @@ pub struct V2Sources {
     memo: Arc<V2Memo>,
 }
 
-/// The assembled `/openapi/v2`: its JSON gzip-compressed, the JSON's hash, and the protobuf
-/// form (also compressed) once asked for — both compressed forms in temporary files
-/// ([`Spilled`]). Shared with the requests serving it, so that inflating or converting it
-/// happens outside the cache's lock; a request streaming a compressed form holds that form
-/// (and so its file) until it is sent, even if the document is replaced meanwhile.
-#[derive(Debug)]
-pub struct V2Document {
-    json: Compressed,
-    etag: String,
-    protobuf: Mutex<Option<Compressed>>,
-    open: OpenFile,
-}
-
-/// A document kept gzip-compressed, and its length uncompressed.
-#[derive(Debug, Clone)]
-struct Compressed {
-    gzip: Arc<Spilled>,
-    len: usize,
-}
-
 /// The definitions serving one group-version, in name order: what its document is built from.
 #[derive(Debug)]
 pub struct V3Sources {
     group: String,
     version: String,
     parts: Vec<Arc<DefinitionPart>>,
-}
-
-/// What the cache keeps of one definition: its compact form (the registry's, shared), and what
-/// finding its group-versions and hashing them needs without reading it.
-#[derive(Debug)]
-struct DefinitionPart {
-    kept: Compact,
-    group: String,
-    /// The served versions' names, in the definition's order.
-    served: Vec<String>,
-    /// Whether a served version has a `/scale` subresource (the v2 document then publishes
-    /// `io.k8s.api.autoscaling.v1`).
-    uses_scale: bool,
-    /// SHA-256 of the spec (as JSON) and of every schema text: what the documents are built
-    /// from. Metadata and status are left out: they are not published, and a status write must
-    /// not move the v3 hashes.
-    hash: [u8; 32],
 }
 
 impl OpenApiCache {
@@ -306,162 +254,13 @@ impl V2Sources {
         if let Some(doc) = current() {
             return Ok(doc);
         }
-        let doc = Arc::new(self.assemble_v2()?);
+        let doc = Arc::new(V2Document::assemble(&self.parts, self.memo.open)?);
         let mut slot = self.memo.slot.lock().unwrap_or_else(|e| e.into_inner());
         if slot.generation == self.generation {
             slot.doc = Some(Arc::clone(&doc));
         }
         Ok(doc)
     }
-
-    /// Writes the v2 document into a gzip stream and its hash at once, entry by entry, the
-    /// stream straight into its temporary file: neither the JSON nor its compressed form is
-    /// ever held whole. (Written again into memory if the file fails: see [`Spilled::write`].)
-    fn assemble_v2(&self) -> Result<V2Document> {
-        let open = self.memo.open;
-        let (gzip, (hash, len)) = Spilled::write(open, "/openapi/v2", |file| {
-            let sink = HashingGzip {
-                gzip: GzEncoder::new(file, Compression::new(GZIP_LEVEL)),
-                hash: ring::digest::Context::new(&ring::digest::SHA512),
-                len: 0,
-            };
-            let mut out = io::BufWriter::with_capacity(64 * 1024, sink);
-            self.write_v2(&mut out)?;
-            let HashingGzip { gzip, hash, len } = out.into_inner().map_err(|e| e.into_error())?;
-            gzip.finish()?;
-            Ok((hash.finish(), len))
-        })
-        .map_err(Error::Io)?;
-        let json = Compressed { gzip: Arc::new(gzip), len };
-        Ok(V2Document { json, etag: hex(hash.as_ref()), protobuf: Mutex::new(None), open })
-    }
-
-    fn write_v2(&self, out: &mut impl Write) -> io::Result<()> {
-        out.write_all(b"{\"swagger\":\"2.0\",\"info\":")?;
-        write_value(out, &json!({"title": TITLE, "version": TITLE_VERSION}))?;
-        out.write_all(b",\"paths\":{")?;
-        // Every path starts with `/apis/<group>/<version>/`. Neither a group nor a version holds
-        // a `/`, so no such prefix starts another, and the paths of two group-versions sort as
-        // their prefixes do: ordering the group-versions by prefix and each one's paths among
-        // themselves orders them all, and only one group-version's path items are built at a
-        // time.
-        let gvs = group_versions(self.parts.iter().map(|p| &**p));
-        let mut by_prefix: Vec<(String, &str, &[&DefinitionPart])> =
-            gvs.iter().map(|((g, v), parts)| (format!("/apis/{g}/{v}/"), *v, parts.as_slice())).collect();
-        by_prefix.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut first = true;
-        for (_, version, parts) in by_prefix {
-            for (path, item) in path_items(parts, version, Flavor::V2) {
-                write_key(out, &mut first, &path)?;
-                write_value(out, &item)?;
-            }
-        }
-        out.write_all(b"},\"definitions\":")?;
-        let uses_scale = self.parts.iter().any(|p| p.uses_scale);
-        let parts: Vec<&DefinitionPart> = self.parts.iter().map(|p| &**p).collect();
-        write_definitions(out, definitions(&parts, None, uses_scale, Flavor::V2), Flavor::V2)?;
-        out.write_all(b",\"parameters\":{")?;
-        let mut first = true;
-        for (k, v) in shared_v2_parameters() {
-            write_key(out, &mut first, k)?;
-            out.write_all(v.as_bytes())?;
-        }
-        out.write_all(b"}}")
-    }
-}
-
-/// Every served group-version with the definitions serving it, in the order given.
-fn group_versions<'a>(
-    parts: impl Iterator<Item = &'a DefinitionPart>,
-) -> BTreeMap<(&'a str, &'a str), Vec<&'a DefinitionPart>> {
-    let mut gvs: BTreeMap<(&str, &str), Vec<&DefinitionPart>> = BTreeMap::new();
-    for part in parts {
-        for version in &part.served {
-            gvs.entry((part.group.as_str(), version.as_str())).or_default().push(part);
-        }
-    }
-    gvs
-}
-
-/// The compression level of the kept v2 document (and its protobuf form): the fastest. On the
-/// CRD corpus, level 6 makes the text about a third smaller than level 1 (~10×) but takes three
-/// times as long, and the document is compressed after every change of a definition.
-const GZIP_LEVEL: u32 = 1;
-
-impl V2Document {
-    /// The `ETag` of `/openapi/v2` (unquoted): [`etag`] of the JSON, for both forms (answers
-    /// vary by `Accept`).
-    pub fn etag(&self) -> &str {
-        &self.etag
-    }
-
-    /// The JSON, gzip-compressed (`Content-Encoding: gzip`): to stream ([`spill::body`]).
-    pub fn json_gzip(&self) -> Arc<Spilled> {
-        Arc::clone(&self.json.gzip)
-    }
-
-    /// The JSON (inflated for this request).
-    pub fn json(&self) -> Result<Bytes> {
-        self.json.inflate().map_err(Error::Io)
-    }
-
-    /// Gnostic's `openapi.v2.Document` protobuf, gzip-compressed: converted from the JSON on
-    /// first use and kept with it (written once into its own temporary file).
-    pub fn protobuf_gzip(&self) -> Result<Arc<Spilled>> {
-        Ok(self.protobuf_compressed()?.gzip)
-    }
-
-    /// Gnostic's `openapi.v2.Document` protobuf (inflated for this request).
-    pub fn protobuf(&self) -> Result<Bytes> {
-        self.protobuf_compressed()?.inflate().map_err(Error::Io)
-    }
-
-    fn protobuf_compressed(&self) -> Result<Compressed> {
-        let mut memo = self.protobuf.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(kept) = &*memo {
-            return Ok(kept.clone());
-        }
-        let protobuf = proto::document(&self.json()?).map_err(Error::Protobuf)?;
-        let (gzip, ()) = Spilled::write(self.open, "/openapi/v2 protobuf", |file| {
-            let mut gzip = GzEncoder::new(file, Compression::new(GZIP_LEVEL));
-            gzip.write_all(&protobuf)?;
-            gzip.finish().map(drop)
-        })
-        .map_err(Error::Io)?;
-        let kept = Compressed { gzip: Arc::new(gzip), len: protobuf.len() };
-        *memo = Some(kept.clone());
-        Ok(kept)
-    }
-}
-
-impl Compressed {
-    /// Gunzips the document into exactly its length: a stream that inflates to more or less
-    /// (it never should: it is the process's own) is an error, and at most `len` bytes are
-    /// allocated whatever it holds.
-    fn inflate(&self) -> io::Result<Bytes> {
-        let mut out = Vec::with_capacity(self.len);
-        let mut gzip = GzDecoder::new(self.gzip.reader());
-        (&mut gzip).take(self.len as u64).read_to_end(&mut out)?;
-        // Reading on to the end checks the stream's trailer (CRC and length) too.
-        if out.len() != self.len || gzip.read(&mut [0])? != 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "the kept document inflates to another length"));
-        }
-        Ok(Bytes::from(out))
-    }
-}
-
-/// kube-openapi's hash of a document: uppercase hex SHA-512 (the v2 `ETag`, quoted).
-pub fn etag(bytes: &[u8]) -> String {
-    hex(ring::digest::digest(&ring::digest::SHA512, bytes).as_ref())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02X}");
-    }
-    out
 }
 
 impl V3Sources {
@@ -496,188 +295,15 @@ fn v3_hash<'a>(group: &str, version: &str, parts: impl Iterator<Item = &'a Defin
     hex(hash.finish().as_ref())
 }
 
-/// A `Write` that feeds a gzip stream and a hash, counting the bytes.
-struct HashingGzip<W: Write> {
-    gzip: GzEncoder<W>,
-    hash: ring::digest::Context,
-    len: usize,
-}
-
-impl<W: Write> Write for HashingGzip<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.gzip.write_all(buf)?;
-        self.hash.update(buf);
-        self.len += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.gzip.flush()
-    }
-}
-
-/// `/openapi/v3/apis/<group>/<version>` from `parts`, the definitions serving it.
-fn write_v3(out: &mut Vec<u8>, version: &str, parts: &[&DefinitionPart]) -> io::Result<()> {
-    out.write_all(b"{\"openapi\":\"3.0.0\",\"info\":")?;
-    write_value(out, &json!({"title": TITLE, "version": TITLE_VERSION}))?;
-    out.write_all(b",\"paths\":{")?;
-    let mut first = true;
-    for (path, item) in path_items(parts, version, Flavor::V3) {
-        write_key(out, &mut first, &path)?;
-        write_value(out, &item)?;
-    }
-    out.write_all(b"},\"components\":{\"schemas\":")?;
-    let uses_scale = parts
-        .iter()
-        .any(|p| p.kept.def.spec.versions.iter().any(|v| v.served && v.name == version && version_uses_scale(v)));
-    write_definitions(out, definitions(parts, Some(version), uses_scale, Flavor::V3), Flavor::V3)?;
-    out.write_all(b"}}")
-}
-
-/// Writes `"key":` (after a comma unless `first`).
-fn write_key(out: &mut impl Write, first: &mut bool, key: &str) -> io::Result<()> {
-    if !std::mem::take(first) {
-        out.write_all(b",")?;
-    }
-    serde_json::to_writer(&mut *out, key)?;
-    out.write_all(b":")
-}
-
-fn write_value(out: &mut impl Write, v: &Value) -> io::Result<()> {
-    serde_json::to_writer(out, v).map_err(io::Error::from)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Entries of the documents
-// ---------------------------------------------------------------------------------------------
-
-impl DefinitionPart {
-    /// A definition's part, from its compact form.
-    fn new(kept: Compact) -> DefinitionPart {
-        let def = &kept.def;
-        let served: Vec<&CustomResourceDefinitionVersion> = def.spec.versions.iter().filter(|v| v.served).collect();
-        let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
-        // Serializing a spec into a Vec cannot fail; a missing spec would only weaken the hash.
-        hash.update(&serde_json::to_vec(&kept.def.spec).unwrap_or_default());
-        hash.update(kept.schemas.digest());
-        let mut digest = [0; 32];
-        digest.copy_from_slice(hash.finish().as_ref());
-        let (group, uses_scale) = (def.spec.group.clone(), served.iter().any(|v| version_uses_scale(v)));
-        let served = served.iter().map(|v| v.name.clone()).collect();
-        DefinitionPart { group, served, uses_scale, hash: digest, kept }
-    }
-
-    /// The served versions named `version` (one, in a valid definition), or all served ones.
-    fn versions<'a>(&'a self, version: Option<&'a str>) -> impl Iterator<Item = &'a CustomResourceDefinitionVersion> {
-        self.kept.def.spec.versions.iter().filter(move |v| v.served && version.is_none_or(|n| v.name == n))
-    }
-}
-
-fn version_uses_scale(v: &CustomResourceDefinitionVersion) -> bool {
-    v.subresources.as_ref().is_some_and(|s| s.scale.is_some())
-}
-
-/// The path items of `version` of `parts` (all of one group), by path.
-fn path_items(parts: &[&DefinitionPart], version: &str, flavor: Flavor) -> BTreeMap<String, Value> {
-    let mut items = BTreeMap::new();
-    for part in parts {
-        let names = Names::of(&part.kept.def);
-        for v in part.versions(Some(version)) {
-            let has_status = v.subresources.as_ref().is_some_and(|s| s.status.is_some());
-            let routes = routes(&names, &v.name, has_status, version_uses_scale(v));
-            items.extend(render_paths(&names, &v.name, &routes, flavor));
-        }
-    }
-    items
-}
-
-/// One entry of a document's definitions (v2) or schemas (v3), not yet built.
-enum Definition<'a> {
-    /// A meta definition, serialized.
-    Meta(&'a str),
-    /// The kind of a served version.
-    Kind(&'a DefinitionPart, &'a CustomResourceDefinitionVersion),
-    /// The list kind of a served version.
-    List(&'a DefinitionPart, &'a CustomResourceDefinitionVersion),
-}
-
-/// The definitions of a document, by name: the meta ones (without autoscaling unless a version
-/// uses `/scale`), then the kind and list of every served version of `parts` (of `version`
-/// only, if given); a later entry replaces an earlier one of the same name.
-fn definitions<'a>(
-    parts: &[&'a DefinitionPart],
-    version: Option<&'a str>,
-    uses_scale: bool,
-    flavor: Flavor,
-) -> BTreeMap<Cow<'a, str>, Definition<'a>> {
-    let mut out = BTreeMap::new();
-    for (name, text) in meta_definitions(flavor) {
-        if uses_scale || !name.starts_with("io.k8s.api.autoscaling.") {
-            out.insert(Cow::Borrowed(name.as_str()), Definition::Meta(text));
-        }
-    }
-    for &part in parts {
-        let names = Names::of(&part.kept.def);
-        for v in part.versions(version) {
-            out.insert(Cow::Owned(definition_name(names.group, &v.name, names.kind)), Definition::Kind(part, v));
-            out.insert(Cow::Owned(definition_name(names.group, &v.name, &names.list_kind)), Definition::List(part, v));
-        }
-    }
-    out
-}
-
-/// Writes the definitions as an object, building each entry as it is written.
-fn write_definitions(
-    out: &mut impl Write,
-    definitions: BTreeMap<Cow<'_, str>, Definition<'_>>,
-    flavor: Flavor,
-) -> io::Result<()> {
-    out.write_all(b"{")?;
-    let mut first = true;
-    for (name, definition) in definitions {
-        write_key(out, &mut first, &name)?;
-        match definition {
-            Definition::Meta(text) => out.write_all(text.as_bytes())?,
-            Definition::Kind(part, v) => {
-                let names = Names::of(&part.kept.def);
-                write_value(out, &kind_definition(&names, &with_schema(v, &part.kept.schemas), flavor))?;
-            }
-            Definition::List(part, v) => {
-                let names = Names::of(&part.kept.def);
-                let kind_name = definition_name(names.group, &v.name, names.kind);
-                write_value(out, &list_schema(&names, &v.name, &kind_name, flavor))?;
-            }
-        }
-    }
-    out.write_all(b"}")
-}
-
-/// The kind's published schema of version `v` (with its schema), in one flavor.
-fn kind_definition(names: &Names<'_>, v: &CustomResourceDefinitionVersion, flavor: Flavor) -> Value {
-    let schema = published_schema(v);
-    let selectable: Vec<Value> = v
-        .selectable_fields
-        .iter()
-        .flatten()
-        .map(|f| json!({"fieldPath": f.json_path.strip_prefix('.').unwrap_or(&f.json_path)}))
-        .collect();
-    let mut kind_schema = kind_schema(schema.as_ref(), flavor, names.preserve_unknown_fields);
-    if let Value::Object(m) = &mut kind_schema {
-        m.insert("x-kubernetes-group-version-kind".into(), json!([gvk(names.group, &v.name, names.kind)]));
-        if !selectable.is_empty() {
-            m.insert("x-kubernetes-selectable-fields".into(), Value::Array(selectable));
-        }
-    }
-    if flavor == Flavor::V2 {
-        prune_defaults(&mut kind_schema);
-    }
-    kind_schema
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 mod tests {
     use super::*;
+    use flate2::read::GzDecoder;
+    use std::io::Read as _;
+
+    use super::names::{META, SCALE, definition_name};
+    use super::paths::{article_for, operation_id, operation_tag};
     use versa_apiextensions::ResourceDefinition;
 
     fn def(v: Value) -> ResourceDefinition {
@@ -1146,24 +772,6 @@ mod tests {
         let mut out = Vec::new();
         GzDecoder::new(gzip).read_to_end(&mut out).unwrap();
         Bytes::from(out)
-    }
-
-    /// Inflating checks the length and the stream's trailer.
-    #[test]
-    fn inflating_is_exact() {
-        let text = b"{\"swagger\":\"2.0\"}".repeat(100);
-        let mut gzip = GzEncoder::new(Vec::new(), Compression::new(GZIP_LEVEL));
-        gzip.write_all(&text).unwrap();
-        let gzip = Arc::new(Spilled::in_memory(gzip.finish().unwrap()));
-        let kept = |len| Compressed { gzip: Arc::clone(&gzip), len };
-        assert_eq!(kept(text.len()).inflate().unwrap(), text);
-        assert_eq!(kept(text.len() - 1).inflate().unwrap_err().kind(), io::ErrorKind::InvalidData);
-        assert!(kept(text.len() + 1).inflate().is_err());
-        let mut corrupt = gzip.to_bytes().unwrap().to_vec();
-        let crc = corrupt.len() - 8;
-        corrupt[crc] ^= 1;
-        let corrupt = Compressed { gzip: Arc::new(Spilled::in_memory(corrupt)), len: text.len() };
-        assert!(corrupt.inflate().is_err(), "the CRC is checked");
     }
 
     #[test]
