@@ -612,7 +612,9 @@ impl<'r> Run<'r> {
             (Builtin::Index, [Fv::Built(l), Fv::Int(i)]) => {
                 *self.lists.get(*l).and_then(|l| usize::try_from(*i).ok().and_then(|i| l.get(i))).ok_or(Bail)?
             }
-            (Builtin::In | Builtin::InSet, [k, Fv::Map(m, _)]) => Fv::Bool(matches!(k, Fv::Str(k) if m.contains_key(*k))),
+            (Builtin::In | Builtin::InSet, [k, Fv::Map(m, _)]) => {
+                Fv::Bool(matches!(k, Fv::Str(k) if m.contains_key(*k)))
+            }
             (Builtin::In | Builtin::InSet, [v, Fv::List(items, elem)]) => {
                 for item in items.iter() {
                     if self.equals(*v, from_json(item, elem)?)? {

@@ -261,7 +261,11 @@ pub fn compile_rule(rule: &str, self_type: &DeclType, opts: &CompileOptions) -> 
 
 /// Compiles an expression of any result type on a schema node, as [`compile_rule`] does a
 /// rule: parse and check errors, then what fails when Kubernetes instantiates the program.
-pub fn compile_program(source: &str, self_type: &DeclType, opts: &CompileOptions) -> Result<CompiledExpression, RuleError> {
+pub fn compile_program(
+    source: &str,
+    self_type: &DeclType,
+    opts: &CompileOptions,
+) -> Result<CompiledExpression, RuleError> {
     let compiled = compile_expression(source, self_type, opts).map_err(RuleError::Compile)?;
     if let Some(e) = program_error(&compiled) {
         return Err(RuleError::Program(e));

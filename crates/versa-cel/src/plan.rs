@@ -212,7 +212,9 @@ impl Builder<'_> {
                     (None, None) => Builtin::of(function).map_or(Step::Call, Step::Builtin),
                 };
                 let step = match (&step, args.as_slice()) {
-                    (Step::Builtin(Builtin::In), [_, list]) if self.types.is_some() => set_membership(list).unwrap_or(step),
+                    (Step::Builtin(Builtin::In), [_, list]) if self.types.is_some() => {
+                        set_membership(list).unwrap_or(step)
+                    }
                     _ => self.folded(e).unwrap_or(step),
                 };
                 self.set(e.id, step);
@@ -272,15 +274,20 @@ impl Builder<'_> {
 }
 
 /// The type conversions cel-go's planner evaluates when their argument is a constant.
-const CONVERSIONS: &[&str] = &["bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"];
+const CONVERSIONS: &[&str] =
+    &["bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"];
 
 /// Whether cel-go's planner sees `e` as a constant: a literal, a list or map literal of
 /// constants, or a type conversion of a constant (which it folds).
 pub(crate) fn is_constant(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Literal(_) => true,
-        ExprKind::List { elements, optional_indices } => optional_indices.is_empty() && elements.iter().all(is_constant),
-        ExprKind::Map { entries } => entries.iter().all(|en| !en.optional && is_constant(&en.key) && is_constant(&en.value)),
+        ExprKind::List { elements, optional_indices } => {
+            optional_indices.is_empty() && elements.iter().all(is_constant)
+        }
+        ExprKind::Map { entries } => {
+            entries.iter().all(|en| !en.optional && is_constant(&en.key) && is_constant(&en.value))
+        }
         ExprKind::Call { function, target: None, args } => {
             CONVERSIONS.contains(&function.as_str()) && args.len() == 1 && args.iter().all(is_constant)
         }
@@ -306,7 +313,9 @@ fn set_membership(list: &Expr) -> Option<Step> {
     if items.is_empty() {
         return Some(Step::Constant(Value::Bool(false)));
     }
-    let scalar = |v: &Value<'_>| matches!(v, Value::Bool(_) | Value::Int(_) | Value::Uint(_) | Value::Double(_) | Value::String(_));
+    let scalar = |v: &Value<'_>| {
+        matches!(v, Value::Bool(_) | Value::Int(_) | Value::Uint(_) | Value::Double(_) | Value::String(_))
+    };
     items.iter().all(scalar).then_some(Step::Builtin(Builtin::InSet))
 }
 

@@ -144,7 +144,8 @@ fn index_of<'a>(s: &str, sub: &str, offset: Option<i64>) -> Res<'a> {
         return Ok(Value::Int(-1));
     }
     let last_start = runes.len() - subr.len();
-    let found = (usize::try_from(off).unwrap_or(usize::MAX)..=last_start).find(|&i| runes[i..i + subr.len()] == subr[..]);
+    let found =
+        (usize::try_from(off).unwrap_or(usize::MAX)..=last_start).find(|&i| runes[i..i + subr.len()] == subr[..]);
     Ok(Value::Int(found.map_or(-1, |i| i as i64)))
 }
 
