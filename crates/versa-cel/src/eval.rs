@@ -450,6 +450,9 @@ impl<'a, 'e> Interp<'a, 'e> {
     }
 
     fn eval(&mut self, e: &'e Expr) -> Res<'a> {
+        if let Step::Constant(v) = self.plan.step(e.id) {
+            return Ok(v.clone());
+        }
         match &e.kind {
             ExprKind::Literal(_) | ExprKind::Ident(_) => self.leaf(e),
             ExprKind::Select { operand, field, test_only } => self.eval_select(e, operand, field, *test_only),
@@ -1009,8 +1012,8 @@ impl<'a, 'e> Interp<'a, 'e> {
                 return optional_select(v, field);
             }
             (Some(Special::OptOr | Special::OptOrValue), Some(t), [alt]) => {
+                // cel-go evaluates `or` and `orValue` itself, and charges nothing for them.
                 let v = self.eval(t)?;
-                self.charge(1)?;
                 return match v {
                     Value::Optional(Some(inner)) if function == "or" => Ok(Value::Optional(Some(inner))),
                     Value::Optional(Some(inner)) => Ok((*inner).clone()),
@@ -1163,7 +1166,7 @@ mod tests {
         let act = Activation::for_rule(self_json, Some(self_json), &decl, false).unwrap();
         let mut out = Vec::new();
         for plan in [Some(&compiled.plan), None] {
-            let empty = Plan::default();
+            let empty = compiled.plan.folding_only();
             let mut tracker = CostTracker::default();
             let types = Some(compiled.checked.types.as_slice());
             let r = run(

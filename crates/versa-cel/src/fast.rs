@@ -93,6 +93,8 @@ enum Node {
     /// A list literal of literals (not a comprehension's initial accumulator): built once per
     /// evaluation, however often it is reached.
     ConstList(Box<[Node]>),
+    /// A folded `[]` (a macro's initial accumulator): a new list each time, free.
+    EmptyList,
     /// `@result + [elem]` in a macro's loop step: the accumulator list at `accu` grows in place.
     Append {
         accu: usize,
@@ -227,6 +229,22 @@ struct Lower<'p> {
 impl Lower<'_> {
     fn lower(&mut self, e: &Expr) -> Option<Node> {
         let step = self.plan.step(e.id);
+        if let Step::Constant(v) = step {
+            // Folded constants cost nothing; the scalars and lists of literals are covered.
+            return match (v, &e.kind) {
+                (Value::Null, _) => Some(Node::Null),
+                (Value::Bool(b), _) => Some(Node::Bool(*b)),
+                (Value::Int(i), _) => Some(Node::Int(*i)),
+                (Value::String(s), _) => Some(Node::Str((**s).into())),
+                (_, ExprKind::List { elements, .. }) if elements.is_empty() => Some(Node::EmptyList),
+                (_, ExprKind::List { elements, .. }) => {
+                    let elements: Box<[Node]> = elements.iter().map(|el| self.lower(el)).collect::<Option<_>>()?;
+                    let literal = |n: &Node| matches!(n, Node::Null | Node::Bool(_) | Node::Int(_) | Node::Str(_));
+                    elements.iter().all(literal).then_some(Node::ConstList(elements))
+                }
+                _ => None,
+            };
+        }
         Some(match &e.kind {
             ExprKind::Literal(_) => match step {
                 Step::Literal(Value::Null) => Node::Null,
@@ -416,13 +434,15 @@ impl<'r> Run<'r> {
                 self.charge(1)?;
                 Fv::Type(type_name(v)?)
             }
-            Node::List(elements) => self.list(elements)?,
+            Node::List(elements) => {
+                let list = self.list(elements)?;
+                self.charge(10)?;
+                list
+            }
+            Node::EmptyList => self.list(&[])?,
             Node::ConstList(elements) => {
                 match self.consts.iter().find(|(n, _)| std::ptr::eq(*n, &**elements)).map(|(_, l)| *l) {
-                    Some(list) => {
-                        self.charge(10)?;
-                        Fv::Built(list)
-                    }
+                    Some(list) => Fv::Built(list),
                     None => {
                         let list = self.list(elements)?;
                         if let Fv::Built(i) = list {
@@ -472,7 +492,6 @@ impl<'r> Run<'r> {
         for el in elements {
             out.push(self.eval(el)?);
         }
-        self.charge(10)?;
         self.lists.push(out);
         Ok(Fv::Built(self.lists.len() - 1))
     }
@@ -593,8 +612,10 @@ impl<'r> Run<'r> {
             (Builtin::Index, [Fv::Built(l), Fv::Int(i)]) => {
                 *self.lists.get(*l).and_then(|l| usize::try_from(*i).ok().and_then(|i| l.get(i))).ok_or(Bail)?
             }
-            (Builtin::In, [k, Fv::Map(m, _)]) => Fv::Bool(matches!(k, Fv::Str(k) if m.contains_key(*k))),
-            (Builtin::In, [v, Fv::List(items, elem)]) => {
+            (Builtin::In | Builtin::InSet, [k, Fv::Map(m, _)]) => {
+                Fv::Bool(matches!(k, Fv::Str(k) if m.contains_key(*k)))
+            }
+            (Builtin::In | Builtin::InSet, [v, Fv::List(items, elem)]) => {
                 for item in items.iter() {
                     if self.equals(*v, from_json(item, elem)?)? {
                         return Ok(Fv::Bool(true));
@@ -602,7 +623,7 @@ impl<'r> Run<'r> {
                 }
                 Fv::Bool(false)
             }
-            (Builtin::In, [v, Fv::Built(l)]) => {
+            (Builtin::In | Builtin::InSet, [v, Fv::Built(l)]) => {
                 let len = self.lists.get(*l).ok_or(Bail)?.len();
                 for i in 0..len {
                     let item = *self.lists.get(*l).and_then(|l| l.get(i)).ok_or(Bail)?;
@@ -627,6 +648,7 @@ impl<'r> Run<'r> {
         let is_text = |i: usize| matches!(args.get(i), Some(Fv::Str(_)));
         Ok(match b {
             Builtin::StartsWith | Builtin::EndsWith => stdlib::traversal_cost(size(0)?),
+            Builtin::InSet => 0,
             Builtin::In if matches!(args.get(1), Some(Fv::List(..) | Fv::Built(_))) => size(1)?,
             Builtin::Equals | Builtin::NotEquals => stdlib::traversal_cost(size(0)?.min(size(1)?)),
             Builtin::Less | Builtin::LessEquals | Builtin::Greater | Builtin::GreaterEquals

@@ -87,6 +87,15 @@ pub use types::{DYN, DeclKind, DeclType, ListType, ObjectType, Type, escape_prop
 pub use validator::{Outcome, SchemaRules};
 pub use value::Value;
 
+/// The Kubernetes version whose CEL environment versa-cel implements: kube-apiserver's base
+/// environment (`k8s.io/apiserver/pkg/cel/environment`) at this compatibility version, with its
+/// libraries at the versions it enables (cel-go strings 2, lists 3, Kubernetes semver 1, ...)
+/// and its string formats. It is the only one: versa has no flag to choose another, since
+/// 1.36's kube-apiserver itself evaluates stored rules in this environment (its `NewExpressions`
+/// compatibility version, 1.35, enables the same libraries). `docs/cel.md` refers here;
+/// `tests/data/environment_1_36.yaml` holds kube's answers for every entry.
+pub const COMPATIBILITY_VERSION: &str = "1.36";
+
 /// The variable a rule's value is bound to.
 pub const SELF_VAR: &str = "self";
 /// The variable a transition rule's old value is bound to.
@@ -244,10 +253,46 @@ pub fn compile_rule(rule: &str, self_type: &DeclType, opts: &CompileOptions) -> 
     if compiled.result_type != Type::Bool {
         return Err(RuleError::NotBool);
     }
-    if let Some(e) = ext::regex::literal_pattern_error(&compiled.ast.expr) {
+    if let Some(e) = program_error(&compiled) {
         return Err(RuleError::Program(e));
     }
     Ok(compiled)
+}
+
+/// Compiles an expression of any result type on a schema node, as [`compile_rule`] does a
+/// rule: parse and check errors, then what fails when Kubernetes instantiates the program.
+pub fn compile_program(
+    source: &str,
+    self_type: &DeclType,
+    opts: &CompileOptions,
+) -> Result<CompiledExpression, RuleError> {
+    let compiled = compile_expression(source, self_type, opts).map_err(RuleError::Compile)?;
+    if let Some(e) = program_error(&compiled) {
+        return Err(RuleError::Program(e));
+    }
+    Ok(compiled)
+}
+
+/// What fails when cel-go instantiates a checked expression's program with Kubernetes'
+/// options: a literal `find`/`findAll` pattern that does not compile, or a type conversion
+/// of a constant that fails (cel-go's `OptOptimize` folds `int('x')` then, and the error
+/// refuses the program).
+fn program_error(compiled: &CompiledExpression) -> Option<String> {
+    ext::regex::literal_pattern_error(&compiled.ast.expr).or_else(|| constant_conversion_error(&compiled.ast.expr))
+}
+
+/// The first conversion of a constant that fails, as cel-go's planner reports it.
+fn constant_conversion_error(expr: &Expr) -> Option<String> {
+    let mut error = None;
+    expr.walk(&mut |e| {
+        if error.is_some() || !plan::is_constant(e) || !matches!(&e.kind, ExprKind::Call { .. }) {
+            return;
+        }
+        if let Err(err) = plan::constant_value(e) {
+            error = Some(err.to_string());
+        }
+    });
+    error
 }
 
 /// Compiles a `messageExpression`: it must check, and be a `string`.
@@ -260,7 +305,7 @@ pub fn compile_message_expression(
     if compiled.result_type != Type::String {
         return Err(MessageExpressionError::NotString);
     }
-    if let Some(e) = ext::regex::literal_pattern_error(&compiled.ast.expr) {
+    if let Some(e) = program_error(&compiled) {
         return Err(MessageExpressionError::Program(e));
     }
     Ok(compiled)

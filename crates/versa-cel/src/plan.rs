@@ -45,6 +45,10 @@ pub(crate) enum Step {
     None,
     /// The value of a literal.
     Literal(Value<'static>),
+    /// The value of a constant expression that cel-go's planner folds (`OptOptimize`): a list
+    /// or map literal of constants, or a type conversion of one (`duration('1h')`,
+    /// `timestamp(0)`). Evaluating it costs nothing, as in cel-go.
+    Constant(Value<'static>),
     /// A selection that names a type (`google.protobuf.Timestamp`, `net.IP`), not a field.
     TypeName(&'static str),
     /// A field selection (or presence test), with the field when the checker typed the
@@ -110,6 +114,21 @@ impl Plan {
             }
         });
         n
+    }
+
+    /// Only what changes the cost of an evaluation (the folded constants and set lookups of
+    /// cel-go's planner): the plan that [`eval`](crate::eval) tests compare a full plan with.
+    #[cfg(test)]
+    pub(crate) fn folding_only(&self) -> Plan {
+        let steps = self
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Constant(_) | Step::Builtin(Builtin::InSet) => s.clone(),
+                _ => Step::None,
+            })
+            .collect();
+        Plan { steps }
     }
 
     pub(crate) fn step(&self, id: u32) -> &Step {
@@ -192,6 +211,12 @@ impl Builder<'_> {
                     (None, Some(q)) => Step::Qualified(format!("{q}.{function}").into()),
                     (None, None) => Builtin::of(function).map_or(Step::Call, Step::Builtin),
                 };
+                let step = match (&step, args.as_slice()) {
+                    (Step::Builtin(Builtin::In), [_, list]) if self.types.is_some() => {
+                        set_membership(list).unwrap_or(step)
+                    }
+                    _ => self.folded(e).unwrap_or(step),
+                };
                 self.set(e.id, step);
                 if let Some(t) = target {
                     self.visit(t);
@@ -200,11 +225,19 @@ impl Builder<'_> {
                     self.visit(a);
                 }
             }
-            ExprKind::List { elements, .. } => elements.iter().for_each(|el| self.visit(el)),
+            ExprKind::List { elements, .. } => {
+                elements.iter().for_each(|el| self.visit(el));
+                if let Some(step) = self.folded(e) {
+                    self.set(e.id, step);
+                }
+            }
             ExprKind::Map { entries } => {
                 for entry in entries {
                     self.visit(&entry.key);
                     self.visit(&entry.value);
+                }
+                if let Some(step) = self.folded(e) {
+                    self.set(e.id, step);
                 }
             }
             ExprKind::Struct { fields, .. } => fields.iter().for_each(|f| self.visit(&f.value)),
@@ -227,6 +260,63 @@ impl Builder<'_> {
             }
         }
     }
+}
+
+impl Builder<'_> {
+    /// The value of `e` when cel-go's planner folds it (only for checked expressions, as
+    /// Kubernetes plans them; the folding evaluation itself is planned without types).
+    fn folded(&self, e: &Expr) -> Option<Step> {
+        if self.types.is_none() || matches!(e.kind, ExprKind::Literal(_)) || !is_constant(e) {
+            return None;
+        }
+        constant_value(e).ok().map(Step::Constant)
+    }
+}
+
+/// The type conversions cel-go's planner evaluates when their argument is a constant.
+const CONVERSIONS: &[&str] =
+    &["bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"];
+
+/// Whether cel-go's planner sees `e` as a constant: a literal, a list or map literal of
+/// constants, or a type conversion of a constant (which it folds).
+pub(crate) fn is_constant(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Literal(_) => true,
+        ExprKind::List { elements, optional_indices } => {
+            optional_indices.is_empty() && elements.iter().all(is_constant)
+        }
+        ExprKind::Map { entries } => {
+            entries.iter().all(|en| !en.optional && is_constant(&en.key) && is_constant(&en.value))
+        }
+        ExprKind::Call { function, target: None, args } => {
+            CONVERSIONS.contains(&function.as_str()) && args.len() == 1 && args.iter().all(is_constant)
+        }
+        _ => false,
+    }
+}
+
+/// The value of a constant expression (or the error that refuses its program).
+pub(crate) fn constant_value(e: &Expr) -> Result<Value<'static>, crate::eval::EvalError> {
+    let act: crate::eval::Activation<'static> = crate::eval::Activation::new();
+    crate::eval::eval_expr(e, &act, &mut crate::eval::CostTracker::default())
+}
+
+/// The step of `x in list` for a constant `list`: cel-go's planner answers `false` for an
+/// empty one without evaluating `x`, and looks a list of scalars (not bytes) up as a set,
+/// which its cost tracker does not charge.
+fn set_membership(list: &Expr) -> Option<Step> {
+    if !matches!(list.kind, ExprKind::List { .. }) || !is_constant(list) {
+        return None;
+    }
+    let Ok(Value::List(items)) = constant_value(list) else { return None };
+    let items = items.to_vec().ok()?;
+    if items.is_empty() {
+        return Some(Step::Constant(Value::Bool(false)));
+    }
+    let scalar = |v: &Value<'_>| {
+        matches!(v, Value::Bool(_) | Value::Int(_) | Value::Uint(_) | Value::Double(_) | Value::String(_))
+    };
+    items.iter().all(scalar).then_some(Step::Builtin(Builtin::InSet))
 }
 
 /// The value of a literal.

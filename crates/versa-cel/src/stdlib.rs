@@ -46,6 +46,9 @@ pub(crate) enum Builtin {
     Index,
     OptIndex,
     In,
+    /// `@in` on a constant list of scalars, which cel-go's planner turns into a set lookup
+    /// that the cost tracker does not charge.
+    InSet,
     Size,
     Contains,
     StartsWith,
@@ -99,7 +102,7 @@ impl Builtin {
             Builtin::Modulo => "_%_",
             Builtin::Index => "_[_]",
             Builtin::OptIndex => "_[?_]",
-            Builtin::In => "@in",
+            Builtin::In | Builtin::InSet => "@in",
             Builtin::Size => "size",
             Builtin::Contains => "contains",
             Builtin::StartsWith => "startsWith",
@@ -144,6 +147,7 @@ fn builtin_cost(b: Builtin, args: &[Value<'_>]) -> u64 {
     let is_text = |i: usize| matches!(args.get(i), Some(Value::String(_) | Value::Bytes(_)));
     match b {
         Builtin::StartsWith | Builtin::EndsWith => traversal_cost(size(0)),
+        Builtin::InSet => 0,
         Builtin::In if matches!(args.get(1), Some(Value::List(_))) => size(1),
         // Kubernetes charges equality of its library types 1 (`_!=_` keeps cel-go's rule).
         Builtin::Equals if matches!(args.first(), Some(Value::Opaque(_))) => 1,
@@ -258,7 +262,7 @@ pub(crate) fn call_builtin<'a>(interp: &mut Interp<'a, '_>, builtin: Builtin, ar
         (Builtin::Modulo, [a, b]) => modulo(a, b).ok_or_else(nso)?,
         (Builtin::Index, [c, k]) => index(c, k, false),
         (Builtin::OptIndex, [c, k]) => index(c, k, true),
-        (Builtin::In, [v, Value::List(l)]) => {
+        (Builtin::In | Builtin::InSet, [v, Value::List(l)]) => {
             for i in 0..l.len() {
                 if equals(v, &l.get(i)?)? {
                     return Ok(Value::Bool(true));
@@ -266,7 +270,7 @@ pub(crate) fn call_builtin<'a>(interp: &mut Interp<'a, '_>, builtin: Builtin, ar
             }
             Ok(Value::Bool(false))
         }
-        (Builtin::In, [k, Value::Map(m)]) => Ok(Value::Bool(m.get(k)?.is_some())),
+        (Builtin::In | Builtin::InSet, [k, Value::Map(m)]) => Ok(Value::Bool(m.get(k)?.is_some())),
         (Builtin::Size, [v]) => match v {
             Value::String(_) | Value::Bytes(_) | Value::List(_) | Value::Map(_) => Ok(Value::Int(v.cost_size() as i64)),
             _ => Err(nso()),

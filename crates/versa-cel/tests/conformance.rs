@@ -36,7 +36,9 @@ const FILES: &[(&str, usize)] = &[
     ("optionals", 59),
     ("plumbing", 5),
     ("parse", 191),
-    ("string_ext", 213),
+    // One below cel-spec: Kubernetes 1.36's cel-go (0.26) answers -1 for an indexOf offset past
+    // the end, where cel-spec now expects an error.
+    ("string_ext", 212),
     ("bindings_ext", 6),
     ("network_ext", 66),
 ];

@@ -98,7 +98,13 @@ impl fmt::Display for Cidr {
 /// Go's `netip.ParseAddr` error text for `s`.
 fn addr_error(s: &str) -> String {
     let leading_zero = s.contains('.') && !s.contains(':') && s.split('.').any(|o| o.len() > 1 && o.starts_with('0'));
-    let detail = if leading_zero { "IPv4 field has octet with leading zero" } else { "unable to parse IP" };
+    let dotted = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    let detail = match s.split('.').count() {
+        _ if leading_zero => "IPv4 field has octet with leading zero",
+        n if dotted && n < 4 => "IPv4 address too short",
+        n if dotted && n > 4 => "IPv4 address too long",
+        _ => "unable to parse IP",
+    };
     format!("ParseAddr({s:?}): {detail}")
 }
 
@@ -131,9 +137,10 @@ pub fn parse_ip(s: &str) -> Result<Ip, String> {
 
 /// Kubernetes' `parseCIDR` (Go's `netip.ParsePrefix` and the same refusals as for IPs).
 pub fn parse_cidr(s: &str) -> Result<Cidr, String> {
-    let fail = |detail: String| {
-        format!("network address parse error during conversion from string: netip.ParsePrefix({s:?}): {detail}")
-    };
+    // Kubernetes wraps Go's parse error in its conversion message twice (`parseCIDR` and
+    // `stringToCIDR` both add it); its own refusals once.
+    const PREFIX: &str = "network address parse error during conversion from string: ";
+    let fail = |detail: String| format!("{PREFIX}{PREFIX}netip.ParsePrefix({s:?}): {detail}");
     let Some((addr_s, bits_s)) = s.rsplit_once('/') else {
         return Err(fail("no '/'".into()));
     };
@@ -153,7 +160,7 @@ pub fn parse_cidr(s: &str) -> Result<Cidr, String> {
         return Err(fail("prefix length out of range".into()));
     }
     if is_4in6(&addr) {
-        return Err(format!("IPv4-mapped IPv6 address {s:?} is not allowed"));
+        return Err(format!("{PREFIX}IPv4-mapped IPv6 address {s:?} is not allowed"));
     }
     Ok(Cidr { addr: ip, bits: bits as u8 })
 }
@@ -278,10 +285,12 @@ fn ip_accessor<'a>(function: &str, ip: Ip) -> Value<'a> {
 
 fn contains<'a>(function: &str, c: Cidr, other: &Value<'a>) -> Res<'a> {
     match (function, other) {
-        ("containsIP", Value::String(s)) => {
-            let ip = parse_ip(s).map_err(EvalError::new)?;
-            Ok(Value::Bool(c.contains(&ip)))
-        }
+        // Kubernetes passes the parse error on as a value that is no IP, which fails the call
+        // as an argument of no overload would.
+        ("containsIP", Value::String(s)) => match parse_ip(s) {
+            Ok(ip) => Ok(Value::Bool(c.contains(&ip))),
+            Err(_) => Err(no_overload(function)),
+        },
         ("containsCIDR", Value::String(s)) => {
             let o = parse_cidr(s).map_err(EvalError::new)?;
             Ok(Value::Bool(c.bits <= o.bits && c.contains(&o.addr)))

@@ -1,5 +1,5 @@
 //! Kubernetes' quantity library: `quantity(string)`, `isQuantity(string)` and the members
-//! `sign`, `isInteger`, `asInteger`, `asApproximateFloat`, `add`, `sub` (with a quantity or an
+//! `sign` (a global function), `isInteger`, `asInteger`, `asApproximateFloat`, `add`, `sub` (with a quantity or an
 //! int), `compareTo`, `isGreaterThan`, `isLessThan`.
 //!
 //! Parsing is apimachinery's `resource.ParseQuantity`: an optional sign, digits with an optional
@@ -188,7 +188,8 @@ pub(crate) fn declare(add: &mut dyn FnMut(&'static str, bool, Vec<Type>, Type)) 
     let q = || Type::Opaque(QUANTITY_TYPE);
     add("quantity", false, vec![Type::String], q());
     add("isQuantity", false, vec![Type::String], Type::Bool);
-    add("sign", true, vec![q()], Type::Int);
+    // Kubernetes declares `sign` as a global function, not a member: `sign(quantity('-1'))`.
+    add("sign", false, vec![q()], Type::Int);
     add("isInteger", true, vec![q()], Type::Bool);
     add("asInteger", true, vec![q()], Type::Int);
     add("asApproximateFloat", true, vec![q()], Type::Double);
@@ -219,8 +220,12 @@ pub(crate) fn call<'a>(
             let s = args.first().and_then(text)?;
             Some(parse_string(interp, &args[0], function == "isQuantity", || parse(s), Opaque::Quantity))
         }
+        ("sign", false) => {
+            let q = args.first().and_then(quantity_of)?;
+            Some(charged(interp, 1, || member_call(function, q, &[])))
+        }
         (
-            "sign" | "isInteger" | "asInteger" | "asApproximateFloat" | "add" | "sub" | "isGreaterThan" | "isLessThan"
+            "isInteger" | "asInteger" | "asApproximateFloat" | "add" | "sub" | "isGreaterThan" | "isLessThan"
             | "compareTo",
             true,
         ) => {

@@ -136,14 +136,16 @@ fn index_of<'a>(s: &str, sub: &str, offset: Option<i64>) -> Res<'a> {
     let runes: Vec<char> = s.chars().collect();
     let subr: Vec<char> = sub.chars().collect();
     let off = offset.unwrap_or(0);
-    if offset.is_some() && (off < 0 || off >= runes.len() as i64) {
+    if off < 0 {
         return Err(out_of_range(off));
     }
-    if subr.len() > runes.len() {
+    // cel-go (0.26) answers -1, not an error, for an offset past the end.
+    if off >= runes.len() as i64 || subr.len() > runes.len() {
         return Ok(Value::Int(-1));
     }
     let last_start = runes.len() - subr.len();
-    let found = (off as usize..=last_start).find(|&i| runes[i..i + subr.len()] == subr[..]);
+    let found =
+        (usize::try_from(off).unwrap_or(usize::MAX)..=last_start).find(|&i| runes[i..i + subr.len()] == subr[..]);
     Ok(Value::Int(found.map_or(-1, |i| i as i64)))
 }
 
