@@ -256,15 +256,15 @@ mod tests {
     #[test]
     fn unknown_fields_are_reported_and_nothing_else() {
         let mut doc = crontab(None);
-        assert_eq!(admit_create(&mut doc).unwrap(), Vec::<String>::new());
+        assert_eq!(admit_create(&mut doc, &mut Vec::new()).unwrap(), Vec::<String>::new());
         assert_eq!(doc["status"]["storedVersions"], json!(["v1"]));
         let mut typo = crontab(Some(("servd", json!(true))));
-        assert_eq!(admit_create(&mut typo).unwrap(), ["spec.versions[0].servd"]);
+        assert_eq!(admit_create(&mut typo, &mut Vec::new()).unwrap(), ["spec.versions[0].servd"]);
         // Status is the server's: whatever a client sends there is not an unknown field.
         let mut with_status = crontab(None);
         with_status["status"] =
             json!({"conditions": [{"type": "Established", "status": "True"}], "acceptedNames": {"plural": "x"}});
-        assert_eq!(admit_create(&mut with_status).unwrap(), Vec::<String>::new());
+        assert_eq!(admit_create(&mut with_status, &mut Vec::new()).unwrap(), Vec::<String>::new());
         assert!(typo["spec"]["versions"][0].get("servd").is_none(), "dropped");
     }
 }

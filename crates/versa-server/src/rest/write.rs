@@ -861,8 +861,9 @@ mod tests {
 
     #[test]
     fn a_generated_name_that_is_taken_is_drawn_again() {
-        let cases: &[(&[&str], &[&str], usize, &[&str], Result<&str, &str>)] = &[
-            // (taken, suffixes drawn, attempts, names tried, answer)
+        // (taken, suffixes drawn, attempts, names tried, answer)
+        type Case<'a> = (&'a [&'a str], &'a [&'a str], usize, &'a [&'a str], Result<&'a str, &'a str>);
+        let cases: &[Case] = &[
             (&[], &["aaaaa"], 8, &["web-aaaaa"], Ok("web-aaaaa")),
             (
                 &["web-aaaaa", "web-bbbbb"],
