@@ -28,6 +28,7 @@ pub mod definitions;
 pub mod error;
 pub mod fields;
 pub mod jsonpath;
+pub mod kinds;
 pub mod meta;
 pub mod render;
 pub mod resource;

@@ -22,13 +22,12 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde_json::Value;
 use versa_conversion::Converted;
-use versa_schema::pipeline;
 use versa_storage::KeyValue;
 
-use crate::builtin::{event_from_core, event_to_core};
 use crate::error::{Error, Result};
-use crate::meta::{set_resource_version, set_type_meta};
-use crate::resource::{Builtin, Flavor, Resource};
+use crate::kinds;
+use crate::meta::set_resource_version;
+use crate::resource::Resource;
 
 /// Who hears of each conversion (the server's metrics); `()` hears nothing.
 pub trait Observer: Send + Sync {
@@ -84,22 +83,10 @@ impl<'a> Boundary<'a> {
         Ok(obj)
     }
 
-    /// The read-side steps of an object as stored, at the version it is stored at: custom
-    /// resources coerced, pruned and defaulted with that version's schema.
+    /// The read-side steps of an object as stored, at the version it is stored at (the kind's:
+    /// custom resources coerced, pruned and defaulted with that version's schema).
     fn on_read(&self, obj: &mut Value) {
-        let res = self.res;
-        match res.flavor {
-            // events.k8s.io/v1 Events are the core v1 Events, their fields named anew.
-            Flavor::Custom if res.is(Builtin::EventV1) => event_from_core(obj),
-            Flavor::Custom => {
-                let stored_at = res.version_of(obj).to_owned();
-                if let Some(schema) = res.version(&stored_at).and_then(|v| v.schema()) {
-                    pipeline::on_read(obj, schema);
-                }
-            }
-            // The definitions API has one version per face: the object takes the face's type.
-            Flavor::Definitions => set_type_meta(obj, &res.api_version(&res.storage_version), &res.kind),
-        }
+        kinds::of(self.res).on_read(self.res, obj);
     }
 
     /// Objects read as if they were stored as they are (`versa convert`): each through the
@@ -124,7 +111,7 @@ impl<'a> Boundary<'a> {
     /// [`Boundary::convert`], with objects as text where the converter has them (`text`).
     async fn convert_as(&self, objects: Vec<Value>, version: &str, text: bool) -> Result<Vec<Converted>> {
         let res = self.res;
-        if res.flavor != Flavor::Custom || objects.iter().all(|o| res.version_of(o) == version) {
+        if !kinds::of(res).converts() || objects.iter().all(|o| res.version_of(o) == version) {
             return Ok(objects.into_iter().map(Converted::Value).collect());
         }
         let converter = match res.converter() {
@@ -174,7 +161,7 @@ impl<'a> Boundary<'a> {
         let deterministic = res.converter().is_ok_and(|c| c.is_deterministic());
         let keep = decoded
             .iter()
-            .map(|o| deterministic || res.flavor != Flavor::Custom || res.version_of(o) == self.version)
+            .map(|o| deterministic || !kinds::of(res).converts() || res.version_of(o) == self.version)
             .collect();
         Ok((self.finish(kvs, decoded, true).await?, keep))
     }
@@ -206,14 +193,14 @@ impl<'a> Boundary<'a> {
     /// Whether an object written at the wanted version is stored at another one (then the
     /// answer to a write is the stored object converted back, as kube answers).
     pub fn stored_elsewhere(&self) -> bool {
-        self.res.flavor == Flavor::Custom && self.res.storage_version != self.version
+        kinds::of(self.res).converts() && self.res.storage_version != self.version
     }
 
     /// The storage form of an object.
     pub async fn to_storage(&self, obj: &Value) -> Result<Bytes> {
         let res = self.res;
         let mut stored = obj.clone();
-        if res.flavor == Flavor::Custom {
+        if kinds::of(res).converts() {
             // On writes kube reports a failed conversion as an internal error (the storage
             // encoder's), unlike reads, which pass the converter's message through.
             let converted =
@@ -223,13 +210,7 @@ impl<'a> Boundary<'a> {
                 .next()
                 .ok_or_else(|| Error::internal("the converter returned no object; nothing was written"))?;
         }
-        if res.is(Builtin::EventV1) {
-            event_to_core(&mut stored);
-        }
-        if res.flavor == Flavor::Definitions {
-            // Whatever face it came through, a definition is kept as a ResourceDefinition.
-            set_type_meta(&mut stored, versa_apiextensions::types::API_VERSION, versa_apiextensions::types::KIND);
-        }
+        kinds::of(res).on_write(&mut stored);
         if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("resourceVersion");
         }

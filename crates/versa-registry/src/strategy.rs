@@ -23,25 +23,14 @@
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
-use versa_schema::pipeline::{self, ResourceKind};
-use versa_schema::{Error as FieldError, ErrorList, Path};
 
-use crate::builtin;
-use crate::definitions;
 use crate::error::{Error, Result};
-use crate::meta::{self, meta_mut, name_of, set_type_meta};
-use crate::resource::{Builtin, Flavor, Resource, Version};
+use crate::kinds::custom::finalizer_names;
+use crate::kinds::{self, KindRules};
+use crate::meta::{self, meta_mut};
+use crate::resource::{Resource, Version};
 
-/// Which part of an object a write may change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    /// The main endpoint (everything but `status` when the status subresource is on).
-    Main,
-    /// `/status`: only `status`.
-    Status,
-    /// A Namespace's `/finalize`: only `spec.finalizers`.
-    Finalize,
-}
+pub use crate::kinds::{Part, mark_deleting};
 
 /// What `fieldValidation` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -101,6 +90,17 @@ impl<'a> Strategy<'a> {
         Strategy { res, ver }
     }
 
+    /// The rules of the resource's kind.
+    fn rules(&self) -> &'static dyn KindRules {
+        kinds::of(self.res)
+    }
+
+    /// Whether `status` is written only through `/status`: the version's subresource, or the
+    /// kind's rule.
+    fn has_status_subresource(&self) -> bool {
+        self.ver.status || self.rules().status_is_a_subresource()
+    }
+
     /// The strategy at `version` (served or not), if the resource has it.
     pub fn at(res: &'a Resource, version: &str) -> Option<Strategy<'a>> {
         res.version(version).map(|ver| Strategy { res, ver })
@@ -139,14 +139,7 @@ impl<'a> Strategy<'a> {
     /// admission ([`Strategy::validate`]), so that a defaulting webhook may still fill in a
     /// required field.
     pub fn decode(&self, obj: &mut Value, checks: Checks<'_>, warnings: &mut Vec<String>) -> Result<()> {
-        let unknown = match self.ver.schema().map(|s| &**s) {
-            Some(schema) if self.res.flavor == Flavor::Custom => {
-                let malformed = versa_schema::objectmeta::Malformed::Reject;
-                // Malformed metadata: validation reports it with every other error.
-                pipeline::normalise(obj, schema, malformed).unwrap_or_default()
-            }
-            _ => definitions::unknown_fields(obj),
-        };
+        let unknown = self.rules().decode(self.res, self.ver, obj)?;
         self.report_fields(checks.field_validation, checks.duplicates, &unknown, warnings)
     }
 
@@ -156,7 +149,7 @@ impl<'a> Strategy<'a> {
     /// warnings about finalizer names.
     pub fn validate(&self, obj: &mut Value, old: Option<&Value>, part: Part, warnings: &mut Vec<String>) -> Result<()> {
         self.admit(obj, old, part, warnings)?;
-        if self.res.flavor == Flavor::Custom {
+        if self.rules().warns_about_finalizer_names() {
             warn_finalizer_names(obj, old, warnings);
         }
         Ok(())
@@ -164,7 +157,6 @@ impl<'a> Strategy<'a> {
 
     /// Server-owned fields on create, and the subresource rules.
     pub fn prepare_create(&self, obj: &mut Value) {
-        let res = self.res;
         if let Some(meta) = meta_mut(obj) {
             for field in [
                 "resourceVersion",
@@ -180,32 +172,24 @@ impl<'a> Strategy<'a> {
             meta.insert("creationTimestamp".into(), json!(meta::now()));
             meta.insert("generation".into(), json!(1));
         }
-        if res.flavor == Flavor::Custom
-            && self.ver.status
+        let rules = self.rules();
+        if self.has_status_subresource()
             && let Some(o) = obj.as_object_mut()
         {
             o.remove("status");
         }
-        if res.builtin.is_some_and(|b| !b.has_generation()) {
-            // The core kinds have no generation in kube.
-            if let Some(meta) = meta_mut(obj) {
-                meta.remove("generation");
-            }
+        if !rules.has_generation()
+            && let Some(meta) = meta_mut(obj)
+        {
+            meta.remove("generation");
         }
-        if res.is(Builtin::Namespace) {
-            builtin::prepare_create_namespace(obj);
-        }
-        if res.is(Builtin::Secret) {
-            builtin::prepare_secret(obj);
-        }
+        rules.prepare_create(obj);
     }
 
     /// Update rules: `/status` takes only `status` (and managedFields) from the request; the
     /// main endpoint keeps the old `status` when the status subresource is on; identity and
     /// timestamps come from the old object.
     pub fn prepare_update(&self, new: &mut Value, old: &Value, part: Part) {
-        let res = self.res;
-        let has_status_subresource = res.flavor == Flavor::Definitions || self.ver.status;
         match part {
             Part::Status => {
                 let status = new.get("status").cloned();
@@ -224,7 +208,7 @@ impl<'a> Strategy<'a> {
                     };
                 }
             }
-            Part::Main if has_status_subresource => {
+            Part::Main if self.has_status_subresource() => {
                 if let Some(o) = new.as_object_mut() {
                     match old.get("status") {
                         Some(s) => o.insert("status".into(), s.clone()),
@@ -232,15 +216,9 @@ impl<'a> Strategy<'a> {
                     };
                 }
             }
-            Part::Main => {}
-            Part::Finalize => builtin::prepare_finalize(new, old),
+            Part::Main | Part::Finalize => {}
         }
-        if res.is(Builtin::Namespace) && part != Part::Finalize {
-            builtin::prepare_update_namespace(new, old);
-        }
-        if res.is(Builtin::Secret) {
-            builtin::prepare_secret(new);
-        }
+        self.rules().prepare_update(new, old, part);
         let old_meta = old.get("metadata");
         if let Some(meta) = meta_mut(new) {
             for field in ["creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
@@ -268,82 +246,7 @@ impl<'a> Strategy<'a> {
         part: Part,
         warnings: &mut Vec<String>,
     ) -> Result<Vec<String>> {
-        let res = self.res;
-        let name = name_of(obj).to_owned();
-        let invalid = |errs: ErrorList| Error::invalid(&res.group, &res.kind, &name, errs);
-        match res.flavor {
-            Flavor::Definitions => {
-                let result = match old {
-                    None => definitions::admit_create(obj, warnings),
-                    Some(old) => definitions::admit_update(obj, old, part == Part::Status, warnings),
-                };
-                let unknown = result.map_err(invalid)?;
-                // Definitions are decoded and defaulted in their ResourceDefinition form; the
-                // answer is in the face the request came through.
-                set_type_meta(obj, &res.api_version(&self.ver.name), &res.kind);
-                if let Some(old) = old {
-                    let errs = pipeline::validate_update(obj, old);
-                    if !errs.is_empty() {
-                        return Err(invalid(errs));
-                    }
-                }
-                Ok(unknown)
-            }
-            Flavor::Custom => {
-                let kind = ResourceKind {
-                    group: &res.group,
-                    version: &self.ver.name,
-                    kind: &res.kind,
-                    namespaced: res.namespaced,
-                };
-                let Some(schema) = self.ver.schema().map(|s| &**s) else {
-                    return Err(Error::internal(format!("no schema for version {}", self.ver.name)));
-                };
-                let mut errs = ErrorList::new();
-                let mut schema_valid = false;
-                // On updates, errors about values that did not change are ratcheted (KEP-4008).
-                let admitted = match old {
-                    Some(old) => pipeline::admit_update(obj, old, schema, &kind),
-                    None => pipeline::admit(obj, schema, &kind),
-                };
-                let unknown = match admitted {
-                    Ok(admitted) => {
-                        schema_valid = true;
-                        admitted.unknown_fields
-                    }
-                    Err(e) => {
-                        errs = e;
-                        Vec::new()
-                    }
-                };
-                if let Some(old) = old {
-                    errs.extend(pipeline::validate_update(obj, old));
-                    errs.extend(finalizer_rules(obj, old));
-                    if res.is(Builtin::Secret) {
-                        errs.extend(builtin::validate_secret_update(obj, old));
-                    }
-                }
-                // The scale subresource's paths, as kube's validator checks them with the schema,
-                // before the rules (the real kube-apiserver lists their errors in this order).
-                if let Some(scale) = &self.ver.scale {
-                    errs.extend(crate::scale::validate_replica_paths(obj, scale));
-                }
-                // x-kubernetes-validations run unless the schema found a blocking error (a value
-                // of the wrong type, a missing required field, an unsupported enum value, too
-                // long, too many); then kube says so instead of running them.
-                let rules = self.ver.rules();
-                if !rules.is_empty() {
-                    if schema_valid || !versa_schema::validation::has_blocking_error(&errs) {
-                        let outcome = rules.check(obj, old);
-                        errs.extend(outcome.errors);
-                        warnings.extend(outcome.warnings);
-                    } else {
-                        errs.push(versa_schema::validation::cel_skipped_error());
-                    }
-                }
-                if errs.is_empty() { Ok(unknown) } else { Err(invalid(errs)) }
-            }
-        }
+        self.rules().admit(self.res, self.ver, obj, old, part, warnings)
     }
 
     /// Reports duplicate and unknown fields as `mode` says.
@@ -383,7 +286,7 @@ impl<'a> Strategy<'a> {
     /// subresource, `status`) changed; `/status` writes never bump it, nor do the core kinds
     /// have one.
     pub fn set_generation(&self, new: &mut Value, old: &Value, part: Part) {
-        if part == Part::Status || self.res.builtin.is_some_and(|b| !b.has_generation()) {
+        if part == Part::Status || !self.rules().has_generation() {
             return;
         }
         let outside_meta = |v: &'_ Value| -> Vec<(String, Value)> {
@@ -407,7 +310,7 @@ impl<'a> Strategy<'a> {
     pub fn deleted_by_update(&self, new: &Value, old: &Value) -> bool {
         let deleting = old.pointer("/metadata/deletionTimestamp").is_some();
         let empty = |path: &str| new.pointer(path).and_then(Value::as_array).is_none_or(|f| f.is_empty());
-        deleting && empty("/metadata/finalizers") && (!self.res.is(Builtin::Namespace) || empty("/spec/finalizers"))
+        deleting && empty("/metadata/finalizers") && !self.rules().still_held(new)
     }
 
     /// The finalizers an object gets when deleted with `propagation`, if they change — kube's
@@ -423,7 +326,7 @@ impl<'a> Strategy<'a> {
         propagation: &Propagation,
         collected: bool,
     ) -> Option<Vec<Value>> {
-        if !collected || self.res.flavor != Flavor::Custom {
+        if !collected || !self.rules().collected() {
             return None;
         }
         let current: Vec<Value> =
@@ -456,35 +359,8 @@ impl<'a> Strategy<'a> {
     /// Marks an object that waits for finalizers: the definitions API's own mark (condition
     /// `Terminating`), kube's [`mark_deleting`] otherwise.
     pub fn mark(&self, obj: &mut Value) {
-        if self.res.flavor == Flavor::Definitions {
-            definitions::mark_deleted(obj, &meta::now());
-        } else {
-            mark_deleting(obj);
-        }
+        self.rules().mark(obj);
     }
-}
-
-/// While an object is being deleted no finalizer may be added.
-fn finalizer_rules(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = ErrorList::new();
-    if old.pointer("/metadata/deletionTimestamp").is_none() {
-        return errs;
-    }
-    let (n, o) = (finalizer_names(new), finalizer_names(old));
-    if n.iter().any(|f| !o.contains(f)) {
-        errs.push(FieldError::forbidden(
-            Path::new("metadata").child("finalizers"),
-            "no new finalizers can be added if the object is being deleted",
-        ));
-    }
-    errs
-}
-
-fn finalizer_names(v: &Value) -> Vec<String> {
-    v.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-        .unwrap_or_default()
 }
 
 /// kube warns about finalizers without a domain (`example.com/name`) that an object gains.
@@ -497,17 +373,4 @@ fn warn_finalizer_names(obj: &Value, old: Option<&Value>, warnings: &mut Vec<Str
             ));
         }
     }
-}
-
-/// kube's `markAsDeleting`: `deletionTimestamp` set unless it already is (to an earlier time),
-/// `deletionGracePeriodSeconds: 0`, and `generation` moved on when the object is first marked.
-pub fn mark_deleting(obj: &mut Value) {
-    let Some(meta) = meta_mut(obj) else { return };
-    if !meta.contains_key("deletionTimestamp") {
-        if let Some(generation) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
-            meta.insert("generation".into(), json!(generation + 1));
-        }
-        meta.insert("deletionTimestamp".into(), json!(meta::now()));
-    }
-    meta.insert("deletionGracePeriodSeconds".into(), json!(0));
 }
