@@ -16,6 +16,7 @@
 use serde_json::{Value, json};
 
 use crate::error::Error;
+use crate::kinds::Deletion;
 use crate::meta::{self, meta_mut};
 
 /// The finalizer of `spec.finalizers` that holds a namespace until its content is gone.
@@ -93,20 +94,10 @@ fn name_label(obj: &mut Value) {
 /// What a delete of a namespace does before the generic delete: `None` when it should go on
 /// as any delete (its content and `spec.finalizers` are gone); otherwise the answer — the
 /// namespace marked `Terminating` (to be stored), or kube's refusal.
-#[derive(Debug)]
-pub enum NamespaceDelete {
-    /// Store this marked object and answer it.
-    Mark(Value),
-    /// Answer this error.
-    Refuse(Error),
-    /// Delete as any object.
-    Proceed,
-}
-
 /// kube's namespace REST `Delete`, and NamespaceLifecycle's immortal namespaces.
-pub fn delete_namespace(obj: &Value, name: &str) -> NamespaceDelete {
+pub fn delete_namespace(obj: &Value, name: &str) -> Deletion {
     if IMMORTAL.contains(&name) {
-        return NamespaceDelete::Refuse(Error::Forbidden {
+        return Deletion::Refuse(Error::Forbidden {
             message: format!("namespaces {name:?} is forbidden: this namespace may not be deleted"),
             details: Some(json!({"name": name, "kind": "namespaces"})),
         });
@@ -124,17 +115,17 @@ pub fn delete_namespace(obj: &Value, name: &str) -> NamespaceDelete {
                 status.insert("phase".into(), json!("Terminating"));
             }
         }
-        return NamespaceDelete::Mark(marked);
+        return Deletion::Mark(marked);
     }
     if spec_finalizers {
-        return NamespaceDelete::Refuse(Error::Conflict {
+        return Deletion::Refuse(Error::Conflict {
             group: String::new(),
             resource: "namespaces".into(),
             name: name.to_owned(),
             why: Some("The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.".into()),
         });
     }
-    NamespaceDelete::Proceed
+    Deletion::Proceed
 }
 
 /// `(events.k8s.io/v1 name, core v1 name)` of the fields the two Event versions name apart.

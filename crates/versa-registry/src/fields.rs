@@ -20,7 +20,6 @@ use versa_merge::{ApplyError, FieldPath, FieldSet, Options};
 
 use crate::error::{Error, Result};
 use crate::meta;
-use crate::resource::Flavor;
 use crate::storage::Observer;
 use crate::strategy::Strategy;
 use crate::versions::MergeVersions;
@@ -103,7 +102,7 @@ impl Strategy<'_> {
     /// The fields an endpoint resets, which its writers never own (kube's `GetResetFields` of
     /// the custom resource strategies).
     fn reset_fields(&self, subresource: &str) -> Option<FieldSet> {
-        let has_status = self.res.flavor == Flavor::Definitions || self.ver.status;
+        let has_status = Strategy::new(self.res, self.ver).has_status_subresource();
         let field = match subresource {
             "" if has_status => "status",
             "status" => "spec",

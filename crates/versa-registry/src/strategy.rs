@@ -30,7 +30,7 @@ use crate::kinds::{self, KindRules};
 use crate::meta::{self, meta_mut};
 use crate::resource::{Resource, Version};
 
-pub use crate::kinds::{Part, mark_deleting};
+pub use crate::kinds::{Deletion, Part, mark_deleting};
 
 /// What `fieldValidation` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -97,7 +97,7 @@ impl<'a> Strategy<'a> {
 
     /// Whether `status` is written only through `/status`: the version's subresource, or the
     /// kind's rule.
-    fn has_status_subresource(&self) -> bool {
+    pub fn has_status_subresource(&self) -> bool {
         self.ver.status || self.rules().status_is_a_subresource()
     }
 
@@ -354,6 +354,18 @@ impl<'a> Strategy<'a> {
         }
         let as_set = |v: &[Value]| v.iter().filter_map(Value::as_str).map(str::to_owned).collect::<BTreeSet<_>>();
         (as_set(&current) != as_set(&wanted)).then_some(wanted)
+    }
+
+    /// What the kind makes of a delete of `obj` before the shared rules ([`Deletion`]).
+    pub fn deletion(&self, obj: &Value, name: &str) -> Deletion {
+        self.rules().delete(obj, name)
+    }
+
+    /// Whether a delete marks `obj` (with its finalizers as they will be) instead of removing
+    /// it: it has finalizers, or its kind always waits.
+    pub fn marked_on_delete(&self, obj: &Value) -> bool {
+        self.rules().always_marked()
+            || obj.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty())
     }
 
     /// Marks an object that waits for finalizers: the definitions API's own mark (condition

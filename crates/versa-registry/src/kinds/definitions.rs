@@ -70,6 +70,10 @@ impl KindRules for Definitions {
         set_type_meta(obj, versa_apiextensions::types::API_VERSION, versa_apiextensions::types::KIND);
     }
 
+    fn always_marked(&self) -> bool {
+        true
+    }
+
     fn warns_about_finalizer_names(&self) -> bool {
         false
     }

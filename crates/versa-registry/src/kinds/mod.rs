@@ -112,11 +112,34 @@ pub trait KindRules: std::fmt::Debug + Send + Sync {
     /// What the storage boundary does to an object about to be stored, after conversion.
     fn on_write(&self, _obj: &mut Value) {}
 
+    /// What a delete of `obj` (named `name`) does before the shared rules: proceed, or the
+    /// kind's own answer (a Namespace is marked `Terminating`, an immortal one refused).
+    fn delete(&self, _obj: &Value, _name: &str) -> Deletion {
+        Deletion::Proceed
+    }
+
+    /// Whether a delete always marks the object first, finalizers or not (a definition waits
+    /// for the cleanup of its objects).
+    fn always_marked(&self) -> bool {
+        false
+    }
+
     /// Whether something besides `metadata.finalizers` still holds a marked object after an
     /// update (a Namespace's `spec.finalizers`).
     fn still_held(&self, _new: &Value) -> bool {
         false
     }
+}
+
+/// What a kind makes of a delete ([`KindRules::delete`]).
+#[derive(Debug)]
+pub enum Deletion {
+    /// Store this marked object and answer it.
+    Mark(Value),
+    /// Answer this error.
+    Refuse(crate::error::Error),
+    /// Delete as any object.
+    Proceed,
 }
 
 /// The rules of `res`'s kind: the registry's one table of kinds.

@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
-use super::KindRules;
 use super::Part;
+use super::{Deletion, KindRules};
 use crate::builtin;
 
 /// The rules of Namespaces.
@@ -27,6 +27,10 @@ impl KindRules for Namespace {
             Part::Finalize => builtin::prepare_finalize(new, old),
             Part::Main | Part::Status => builtin::prepare_update_namespace(new, old),
         }
+    }
+
+    fn delete(&self, obj: &Value, name: &str) -> Deletion {
+        builtin::delete_namespace(obj, name)
     }
 
     fn still_held(&self, new: &Value) -> bool {

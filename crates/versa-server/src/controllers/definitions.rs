@@ -195,7 +195,7 @@ async fn sync(
     let gone: Vec<String> = batch
         .base
         .resources()
-        .filter(|res| res.flavor == versa_registry::Flavor::Custom && res.builtin.is_none())
+        .filter(|res| res.is_custom())
         .map(|res| res.definition.name().to_owned())
         .filter(|name| !view.known.contains_key(name))
         .collect();

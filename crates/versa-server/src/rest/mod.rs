@@ -406,8 +406,7 @@ fn audit_body(record: &crate::audit::Record, ctx: &Ctx, info: &RequestInfo, body
             if !obj.is_object() || (strict && !duplicates.is_empty()) {
                 return;
             }
-            let custom = ctx.res.flavor == versa_registry::Flavor::Custom && ctx.res.builtin.is_none();
-            if custom && info.subresource != "scale" {
+            if ctx.res.is_custom() && info.subresource != "scale" {
                 let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
                 if !api_version.is_empty() && api_version != ctx.api_version() {
                     return;

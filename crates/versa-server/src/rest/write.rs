@@ -19,10 +19,8 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 use versa_admission::Operation;
-use versa_registry::builtin::{self, NamespaceDelete};
 use versa_registry::meta::{self, meta_mut, name_of, set_resource_version};
-use versa_registry::strategy::{Checks, Propagation, Strategy};
-use versa_registry::{Builtin, Flavor};
+use versa_registry::strategy::{Checks, Deletion, Propagation, Strategy};
 use versa_schema::pipeline;
 use versa_schema::{BadValue, Error as FieldError, ErrorList, ErrorType, Path};
 use versa_storage::{Committed, KeyValue, ReadModifyWrite, Update};
@@ -67,7 +65,7 @@ fn decode_object(ctx: &Ctx, body: &[u8]) -> Result<Decoded, Status> {
 /// a body without `kind` or `apiVersion` is that kind — kopf posts its Events so. Custom
 /// resources decode as they come, and the pipeline asks for both.
 fn fill_type_meta(ctx: &Ctx, obj: &mut Value) {
-    if ctx.res.builtin.is_none() && ctx.res.flavor != Flavor::Definitions {
+    if ctx.res.is_custom() {
         return;
     }
     let Some(map) = obj.as_object_mut() else { return };
@@ -748,20 +746,17 @@ async fn decide_delete(
     request.dry_run = opts.dry_run;
     request.field_manager = None;
     admission::validate(&request, Operation::Delete, None, Some(&obj), warnings).await?;
-    if ctx.res.is(Builtin::Namespace) {
-        match builtin::delete_namespace(&obj, name) {
-            NamespaceDelete::Refuse(e) => return Err(e.into()),
-            NamespaceDelete::Mark(namespace) => return mark(ctx, opts, namespace).await,
-            NamespaceDelete::Proceed => {}
-        }
-    }
     let strategy = ctx.strategy();
+    match strategy.deletion(&obj, name) {
+        Deletion::Refuse(e) => return Err(e.into()),
+        Deletion::Mark(marked) => return mark(ctx, opts, marked).await,
+        Deletion::Proceed => {}
+    }
     let new_finalizers = strategy.finalizers_for_deletion(&obj, &opts.propagation, ctx.state.garbage_collection);
     if let (Some(finalizers), Some(meta)) = (&new_finalizers, meta_mut(&mut obj)) {
         meta.insert("finalizers".into(), Value::Array(finalizers.clone()));
     }
-    let finalizers = obj.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
-    if ctx.res.flavor == Flavor::Definitions || finalizers {
+    if strategy.marked_on_delete(&obj) {
         if obj.pointer("/metadata/deletionTimestamp").is_some() && new_finalizers.is_none() {
             // Marked already, and nothing to change: kube's update is a no-op.
             return Ok((Update::Keep, Decided::Answer(StatusCode::OK, obj)));
