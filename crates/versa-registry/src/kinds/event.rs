@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use super::KindRules;
+use super::patch::{METADATA_ONLY, Schema};
 use crate::builtin::{event_from_core, event_to_core};
 use crate::resource::Resource;
 
@@ -13,6 +14,10 @@ use crate::resource::Resource;
 pub struct Event;
 
 impl KindRules for Event {
+    fn strategic_merge(&self) -> Option<&'static Schema> {
+        Some(&METADATA_ONLY)
+    }
+
     fn has_generation(&self) -> bool {
         false
     }
@@ -24,6 +29,10 @@ impl KindRules for Event {
 pub struct EventV1;
 
 impl KindRules for EventV1 {
+    fn strategic_merge(&self) -> Option<&'static Schema> {
+        Some(&METADATA_ONLY)
+    }
+
     fn has_generation(&self) -> bool {
         false
     }

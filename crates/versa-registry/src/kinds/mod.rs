@@ -19,6 +19,7 @@ pub mod custom;
 pub mod definitions;
 pub mod event;
 pub mod namespace;
+pub mod patch;
 pub mod secret;
 
 use serde_json::Value;
@@ -95,6 +96,12 @@ pub trait KindRules: std::fmt::Debug + Send + Sync {
     /// Marks an object that waits for its finalizers.
     fn mark(&self, obj: &mut Value) {
         mark_deleting(obj);
+    }
+
+    /// What strategic merge patch knows of the kind; `None`: it takes no strategic merge patch
+    /// (custom resources and definitions, as in kube).
+    fn strategic_merge(&self) -> Option<&'static patch::Schema> {
+        None
     }
 
     /// Whether objects are converted between versions at the storage boundary (the definitions

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use super::Part;
+use super::patch::{Field, METADATA, PLAIN, Schema};
 use super::{Deletion, KindRules};
 use crate::builtin;
 
@@ -13,7 +14,16 @@ use crate::builtin;
 #[derive(Debug)]
 pub struct Namespace;
 
+/// `corev1.Namespace`'s patch metadata (`k8s.io/api/core/v1/types.go`:
+/// `NamespaceStatus.conditions` merge on `type`).
+static NAMESPACE: Schema = Schema::new(&[METADATA, ("status", Field::Struct(&NAMESPACE_STATUS))]);
+static NAMESPACE_STATUS: Schema = Schema::new(&[("conditions", Field::Merge { key: Some("type"), item: &PLAIN })]);
+
 impl KindRules for Namespace {
+    fn strategic_merge(&self) -> Option<&'static Schema> {
+        Some(&NAMESPACE)
+    }
+
     fn has_generation(&self) -> bool {
         false
     }

@@ -6,6 +6,7 @@ use serde_json::Value;
 use versa_schema::ErrorList;
 
 use super::Part;
+use super::patch::{METADATA_ONLY, Schema};
 use super::{KindRules, custom};
 use crate::builtin;
 use crate::error::Result;
@@ -16,6 +17,10 @@ use crate::resource::{Resource, Version};
 pub struct Secret;
 
 impl KindRules for Secret {
+    fn strategic_merge(&self) -> Option<&'static Schema> {
+        Some(&METADATA_ONLY)
+    }
+
     fn has_generation(&self) -> bool {
         false
     }

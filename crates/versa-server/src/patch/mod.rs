@@ -38,7 +38,7 @@
 //! object's member keep their nulls, as in Kubernetes.
 //!
 //! Strategic merge patch exists only for the kinds compiled into kube-apiserver; of what versa
-//! serves, those are its built-in kinds ([`versa_registry::Builtin`]). Custom resources and the
+//! serves, those are its built-in kinds (their metadata: `KindRules::strategic_merge`). Custom resources and the
 //! definitions API answer 415, as kube-apiserver answers for custom resources
 //! ([`PatchError::unsupported_media_type`]).
 //!
@@ -51,11 +51,10 @@
 //! line 1 column 1` where Go says `invalid character ...`); a truncated body says Go's
 //! `unexpected end of JSON input`.
 
-mod kinds;
 pub mod strategic;
 
 use serde_json::{Map, Value};
-use versa_registry::Builtin;
+use versa_registry::kinds::patch::Schema;
 
 /// Kubernetes' limit on the number of operations in one JSON patch (`maxJSONPatchOperations`).
 pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
@@ -209,8 +208,8 @@ impl PatchError {
 /// The patch types a resource's main and `/status` endpoints take, in the order kube-apiserver
 /// lists them in a 415: strategic merge patch for the built-in kinds only (kube's installer
 /// offers it for every compiled-in type; apiextensions-apiserver not for custom resources).
-pub fn accepted(builtin: Option<Builtin>) -> &'static [PatchType] {
-    match builtin {
+pub fn accepted(strategic: Option<&Schema>) -> &'static [PatchType] {
+    match strategic {
         Some(_) => &[PatchType::Json, PatchType::Merge, PatchType::StrategicMerge, PatchType::Apply],
         None => &[PatchType::Json, PatchType::Merge, PatchType::Apply],
     }
@@ -232,16 +231,16 @@ pub fn apply(patch_type: PatchType, original: &Value, patch_body: &[u8]) -> Resu
     }
 }
 
-/// [`apply`] for an object of the built-in kind `builtin` (`None` for custom resources and
-/// definitions): a strategic merge patch applies with the kind's patch metadata.
+/// [`apply`] for an object of a kind with strategic merge patch metadata `strategic` (`None`
+/// for custom resources and definitions): a strategic merge patch applies with it.
 pub fn apply_to(
-    builtin: Option<Builtin>,
+    strategic: Option<&'static Schema>,
     patch_type: PatchType,
     original: &Value,
     patch_body: &[u8],
 ) -> Result<Value, PatchError> {
-    match (patch_type, builtin) {
-        (PatchType::StrategicMerge, Some(builtin)) => strategic::apply(kinds::schema(builtin), original, patch_body),
+    match (patch_type, strategic) {
+        (PatchType::StrategicMerge, Some(schema)) => strategic::apply(schema, original, patch_body),
         _ => apply(patch_type, original, patch_body),
     }
 }
@@ -651,7 +650,7 @@ mod tests {
     fn accepted_patch_types() {
         let listed = |b| accepted(b).iter().map(|t| t.media_type()).collect::<Vec<_>>().join(", ");
         assert_eq!(
-            listed(Some(Builtin::Secret)),
+            listed(Some(&versa_registry::kinds::patch::METADATA_ONLY)),
             "application/json-patch+json, application/merge-patch+json, \
              application/strategic-merge-patch+json, application/apply-patch+yaml"
         );

@@ -7,7 +7,7 @@
 //!
 //! - a map merges into the original's map recursively; `null` removes the key;
 //! - a list replaces the original's list, unless the field has `patchStrategy: merge` in the
-//!   Go types ([`Schema`], the kinds' tables in `kinds.rs`): a list of maps then merges item by
+//!   Go types ([`Schema`], each kind's table in `versa_registry::kinds`): a list of maps then merges item by
 //!   item on the field's `patchMergeKey`, a list of primitives is a union. `+listType=map` alone
 //!   does not make a list merge: only the struct tag does, as in kube;
 //! - directives: `$patch: replace` (the map, or in a merging list the whole list, is the
@@ -55,6 +55,7 @@
 
 use serde_json::{Map, Value};
 
+use versa_registry::kinds::patch::{Field, PLAIN, Schema};
 use versa_schema::field::go_v;
 
 use super::PatchError;
@@ -74,49 +75,18 @@ const GO_SLICE: &str = "[]interface {}";
 
 type Result<T, E = PatchError> = std::result::Result<T, E>;
 
-/// What strategic merge patch knows of one Go struct type: its fields that are structs with
-/// fields of their own, and its fields with `patchStrategy: merge` (and their `patchMergeKey`).
-/// Fields not listed have no strategy: a map merges key by key, a list is replaced.
-#[derive(Debug)]
-pub struct Schema {
-    fields: &'static [(&'static str, Field)],
-}
-
-/// A field of a [`Schema`] that strategic merge patch treats specially.
-#[derive(Debug, Clone, Copy)]
-pub enum Field {
-    /// A struct-valued field whose own fields matter.
-    Struct(&'static Schema),
-    /// A list with `patchStrategy: merge`: its items merge on `key` (its `patchMergeKey`) when
-    /// they are maps; a list of primitives has no key and is merged as a set.
-    Merge { key: Option<&'static str>, item: &'static Schema },
-}
-
-/// The schema of a type with no special field (a leaf as far as merging goes).
-pub static PLAIN: Schema = Schema::new(&[]);
-
-impl Schema {
-    pub const fn new(fields: &'static [(&'static str, Field)]) -> Schema {
-        Schema { fields }
-    }
-
-    fn field(&self, name: &str) -> Option<Field> {
-        self.fields.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
-    }
-
-    /// The patch metadata of field `name`: kube's `LookupPatchMetadataForStruct` /
-    /// `LookupPatchMetadataForSlice`, which give the field's (or list item's) type, its
-    /// strategy and merge key.
-    fn lookup(&self, name: &str) -> Meta {
-        match self.field(name) {
-            Some(Field::Struct(schema)) => Meta { schema, merge: false, key: None, item_kind: "struct" },
-            // A list without a merge key is a list of primitives (`[]string`), one with a key a
-            // list of structs; kube names the kind of the items in one of its errors.
-            Some(Field::Merge { key, item }) => {
-                Meta { schema: item, merge: true, key, item_kind: if key.is_some() { "struct" } else { "string" } }
-            }
-            None => Meta { schema: &PLAIN, merge: false, key: None, item_kind: "struct" },
+/// The patch metadata of field `name` of `schema`: kube's `LookupPatchMetadataForStruct` /
+/// `LookupPatchMetadataForSlice`, which give the field's (or list item's) type, its strategy and
+/// merge key.
+fn lookup(schema: &Schema, name: &str) -> Meta {
+    match schema.field(name) {
+        Some(Field::Struct(schema)) => Meta { schema, merge: false, key: None, item_kind: "struct" },
+        // A list without a merge key is a list of primitives (`[]string`), one with a key a list
+        // of structs; kube names the kind of the items in one of its errors.
+        Some(Field::Merge { key, item }) => {
+            Meta { schema: item, merge: true, key, item_kind: if key.is_some() { "struct" } else { "string" } }
         }
+        None => Meta { schema: &PLAIN, merge: false, key: None, item_kind: "struct" },
     }
 }
 
@@ -232,10 +202,10 @@ fn merge_map(
         }
         let merged = match (current, patch_value) {
             (Value::Object(current), Value::Object(patch)) => {
-                Value::Object(merge_map(current, patch, schema.lookup(&key).schema)?)
+                Value::Object(merge_map(current, patch, lookup(schema, &key).schema)?)
             }
             (Value::Array(current), Value::Array(patch)) => {
-                Value::Array(merge_list_field(current, patch, &schema.lookup(&key), delete_list)?)
+                Value::Array(merge_list_field(current, patch, &lookup(schema, &key), delete_list)?)
             }
             // A scalar replaces.
             (_, patch) => patch,
@@ -295,7 +265,7 @@ fn set_element_order(original: &mut Map<String, Value>, patch: &mut Map<String, 
             Some(Value::Array(list)) => Some(list.clone()),
             Some(other) => return Err(bad_arg_type(GO_SLICE, other)),
         };
-        let meta = schema.lookup(&field);
+        let meta = lookup(schema, &field);
         validate_order(patch_list.as_deref().unwrap_or_default(), &order, meta.key)?;
         let merged = match (&original_list, patch_list.clone()) {
             (Some(list), None) => list.clone(),
@@ -684,8 +654,13 @@ mod tests {
     use super::*;
     use crate::patch::{PatchType, apply_to};
 
-    /// The built-in kind a case file names: its `kind`, `Event.events.k8s.io` for the newer
-    /// Event.
+    /// The patch metadata of the built-in kind a case file names: its `kind`,
+    /// `Event.events.k8s.io` for the newer Event.
+    fn kind_named(kind: &str) -> Option<&'static Schema> {
+        let builtin = builtin_named(kind);
+        versa_registry::Resource::core(builtin).rules().strategic_merge()
+    }
+
     fn builtin_named(kind: &str) -> Builtin {
         match kind {
             "Namespace" => Builtin::Namespace,
@@ -716,13 +691,13 @@ mod tests {
             let file_kind = doc["kind"].as_str().unwrap_or_else(|| panic!("{}: no kind", file.display()));
             for case in doc["cases"].as_array().unwrap() {
                 let name = format!("{}: {}", file.display(), case["name"].as_str().unwrap());
-                let kind = builtin_named(case.get("kind").and_then(Value::as_str).unwrap_or(file_kind));
+                let kind = kind_named(case.get("kind").and_then(Value::as_str).unwrap_or(file_kind));
                 let body = match case.get("body") {
                     Some(Value::String(body)) => body.clone(),
                     _ => serde_json::to_string(&case["patch"]).unwrap(),
                 };
                 let original = &case["original"];
-                let got = apply_to(Some(kind), PatchType::StrategicMerge, original, body.as_bytes());
+                let got = apply_to(kind, PatchType::StrategicMerge, original, body.as_bytes());
                 match (case.get("result"), case.get("error"), got) {
                     (Some(want), None, Ok(got)) => assert_eq!(&got, want, "{name}"),
                     (None, Some(want), Err(got)) => {
@@ -751,8 +726,8 @@ mod tests {
         let mut kinds = vec![Builtin::Namespace, Builtin::Secret, Builtin::Event, Builtin::EventV1];
         kinds.extend(AdmissionKind::ALL.map(Builtin::Admission));
         for kind in kinds {
-            let got =
-                apply_to(Some(kind), PatchType::StrategicMerge, &original, br#"{"metadata":{"finalizers":["b"]}}"#);
+            let schema = versa_registry::Resource::core(kind).rules().strategic_merge();
+            let got = apply_to(schema, PatchType::StrategicMerge, &original, br#"{"metadata":{"finalizers":["b"]}}"#);
             assert_eq!(got.unwrap(), json!({"metadata": {"finalizers": ["b", "a"]}}), "{kind:?}");
         }
     }

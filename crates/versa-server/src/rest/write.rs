@@ -506,7 +506,8 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
         Write { part, subresource: fields::subresource(part), duplicates: &[], fields: Fields::Track(&manager) };
     let (code, obj) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
         let (kv, old) = current.ok_or_else(|| ctx.not_found())?;
-        let patched = patch::apply_to(ctx.res.builtin, patch_type, old, body).map_err(|e| patch_status(ctx, &e))?;
+        let patched = patch::apply_to(ctx.res.rules().strategic_merge(), patch_type, old, body)
+            .map_err(|e| patch_status(ctx, &e))?;
         if !patched.is_object() {
             return Err(Status::bad_request("the patched object is not a JSON object"));
         }
@@ -524,7 +525,7 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
 /// The request's patch type, if the resource takes it: strategic merge patch for the built-in
 /// kinds only, as kube-apiserver (`patch::accepted`).
 fn patch_type(ctx: &Ctx) -> Result<PatchType, Status> {
-    let accepted = patch::accepted(ctx.res.builtin);
+    let accepted = patch::accepted(ctx.res.rules().strategic_merge());
     let ct = ctx.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     match PatchType::from_content_type(ct) {
         Some(t) if accepted.contains(&t) => Ok(t),
