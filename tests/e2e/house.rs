@@ -1,6 +1,8 @@
 //! The house rules of `docs/architecture.md` that the source text alone can check, so that they
-//! stay kept (issue 36): no file under `crates/*/src` is longer than 1,000 lines, and no crate's
-//! modules import one another in a circle.
+//! stay kept (issue 36): no file under `crates/*/src` is longer than 1,000 lines, no crate's
+//! modules import one another in a circle, and no code outside versa-registry's `kinds/` (and
+//! `resource.rs`, which builds the core kinds) asks which kind a resource is to decide a rule:
+//! the kind's rules answer (`KindRules`).
 //!
 //! The circles are found from the text: every path that starts at `crate::`, `self::` or
 //! `super::` (in `use` items, `use` groups and expressions alike, comments and literals aside)
@@ -69,6 +71,43 @@ fn no_source_file_is_longer_than_the_limit() {
         no_longer_too_long.is_empty(),
         "take these off BEING_SPLIT, they are split:\n{}",
         no_longer_too_long.join("\n")
+    );
+}
+
+/// How code asks which kind a resource is (`res.flavor == Flavor::Custom`, `res.is(Builtin::X)`,
+/// `res.builtin.is_some()`): only the kinds' own files and the resource may.
+const KIND_QUESTIONS: &[&str] = &[
+    "Flavor::Custom",
+    "Flavor::Definitions",
+    ".is(Builtin::",
+    ".is(versa_registry::Builtin::",
+    ".builtin.is_",
+    "builtin == Some(",
+];
+
+/// Where a kind may be asked: the kinds' rules and the resource that builds them.
+const KIND_FILES: &[&str] = &["crates/versa-registry/src/kinds/", "crates/versa-registry/src/resource.rs"];
+
+#[test]
+fn rules_are_asked_of_the_kind_not_decided_by_it() {
+    let root = workspace_root();
+    let mut found = Vec::new();
+    for file in source_files(&root) {
+        let name = relative(&root, &file);
+        if KIND_FILES.iter().any(|k| name.starts_with(k)) {
+            continue;
+        }
+        for (n, line) in read(&file).lines().enumerate() {
+            if KIND_QUESTIONS.iter().any(|q| line.contains(q)) {
+                found.push(format!("{name}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a rule decided by asking which kind a resource is; give the kind a KindRules hook instead \
+         (versa-registry's kinds/):\n{}",
+        found.join("\n")
     );
 }
 

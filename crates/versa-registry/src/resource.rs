@@ -561,11 +561,6 @@ impl Resource {
         if self.group.is_empty() { version.to_owned() } else { format!("{}/{version}", self.group) }
     }
 
-    /// The rules of the resource's kind ([`crate::kinds::of`]).
-    pub fn rules(&self) -> &'static dyn crate::kinds::KindRules {
-        crate::kinds::of(self)
-    }
-
     /// Whether this is the core kind `builtin`.
     pub fn is(&self, builtin: Builtin) -> bool {
         self.builtin == Some(builtin)

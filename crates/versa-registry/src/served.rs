@@ -265,7 +265,7 @@ impl Registry {
 
     /// The served resource of a core kind, if this registry serves it.
     pub fn core(&self, builtin: Builtin) -> Option<Arc<Resource>> {
-        self.snapshot().by_name(builtin.name()).filter(|r| r.builtin == Some(builtin)).cloned()
+        self.snapshot().by_name(builtin.name()).filter(|r| r.is(builtin)).cloned()
     }
 
     /// A registry serving only the definitions API, with these faces.

@@ -338,7 +338,7 @@ async fn resource(state: Arc<State>, info: &RequestInfo, req: Request<Incoming>)
     }
     // A namespace is the namespace of its own requests (kube's RequestInfo, which authorization
     // sees); the object itself is cluster-scoped.
-    let own_namespace = res.builtin == Some(versa_registry::Builtin::Namespace) && info.namespace == info.name;
+    let own_namespace = versa_registry::kinds::of(&res).is_namespace() && info.namespace == info.name;
     let own;
     let info = if own_namespace {
         own = RequestInfo { namespace: String::new(), ..info.clone() };

@@ -54,6 +54,14 @@ static MUTATING_ADMISSION_POLICY: Schema =
 static MUTATING_ADMISSION_POLICY_SPEC: Schema = Schema::new(&[MATCH_CONDITIONS]);
 
 impl KindRules for Admission {
+    fn takes_protobuf(&self) -> bool {
+        true
+    }
+
+    fn allows_unconditional_update(&self) -> bool {
+        true
+    }
+
     fn strategic_merge(&self) -> Option<&'static Schema> {
         Some(match self.0 {
             AdmissionKind::ValidatingWebhookConfiguration | AdmissionKind::MutatingWebhookConfiguration => {

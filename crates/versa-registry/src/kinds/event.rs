@@ -14,6 +14,14 @@ use crate::resource::Resource;
 pub struct Event;
 
 impl KindRules for Event {
+    fn takes_protobuf(&self) -> bool {
+        true
+    }
+
+    fn allows_unconditional_update(&self) -> bool {
+        true
+    }
+
     fn strategic_merge(&self) -> Option<&'static Schema> {
         Some(&METADATA_ONLY)
     }
@@ -29,6 +37,14 @@ impl KindRules for Event {
 pub struct EventV1;
 
 impl KindRules for EventV1 {
+    fn takes_protobuf(&self) -> bool {
+        true
+    }
+
+    fn allows_unconditional_update(&self) -> bool {
+        true
+    }
+
     fn strategic_merge(&self) -> Option<&'static Schema> {
         Some(&METADATA_ONLY)
     }

@@ -104,6 +104,25 @@ pub trait KindRules: std::fmt::Debug + Send + Sync {
         None
     }
 
+    /// Whether request bodies may also be Kubernetes protobuf (the core kinds: what client-go's
+    /// typed clients send); custom resources take JSON and YAML only, as in kube.
+    fn takes_protobuf(&self) -> bool {
+        false
+    }
+
+    /// Whether an update without `resourceVersion` applies to whatever is stored (kube's
+    /// `AllowUnconditionalUpdate` of the core kinds); custom resources and definitions need the
+    /// version they were read at.
+    fn allows_unconditional_update(&self) -> bool {
+        false
+    }
+
+    /// Whether the objects are namespaces: a request on one carries its name as its namespace
+    /// (kube's request info), and it has the `/finalize` subresource.
+    fn is_namespace(&self) -> bool {
+        false
+    }
+
     /// Whether objects are converted between versions at the storage boundary (the definitions
     /// API has one version per face).
     fn converts(&self) -> bool {

@@ -20,6 +20,18 @@ static NAMESPACE: Schema = Schema::new(&[METADATA, ("status", Field::Struct(&NAM
 static NAMESPACE_STATUS: Schema = Schema::new(&[("conditions", Field::Merge { key: Some("type"), item: &PLAIN })]);
 
 impl KindRules for Namespace {
+    fn is_namespace(&self) -> bool {
+        true
+    }
+
+    fn takes_protobuf(&self) -> bool {
+        true
+    }
+
+    fn allows_unconditional_update(&self) -> bool {
+        true
+    }
+
     fn strategic_merge(&self) -> Option<&'static Schema> {
         Some(&NAMESPACE)
     }

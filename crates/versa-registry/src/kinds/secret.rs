@@ -17,6 +17,14 @@ use crate::resource::{Resource, Version};
 pub struct Secret;
 
 impl KindRules for Secret {
+    fn takes_protobuf(&self) -> bool {
+        true
+    }
+
+    fn allows_unconditional_update(&self) -> bool {
+        true
+    }
+
     fn strategic_merge(&self) -> Option<&'static Schema> {
         Some(&METADATA_ONLY)
     }

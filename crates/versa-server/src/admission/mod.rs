@@ -30,7 +30,7 @@ pub use std::sync::Arc;
 
 use serde_json::{Value, json};
 use versa_admission::{AdmissionError, Attributes, GroupVersionKind, GroupVersionResource, Host, Operation, Outcome};
-use versa_registry::{Builtin, Resource};
+use versa_registry::Resource;
 
 use crate::auth::UserInfo;
 use crate::state::State;
@@ -64,7 +64,7 @@ impl Request<'_> {
         // request info).
         let namespace = match self.namespace {
             Some(ns) => ns.to_owned(),
-            None if res.is(Builtin::Namespace) => self.name.to_owned(),
+            None if versa_registry::kinds::of(res).is_namespace() => self.name.to_owned(),
             None => String::new(),
         };
         Attributes {

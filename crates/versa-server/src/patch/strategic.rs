@@ -658,7 +658,7 @@ mod tests {
     /// `Event.events.k8s.io` for the newer Event.
     fn kind_named(kind: &str) -> Option<&'static Schema> {
         let builtin = builtin_named(kind);
-        versa_registry::Resource::core(builtin).rules().strategic_merge()
+        versa_registry::kinds::of(&versa_registry::Resource::core(builtin)).strategic_merge()
     }
 
     fn builtin_named(kind: &str) -> Builtin {
@@ -726,7 +726,7 @@ mod tests {
         let mut kinds = vec![Builtin::Namespace, Builtin::Secret, Builtin::Event, Builtin::EventV1];
         kinds.extend(AdmissionKind::ALL.map(Builtin::Admission));
         for kind in kinds {
-            let schema = versa_registry::Resource::core(kind).rules().strategic_merge();
+            let schema = versa_registry::kinds::of(&versa_registry::Resource::core(kind)).strategic_merge();
             let got = apply_to(schema, PatchType::StrategicMerge, &original, br#"{"metadata":{"finalizers":["b"]}}"#);
             assert_eq!(got.unwrap(), json!({"metadata": {"finalizers": ["b", "a"]}}), "{kind:?}");
         }

@@ -369,7 +369,7 @@ async fn other(ctx: &mut Ctx, info: &RequestInfo, method: &Method, b: &[u8]) -> 
             Method::PATCH => scale::patch(ctx, b).await,
             _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
         },
-        ("finalize", false) if ctx.res.is(versa_registry::Builtin::Namespace) => match *method {
+        ("finalize", false) if versa_registry::kinds::of(&ctx.res).is_namespace() => match *method {
             Method::PUT => write::update(ctx, b, Part::Finalize).await,
             _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
         },
@@ -392,7 +392,7 @@ fn audit_body(record: &crate::audit::Record, ctx: &Ctx, info: &RequestInfo, body
     let decode = |format| codec::decode(body, format).ok().map(|d| d.value).filter(Value::is_object);
     // The core kinds also take Kubernetes' protobuf; kube records what it decoded, as JSON.
     let format = || {
-        if ctx.res.builtin.is_some() {
+        if versa_registry::kinds::of(&ctx.res).takes_protobuf() {
             codec::body_format_builtin(&ctx.headers)
         } else {
             codec::body_format(&ctx.headers)

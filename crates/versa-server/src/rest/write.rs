@@ -36,7 +36,11 @@ use crate::status::Status;
 /// The format of the request's body: the core kinds also take Kubernetes' protobuf (client-go's
 /// typed clients send it); custom resources, as in kube, only JSON and YAML.
 fn body_format(ctx: &Ctx) -> Result<codec::Format, Status> {
-    if ctx.res.builtin.is_some() { codec::body_format_builtin(&ctx.headers) } else { codec::body_format(&ctx.headers) }
+    if versa_registry::kinds::of(&ctx.res).takes_protobuf() {
+        codec::body_format_builtin(&ctx.headers)
+    } else {
+        codec::body_format(&ctx.headers)
+    }
 }
 
 /// Decodes a create/update body: an object whose `apiVersion` (when set) is the request's.
@@ -465,7 +469,7 @@ pub async fn update(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
     // client-go's typed clients send them (helm records its releases so): the update applies to
     // whatever is stored. Custom resources need the resourceVersion they were read at.
     let expected = match rv.as_str() {
-        "" if ctx.res.builtin.is_some() => None,
+        "" if versa_registry::kinds::of(&ctx.res).allows_unconditional_update() => None,
         "" => {
             let errs = ErrorList(vec![FieldError::new(
                 ErrorType::Invalid,
@@ -506,7 +510,7 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
         Write { part, subresource: fields::subresource(part), duplicates: &[], fields: Fields::Track(&manager) };
     let (code, obj) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
         let (kv, old) = current.ok_or_else(|| ctx.not_found())?;
-        let patched = patch::apply_to(ctx.res.rules().strategic_merge(), patch_type, old, body)
+        let patched = patch::apply_to(versa_registry::kinds::of(&ctx.res).strategic_merge(), patch_type, old, body)
             .map_err(|e| patch_status(ctx, &e))?;
         if !patched.is_object() {
             return Err(Status::bad_request("the patched object is not a JSON object"));
@@ -525,7 +529,7 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
 /// The request's patch type, if the resource takes it: strategic merge patch for the built-in
 /// kinds only, as kube-apiserver (`patch::accepted`).
 fn patch_type(ctx: &Ctx) -> Result<PatchType, Status> {
-    let accepted = patch::accepted(ctx.res.rules().strategic_merge());
+    let accepted = patch::accepted(versa_registry::kinds::of(&ctx.res).strategic_merge());
     let ct = ctx.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     match PatchType::from_content_type(ct) {
         Some(t) if accepted.contains(&t) => Ok(t),
