@@ -11,7 +11,9 @@
 //! type — the status code, the `Status` (reason, message, causes; error lines compared as a set,
 //! since kube lists sibling properties in Go's map order), the `Warning` headers, and the object
 //! answered after defaulting and pruning (without the fields the server makes up: uid,
-//! timestamps, resourceVersion). The group's rename is undone in versa's answers before
+//! timestamps, resourceVersion). Where the minimal object is valid, a real one's life: create,
+//! Table list, server-side apply, get, merge / JSON / strategic merge patches, updates (a label;
+//! each wrongly typed property, dry run; `/status`), `/scale`, delete. The group's rename is undone in versa's answers before
 //! comparing.
 //!
 //! Known differences are listed in `KNOWN` with their reason (each is in docs/serving.md
@@ -282,6 +284,11 @@ fn cases(pair: &Pair) -> Vec<(String, Value, &'static str)> {
     cases
 }
 
+/// The CRD's entry for `version`.
+fn spec_version<'a>(pair: &'a Pair, version: &str) -> &'a Value {
+    pair.kube["spec"]["versions"].as_array().unwrap().iter().find(|v| v["name"] == version).unwrap()
+}
+
 fn collection(group: &str, version: &str, plural: &str, namespaced: bool) -> String {
     if namespaced {
         format!("/apis/{group}/{version}/namespaces/{NAMESPACE}/{plural}")
@@ -418,6 +425,60 @@ async fn run_async(plane: &Plane) -> Vec<String> {
                 client.patch(&format!("{}{query}", base(&p.group)), ssa, &apply).await,
                 client.patch(&format!("{}{query}", base(&vgroup)), ssa, &versa_apply).await,
             ));
+            let one = |g: &str, rest: &str| format!("{}/minimal{rest}", base(g));
+            steps.push(("get".into(), client.get(&one(&p.group, "")).await, client.get(&one(&vgroup, "")).await));
+            for (label, content_type, patch) in [
+                ("merge patch", "application/merge-patch+json", json!({"metadata": {"labels": {"diff": "merged"}}})),
+                (
+                    "JSON patch",
+                    "application/json-patch+json",
+                    json!([{"op": "add", "path": "/metadata/annotations", "value": {"diff": "patched"}}]),
+                ),
+                (
+                    "JSON patch that fails its test",
+                    "application/json-patch+json",
+                    json!([{"op": "test", "path": "/metadata/name", "value": "other"}]),
+                ),
+                ("strategic merge patch", "application/strategic-merge-patch+json", json!({"metadata": {}})),
+            ] {
+                steps.push((
+                    label.into(),
+                    client.patch(&one(&p.group, ""), content_type, &patch).await,
+                    client.patch(&one(&vgroup, ""), content_type, &patch).await,
+                ));
+            }
+            // Updates (PUT) of the object as read back: a label changed, then — dry run — each
+            // wrongly typed spec property in turn (an update's validation), then the status.
+            let (read_k, read_v) =
+                (client.get(&one(&p.group, "")).await.json(), client.get(&one(&vgroup, "")).await.json());
+            let put = async |change: &dyn Fn(&mut Value), rest: &str| {
+                let (mut k, mut v) = (read_k.clone(), read_v.clone());
+                change(&mut k);
+                change(&mut v);
+                (client.put(&one(&p.group, rest), &k).await, client.put(&one(&vgroup, rest), &v).await)
+            };
+            let (k, v) = put(&|o: &mut Value| o["metadata"]["labels"]["diff"] = json!("updated"), "").await;
+            steps.push(("update".into(), k, v));
+            for (label, bad, _) in cases.iter().filter(|(l, _, _)| l.ends_with("of the wrong type")) {
+                let spec = bad["spec"].clone();
+                let (k, v) = put(&|o: &mut Value| o["spec"] = spec.clone(), "?dryRun=All").await;
+                steps.push((format!("update with {label}"), k, v));
+            }
+            let has = |sub: &str| {
+                let served = spec_version(p, version);
+                !served["subresources"][sub].is_null()
+            };
+            if has("status") {
+                let (k, v) = put(&|o: &mut Value| o["status"] = json!({}), "/status").await;
+                steps.push(("update of /status".into(), k, v));
+            }
+            if has("scale") {
+                steps.push((
+                    "get /scale".into(),
+                    client.get(&one(&p.group, "/scale")).await,
+                    client.get(&one(&vgroup, "/scale")).await,
+                ));
+            }
             steps.push((
                 "delete".into(),
                 client.delete(&format!("{}/minimal", base(&p.group))).await,

@@ -170,12 +170,14 @@ impl Status {
     }
 
     /// 500 for a failure inside the server.
+    /// kube's `NewInternalError`: the message, and the error again as the one cause.
     pub fn internal(message: impl Into<String>) -> Self {
+        let message = message.into();
         Status {
             code: StatusCode::INTERNAL_SERVER_ERROR,
             reason: "InternalError",
-            message: format!("Internal error occurred: {}", message.into()),
-            details: None,
+            details: Some(json!({"causes": [{"message": message}]})),
+            message: format!("Internal error occurred: {message}"),
         }
     }
 

@@ -67,7 +67,13 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8]) -> Answer {
 /// through the one read–modify–write of the update pipeline, answers the new Scale.
 async fn write_scale(ctx: &mut Ctx, manager: &Manager, make: impl Fn(&Value) -> Result<Value, Status>) -> Answer {
     let spec = scale_spec(ctx)?;
-    let write = Write { part: Part::Main, subresource: "scale", duplicates: &[], fields: Fields::Track(manager) };
+    let write = Write {
+        part: Part::Main,
+        subresource: "scale",
+        duplicates: &[],
+        fields: Fields::Track(manager),
+        decoded: false,
+    };
     let (_, updated) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
         let (kv, obj) = current.ok_or_else(|| ctx.not_found())?;
         let scale = make(&to_scale(obj, &spec).unwrap_or_else(|_| json!({"spec": {}})))?;
@@ -111,7 +117,8 @@ async fn apply(ctx: &mut Ctx, body: &[u8]) -> Answer {
     }
     let applied = fields::Applied { config, duplicates: Vec::new() };
     let force = ctx.query.get("force") == Some("true");
-    let write = Write { part: Part::Main, subresource: "scale", duplicates: &[], fields: Fields::Applied };
+    let write =
+        Write { part: Part::Main, subresource: "scale", duplicates: &[], fields: Fields::Applied, decoded: false };
     let (_, updated) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
         let (_, obj) = current.ok_or_else(|| ctx.not_found())?;
         fields::apply(ctx, &manager, Some(obj), &applied, force)

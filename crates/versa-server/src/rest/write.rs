@@ -135,6 +135,8 @@ pub(super) struct Write<'a> {
     pub subresource: &'static str,
     pub duplicates: &'a [String],
     pub fields: Fields<'a>,
+    /// The object was decoded from the body already (an update's), its fields reported.
+    pub decoded: bool,
 }
 
 impl Write<'_> {
@@ -197,9 +199,11 @@ async fn update_rules(ctx: &mut Ctx, new: &mut Value, old: &Value, write: Write<
     let res = ctx.res.clone();
     let strategy = Strategy::new(&res, &res.versions[ctx.version_index]);
     let mut warnings = Vec::new();
-    let decoded = strategy.decode(new, write.checks(ctx), &mut warnings);
-    ctx.warnings.append(&mut warnings);
-    decoded?;
+    if !write.decoded {
+        let decoded = strategy.decode(new, write.checks(ctx), &mut warnings);
+        ctx.warnings.append(&mut warnings);
+        decoded?;
+    }
     if let Fields::Track(manager) = write.fields {
         fields::track(ctx, manager, Some(old), new);
     }
@@ -290,7 +294,7 @@ async fn insert(
     duplicates: &[String],
     fields: Fields<'_>,
 ) -> Result<(StatusCode, Value), Status> {
-    let write = Write { part: Part::Main, subresource: "", duplicates, fields };
+    let write = Write { part: Part::Main, subresource: "", duplicates, fields, decoded: false };
     create_decode_and_mutate(ctx, &mut obj, write).await?;
     if !needs_generated_name(&obj) {
         create_checks(ctx, &mut obj, write).await?;
@@ -464,6 +468,14 @@ pub async fn update(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
         )));
     }
     check_namespace(ctx, &mut obj)?;
+    // The body is decoded once, before anything is read: its unknown and duplicate fields are
+    // reported (or refused, `fieldValidation=Strict`) even when the update then conflicts, as
+    // kube's handler decodes before its store compares resourceVersions.
+    let mut warnings = Vec::new();
+    let checks = Checks { field_validation: ctx.write.field_validation, duplicates: &duplicates };
+    let decoded = ctx.strategy().decode(&mut obj, checks, &mut warnings);
+    ctx.warnings.append(&mut warnings);
+    decoded?;
     let rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("").to_owned();
     // The core kinds allow unconditional updates (kube's AllowUnconditionalUpdate), as
     // client-go's typed clients send them (helm records its releases so): the update applies to
@@ -484,8 +496,9 @@ pub async fn update(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
     let write = Write {
         part,
         subresource: fields::subresource(part),
-        duplicates: &duplicates,
+        duplicates: &[],
         fields: Fields::Track(&manager),
+        decoded: true,
     };
     let (code, obj) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
         let (kv, _) = current.ok_or_else(|| ctx.not_found())?;
@@ -506,12 +519,17 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
     if apply {
         return server_side_apply(ctx, body, part, &manager).await;
     }
-    let write =
-        Write { part, subresource: fields::subresource(part), duplicates: &[], fields: Fields::Track(&manager) };
+    let write = Write {
+        part,
+        subresource: fields::subresource(part),
+        duplicates: &[],
+        fields: Fields::Track(&manager),
+        decoded: false,
+    };
     let (code, obj) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
         let (kv, old) = current.ok_or_else(|| ctx.not_found())?;
         let patched = patch::apply_to(versa_registry::kinds::of(&ctx.res).strategic_merge(), patch_type, old, body)
-            .map_err(|e| patch_status(ctx, &e))?;
+            .map_err(|e| patch_status(&e))?;
         if !patched.is_object() {
             return Err(Status::bad_request("the patched object is not a JSON object"));
         }
@@ -547,7 +565,13 @@ fn patch_type(ctx: &Ctx) -> Result<PatchType, Status> {
 async fn server_side_apply(ctx: &mut Ctx, body: &[u8], part: Part, manager: &Manager) -> Answer {
     let applied = fields::decode_applied(ctx, body)?;
     let force = ctx.query.get("force") == Some("true");
-    let write = Write { part, subresource: fields::subresource(part), duplicates: &[], fields: Fields::Applied };
+    let write = Write {
+        part,
+        subresource: fields::subresource(part),
+        duplicates: &[],
+        fields: Fields::Applied,
+        decoded: false,
+    };
     let (code, obj) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
         let Some((kv, old)) = current else {
             if part != Part::Main {
@@ -589,11 +613,12 @@ fn check_name(ctx: &Ctx, obj: &Value) -> Result<(), Status> {
     Ok(())
 }
 
-fn patch_status(ctx: &Ctx, e: &patch::PatchError) -> Status {
+fn patch_status(e: &patch::PatchError) -> Status {
     let code = StatusCode::from_u16(e.status_code()).unwrap_or(StatusCode::BAD_REQUEST);
     let mut status = Status { code, reason: e.reason(), message: e.message().to_owned(), details: None };
     if code == StatusCode::UNPROCESSABLE_ENTITY {
-        status.details = Some(json!({"name": ctx.name, "group": ctx.res.group, "kind": ctx.res.kind}));
+        // kube's NewGenericServerResponse with no resource and no name: empty details.
+        status.details = Some(json!({}));
     }
     status
 }
