@@ -109,6 +109,9 @@ fn objects() {
 #[test]
 fn kinds_by_name() {
     assert_eq!(ObjectKind::of("MutatingAdmissionPolicyBinding"), Some(ObjectKind::MutatingAdmissionPolicyBinding));
-    assert_eq!(ObjectKind::of("ValidatingWebhookConfiguration").map(ObjectKind::name), Some("ValidatingWebhookConfiguration"));
+    assert_eq!(
+        ObjectKind::of("ValidatingWebhookConfiguration").map(ObjectKind::name),
+        Some("ValidatingWebhookConfiguration")
+    );
     assert_eq!(ObjectKind::of("Pod"), None);
 }

@@ -33,10 +33,10 @@ pub(super) fn list_value(list: &[&str]) -> BadValue {
 
 /// `field: Unsupported value` for an enum field that is set to something else.
 pub(super) fn check_enum(v: &Value, key: &str, valid: &[&str], path: &Path, errs: &mut ErrorList) {
-    if let Some(s) = str_at(v, key) {
-        if !valid.contains(&s) {
-            errs.push(Error::not_supported(path.child(key), typed(s), valid));
-        }
+    if let Some(s) = str_at(v, key)
+        && !valid.contains(&s)
+    {
+        errs.push(Error::not_supported(path.child(key), typed(s), valid));
     }
 }
 
@@ -352,8 +352,27 @@ pub(super) fn param_ref(pr: &Value, path: &Path, errs: &mut ErrorList) {
 /// Whether `name` is a CEL identifier that is not a reserved word (a variable's name).
 pub(super) fn is_cel_identifier(name: &str) -> bool {
     const RESERVED: &[&str] = &[
-        "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if", "import",
-        "let", "loop", "package", "namespace", "return", "var", "void", "while",
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
     ];
     let mut chars = name.chars();
     let first_ok = chars.next().is_some_and(|c| c == '_' || c.is_ascii_alphabetic());

@@ -45,10 +45,7 @@ const LABEL_SELECTOR: Shape = Shape {
     name: "LabelSelector",
     fields: &[
         ("matchLabels", Ty::StrMap),
-        (
-            "matchExpressions",
-            Ty::List(&Ty::Struct(&LABEL_SELECTOR_REQUIREMENT), "[]v1.LabelSelectorRequirement"),
-        ),
+        ("matchExpressions", Ty::List(&Ty::Struct(&LABEL_SELECTOR_REQUIREMENT), "[]v1.LabelSelectorRequirement")),
     ],
 };
 const SELECTOR: Ty = Ty::Struct(&LABEL_SELECTOR);
@@ -258,11 +255,7 @@ const MUTATING_ADMISSION_POLICY_BINDING_SPEC: Shape = Shape {
 };
 const MUTATING_ADMISSION_POLICY_BINDING: Shape = Shape {
     name: "MutatingAdmissionPolicyBinding",
-    fields: &[
-        ("apiVersion", STRING),
-        ("kind", STRING),
-        ("spec", Ty::Struct(&MUTATING_ADMISSION_POLICY_BINDING_SPEC)),
-    ],
+    fields: &[("apiVersion", STRING), ("kind", STRING), ("spec", Ty::Struct(&MUTATING_ADMISSION_POLICY_BINDING_SPEC))],
 };
 
 fn shape(kind: ObjectKind) -> &'static Shape {

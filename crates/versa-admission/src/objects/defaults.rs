@@ -42,10 +42,10 @@ fn webhooks(obj: &mut Value, mutating: bool) {
         if mutating {
             set(hook, "reinvocationPolicy", json!("Never"));
         }
-        if let Some(service) = hook.get_mut("clientConfig").and_then(|c| c.get_mut("service")) {
-            if let Some(service) = service.as_object_mut() {
-                set(service, "port", json!(443));
-            }
+        if let Some(service) =
+            hook.get_mut("clientConfig").and_then(|c| c.get_mut("service")).and_then(Value::as_object_mut)
+        {
+            set(service, "port", json!(443));
         }
         rules(hook.get_mut("rules"));
     }

@@ -163,7 +163,11 @@ fn validation(v: &Value, decls: &Declarations, path: &Path, errs: &mut ErrorList
     }
     let message_expression = string_at(v, "messageExpression");
     if !message_expression.is_empty() && message_expression.trim().is_empty() {
-        errs.push(Error::invalid(path.child("messageExpression"), message_expression, "must be non-empty if specified"));
+        errs.push(Error::invalid(
+            path.child("messageExpression"),
+            message_expression,
+            "must be non-empty if specified",
+        ));
     } else if !message_expression.is_empty() {
         // Messages are compiled without the authorizer; the untrimmed text keeps the columns.
         let message_decls = Declarations { authorizer: false, ..decls.clone() };
@@ -234,10 +238,9 @@ fn mutation(m: &Value, decls: &Declarations, path: &Path, errs: &mut ErrorList) 
         "" => errs.push(Error::required(path.child("patchType"), "")),
         "JSONPatch" => {
             match json_patch {
-                None => errs.push(Error::required(
-                    path.child("jsonPatch"),
-                    "must be specified when patchType is JSONPatch",
-                )),
+                None => {
+                    errs.push(Error::required(path.child("jsonPatch"), "must be specified when patchType is JSONPatch"))
+                }
                 Some(p) => patch_expression(p, decls, Returns::JsonPatchList, &path.child("jsonPatch"), errs),
             }
             if apply.is_some() {

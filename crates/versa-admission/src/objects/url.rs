@@ -143,7 +143,26 @@ fn valid_optional_port(port: &str) -> bool {
 fn valid_userinfo(s: &str) -> bool {
     s.chars().all(|c| {
         c.is_ascii_alphanumeric()
-            || matches!(c, '-' | '.' | '_' | ':' | '~' | '!' | '$' | '&' | '\'' | '(' | ')' | '*' | '+' | ',' | ';' | '=' | '%' | '@')
+            || matches!(
+                c,
+                '-' | '.'
+                    | '_'
+                    | ':'
+                    | '~'
+                    | '!'
+                    | '$'
+                    | '&'
+                    | '\''
+                    | '('
+                    | ')'
+                    | '*'
+                    | '+'
+                    | ','
+                    | ';'
+                    | '='
+                    | '%'
+                    | '@'
+            )
     })
 }
 

@@ -99,23 +99,22 @@ fn webhook(hook: &Value, mutating: bool, opts: &Options, path: &Path, errs: &mut
     check_enum(hook, "matchPolicy", MATCH_POLICIES, path, errs);
     let allowed = if opts.require_no_side_effects { NO_SIDE_EFFECTS } else { SIDE_EFFECTS };
     match str_at(hook, "sideEffects") {
-        None => errs.push(Error::required(
-            path.child("sideEffects"),
-            format!("must specify one of {}", allowed.join(", ")),
-        )),
+        None => {
+            errs.push(Error::required(path.child("sideEffects"), format!("must specify one of {}", allowed.join(", "))))
+        }
         Some(s) if !allowed.contains(&s) => {
             errs.push(Error::not_supported(path.child("sideEffects"), typed(s), allowed));
         }
         Some(_) => {}
     }
-    if let Some(t) = hook.get("timeoutSeconds").and_then(Value::as_i64) {
-        if !(1..=30).contains(&t) {
-            errs.push(Error::invalid(
-                path.child("timeoutSeconds"),
-                t,
-                "the timeout value must be between 1 and 30 seconds",
-            ));
-        }
+    if let Some(t) = hook.get("timeoutSeconds").and_then(Value::as_i64)
+        && !(1..=30).contains(&t)
+    {
+        errs.push(Error::invalid(
+            path.child("timeoutSeconds"),
+            t,
+            "the timeout value must be between 1 and 30 seconds",
+        ));
     }
     for key in ["namespaceSelector", "objectSelector"] {
         if let Some(sel) = get(hook, key) {
@@ -141,7 +140,11 @@ fn fully_qualified_name(name: &str, path: &Path, errs: &mut ErrorList) {
     if !msgs.is_empty() {
         errs.push(Error::invalid(path.clone(), name, msgs.join(",")));
     } else if name.split('.').count() < 3 {
-        errs.push(Error::invalid(path.clone(), name, "should be a domain with at least three segments separated by dots"));
+        errs.push(Error::invalid(
+            path.clone(),
+            name,
+            "should be a domain with at least three segments separated by dots",
+        ));
     }
 }
 
@@ -192,7 +195,11 @@ fn webhook_url(raw: &str, path: &Path, errs: &mut ErrorList) {
         }
     };
     if u.scheme != "https" {
-        errs.push(Error::invalid(path.clone(), u.scheme.as_str(), format!("'https' is the only allowed URL scheme{URL_FORM}")));
+        errs.push(Error::invalid(
+            path.clone(),
+            u.scheme.as_str(),
+            format!("'https' is the only allowed URL scheme{URL_FORM}"),
+        ));
     }
     if u.host.is_empty() {
         errs.push(Error::invalid(path.clone(), "", format!("host must be specified{URL_FORM}")));
