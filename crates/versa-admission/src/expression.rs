@@ -94,6 +94,10 @@ pub(crate) struct Declarations {
     pub params_type: Option<Type>,
     /// `authorizer` and `authorizer.requestResource` (everywhere but in messageExpressions).
     pub authorizer: bool,
+    /// No `variables` at all: kube checks webhook and policy matchConditions, and the
+    /// expressions of a ValidatingAdmissionPolicy without variables, in an environment that
+    /// does not declare it (`undeclared reference to 'variables'`).
+    pub without_variables: bool,
 }
 
 /// One compiled expression, or why it does not compile (kube keeps both and reports the
@@ -168,8 +172,10 @@ fn environment(decls: &Declarations) -> Environment {
         variables.push(var(AUTHORIZER, Type::Opaque(authz::AUTHORIZER_TYPE)));
         variables.push(var(REQUEST_RESOURCE, Type::Opaque(authz::RESOURCE_CHECK_TYPE)));
     }
-    let vars_type = decls.variables.clone().unwrap_or_else(|| Arc::new(variables_type(Vec::new())));
-    variables.push(var(VARIABLES, Type::Object(vars_type)));
+    if !decls.without_variables {
+        let vars_type = decls.variables.clone().unwrap_or_else(|| Arc::new(variables_type(Vec::new())));
+        variables.push(var(VARIABLES, Type::Object(vars_type)));
+    }
     let struct_types = if decls.patch_types { vec![json_patch_type()] } else { Vec::new() };
     Environment { variables, struct_types, dynamic_objects: decls.patch_types }
 }

@@ -73,6 +73,10 @@
 //! - `config`: [`Configuration`] and the chain; `typecheck`: policy type checking;
 //!   `lifecycle`: namespace lifecycle.
 //!
+//! - [`objects`]: the configuration objects themselves as kube-apiserver writes them
+//!   (decoding, v1 defaults, validation.go's create and update validation), for the registry
+//!   of standalone versa.
+//!
 //! `docs/admission.md` (in the repository) describes all of it for operators: order,
 //! limits, and the differences from kube that remain.
 
@@ -84,6 +88,7 @@ mod expression;
 mod lifecycle;
 mod matching;
 mod mutating_policy;
+pub mod objects;
 mod params;
 mod patch;
 mod policy;
