@@ -37,7 +37,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Map, Value as Json, json};
-use versa_cel::ext::authz::{self, Authorize, AuthzCheck, AuthzDecision, AuthzUser};
+use versa_cel::ext::authz;
+use versa_cel::opaque::authz::{AUTHORIZER_TYPE, Authorize, AuthzCheck, AuthzDecision, AuthzUser, RESOURCE_CHECK_TYPE};
 use versa_cel::types::DeclField;
 use versa_cel::{
     Activation, CompileOptions, CompiledExpression, CostTracker, DYN, DeclKind, DeclType, Environment, EvalError,
@@ -169,8 +170,8 @@ fn environment(decls: &Declarations) -> Environment {
         variables.push(var("params", decls.params_type.clone().unwrap_or(Type::Dyn)));
     }
     if decls.authorizer {
-        variables.push(var(AUTHORIZER, Type::Opaque(authz::AUTHORIZER_TYPE)));
-        variables.push(var(REQUEST_RESOURCE, Type::Opaque(authz::RESOURCE_CHECK_TYPE)));
+        variables.push(var(AUTHORIZER, Type::Opaque(AUTHORIZER_TYPE)));
+        variables.push(var(REQUEST_RESOURCE, Type::Opaque(RESOURCE_CHECK_TYPE)));
     }
     if !decls.without_variables {
         let vars_type = decls.variables.clone().unwrap_or_else(|| Arc::new(variables_type(Vec::new())));

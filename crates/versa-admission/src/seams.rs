@@ -83,7 +83,7 @@ pub trait Resources: Send + Sync {
 /// namespace/name, and a verb), it answers an [`AuthzDecision`]. Synchronous because CEL
 /// evaluation is; an implementation that asks a remote authorizer (SubjectAccessReview) should
 /// answer from a cache. Within one request, identical questions are asked once.
-pub use versa_cel::ext::authz::{Authorize, AuthzCheck, AuthzDecision, AuthzUser};
+pub use versa_cel::opaque::authz::{Authorize, AuthzCheck, AuthzDecision, AuthzUser};
 
 /// The structured merge of MutatingAdmissionPolicy's ApplyConfiguration mutations
 /// (structured-merge-diff's `Merge` by the object's schema; the server's versa-merge).

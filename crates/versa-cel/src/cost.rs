@@ -674,7 +674,7 @@ impl<'a> Coster<'a> {
             ("validate", Some(_), [s]) => (
                 self.size(s)
                     .scale(STF)
-                    .scale(crate::ext::format::MAX_NAME_FORMAT_REGEX_SIZE * REGEX_STRING_LENGTH_COST_FACTOR),
+                    .scale(crate::opaque::format::MAX_NAME_FORMAT_REGEX_SIZE * REGEX_STRING_LENGTH_COST_FACTOR),
                 None,
             ),
             (op::EQUALS, None, [l, _]) if matches!(self.ty(l), Type::Opaque(_)) => (fixed(1), None),

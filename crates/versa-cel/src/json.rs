@@ -14,7 +14,7 @@
 use base64::Engine;
 use serde_json::{Map as JsonMap, Number, Value as Json};
 
-use crate::eval::EvalError;
+use crate::runtime::EvalError;
 use crate::time;
 use crate::value::{Map, Value};
 
@@ -75,7 +75,8 @@ pub fn to_json(v: &Value<'_>) -> Result<Option<Json>, EvalError> {
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
-    use crate::eval::{Activation, CostTracker, eval_expr};
+    use crate::eval::{Activation, eval_expr};
+    use crate::runtime::CostTracker;
     use serde_json::json;
 
     fn run(source: &str) -> Result<Option<Json>, EvalError> {

@@ -51,6 +51,7 @@
 //! of this for definition authors.
 
 pub mod ast;
+mod calendar;
 pub mod check;
 pub mod cost;
 pub mod error;
@@ -60,8 +61,10 @@ mod fast;
 pub mod field_path;
 pub mod json;
 mod lexer;
+pub mod opaque;
 pub mod parser;
 pub mod plan;
+pub mod runtime;
 mod stdlib;
 pub mod time;
 pub mod types;
@@ -79,10 +82,9 @@ pub use cost::{
     estimate_cost, max_cardinality,
 };
 pub use error::{CompileError, CompileErrors, display_errors};
-pub use eval::{
-    Activation, CostTracker, EvalError, LazyFields, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, eval, eval_with_lazy,
-};
+pub use eval::{Activation, LazyFields, eval, eval_with_lazy};
 pub use parser::{ParsedExpr, parse};
+pub use runtime::{CostTracker, EvalError, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET};
 pub use types::{DYN, DeclKind, DeclType, ListType, ObjectType, Type, escape_property_name, unescape_property_name};
 pub use validator::{Outcome, SchemaRules};
 pub use value::Value;
@@ -132,7 +134,7 @@ pub struct CompiledExpression {
     /// The expression references `oldSelf` (which makes a rule a transition rule).
     pub uses_old_self: bool,
     /// Its literal regular expressions, compiled.
-    pub patterns: ext::regex::LiteralPatterns,
+    pub patterns: runtime::LiteralPatterns,
     /// What evaluation can work out before it sees the input (literal values, resolved
     /// functions).
     pub plan: plan::Plan,
@@ -192,11 +194,11 @@ pub fn compile_expression(
         }
     }
     let uses_old_self = checked.referenced_idents.iter().any(|n| n == OLD_SELF_VAR);
-    let plan = plan::Plan::build(&ast.expr, &[SELF_VAR, OLD_SELF_VAR], Some(&checked.types));
+    let plan = plan::Plan::build(&ast.expr, &[SELF_VAR, OLD_SELF_VAR], Some(&checked.types), &eval::constant_value);
     Ok(CompiledExpression {
         source: source.to_owned(),
         result_type: checked.result_type.clone(),
-        patterns: ext::regex::LiteralPatterns::of(&ast.expr),
+        patterns: runtime::LiteralPatterns::of(&ast.expr),
         fast: fast::Program::build(&ast.expr, &plan, &checked.result_type, self_type),
         plan,
         ast,
@@ -233,11 +235,11 @@ pub fn compile_in(source: &str, env: &Environment, opts: &CompileOptions) -> Res
         }
     }
     let names: Vec<&str> = env.variables.iter().map(|v| v.name.as_str()).collect();
-    let plan = plan::Plan::build(&ast.expr, &names, Some(&checked.types));
+    let plan = plan::Plan::build(&ast.expr, &names, Some(&checked.types), &eval::constant_value);
     Ok(CompiledExpression {
         source: source.to_owned(),
         result_type: checked.result_type.clone(),
-        patterns: ext::regex::LiteralPatterns::of(&ast.expr),
+        patterns: runtime::LiteralPatterns::of(&ast.expr),
         fast: None,
         plan,
         ast,
@@ -288,7 +290,7 @@ fn constant_conversion_error(expr: &Expr) -> Option<String> {
         if error.is_some() || !plan::is_constant(e) || !matches!(&e.kind, ExprKind::Call { .. }) {
             return;
         }
-        if let Err(err) = plan::constant_value(e) {
+        if let Err(err) = eval::constant_value(e) {
             error = Some(err.to_string());
         }
     });
@@ -326,7 +328,7 @@ fn format_literal_errors(ast: &ParsedExpr, source: &str) -> Vec<CompileError> {
         let Some(arg @ Expr { kind: ExprKind::Literal(literal), .. }) = args.first() else { return };
         let valid = match (function.as_str(), literal) {
             ("duration" | "timestamp", _) => {
-                eval::eval_expr(e, &eval::Activation::new(), &mut eval::CostTracker::default()).is_ok()
+                eval::eval_expr(e, &eval::Activation::new(), &mut CostTracker::default()).is_ok()
             }
             ("matches", ast::Literal::String(pattern)) => versa_schema::pattern::compile(pattern).is_ok(),
             _ => return,

@@ -16,14 +16,18 @@
 //! is what the evaluator's scopes hold when it reaches the node. A node without a step (ids the
 //! plan does not cover) is evaluated the general way, so a plan only ever saves work.
 
-use crate::ast::{Expr, ExprKind, Literal};
-use crate::eval::Special;
-use crate::{OLD_SELF_VAR, SELF_VAR};
 use std::sync::Arc;
 
+use crate::ast::{Expr, ExprKind, Literal, op};
+use crate::runtime::EvalError;
 use crate::stdlib::Builtin;
 use crate::types::{DeclType, ObjectType, Type};
 use crate::value::{Str, Value};
+use crate::{OLD_SELF_VAR, SELF_VAR};
+
+/// How a plan evaluates the constant expressions it folds: the evaluator's evaluation
+/// (`eval::constant_value`), handed in because the evaluator is built on plans.
+pub type Fold<'f> = &'f dyn Fn(&Expr) -> Result<Value<'static>, EvalError>;
 
 /// The precomputed steps of one expression, by node id.
 #[derive(Clone, Debug, Default)]
@@ -35,6 +39,66 @@ pub struct Plan {
 impl PartialEq for Plan {
     fn eq(&self, _: &Self) -> bool {
         true
+    }
+}
+
+/// The calls the evaluator handles itself rather than dispatching them to a function: they
+/// decide which of their arguments to evaluate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Special {
+    And,
+    Or,
+    Conditional,
+    NotStrictlyFalse,
+    OptSelect,
+    OptOr,
+    OptOrValue,
+}
+
+impl Special {
+    pub(crate) fn of(function: &str) -> Option<Special> {
+        Some(match function {
+            op::LOGICAL_AND => Special::And,
+            op::LOGICAL_OR => Special::Or,
+            op::CONDITIONAL => Special::Conditional,
+            op::NOT_STRICTLY_FALSE => Special::NotStrictlyFalse,
+            op::OPT_SELECT => Special::OptSelect,
+            "or" => Special::OptOr,
+            "orValue" => Special::OptOrValue,
+            _ => return None,
+        })
+    }
+}
+
+/// Names usable as type values.
+pub(crate) fn type_name(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "int" => "int",
+        "uint" => "uint",
+        "double" => "double",
+        "bool" => "bool",
+        "string" => "string",
+        "bytes" => "bytes",
+        "null_type" => "null_type",
+        "dyn" => "dyn",
+        "list" => "list",
+        "map" => "map",
+        "type" => "type",
+        "optional_type" => "optional_type",
+        "google.protobuf.Timestamp" => "google.protobuf.Timestamp",
+        "google.protobuf.Duration" => "google.protobuf.Duration",
+        other => crate::ext::type_named(other)?,
+    })
+}
+
+/// `a.b.c` as a dotted name, when the expression is only identifiers and selections.
+pub(crate) fn qualified_name(e: &Expr) -> Option<String> {
+    match &e.kind {
+        ExprKind::Ident(n) => Some(n.trim_start_matches('.').to_owned()),
+        ExprKind::Select { operand, field, test_only: false } => {
+            qualified_name(operand).map(|q| format!("{q}.{field}"))
+        }
+        _ => None,
     }
 }
 
@@ -87,7 +151,8 @@ pub(crate) struct ResolvedField {
 impl Plan {
     /// The plan of `expr`, whose free variables are `variables`; `types` are the checker's
     /// types by node id, when it was checked.
-    pub fn build(expr: &Expr, variables: &[&str], types: Option<&[Type]>) -> Plan {
+    /// `fold` evaluates the constants it folds (only for checked expressions).
+    pub fn build(expr: &Expr, variables: &[&str], types: Option<&[Type]>, fold: Fold<'_>) -> Plan {
         let mut nodes = 0usize;
         expr.walk(&mut |_| nodes += 1);
         let mut b = Builder {
@@ -96,6 +161,7 @@ impl Plan {
             scope: variables.iter().map(|v| (*v).to_owned()).collect(),
             declared: variables.len(),
             types,
+            fold,
         };
         b.visit(expr);
         Plan { steps: b.steps }
@@ -139,6 +205,7 @@ impl Plan {
 
 struct Builder<'t> {
     types: Option<&'t [Type]>,
+    fold: Fold<'t>,
     steps: Vec<Step>,
     /// Ids are dense (the parser hands them out in order); a node with a larger id (a tree
     /// built by hand) gets no step rather than a table sized by its id.
@@ -184,16 +251,16 @@ impl Builder<'_> {
                     Some(_) if name == SELF_VAR => Step::SelfVar,
                     Some(_) if name == OLD_SELF_VAR => Step::OldSelfVar,
                     Some(_) => Step::None,
-                    None => crate::eval::type_name(name).map_or(Step::None, Step::TypeName),
+                    None => type_name(name).map_or(Step::None, Step::TypeName),
                 };
                 self.set(e.id, step);
             }
             ExprKind::Select { operand, field, test_only } => {
                 let type_name = (!test_only)
-                    .then(|| crate::eval::qualified_name(e))
+                    .then(|| qualified_name(e))
                     .flatten()
-                    .and_then(|q| crate::eval::type_name(&q))
-                    .filter(|_| crate::eval::qualified_name(operand).is_some_and(|o| !self.is_variable(&o)));
+                    .and_then(|q| type_name(&q))
+                    .filter(|_| qualified_name(operand).is_some_and(|o| !self.is_variable(&o)));
                 let step = match type_name {
                     Some(t) => Step::TypeName(t),
                     None => Step::Field(self.resolve(operand.id, field)),
@@ -204,7 +271,7 @@ impl Builder<'_> {
             ExprKind::Call { function, target, args } => {
                 let qualified = target
                     .as_deref()
-                    .and_then(crate::eval::qualified_name)
+                    .and_then(qualified_name)
                     .filter(|q| !self.is_variable(q.split('.').next().unwrap_or("")));
                 let step = match (Special::of(function), qualified) {
                     (Some(special), _) => Step::Special(special),
@@ -213,7 +280,7 @@ impl Builder<'_> {
                 };
                 let step = match (&step, args.as_slice()) {
                     (Step::Builtin(Builtin::In), [_, list]) if self.types.is_some() => {
-                        set_membership(list).unwrap_or(step)
+                        set_membership(list, self.fold).unwrap_or(step)
                     }
                     _ => self.folded(e).unwrap_or(step),
                 };
@@ -269,7 +336,7 @@ impl Builder<'_> {
         if self.types.is_none() || matches!(e.kind, ExprKind::Literal(_)) || !is_constant(e) {
             return None;
         }
-        constant_value(e).ok().map(Step::Constant)
+        (self.fold)(e).ok().map(Step::Constant)
     }
 }
 
@@ -295,20 +362,14 @@ pub(crate) fn is_constant(e: &Expr) -> bool {
     }
 }
 
-/// The value of a constant expression (or the error that refuses its program).
-pub(crate) fn constant_value(e: &Expr) -> Result<Value<'static>, crate::eval::EvalError> {
-    let act: crate::eval::Activation<'static> = crate::eval::Activation::new();
-    crate::eval::eval_expr(e, &act, &mut crate::eval::CostTracker::default())
-}
-
 /// The step of `x in list` for a constant `list`: cel-go's planner answers `false` for an
 /// empty one without evaluating `x`, and looks a list of scalars (not bytes) up as a set,
 /// which its cost tracker does not charge.
-fn set_membership(list: &Expr) -> Option<Step> {
+fn set_membership(list: &Expr, fold: Fold<'_>) -> Option<Step> {
     if !matches!(list.kind, ExprKind::List { .. }) || !is_constant(list) {
         return None;
     }
-    let Ok(Value::List(items)) = constant_value(list) else { return None };
+    let Ok(Value::List(items)) = fold(list) else { return None };
     let items = items.to_vec().ok()?;
     if items.is_empty() {
         return Some(Step::Constant(Value::Bool(false)));

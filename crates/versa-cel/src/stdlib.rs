@@ -8,12 +8,13 @@
 //! pick theirs here. A call no overload accepts is `no such overload`.
 
 use std::cmp::Ordering;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::ast::MAP_INSERT;
-use crate::eval::{EvalError, Interp, no_overload};
+use crate::runtime::{CallContext, EvalError, no_overload};
 use crate::time::{self, Timestamp};
-use crate::value::{Value, comparable, compare, equals};
+use crate::value::{Map, MapKey, Value, comparable, compare, equals};
 
 const STRING_TRAVERSAL_COST_FACTOR: f64 = 0.1;
 const REGEX_STRING_LENGTH_COST_FACTOR: f64 = 0.25;
@@ -174,22 +175,41 @@ fn conversion_error(from: &Value<'_>, to: &str) -> EvalError {
     EvalError::new(format!("type conversion error from '{}' to '{to}'", &*from.type_name()))
 }
 
+/// `cel.@mapInsert(map, key, value)` or `cel.@mapInsert(map, entries)`: the map with the new
+/// entries, or cel-go's error for a key already present.
+pub(crate) fn map_insert<'a>(map: Map<'a>, args: Vec<Value<'a>>, mut seen: Option<&mut HashSet<MapKey>>) -> Res<'a> {
+    let mut args = args.into_iter();
+    match (args.next(), args.next()) {
+        (Some(Value::Map(entries)), None) => {
+            let entries = entries.entry_refs();
+            let mut out = map;
+            for i in 0..entries.len() {
+                let (k, v) = entries.get(i)?;
+                out = out.insert(k, v, seen.as_deref_mut())?;
+            }
+            Ok(Value::Map(out))
+        }
+        (Some(k), Some(v)) => map.insert(k, v, seen).map(Value::Map),
+        _ => Err(no_overload(MAP_INSERT)),
+    }
+}
+
 /// Calls `function` (a member call when `member`: `args[0]` is the receiver).
-pub(crate) fn call<'a>(interp: &mut Interp<'a, '_>, function: &str, member: bool, args: Vec<Value<'a>>) -> Res<'a> {
+pub(crate) fn call<'a>(calls: &mut CallContext<'_>, function: &str, member: bool, args: Vec<Value<'a>>) -> Res<'a> {
     // The Kubernetes libraries charge their own costs (some depend on the result).
-    if let Some(result) = crate::ext::call(interp, function, member, &args) {
+    if let Some(result) = crate::ext::call(calls, function, member, &args) {
         return result;
     }
     if let Some(b) = Builtin::of(function) {
-        return call_builtin(interp, b, &args);
+        return call_builtin(calls, b, &args);
     }
-    interp.charge(call_cost(function, &args))?;
+    calls.charge(call_cost(function, &args))?;
     let nso = || no_overload(function);
     if function == MAP_INSERT
         && let Some(Value::Map(m)) = args.first()
     {
         let map = m.clone();
-        return crate::eval::map_insert(map, args.into_iter().skip(1).collect(), None);
+        return map_insert(map, args.into_iter().skip(1).collect(), None);
     }
     match (function, args.as_slice()) {
         ("int" | "uint" | "double" | "string" | "bytes" | "bool" | "timestamp" | "duration", [v]) if !member => {
@@ -234,8 +254,8 @@ pub(crate) fn call<'a>(interp: &mut Interp<'a, '_>, function: &str, member: bool
 
 /// Calls a builtin on its evaluated operands (the receiver first for member calls), charging
 /// its cost first.
-pub(crate) fn call_builtin<'a>(interp: &mut Interp<'a, '_>, builtin: Builtin, args: &[Value<'a>]) -> Res<'a> {
-    interp.charge(builtin_cost(builtin, args))?;
+pub(crate) fn call_builtin<'a>(calls: &mut CallContext<'_>, builtin: Builtin, args: &[Value<'a>]) -> Res<'a> {
+    calls.charge(builtin_cost(builtin, args))?;
     let nso = || no_overload(builtin.name());
     match (builtin, args) {
         (Builtin::Not, [Value::Bool(b)]) => Ok(Value::Bool(!b)),
@@ -279,7 +299,7 @@ pub(crate) fn call_builtin<'a>(interp: &mut Interp<'a, '_>, builtin: Builtin, ar
         (Builtin::StartsWith, [Value::String(s), Value::String(p)]) => Ok(Value::Bool(s.starts_with(&**p))),
         (Builtin::EndsWith, [Value::String(s), Value::String(p)]) => Ok(Value::Bool(s.ends_with(&**p))),
         (Builtin::Matches, [Value::String(s), Value::String(p)]) => {
-            let re = interp.regex(p).map_err(EvalError::new)?;
+            let re = calls.regex(p).map_err(EvalError::new)?;
             Ok(Value::Bool(re.is_match(s)))
         }
         _ => Err(nso()),

@@ -41,7 +41,8 @@ use versa_schema::Structural;
 use versa_schema::field::{BadValue, Error, ErrorList, ErrorType, Path, go_quote};
 use versa_schema::structural::Type as SchemaType;
 
-use crate::eval::{Activation, CostTracker, EvalError, RUNTIME_CEL_COST_BUDGET, eval};
+use crate::eval::{Activation, eval};
+use crate::runtime::{CostTracker, EvalError, RUNTIME_CEL_COST_BUDGET};
 use crate::types::{DeclKind, DeclType};
 use crate::value::{Value, field_index};
 use crate::{CompileOptions, CompiledExpression, compile_message_expression, compile_rule};

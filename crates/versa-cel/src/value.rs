@@ -26,8 +26,8 @@ use std::sync::Arc;
 use base64::Engine;
 use serde_json::Value as Json;
 
-use crate::eval::EvalError;
-use crate::ext::Opaque;
+use crate::opaque::Opaque;
+use crate::runtime::EvalError;
 use crate::time::{self, Timestamp};
 use crate::types::{DeclKind, DeclType, ListType, ObjectType, Type};
 

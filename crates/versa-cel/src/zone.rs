@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::time::{days_from_civil, is_leap};
+use crate::calendar::{civil_from_days, days_from_civil, days_in_month, is_leap};
 
 /// Where Go looks for the zone database, after `$ZONEINFO`.
 const ZONE_DIRS: [&str; 4] =
@@ -223,7 +223,7 @@ impl Rule {
         let Some(dst) = &self.dst else { return self.std };
         // The year (of UTC), and the seconds since it began, as Go computes them.
         let days = sec.div_euclid(86_400);
-        let year = crate::time::civil_year(days);
+        let year = civil_from_days(days).0;
         let year_start = days_from_civil(year, 1, 1) * 86_400;
         let ysec = sec - year_start;
         // Changes happen at local time: the start in standard time, the end in daylight time.
@@ -252,7 +252,7 @@ impl When {
                 let weekday = (month_start + 4).rem_euclid(7);
                 let mut day = (d - weekday).rem_euclid(7);
                 for _ in 1..w {
-                    if day + 7 >= days_in_month(year, m) {
+                    if day + 7 >= i64::from(days_in_month(year, m as u32)) {
                         break;
                     }
                     day += 7;
@@ -261,15 +261,6 @@ impl When {
             }
         };
         day * 86_400 + self.time
-    }
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
     }
 }
 

@@ -209,13 +209,13 @@ fn lazy_variables_are_computed_once_on_selection() {
 #[derive(Debug)]
 struct FakeAuthz;
 
-impl versa_cel::ext::authz::Authorize for FakeAuthz {
+impl versa_cel::opaque::authz::Authorize for FakeAuthz {
     fn authorize(
         &self,
-        user: &versa_cel::ext::authz::AuthzUser,
-        c: &versa_cel::ext::authz::AuthzCheck,
-    ) -> versa_cel::ext::authz::AuthzDecision {
-        use versa_cel::ext::authz::AuthzDecision;
+        user: &versa_cel::opaque::authz::AuthzUser,
+        c: &versa_cel::opaque::authz::AuthzCheck,
+    ) -> versa_cel::opaque::authz::AuthzDecision {
+        use versa_cel::opaque::authz::AuthzDecision;
         if c.group == "broken" {
             return AuthzDecision { allowed: false, reason: String::new(), error: Some("authorizer down".into()) };
         }
@@ -229,15 +229,14 @@ impl versa_cel::ext::authz::Authorize for FakeAuthz {
 
 #[test]
 fn the_authorizer_library() {
-    use versa_cel::ext::authz::{
-        AUTHORIZER_TYPE, AuthzCheck, AuthzUser, RESOURCE_CHECK_TYPE, authorizer_value, resource_check_value,
-    };
+    use versa_cel::ext::authz::{authorizer_value, resource_check_value};
+    use versa_cel::opaque::authz::{AUTHORIZER_TYPE, AuthzCheck, AuthzUser, RESOURCE_CHECK_TYPE};
     let vars = [
         ("authorizer", Type::Opaque(AUTHORIZER_TYPE)),
         ("authorizer.requestResource", Type::Opaque(RESOURCE_CHECK_TYPE)),
     ];
     let user = AuthzUser { username: "alice".into(), ..AuthzUser::default() };
-    let authz: Arc<dyn versa_cel::ext::authz::Authorize> = Arc::new(FakeAuthz);
+    let authz: Arc<dyn versa_cel::opaque::authz::Authorize> = Arc::new(FakeAuthz);
     let request = AuthzCheck {
         group: "apps".into(),
         resource: "deployments".into(),

@@ -12,89 +12,22 @@
 //! implementation, synchronously, as kube's does. A check costs 350,000 (two per expression fit
 //! the per-call limit), everything else 1.
 
-use std::fmt;
 use std::sync::Arc;
 
-use super::{Opaque, Res, charged, opaque, text};
-use crate::eval::{EvalError, Interp};
+use super::{Res, charged, opaque, text};
+use crate::opaque::{
+    Opaque,
+    authz::{
+        AUTHORIZER_TYPE, Authorize, AuthzCheck, AuthzUser, AuthzValue, DECISION_TYPE, GROUP_CHECK_TYPE,
+        PATH_CHECK_TYPE, RESOURCE_CHECK_TYPE,
+    },
+};
+use crate::runtime::{CallContext, EvalError};
 use crate::types::Type;
 use crate::value::Value;
 
-pub const AUTHORIZER_TYPE: &str = "kubernetes.authorization.Authorizer";
-pub const PATH_CHECK_TYPE: &str = "kubernetes.authorization.PathCheck";
-pub const GROUP_CHECK_TYPE: &str = "kubernetes.authorization.GroupCheck";
-pub const RESOURCE_CHECK_TYPE: &str = "kubernetes.authorization.ResourceCheck";
-pub const DECISION_TYPE: &str = "kubernetes.authorization.Decision";
-
 /// What an authorization check costs (Kubernetes' fixed cost).
 pub const CHECK_COST: u64 = 350_000;
-
-/// The user a check is made for.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AuthzUser {
-    pub username: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-    pub extra: std::collections::BTreeMap<String, Vec<String>>,
-}
-
-/// One authorization question (kube's `authorizer.AttributesRecord` as the library fills it).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AuthzCheck {
-    pub verb: String,
-    /// Set for a non-resource check (`authorizer.path(p)`).
-    pub path: Option<String>,
-    pub group: String,
-    pub resource: String,
-    pub subresource: String,
-    pub namespace: String,
-    pub name: String,
-    pub field_selector: String,
-    pub label_selector: String,
-}
-
-/// An authorizer's answer.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AuthzDecision {
-    pub allowed: bool,
-    pub reason: String,
-    /// The authorizer's error, if it failed.
-    pub error: Option<String>,
-}
-
-/// Who answers the checks.
-pub trait Authorize: Send + Sync + fmt::Debug {
-    fn authorize(&self, user: &AuthzUser, check: &AuthzCheck) -> AuthzDecision;
-}
-
-/// A value of the library.
-#[derive(Clone, Debug)]
-pub enum AuthzValue {
-    Authorizer { user: Arc<AuthzUser>, authorizer: Arc<dyn Authorize> },
-    PathCheck { user: Arc<AuthzUser>, authorizer: Arc<dyn Authorize>, path: String },
-    GroupCheck { user: Arc<AuthzUser>, authorizer: Arc<dyn Authorize>, group: String },
-    ResourceCheck { user: Arc<AuthzUser>, authorizer: Arc<dyn Authorize>, check: AuthzCheck },
-    Decision(AuthzDecision),
-}
-
-/// Library values are compared by identity, as kube's receiver-only values are.
-impl PartialEq for AuthzValue {
-    fn eq(&self, other: &Self) -> bool {
-        std::ptr::eq(self, other)
-    }
-}
-
-impl AuthzValue {
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            AuthzValue::Authorizer { .. } => AUTHORIZER_TYPE,
-            AuthzValue::PathCheck { .. } => PATH_CHECK_TYPE,
-            AuthzValue::GroupCheck { .. } => GROUP_CHECK_TYPE,
-            AuthzValue::ResourceCheck { .. } => RESOURCE_CHECK_TYPE,
-            AuthzValue::Decision(_) => DECISION_TYPE,
-        }
-    }
-}
 
 /// The `authorizer` variable: checks for `user`, answered by `authorizer`.
 pub fn authorizer_value<'a>(user: AuthzUser, authorizer: Arc<dyn Authorize>) -> Value<'a> {
@@ -144,7 +77,7 @@ fn valid_name(s: &str, subdomain: bool) -> bool {
 }
 
 pub(crate) fn call<'a>(
-    interp: &mut Interp<'a, '_>,
+    calls: &mut CallContext<'_>,
     function: &str,
     member: bool,
     args: &[Value<'a>],
@@ -158,7 +91,7 @@ pub(crate) fn call<'a>(
     Some(match (function, target) {
         ("path", AuthzValue::Authorizer { user, authorizer }) => {
             let path = arg(1)?;
-            charged(interp, 1, || {
+            charged(calls, 1, || {
                 if path.is_empty() {
                     return Err(EvalError::new("path must not be empty"));
                 }
@@ -171,7 +104,7 @@ pub(crate) fn call<'a>(
         }
         ("group", AuthzValue::Authorizer { user, authorizer }) => {
             let group = arg(1)?;
-            charged(interp, 1, || {
+            charged(calls, 1, || {
                 value(AuthzValue::GroupCheck {
                     user: user.clone(),
                     authorizer: authorizer.clone(),
@@ -181,7 +114,7 @@ pub(crate) fn call<'a>(
         }
         ("serviceAccount", AuthzValue::Authorizer { authorizer, .. }) => {
             let (namespace, name) = (arg(1)?, arg(2)?);
-            charged(interp, 1, || {
+            charged(calls, 1, || {
                 if !valid_name(name, true) {
                     return Err(EvalError::new("Invalid service account name"));
                 }
@@ -202,7 +135,7 @@ pub(crate) fn call<'a>(
         }
         ("resource", AuthzValue::GroupCheck { user, authorizer, group }) => {
             let resource = arg(1)?;
-            charged(interp, 1, || {
+            charged(calls, 1, || {
                 if resource.is_empty() {
                     return Err(EvalError::new("resource must not be empty"));
                 }
@@ -215,7 +148,7 @@ pub(crate) fn call<'a>(
             AuthzValue::ResourceCheck { user, authorizer, check },
         ) => {
             let v = arg(1)?.to_owned();
-            charged(interp, 1, || {
+            charged(calls, 1, || {
                 let mut check = check.clone();
                 match function {
                     "subresource" => check.subresource = v,
@@ -229,19 +162,19 @@ pub(crate) fn call<'a>(
         }
         ("check", AuthzValue::PathCheck { user, authorizer, path }) => {
             let verb = arg(1)?;
-            charged(interp, CHECK_COST, || {
+            charged(calls, CHECK_COST, || {
                 let check = AuthzCheck { verb: verb.to_owned(), path: Some(path.clone()), ..AuthzCheck::default() };
                 value(AuthzValue::Decision(authorizer.authorize(user, &check)))
             })
         }
         ("check", AuthzValue::ResourceCheck { user, authorizer, check }) => {
             let verb = arg(1)?;
-            charged(interp, CHECK_COST, || {
+            charged(calls, CHECK_COST, || {
                 let check = AuthzCheck { verb: verb.to_owned(), ..check.clone() };
                 value(AuthzValue::Decision(authorizer.authorize(user, &check)))
             })
         }
-        ("allowed" | "errored" | "reason" | "error", AuthzValue::Decision(d)) => charged(interp, 1, || {
+        ("allowed" | "errored" | "reason" | "error", AuthzValue::Decision(d)) => charged(calls, 1, || {
             Ok(match function {
                 "allowed" => Value::Bool(d.allowed),
                 "errored" => Value::Bool(d.error.is_some()),

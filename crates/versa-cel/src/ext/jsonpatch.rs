@@ -4,7 +4,7 @@
 //! costs 0.1 per code point, as `url`.
 
 use super::{Res, ceil_cost, charged, str_size, text};
-use crate::eval::Interp;
+use crate::runtime::CallContext;
 use crate::types::Type;
 use crate::value::Value;
 
@@ -26,7 +26,7 @@ pub fn escape_key(key: &str) -> String {
 }
 
 pub(crate) fn call<'a>(
-    interp: &mut Interp<'a, '_>,
+    calls: &mut CallContext<'_>,
     function: &str,
     member: bool,
     args: &[Value<'a>],
@@ -36,7 +36,7 @@ pub(crate) fn call<'a>(
     }
     let key = args.first().and_then(text)?;
     let cost = ceil_cost(str_size(&args[0]) as f64 * 0.1);
-    Some(charged(interp, cost, || Ok(Value::string(escape_key(key)))))
+    Some(charged(calls, cost, || Ok(Value::string(escape_key(key)))))
 }
 
 #[cfg(test)]

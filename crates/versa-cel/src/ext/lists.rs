@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::Res;
-use crate::eval::{EvalError, Interp, no_overload};
+use crate::runtime::{CallContext, EvalError, no_overload};
 use crate::types::Type;
 use crate::value::{List, Value, compare, equals};
 
@@ -114,7 +114,7 @@ fn self_compare_cost(l: &List<'_>) -> Result<u64, EvalError> {
 }
 
 pub(crate) fn call<'a>(
-    interp: &mut Interp<'a, '_>,
+    calls: &mut CallContext<'_>,
     function: &str,
     member: bool,
     args: &[Value<'a>],
@@ -132,22 +132,22 @@ pub(crate) fn call<'a>(
     if !known {
         return None;
     }
-    Some(dispatch(interp, function, args))
+    Some(dispatch(calls, function, args))
 }
 
-fn dispatch<'a>(interp: &mut Interp<'a, '_>, function: &str, args: &[Value<'a>]) -> Res<'a> {
+fn dispatch<'a>(calls: &mut CallContext<'_>, function: &str, args: &[Value<'a>]) -> Res<'a> {
     let nso = || no_overload(function);
     if function == "lists.range" {
         let [Value::Int(n)] = args else { return Err(nso()) };
         let n = (*n).max(0) as u64;
-        interp.charge(allocating(1.0, n))?;
+        calls.charge(allocating(1.0, n))?;
         return Ok(Value::list((0..n as i64).map(Value::Int).collect()));
     }
     if let Some(kind) = function.strip_prefix("sets.") {
         let [Value::List(a), Value::List(b)] = args else { return Err(nso()) };
         let factor = if kind == "equivalent" { 2.0 } else { 1.0 };
         let product = (a.len() as u64).saturating_mul(b.len() as u64);
-        interp.charge(CALL_COST.saturating_add((product as f64 * factor) as u64))?;
+        calls.charge(CALL_COST.saturating_add((product as f64 * factor) as u64))?;
         let result = match kind {
             "contains" => contains_all(a, b)?,
             "equivalent" => contains_all(a, b)? && contains_all(b, a)?,
@@ -158,7 +158,7 @@ fn dispatch<'a>(interp: &mut Interp<'a, '_>, function: &str, args: &[Value<'a>])
     let Some(Value::List(l)) = args.first() else { return Err(nso()) };
     match (function, &args[1..]) {
         ("isSorted" | "sum" | "max" | "min", []) | ("indexOf" | "lastIndexOf", [_]) => {
-            interp.charge(traversal_cost(&args[0], 0)?)?;
+            calls.charge(traversal_cost(&args[0], 0)?)?;
         }
         _ => {}
     }
@@ -172,7 +172,7 @@ fn dispatch<'a>(interp: &mut Interp<'a, '_>, function: &str, args: &[Value<'a>])
             Ok(Value::Bool(true))
         }
         ("sum", []) => {
-            let mut acc = match (interp.call_result_type(), l.len()) {
+            let mut acc = match (calls.call_result_type(), l.len()) {
                 (Some(Type::Uint), _) => Value::Uint(0),
                 (Some(Type::Double), _) => Value::Double(0.0),
                 (Some(Type::Duration), _) => Value::Duration(0),
@@ -232,7 +232,7 @@ fn dispatch<'a>(interp: &mut Interp<'a, '_>, function: &str, args: &[Value<'a>])
             if len < end {
                 return Err(EvalError::new(format!("cannot slice({start}, {end}), list is length {len}")));
             }
-            interp.charge(allocating(1.0, (end - start) as u64))?;
+            calls.charge(allocating(1.0, (end - start) as u64))?;
             let items: Result<Vec<_>, _> = (start as usize..end as usize).map(|i| l.get(i)).collect();
             Ok(Value::list(items?))
         }
@@ -245,19 +245,19 @@ fn dispatch<'a>(interp: &mut Interp<'a, '_>, function: &str, args: &[Value<'a>])
             if depth < 0 {
                 return Err(EvalError::new("level must be non-negative"));
             }
-            interp.charge(allocating(depth as f64, l.len() as u64))?;
+            calls.charge(allocating(depth as f64, l.len() as u64))?;
             let mut out = Vec::new();
-            flatten(l, depth, &mut out, interp)?;
+            flatten(l, depth, &mut out, calls)?;
             Ok(Value::list(out))
         }
         ("reverse", []) => {
-            interp.charge(allocating(1.0, l.len() as u64))?;
+            calls.charge(allocating(1.0, l.len() as u64))?;
             let mut items = l.to_vec()?;
             items.reverse();
             Ok(Value::list(items))
         }
         ("distinct", []) => {
-            interp.charge(self_compare_cost(l)?)?;
+            calls.charge(self_compare_cost(l)?)?;
             let mut out: Vec<Value<'a>> = Vec::new();
             for i in 0..l.len() {
                 let v = l.get(i)?;
@@ -275,19 +275,19 @@ fn dispatch<'a>(interp: &mut Interp<'a, '_>, function: &str, args: &[Value<'a>])
             Ok(Value::list(out))
         }
         ("sort", []) => {
-            interp.charge(self_compare_cost(l)?)?;
+            calls.charge(self_compare_cost(l)?)?;
             sort_by_keys(l, l)
         }
         ("@sortByAssociatedKeys", [Value::List(keys)]) => {
-            interp.charge(self_compare_cost(keys)?)?;
+            calls.charge(self_compare_cost(keys)?)?;
             sort_by_keys(l, keys)
         }
         ("first", []) => {
-            interp.charge(1)?;
+            calls.charge(1)?;
             Ok(Value::Optional(if l.is_empty() { None } else { Some(Arc::new(l.get(0)?)) }))
         }
         ("last", []) => {
-            interp.charge(1)?;
+            calls.charge(1)?;
             Ok(Value::Optional(match l.len() {
                 0 => None,
                 n => Some(Arc::new(l.get(n - 1)?)),
@@ -316,15 +316,15 @@ fn flatten<'a>(
     l: &List<'a>,
     depth: i64,
     out: &mut Vec<Value<'a>>,
-    interp: &mut Interp<'a, '_>,
+    calls: &mut CallContext<'_>,
 ) -> Result<(), EvalError> {
     for i in 0..l.len() {
         match l.get(i)? {
             Value::List(inner) if depth > 0 => {
                 // Nested levels are paid for as they are reached, so a deep flatten of a small
                 // list stays cheap and a wide one is stopped by the limit.
-                interp.charge(inner.len() as u64)?;
-                flatten(&inner, depth - 1, out, interp)?;
+                calls.charge(inner.len() as u64)?;
+                flatten(&inner, depth - 1, out, calls)?;
             }
             v => out.push(v),
         }

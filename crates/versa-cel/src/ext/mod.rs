@@ -10,7 +10,7 @@
 //! names) and charges each call its Kubernetes runtime cost (`CallCost`) before doing the work.
 //! Their static costs (`EstimateCallCost`) are in [`crate::cost`], next to cel-go's.
 //!
-//! The library types are [`Opaque`] values: `net.IP` and `net.CIDR` (opaque types),
+//! The library types are [`Opaque`] values ([`crate::opaque`]): `net.IP` and `net.CIDR` (opaque types),
 //! `kubernetes.URL`, `kubernetes.Quantity`, `kubernetes.Semver` and `kubernetes.NamedFormat`
 //! (object types without fields). They compare equal as Kubernetes compares them (quantities
 //! by value, semvers ignoring build metadata) and charge 1 for `==`.
@@ -26,27 +26,14 @@ pub mod semver;
 pub mod strings;
 pub mod url;
 
-use std::fmt;
 use std::sync::Arc;
 
-use crate::eval::{EvalError, Interp};
+use crate::opaque::{self, CIDR_TYPE, IP_TYPE, Opaque};
+use crate::runtime::{CallContext, EvalError};
 use crate::types::Type;
 use crate::value::{Str, Value};
 
 pub(crate) type Res<'a> = Result<Value<'a>, EvalError>;
-
-/// `net.IP`.
-pub const IP_TYPE: &str = "net.IP";
-/// `net.CIDR`.
-pub const CIDR_TYPE: &str = "net.CIDR";
-/// `kubernetes.URL`.
-pub const URL_TYPE: &str = "kubernetes.URL";
-/// `kubernetes.Quantity`.
-pub const QUANTITY_TYPE: &str = "kubernetes.Quantity";
-/// `kubernetes.Semver`.
-pub const SEMVER_TYPE: &str = "kubernetes.Semver";
-/// `kubernetes.NamedFormat`.
-pub const FORMAT_TYPE: &str = "kubernetes.NamedFormat";
 
 /// A library type by its CEL name (for `type(x) == net.IP`). Only the opaque types are
 /// declared as names: Kubernetes 1.36 leaves `kubernetes.URL`, `kubernetes.Quantity`,
@@ -56,65 +43,14 @@ pub(crate) fn type_named(name: &str) -> Option<&'static str> {
     [
         IP_TYPE,
         CIDR_TYPE,
-        authz::AUTHORIZER_TYPE,
-        authz::PATH_CHECK_TYPE,
-        authz::GROUP_CHECK_TYPE,
-        authz::RESOURCE_CHECK_TYPE,
-        authz::DECISION_TYPE,
+        opaque::authz::AUTHORIZER_TYPE,
+        opaque::authz::PATH_CHECK_TYPE,
+        opaque::authz::GROUP_CHECK_TYPE,
+        opaque::authz::RESOURCE_CHECK_TYPE,
+        opaque::authz::DECISION_TYPE,
     ]
     .into_iter()
     .find(|t| *t == name)
-}
-
-/// A value of a library type.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Opaque {
-    Ip(net::Ip),
-    Cidr(net::Cidr),
-    Url(url::Url),
-    Quantity(quantity::Quantity),
-    Semver(semver::Semver),
-    Format(&'static format::NamedFormat),
-    /// The authorization library's values (admission's `authorizer`).
-    Authz(authz::AuthzValue),
-}
-
-impl Opaque {
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            Opaque::Ip(_) => IP_TYPE,
-            Opaque::Cidr(_) => CIDR_TYPE,
-            Opaque::Url(_) => URL_TYPE,
-            Opaque::Quantity(_) => QUANTITY_TYPE,
-            Opaque::Semver(_) => SEMVER_TYPE,
-            Opaque::Format(_) => FORMAT_TYPE,
-            Opaque::Authz(a) => a.type_name(),
-        }
-    }
-
-    /// cel-go's `Sizer` size: IPs and CIDRs are their address length in bytes, the others
-    /// have no size (1).
-    pub fn size(&self) -> u64 {
-        match self {
-            Opaque::Ip(ip) => ip.byte_len(),
-            Opaque::Cidr(c) => c.addr.byte_len(),
-            _ => 1,
-        }
-    }
-}
-
-impl fmt::Display for Opaque {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Opaque::Ip(ip) => write!(f, "ip({:?})", ip.to_string()),
-            Opaque::Cidr(c) => write!(f, "cidr({:?})", c.to_string()),
-            Opaque::Url(u) => write!(f, "url({:?})", u.source),
-            Opaque::Quantity(q) => write!(f, "quantity({:?})", q.to_string()),
-            Opaque::Semver(s) => write!(f, "semver({:?})", s.to_string()),
-            Opaque::Format(n) => write!(f, "format.{}()", n.key),
-            Opaque::Authz(a) => f.write_str(a.type_name()),
-        }
-    }
 }
 
 pub(crate) fn opaque<'a>(o: Opaque) -> Value<'a> {
@@ -138,27 +74,27 @@ pub(crate) fn declare(add: &mut dyn FnMut(&'static str, bool, Vec<Type>, Type)) 
 /// Evaluates a library function, or `None` when `function` is not one of them (or not for
 /// these arguments).
 pub(crate) fn call<'a>(
-    interp: &mut Interp<'a, '_>,
+    calls: &mut CallContext<'_>,
     function: &str,
     member: bool,
     args: &[Value<'a>],
 ) -> Option<Res<'a>> {
-    strings::call(interp, function, member, args)
-        .or_else(|| lists::call(interp, function, member, args))
-        .or_else(|| regex::call(interp, function, member, args))
-        .or_else(|| quantity::call(interp, function, member, args))
-        .or_else(|| net::call(interp, function, member, args))
-        .or_else(|| url::call(interp, function, member, args))
-        .or_else(|| semver::call(interp, function, member, args))
-        .or_else(|| format::call(interp, function, member, args))
-        .or_else(|| jsonpatch::call(interp, function, member, args))
-        .or_else(|| authz::call(interp, function, member, args))
+    strings::call(calls, function, member, args)
+        .or_else(|| lists::call(calls, function, member, args))
+        .or_else(|| regex::call(calls, function, member, args))
+        .or_else(|| quantity::call(calls, function, member, args))
+        .or_else(|| net::call(calls, function, member, args))
+        .or_else(|| url::call(calls, function, member, args))
+        .or_else(|| semver::call(calls, function, member, args))
+        .or_else(|| format::call(calls, function, member, args))
+        .or_else(|| jsonpatch::call(calls, function, member, args))
+        .or_else(|| authz::call(calls, function, member, args))
 }
 
 /// Charges a library call's `cost`, then computes its result: the charge's error (a
 /// cancellation) instead when the cost is over a limit.
-pub(crate) fn charged<'a>(interp: &mut Interp<'a, '_>, cost: u64, result: impl FnOnce() -> Res<'a>) -> Res<'a> {
-    interp.charge(cost)?;
+pub(crate) fn charged<'a>(calls: &mut CallContext<'_>, cost: u64, result: impl FnOnce() -> Res<'a>) -> Res<'a> {
+    calls.charge(cost)?;
     result()
 }
 
@@ -166,13 +102,13 @@ pub(crate) fn charged<'a>(interp: &mut Interp<'a, '_>, cost: u64, result: impl F
 /// test (`isQuantity(s)`, ...: `check`), charged a tenth of the string's size as Kubernetes
 /// charges it: the value `parse` makes of it, whether it parses, or the parse error.
 pub(crate) fn parse_string<'a, T, E: Into<String>>(
-    interp: &mut Interp<'a, '_>,
+    calls: &mut CallContext<'_>,
     arg: &Value<'_>,
     check: bool,
     parse: impl FnOnce() -> Result<T, E>,
     value: impl FnOnce(T) -> Opaque,
 ) -> Res<'a> {
-    charged(interp, ceil_cost(str_size(arg) as f64 * 0.1), || match (check, parse()) {
+    charged(calls, ceil_cost(str_size(arg) as f64 * 0.1), || match (check, parse()) {
         (true, r) => Ok(Value::Bool(r.is_ok())),
         (false, Ok(v)) => Ok(opaque(value(v))),
         (false, Err(e)) => Err(EvalError::new(e)),

@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 
 use super::{Res, ceil_cost, list_of_strings, text};
-use crate::eval::{EvalError, Interp, no_overload};
+use crate::runtime::{CallContext, EvalError, no_overload};
 use crate::time;
 use crate::types::Type;
 use crate::value::{List, Value};
@@ -51,7 +51,7 @@ pub(crate) fn string_traversal(s: &str) -> u64 {
 }
 
 pub(crate) fn call<'a>(
-    interp: &mut Interp<'a, '_>,
+    calls: &mut CallContext<'_>,
     function: &str,
     member: bool,
     args: &[Value<'a>],
@@ -69,7 +69,7 @@ pub(crate) fn call<'a>(
         | ("strings.quote", false)
         | ("format", true) => {}
         ("indexOf" | "lastIndexOf", true) if matches!(args.first(), Some(Value::String(_))) => {}
-        ("join", true) => return Some(join(interp, args)),
+        ("join", true) => return Some(join(calls, args)),
         _ => return None,
     }
     let Some(s) = args.first().and_then(text) else { return nso() };
@@ -81,7 +81,7 @@ pub(crate) fn call<'a>(
         "indexOf" | "lastIndexOf" => string_traversal(s),
         _ => 1,
     };
-    if let Err(e) = interp.charge(cost) {
+    if let Err(e) = calls.charge(cost) {
         return Some(Err(e));
     }
     let rest = &args[1..];
@@ -204,7 +204,7 @@ fn substring<'a>(s: &str, start: i64, end: Option<i64>) -> Res<'a> {
 
 /// `<list(string)>.join([sep])`, charged twice the result's size × 0.1 (computed before the
 /// result is built).
-fn join<'a>(interp: &mut Interp<'a, '_>, args: &[Value<'a>]) -> Res<'a> {
+fn join<'a>(calls: &mut CallContext<'_>, args: &[Value<'a>]) -> Res<'a> {
     let (Some(Value::List(l)), sep) = (args.first(), args.get(1)) else {
         return Err(no_overload("join"));
     };
@@ -220,7 +220,7 @@ fn join<'a>(interp: &mut Interp<'a, '_>, args: &[Value<'a>]) -> Res<'a> {
         };
         size += s.chars().count() as u64 + if i > 0 { sep.chars().count() as u64 } else { 0 };
     }
-    interp.charge(ceil_cost(size as f64 * 2.0 * 0.1))?;
+    calls.charge(ceil_cost(size as f64 * 2.0 * 0.1))?;
     let parts: Vec<&str> = items.iter().filter_map(text).collect();
     Ok(Value::string(parts.join(sep)))
 }
@@ -328,7 +328,7 @@ fn format_string(v: &Value<'_>, out: &mut String, depth: u32) -> Result<(), Eval
         Value::Uint(u) => out.push_str(&u.to_string()),
         Value::Double(d) => match special_double(*d) {
             Some(s) => out.push_str(s),
-            None => out.push_str(&crate::stdlib::format_double(*d)),
+            None => out.push_str(&versa_schema::field::go_float(*d)),
         },
         Value::Null => out.push_str("null"),
         Value::Type(t) => out.push_str(t),

@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use versa_cel::ext::authz::{Authorize, AuthzCheck, AuthzDecision, AuthzUser};
+use versa_cel::opaque::authz::{Authorize, AuthzCheck, AuthzDecision, AuthzUser};
 
 use crate::auth::{Authorizer, Decision, UserInfo};
 use crate::request_info::RequestInfo;

@@ -19,243 +19,33 @@
 //!
 //! # Cost
 //!
-//! Every step is charged as cel-go's `interpreter/runtimecost.go` charges it: identifiers and
-//! field selections 1, literals 0, list and map literals 10 and 30, logical operators and the
-//! ternary nothing, calls 1 unless a size-dependent rule applies (string equality and ordering,
-//! `+` on strings, `contains`, `startsWith`/`endsWith`, `matches`, `in` on a list). The
-//! [`CostTracker`] stops the evaluation as soon as the cost of this call exceeds the per-call
-//! limit ([`PER_CALL_LIMIT`] for CRD rules: `operation cancelled: actual cost limit exceeded`)
-//! or the remaining per-object budget (`validation failed due to running out of cost budget`),
-//! so an expensive rule never runs to completion. Recursion follows the AST, whose height the
-//! parser bounds; loops run over finite ranges and every iteration costs at least 1.
+//! Every step is charged as cel-go's `interpreter/runtimecost.go` charges it: identifiers and field
+//! selections 1, literals 0, list and map literals 10 and 30, logical operators and the ternary
+//! nothing, calls 1 unless a size-dependent rule applies (string equality and ordering, `+` on
+//! strings, `contains`, `startsWith`/`endsWith`, `matches`, `in` on a list). The [`CostTracker`]
+//! stops the evaluation as soon as the cost of this call exceeds the per-call limit
+//! ([`PER_CALL_LIMIT`](crate::runtime::PER_CALL_LIMIT) for CRD rules: `operation cancelled: actual
+//! cost limit exceeded`) or the remaining per-object budget (`validation failed due to running out
+//! of cost budget`), so an expensive rule never runs to completion. Recursion follows the AST,
+//! whose height the parser bounds; loops run over finite ranges and every iteration costs at least
+//! 1.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use regex::Regex;
 use serde_json::Value as Json;
 
-use crate::ast::{ACCUMULATOR_VAR, Comprehension, Expr, ExprId, ExprKind, Literal, MAP_INSERT, MapEntry, op};
-use crate::ext::regex::LiteralPatterns;
-use crate::plan::{Plan, Step, literal};
-use crate::stdlib::Builtin;
-use crate::types::{DeclType, Type};
-use crate::value::{Map, MapKey, Str, Value, equals};
-use crate::{CompiledExpression, OLD_SELF_VAR, SELF_VAR};
+use crate::CompiledExpression;
+use crate::ast::{Expr, ExprId, ExprKind, Literal, MapEntry};
+use crate::plan::{Plan, Special, Step, literal, qualified_name, type_name};
+use crate::runtime::{CallContext, CostTracker, EvalError, LiteralPatterns, no_overload};
+use crate::stdlib::{self, Builtin};
+use crate::types::Type;
+use crate::value::{Map, Str, Value, equals};
 
-/// The per-call cost limit of a CRD validation rule (`celconfig.PerCallLimit`).
-pub const PER_CALL_LIMIT: u64 = 1_000_000;
-/// The cost budget for all rules of one object (`celconfig.RuntimeCELCostBudget`).
-pub const RUNTIME_CEL_COST_BUDGET: u64 = 10_000_000;
+mod activation;
+mod comprehension;
 
-/// Why an evaluation failed.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum EvalError {
-    /// A CEL runtime error (`no such key: x`, `division by zero`, ...).
-    #[error("{0}")]
-    Runtime(Arc<str>),
-    /// No overload of `function` accepts the arguments' runtime types.
-    #[error("no such overload")]
-    NoSuchOverload { function: String },
-    /// The call's cost exceeded the per-call limit.
-    #[error("operation cancelled: actual cost limit exceeded")]
-    CostLimitExceeded,
-    /// The call's cost exceeded what is left of the per-object budget.
-    #[error("validation failed due to running out of cost budget, no further validation rules will be run")]
-    BudgetExceeded,
-}
-
-impl EvalError {
-    pub fn new(msg: impl Into<String>) -> EvalError {
-        EvalError::Runtime(msg.into().into())
-    }
-
-    /// Cancellations stop the evaluation; no operator absorbs them.
-    pub fn is_cancellation(&self) -> bool {
-        matches!(self, EvalError::CostLimitExceeded | EvalError::BudgetExceeded)
-    }
-}
-
-pub(crate) fn no_overload(function: &str) -> EvalError {
-    EvalError::NoSuchOverload { function: function.to_owned() }
-}
-
-/// The calls the evaluator handles itself rather than dispatching them to a function: they
-/// decide which of their arguments to evaluate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Special {
-    And,
-    Or,
-    Conditional,
-    NotStrictlyFalse,
-    OptSelect,
-    OptOr,
-    OptOrValue,
-}
-
-impl Special {
-    pub(crate) fn of(function: &str) -> Option<Special> {
-        Some(match function {
-            op::LOGICAL_AND => Special::And,
-            op::LOGICAL_OR => Special::Or,
-            op::CONDITIONAL => Special::Conditional,
-            op::NOT_STRICTLY_FALSE => Special::NotStrictlyFalse,
-            op::OPT_SELECT => Special::OptSelect,
-            "or" => Special::OptOr,
-            "orValue" => Special::OptOrValue,
-            _ => return None,
-        })
-    }
-}
-
-/// The loop steps that grow the accumulator in place (see `Interp::eval_step`).
-#[derive(Clone, Copy)]
-enum StepKind {
-    Conditional,
-    Append,
-    Insert,
-}
-
-/// The variables of one evaluation. A rule's `self` and `oldSelf` have their own slots, so
-/// that binding them allocates nothing.
-#[derive(Clone, Debug, Default)]
-pub struct Activation<'a> {
-    pub(crate) self_value: Option<Value<'a>>,
-    pub(crate) old_self: Option<Value<'a>>,
-    others: Vec<(std::borrow::Cow<'static, str>, Value<'a>)>,
-    /// Some variable has a dotted name (`authorizer.requestResource`).
-    dotted: bool,
-}
-
-impl<'a> Activation<'a> {
-    pub fn new() -> Activation<'a> {
-        Activation::default()
-    }
-
-    /// Binds a rule's variables: `self`, and `oldSelf` when there is an old value — as
-    /// `optional_type(T)` when the rule has `optionalOldSelf` (none for a create).
-    pub fn for_rule(
-        self_json: &'a Json,
-        old_self: Option<&'a Json>,
-        decl: &'a DeclType,
-        optional_old_self: bool,
-    ) -> Result<Activation<'a>, EvalError> {
-        let old = match old_self {
-            Some(old) => Some(Value::from_json(old, decl)?),
-            None => None,
-        };
-        Ok(Activation::for_rule_values(Value::from_json(self_json, decl)?, old, optional_old_self))
-    }
-
-    /// [`Activation::for_rule`] with `self` and `oldSelf` already converted (a node's rules
-    /// share them).
-    pub fn for_rule_values(
-        self_value: Value<'a>,
-        old_self: Option<Value<'a>>,
-        optional_old_self: bool,
-    ) -> Activation<'a> {
-        let old_self = match (old_self, optional_old_self) {
-            (Some(old), false) => Some(old),
-            (Some(old), true) => Some(Value::Optional(Some(Arc::new(old)))),
-            (None, true) => Some(Value::Optional(None)),
-            (None, false) => None,
-        };
-        Activation { self_value: Some(self_value), old_self, others: Vec::new(), dotted: false }
-    }
-
-    /// [`Activation::bind`] for a variable whose name is a constant (nothing is allocated for
-    /// the name).
-    pub fn bind_static(&mut self, name: &'static str, value: Value<'a>) {
-        match name {
-            SELF_VAR | OLD_SELF_VAR => self.bind(name, value),
-            _ => match self.others.iter_mut().find(|(n, _)| n == name) {
-                Some(slot) => slot.1 = value,
-                None => {
-                    self.dotted |= name.contains('.');
-                    self.others.push((name.into(), value));
-                }
-            },
-        }
-    }
-
-    /// Binds (or rebinds) a variable.
-    pub fn bind(&mut self, name: &str, value: Value<'a>) {
-        match name {
-            SELF_VAR => self.self_value = Some(value),
-            OLD_SELF_VAR => self.old_self = Some(value),
-            _ => match self.others.iter_mut().find(|(n, _)| n == name) {
-                Some(slot) => slot.1 = value,
-                None => {
-                    self.dotted |= name.contains('.');
-                    self.others.push((name.to_owned().into(), value));
-                }
-            },
-        }
-    }
-
-    fn get(&self, name: &str) -> Option<&Value<'a>> {
-        match name {
-            SELF_VAR => self.self_value.as_ref(),
-            OLD_SELF_VAR => self.old_self.as_ref(),
-            _ => self.others.iter().find(|(n, _)| *n == name).map(|(_, v)| v),
-        }
-    }
-
-    /// The names of the bound variables.
-    fn names(&self) -> Vec<&str> {
-        let fixed = [(SELF_VAR, &self.self_value), (OLD_SELF_VAR, &self.old_self)];
-        let fixed = fixed.into_iter().filter(|(_, v)| v.is_some()).map(|(n, _)| n);
-        fixed.chain(self.others.iter().map(|(n, _)| &**n)).collect()
-    }
-}
-
-/// Runtime cost accounting for one object: the per-call limit, what is left of the per-object
-/// budget, and the cost of the last call.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CostTracker {
-    per_call_limit: u64,
-    remaining_budget: u64,
-    call_cost: u64,
-}
-
-impl CostTracker {
-    /// A tracker with Kubernetes' CRD limits: [`PER_CALL_LIMIT`] per rule and
-    /// `remaining_budget` for the rest of the object.
-    pub fn new(remaining_budget: u64) -> CostTracker {
-        CostTracker::with_limits(PER_CALL_LIMIT, remaining_budget)
-    }
-
-    pub fn with_limits(per_call_limit: u64, remaining_budget: u64) -> CostTracker {
-        CostTracker { per_call_limit, remaining_budget, call_cost: 0 }
-    }
-
-    /// The cost of the last (or current) evaluation.
-    pub fn last_cost(&self) -> u64 {
-        self.call_cost
-    }
-
-    /// What is left of the per-object budget after the evaluations so far.
-    pub fn remaining_budget(&self) -> u64 {
-        self.remaining_budget
-    }
-
-    fn charge(&mut self, cost: u64) -> Result<(), EvalError> {
-        self.call_cost = self.call_cost.saturating_add(cost);
-        if self.call_cost > self.per_call_limit {
-            return Err(EvalError::CostLimitExceeded);
-        }
-        if self.call_cost > self.remaining_budget {
-            return Err(EvalError::BudgetExceeded);
-        }
-        Ok(())
-    }
-}
-
-impl Default for CostTracker {
-    fn default() -> Self {
-        CostTracker::new(RUNTIME_CEL_COST_BUDGET)
-    }
-}
+pub use activation::Activation;
 
 /// Evaluates `compiled` with the variables of `activation`. The cost of the run is charged to
 /// `tracker` (and deducted from its remaining budget, also when the run fails).
@@ -345,13 +135,20 @@ pub fn eval_with_lazy<'a>(
     )
 }
 
+/// The value of a constant expression (or the error that refuses its program): how a
+/// [`Plan`] folds constants, handed to [`Plan::build`] since the evaluator is built on plans.
+pub(crate) fn constant_value(e: &Expr) -> Result<Value<'static>, EvalError> {
+    let act: Activation<'static> = Activation::new();
+    eval_expr(e, &act, &mut CostTracker::default())
+}
+
 /// Evaluates a parsed expression (checked or not: dispatch is on runtime values).
 pub fn eval_expr<'a>(
     expr: &Expr,
     activation: &Activation<'a>,
     tracker: &mut CostTracker,
 ) -> Result<Value<'a>, EvalError> {
-    let plan = Plan::build(expr, &activation.names(), None);
+    let plan = Plan::build(expr, &activation.names(), None, &constant_value);
     run(expr, &plan, None, None, None, activation, None, tracker)
 }
 
@@ -371,17 +168,14 @@ fn run<'a>(
         act: activation,
         lazy,
         scopes: Vec::new(),
-        tracker,
+        calls: CallContext::new(tracker, patterns, types),
         plan,
         fields,
-        patterns,
-        regexes: None,
         types,
-        call_id: 0,
     };
     let result = interp.eval(expr);
-    let cost = interp.tracker.call_cost;
-    interp.tracker.remaining_budget = interp.tracker.remaining_budget.saturating_sub(cost);
+    let tracker = interp.calls.tracker;
+    tracker.remaining_budget = tracker.remaining_budget.saturating_sub(tracker.call_cost);
     result
 }
 
@@ -392,57 +186,20 @@ pub(crate) struct Interp<'a, 'e> {
     /// The variable whose fields are computed on selection, with what computes them.
     lazy: Option<(&'e str, &'e dyn LazyFields<'a>)>,
     scopes: Vec<(&'e str, Res<'a>)>,
-    tracker: &'e mut CostTracker,
+    /// What the functions it calls may use: the cost meter, the patterns, the checked types.
+    calls: CallContext<'e>,
     /// What was worked out when the expression was compiled.
     plan: &'e Plan,
     /// The same plan, when it lives as long as the values (its resolved fields' types are the
     /// types of the values they select).
     fields: Option<&'a Plan>,
-    /// The expression's literal patterns, compiled with it.
-    patterns: Option<&'e LiteralPatterns>,
-    /// The other `matches`, `find` and `findAll` patterns of this evaluation.
-    regexes: Option<HashMap<String, Regex>>,
     /// The checker's types by node id, when the expression was checked.
     types: Option<&'e [Type]>,
-    /// The node id of the call being dispatched.
-    call_id: ExprId,
-}
-
-/// Names usable as type values.
-pub(crate) fn type_name(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "int" => "int",
-        "uint" => "uint",
-        "double" => "double",
-        "bool" => "bool",
-        "string" => "string",
-        "bytes" => "bytes",
-        "null_type" => "null_type",
-        "dyn" => "dyn",
-        "list" => "list",
-        "map" => "map",
-        "type" => "type",
-        "optional_type" => "optional_type",
-        "google.protobuf.Timestamp" => "google.protobuf.Timestamp",
-        "google.protobuf.Duration" => "google.protobuf.Duration",
-        other => crate::ext::type_named(other)?,
-    })
-}
-
-/// `a.b.c` as a dotted name, when the expression is only identifiers and selections.
-pub(crate) fn qualified_name(e: &Expr) -> Option<String> {
-    match &e.kind {
-        ExprKind::Ident(n) => Some(n.trim_start_matches('.').to_owned()),
-        ExprKind::Select { operand, field, test_only: false } => {
-            qualified_name(operand).map(|q| format!("{q}.{field}"))
-        }
-        _ => None,
-    }
 }
 
 impl<'a, 'e> Interp<'a, 'e> {
-    pub(crate) fn charge(&mut self, cost: u64) -> Result<(), EvalError> {
-        self.tracker.charge(cost)
+    fn charge(&mut self, cost: u64) -> Result<(), EvalError> {
+        self.calls.charge(cost)
     }
 
     fn is_variable(&self, name: &str) -> bool {
@@ -658,323 +415,12 @@ impl<'a, 'e> Interp<'a, 'e> {
         self.charge(30)?;
         Ok(Value::Map(Map::Owned(Arc::new(out))))
     }
-
-    fn eval_comprehension(&mut self, c: &'e Comprehension) -> Res<'a> {
-        let range = self.eval(&c.iter_range)?;
-        let two = c.iter_var2.is_some();
-        match &range {
-            Value::List(l) => {
-                // Elements are converted as the loop reaches them.
-                let accu = self.eval(&c.accu_init)?;
-                self.fold(c, accu, l.len(), |i| {
-                    let v = l.get(i)?;
-                    Ok(if two { (Value::Int(i as i64), Some(v)) } else { (v, None) })
-                })
-            }
-            Value::Map(m) if two => {
-                let entries = m.entry_refs();
-                let accu = self.eval(&c.accu_init)?;
-                self.fold(c, accu, entries.len(), |i| entries.get(i).map(|(k, v)| (k, Some(v))))
-            }
-            Value::Map(m) => {
-                let keys = m.keys();
-                let accu = self.eval(&c.accu_init)?;
-                self.fold(c, accu, keys.len(), |i| match keys.get(i) {
-                    Some(k) => Ok((k.clone(), None)),
-                    None => Err(EvalError::new(format!("index out of bounds: {i}"))),
-                })
-            }
-            _ => Err(no_overload("comprehension range")),
-        }
-    }
-
-    /// Runs the loop of `c` over `len` items; `item(i)` gives the value of the iteration
-    /// variable (and of the second one, for two-variable comprehensions).
-    fn fold(
-        &mut self,
-        c: &'e Comprehension,
-        accu: Value<'a>,
-        len: usize,
-        item: impl Fn(usize) -> Result<(Value<'a>, Option<Value<'a>>), EvalError>,
-    ) -> Res<'a> {
-        let base = self.scopes.len();
-        self.scopes.push((c.accu_var.as_str(), Ok(accu)));
-        // The keys of a `transformMap` accumulator, tracked while it grows in place.
-        let mut seen: Option<HashSet<MapKey>> = None;
-        let result = (|| {
-            for i in 0..len {
-                let (v, v2) = item(i)?;
-                self.scopes.push((c.iter_var.as_str(), Ok(v)));
-                if let (Some(name), Some(v2)) = (&c.iter_var2, v2) {
-                    self.scopes.push((name.as_str(), Ok(v2)));
-                }
-                let proceed = match self.quick_condition(&c.loop_condition, base) {
-                    Some(proceed) => proceed?,
-                    None => !matches!(self.eval_catching(&c.loop_condition)?, Ok(Value::Bool(false))),
-                };
-                if !proceed {
-                    self.scopes.truncate(base + 1);
-                    break;
-                }
-                let step = match self.quick_logic_step(&c.loop_step, base) {
-                    Some(step) => step?,
-                    None => self.eval_step(&c.loop_step, &c.accu_var, &mut seen)?,
-                };
-                self.scopes.truncate(base + 1);
-                if let Some(slot) = self.scopes.last_mut() {
-                    slot.1 = step;
-                }
-            }
-            // The iteration variables are out of scope in the result.
-            self.eval(&c.result)
-        })();
-        self.scopes.truncate(base);
-        result
-    }
-
-    /// The loop conditions the macros build — `true`, and `all()`'s and `exists()`'s
-    /// `@not_strictly_false(@result)` and `@not_strictly_false(!@result)` — decided from the
-    /// accumulator in scope slot `accu` without walking them, and charged what the walk charges
-    /// (1 for the identifier, 1 for `!_` when it runs, 1 for `@not_strictly_false`). `None`
-    /// for any other condition.
-    fn quick_condition(&mut self, cond: &'e Expr, accu: usize) -> Option<Result<bool, EvalError>> {
-        let is_accu = |e: &Expr, plan: &Plan| matches!(plan.step(e.id), Step::Scope(i) if *i == accu);
-        match &cond.kind {
-            ExprKind::Literal(Literal::Bool(true)) => return Some(Ok(true)),
-            ExprKind::Call { target: None, args, .. }
-                if matches!(self.plan.step(cond.id), Step::Special(Special::NotStrictlyFalse)) && args.len() == 1 => {}
-            _ => return None,
-        }
-        let ExprKind::Call { args, .. } = &cond.kind else { return None };
-        let arg = args.first()?;
-        // `Some(b)`: the argument evaluated to the bool `b`; `None`: to something else or an
-        // error (which `@not_strictly_false` takes as true).
-        // A cancellation in the accumulator (which the loop never stores: it stops on one) is
-        // left to the general evaluation.
-        let value: Option<bool> = if is_accu(arg, self.plan) {
-            let value = match self.scopes.get(accu) {
-                Some((_, Ok(Value::Bool(b)))) => Some(*b),
-                Some((_, Err(e))) if e.is_cancellation() => return None,
-                Some(_) => None,
-                None => return None,
-            };
-            if let Err(e) = self.charge(1) {
-                return Some(Err(e));
-            }
-            value
-        } else if let ExprKind::Call { target: None, args: not_args, .. } = &arg.kind
-            && matches!(self.plan.step(arg.id), Step::Builtin(Builtin::Not))
-            && let [operand] = not_args.as_slice()
-            && is_accu(operand, self.plan)
-        {
-            let operand = match self.scopes.get(accu) {
-                Some((_, Ok(Value::Bool(b)))) => Some(Some(*b)),
-                Some((_, Ok(_))) => Some(None),
-                Some((_, Err(e))) if e.is_cancellation() => return None,
-                Some((_, Err(_))) => None,
-                None => return None,
-            };
-            if let Err(e) = self.charge(1) {
-                return Some(Err(e));
-            }
-            match operand {
-                // An error operand: `!_` is not called, and `@not_strictly_false` absorbs the
-                // error.
-                None => None,
-                Some(b) => {
-                    if let Err(e) = self.charge(1) {
-                        return Some(Err(e));
-                    }
-                    b.map(|b| !b)
-                }
-            }
-        } else {
-            return None;
-        };
-        if let Err(e) = self.charge(1) {
-            return Some(Err(e));
-        }
-        Some(Ok(value != Some(false)))
-    }
-
-    /// `all()`'s and `exists()`'s loop step, `@result && P` and `@result || P`, with the
-    /// accumulator in scope slot `accu`: `&&`/`||` as `eval_logic` computes them, without
-    /// walking the operator and the identifier (charged 1, as the walk charges it). `None` for
-    /// any other step.
-    fn quick_logic_step(&mut self, step: &'e Expr, accu: usize) -> Option<Result<Res<'a>, EvalError>> {
-        let is_and = match self.plan.step(step.id) {
-            Step::Special(Special::And) => true,
-            Step::Special(Special::Or) => false,
-            _ => return None,
-        };
-        let ExprKind::Call { target: None, args, .. } = &step.kind else { return None };
-        let [lhs, rhs] = args.as_slice() else { return None };
-        if !matches!(self.plan.step(lhs.id), Step::Scope(i) if *i == accu) {
-            return None;
-        }
-        let lv = match self.scopes.get(accu) {
-            Some((_, Err(e))) if e.is_cancellation() => return None,
-            Some((_, v)) => v.clone(),
-            None => return None,
-        };
-        if let Err(e) = self.charge(1) {
-            return Some(Err(e));
-        }
-        Some(self.combine_logic(is_and, lv, rhs))
-    }
-
-    /// The rest of `eval_logic` once the left operand `lv` is known.
-    fn combine_logic(&mut self, is_and: bool, lv: Res<'a>, r: &'e Expr) -> Result<Res<'a>, EvalError> {
-        let decisive = !is_and;
-        if let Ok(Value::Bool(b)) = lv
-            && b == decisive
-        {
-            return Ok(Ok(Value::Bool(b)));
-        }
-        let rv = self.eval_catching(r)?;
-        if let Ok(Value::Bool(b)) = rv
-            && b == decisive
-        {
-            return Ok(Ok(Value::Bool(b)));
-        }
-        Ok(match (lv, rv) {
-            (Ok(Value::Bool(_)), Ok(Value::Bool(_))) => Ok(Value::Bool(!decisive)),
-            (Err(e), _) => Err(e),
-            (_, Err(e)) => Err(e),
-            _ => Err(no_overload(if is_and { op::LOGICAL_AND } else { op::LOGICAL_OR })),
-        })
-    }
-
-    /// Evaluates a loop step. The steps that build a list or a map in the accumulator — `map()`,
-    /// `filter()` and `transformList()`'s `@result + [x]`, `transformMap()`'s
-    /// `cel.@mapInsert(@result, ...)`, each possibly behind a filter's `?:` — add to it in
-    /// place, so that building the result is linear rather than quadratic. They are charged
-    /// what the general evaluation would charge.
-    fn eval_step(
-        &mut self,
-        step: &'e Expr,
-        accu_var: &str,
-        seen: &mut Option<HashSet<MapKey>>,
-    ) -> Result<Res<'a>, EvalError> {
-        let ExprKind::Call { function, target: None, args } = &step.kind else {
-            return self.eval_catching(step);
-        };
-        // Only the steps the macros build are candidates (the plan knows the operators).
-        let kind = match self.plan.step(step.id) {
-            Step::Special(Special::Conditional) => StepKind::Conditional,
-            Step::Builtin(Builtin::Add) => StepKind::Append,
-            Step::None | Step::Call => match function.as_str() {
-                op::CONDITIONAL => StepKind::Conditional,
-                op::ADD => StepKind::Append,
-                MAP_INSERT => StepKind::Insert,
-                _ => return self.eval_catching(step),
-            },
-            _ => return self.eval_catching(step),
-        };
-        if accu_var != ACCUMULATOR_VAR {
-            return self.eval_catching(step);
-        }
-        let is_accu = |e: &Expr| matches!(&e.kind, ExprKind::Ident(n) if n == accu_var);
-        match (kind, args.as_slice()) {
-            // `filter ? <step> : @result`
-            (StepKind::Conditional, [cond, then, otherwise]) if is_accu(otherwise) => match self.eval_catching(cond)? {
-                Ok(Value::Bool(true)) => self.eval_step(then, accu_var, seen),
-                Ok(Value::Bool(false)) => self.eval_catching(otherwise),
-                Ok(_) => Ok(Err(no_overload(op::CONDITIONAL))),
-                Err(e) => Ok(Err(e)),
-            },
-            (StepKind::Append, [lhs, rhs])
-                if is_accu(lhs)
-                    && matches!(&rhs.kind, ExprKind::List { elements, optional_indices }
-                        if elements.len() == 1 && optional_indices.is_empty())
-                    && matches!(self.accumulator(accu_var), Some(Ok(Value::List(_)))) =>
-            {
-                let ExprKind::List { elements, .. } = &rhs.kind else {
-                    return self.eval_catching(step);
-                };
-                self.charge(1)?; // the accumulator identifier
-                let elem = match self.eval_catching(&elements[0])? {
-                    Ok(v) => v,
-                    Err(e) => return Ok(Err(e)),
-                };
-                self.charge(10)?; // the list literal
-                self.charge(1)?; // `_+_` on lists
-                match self.take_accumulator(accu_var) {
-                    Some(Ok(Value::List(l))) => Ok(l.push(elem).map(Value::List)),
-                    _ => Err(EvalError::new("comprehension accumulator is not a list")),
-                }
-            }
-            (StepKind::Insert, [accu, rest @ ..])
-                if is_accu(accu)
-                    && (1..=2).contains(&rest.len())
-                    && matches!(self.accumulator(accu_var), Some(Ok(Value::Map(_)))) =>
-            {
-                self.charge(1)?; // the accumulator identifier
-                let mut values = Vec::with_capacity(2);
-                for a in rest {
-                    match self.eval_catching(a)? {
-                        Ok(v) => values.push(v),
-                        Err(e) => return Ok(Err(e)),
-                    }
-                }
-                self.charge(1)?; // the call
-                let Some(Ok(Value::Map(map))) = self.take_accumulator(accu_var) else {
-                    return Err(EvalError::new("comprehension accumulator is not a map"));
-                };
-                let seen = match seen {
-                    Some(s) => s,
-                    None => {
-                        let mut keys = HashSet::new();
-                        for k in map.keys() {
-                            keys.insert(MapKey::of(&k)?);
-                        }
-                        seen.insert(keys)
-                    }
-                };
-                Ok(map_insert(map, values, Some(seen)))
-            }
-            _ => self.eval_catching(step),
-        }
-    }
-
-    /// The current value of comprehension variable `name`.
-    fn accumulator(&self, name: &str) -> Option<&Res<'a>> {
-        self.scopes.iter().rev().find(|(n, _)| *n == name).map(|(_, v)| v)
-    }
-
-    /// Moves the accumulator's value out of its slot (its unique owner then grows it in place);
-    /// the step's result is stored back by the loop.
-    fn take_accumulator(&mut self, name: &str) -> Option<Res<'a>> {
-        let slot = self.scopes.iter_mut().rev().find(|(n, _)| *n == name)?;
-        Some(std::mem::replace(&mut slot.1, Ok(Value::Null)))
-    }
-
     /// Evaluates `e`, returning a CEL error as a value and a cancellation as an error.
     fn eval_catching(&mut self, e: &'e Expr) -> Result<Res<'a>, EvalError> {
         match self.eval(e) {
             Err(err) if err.is_cancellation() => Err(err),
             other => Ok(other),
         }
-    }
-
-    /// The compiled form of `pattern`: the expression's own when it is a literal, else compiled
-    /// once per evaluation.
-    pub(crate) fn regex(&mut self, pattern: &str) -> Result<&Regex, String> {
-        if let Some(re) = self.patterns.and_then(|p| p.get(pattern)) {
-            return Ok(re);
-        }
-        let regexes = self.regexes.get_or_insert_with(HashMap::new);
-        if !regexes.contains_key(pattern) {
-            let re = versa_schema::pattern::compile(pattern)?;
-            regexes.insert(pattern.to_owned(), re);
-        }
-        regexes.get(pattern).ok_or_else(|| format!("pattern {pattern} not compiled"))
-    }
-
-    /// The checked type of the call being dispatched (`list(int).sum()` of an empty list is
-    /// `0`, of a `list(double)` `0.0`), when the expression was checked.
-    pub(crate) fn call_result_type(&self) -> Option<&'e Type> {
-        self.types.and_then(|t| t.get(self.call_id as usize))
     }
 
     fn eval_call(&mut self, id: ExprId, function: &str, target: Option<&'e Expr>, args: &'e [Expr]) -> Res<'a> {
@@ -1052,8 +498,8 @@ impl<'a, 'e> Interp<'a, 'e> {
             values.push(self.eval(a)?);
         }
         let name = qualified.as_deref().unwrap_or(function);
-        self.call_id = id;
-        crate::stdlib::call(self, name, member, values)
+        self.calls.call_id = id;
+        stdlib::call(&mut self.calls, name, member, values)
     }
 
     /// A call of a builtin: its operands (the receiver first) are evaluated into an array
@@ -1078,36 +524,17 @@ impl<'a, 'e> Interp<'a, 'e> {
                 for a in args {
                     values.push(self.eval(a)?);
                 }
-                self.call_id = id;
-                return crate::stdlib::call_builtin(self, b, &values);
+                self.calls.call_id = id;
+                return stdlib::call_builtin(&mut self.calls, b, &values);
             }
         };
-        self.call_id = id;
-        crate::stdlib::call_builtin(self, b, &operands[..n])
+        self.calls.call_id = id;
+        stdlib::call_builtin(&mut self.calls, b, &operands[..n])
     }
 
     fn eval_logic(&mut self, is_and: bool, l: &'e Expr, r: &'e Expr) -> Res<'a> {
         let lv = self.eval_catching(l)?;
         self.combine_logic(is_and, lv, r)?
-    }
-}
-
-/// `cel.@mapInsert(map, key, value)` or `cel.@mapInsert(map, entries)`: the map with the new
-/// entries, or cel-go's error for a key already present.
-pub(crate) fn map_insert<'a>(map: Map<'a>, args: Vec<Value<'a>>, mut seen: Option<&mut HashSet<MapKey>>) -> Res<'a> {
-    let mut args = args.into_iter();
-    match (args.next(), args.next()) {
-        (Some(Value::Map(entries)), None) => {
-            let entries = entries.entry_refs();
-            let mut out = map;
-            for i in 0..entries.len() {
-                let (k, v) = entries.get(i)?;
-                out = out.insert(k, v, seen.as_deref_mut())?;
-            }
-            Ok(Value::Map(out))
-        }
-        (Some(k), Some(v)) => map.insert(k, v, seen).map(Value::Map),
-        _ => Err(no_overload(MAP_INSERT)),
     }
 }
 
@@ -1155,6 +582,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::types::DeclType;
     use crate::{CompileOptions, compile_expression};
 
     /// The result (as text) and the cost of `compiled` on `self_json`, evaluated with the
