@@ -3,7 +3,8 @@
 //! boundary their objects cross.
 //!
 //! A file names its `resource`: a definition under `tests/data/resources/` (by file stem), a
-//! core kind (`builtin:Namespace`, `builtin:Secret`) or the definitions API (`definitions`).
+//! core kind (`builtin:Namespace`, `builtin:Secret`, `builtin:ValidatingWebhookConfiguration`, …)
+//! or the definitions API (`definitions`).
 //! Each case is one write:
 //!
 //! - `verb`: `create`, or `update` of the `stored` object (its storage form, read back through
@@ -25,7 +26,7 @@ use serde_json::{Value, json};
 use versa_conversion::Options;
 use versa_registry::storage::Boundary;
 use versa_registry::strategy::{Checks, FieldValidation, Part, Strategy};
-use versa_registry::{Builtin, Compact, Face, Resource};
+use versa_registry::{AdmissionKind, Builtin, Compact, Face, Resource};
 use versa_storage::KeyValue;
 
 fn yaml(path: &Path) -> Value {
@@ -38,6 +39,11 @@ fn resource(name: &str, data: &Path) -> Resource {
         "definitions" => Resource::definitions(Face::ResourceDefinition),
         "builtin:Namespace" => Resource::core(Builtin::Namespace),
         "builtin:Secret" => Resource::core(Builtin::Secret),
+        admission if admission.starts_with("builtin:") => {
+            let kind = &admission["builtin:".len()..];
+            let found = AdmissionKind::ALL.into_iter().find(|k| k.names().0 == kind);
+            Resource::core(Builtin::Admission(found.unwrap_or_else(|| panic!("no built-in kind {kind}"))))
+        }
         file => {
             let doc = yaml(&data.join("resources").join(format!("{file}.yaml")));
             let mut def = versa_apiextensions::ResourceDefinition::from_document(&doc).unwrap();

@@ -3,7 +3,9 @@
 //! Equivalent`, empty namespace and object selectors, `timeoutSeconds: 10` (mutating ones
 //! `reinvocationPolicy: Never`), their rules `scope: "*"` and their services `port: 443`;
 //! policies get `failurePolicy: Fail` (a policy's `spec` is a struct in Go, so it exists even
-//! when the request has none) and their match resources the webhooks' match defaults.
+//! when the request has none) and their match resources the webhooks' match defaults; a
+//! ValidatingAdmissionPolicy's `status` is a struct in Go too, so kube answers `status: {}`
+//! for one that has none.
 //! Applied to decoded objects only: every value is of its type, absent fields are absent.
 
 use serde_json::{Map, Value, json};
@@ -16,6 +18,11 @@ pub(super) fn apply(kind: ObjectKind, obj: &mut Value) {
         ObjectKind::ValidatingWebhookConfiguration => webhooks(obj, false),
         ObjectKind::MutatingWebhookConfiguration => webhooks(obj, true),
         ObjectKind::ValidatingAdmissionPolicy | ObjectKind::MutatingAdmissionPolicy => {
+            if kind == ObjectKind::ValidatingAdmissionPolicy
+                && let Some(map) = obj.as_object_mut()
+            {
+                map.entry("status").or_insert_with(|| json!({}));
+            }
             if let Some(spec) = spec(obj) {
                 set(spec, "failurePolicy", json!("Fail"));
                 if let Some(m) = spec.get_mut("matchConstraints").and_then(Value::as_object_mut) {
