@@ -30,7 +30,7 @@ spec:
   failurePolicy: Fail
   matchConstraints:
     resourceRules:
-    - {apiGroups: [example.com], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [gadgets]}
+    - {apiGroups: [example.com], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [gadgets], scope: "*"}
   variables:
   - {name: replicas, expression: "object.spec.replicas"}
   - {name: size, expression: "object.spec.size"}
@@ -39,7 +39,10 @@ spec:
   - {expression: "variables.size != 'huge'", message: not huge}
 "#;
 
-/// The same file with a validation changed and one removed, and a variable removed.
+/// The same file with a validation changed and one removed, and a variable removed. (Both name
+/// the rules' `scope`: kube defaults it to `*`, and `resourceRules` is an atomic list, so a file
+/// without it would differ from the live object at every apply — "configured" each time, as
+/// with kube.)
 const POLICY_V2: &str = r#"
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
@@ -48,7 +51,7 @@ spec:
   failurePolicy: Fail
   matchConstraints:
     resourceRules:
-    - {apiGroups: [example.com], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [gadgets]}
+    - {apiGroups: [example.com], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [gadgets], scope: "*"}
   variables:
   - {name: replicas, expression: "object.spec.replicas"}
   validations:
