@@ -12,8 +12,9 @@
 //! A create is a `dryRun=All` POST; an update creates the case's stored definition, sends the
 //! case's object over it with PUT (to `/status` for `part: status`) with `dryRun=All`, and
 //! deletes it again. Compared: the error message (with `ResourceDefinition.versa.dev` read as
-//! `CustomResourceDefinition.apiextensions.k8s.io`, and the kind `ResourceDefinition` as
-//! `CustomResourceDefinition`) or success, and the warnings — as a set,
+//! `CustomResourceDefinition.apiextensions.k8s.io`, the kind `ResourceDefinition` as
+//! `CustomResourceDefinition`, and the conversion webhook's path as kube's internal one) or
+//! success, and the warnings — as a set,
 //! since kube walks a schema's properties in Go's map order (the registry's runner checks
 //! versa's order, which is the schema's).
 
@@ -113,10 +114,13 @@ impl Target {
         if !self.definitions {
             return error.to_owned();
         }
+        // kube validates its internal form and prints some paths that the v1 document does not
+        // have; versa points at the field the user wrote (versa-apiextensions' validation).
         error
             .replace("ResourceDefinition.versa.dev", "\0")
             .replace("ResourceDefinition", "CustomResourceDefinition")
             .replace('\0', "CustomResourceDefinition.apiextensions.k8s.io")
+            .replace("spec.conversion.webhook.clientConfig", "spec.conversion.webhookClientConfig")
     }
 }
 

@@ -45,6 +45,7 @@ pub(super) fn validate_conversion(spec: &CustomResourceDefinitionSpec, opts: &Op
             Some(cc) => {
                 match (&cc.url, &cc.service) {
                     (Some(u), None) => errs.extend(webhook::validate_webhook_url(&cc_path.child("url"), u, true)),
+                    // kube passes the name as the namespace and the reverse (see `webhook`).
                     (None, Some(s)) => errs.extend(webhook::validate_webhook_service(
                         &cc_path.child("service"),
                         &s.name,

@@ -1,9 +1,9 @@
 //! Webhook client configuration: URL, service reference and CA bundle (apiserver
 //! `util/webhook`'s validators, shared with admission webhooks upstream).
 //!
-//! One deliberate difference: kube-apiserver 1.36 passes the service name and namespace to its
-//! validator in swapped order (kubernetes/kubernetes#141353), so a missing name is reported at
-//! `service.namespace`. versa reports each at its own field, as the pending upstream fix does.
+//! As in kube-apiserver 1.36, the callers pass the service's name where the validator takes
+//! the namespace and the reverse, so a missing name is reported at `service.namespace` and a
+//! missing namespace at `service.name` (kubernetes/kubernetes#141353): kube's answer, kept.
 
 use base64::Engine as _;
 use versa_schema::field::{BadValue, Error, ErrorList, Path};
@@ -33,7 +33,7 @@ pub(super) fn validate_webhook_url(path: &Path, raw: &str, force_https: bool) ->
         ));
     }
     if u.host.is_empty() {
-        errs.push(Error::invalid(path.clone(), u.host.as_str(), format!("host must be provided{URL_FORM}")));
+        errs.push(Error::invalid(path.clone(), u.host.as_str(), format!("host must be specified{URL_FORM}")));
     }
     if let Some(user) = &u.user {
         errs.push(Error::invalid(path.clone(), user.as_str(), "user information is not permitted in the URL"));
@@ -47,20 +47,21 @@ pub(super) fn validate_webhook_url(path: &Path, raw: &str, force_https: bool) ->
     errs
 }
 
-/// A service reference: name and namespace, a valid port, and a path of DNS-subdomain segments.
+/// A service reference: name and namespace, a valid port, and a path of DNS-subdomain segments
+/// (apiserver's `ValidateWebhookService`, whose parameters are namespace, then name).
 pub(super) fn validate_webhook_service(
     path: &Path,
-    name: &str,
     namespace: &str,
+    name: &str,
     url_path: Option<&str>,
     port: i32,
 ) -> ErrorList {
     let mut errs = ErrorList::new();
     if name.is_empty() {
-        errs.push(Error::required(path.child("name"), "service name is required"));
+        errs.push(Error::required(path.child("name"), ""));
     }
     if namespace.is_empty() {
-        errs.push(Error::required(path.child("namespace"), "service namespace is required"));
+        errs.push(Error::required(path.child("namespace"), ""));
     }
     if !(1..=65535).contains(&port) {
         errs.push(Error::invalid(
