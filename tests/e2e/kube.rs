@@ -380,6 +380,38 @@ fn rbac_of_kube_allows_and_denies(plane: &Plane) {
         if events.iter().any(|e| user_list(e, "alice", 200)) { Ok(()) } else { Err(String::new()) }
     });
     assert!(!json_lines(&plane.versa_audit).iter().any(|e| e["user"]["username"] == "bob"), "bob reached versa");
+
+    // RBAC `resourceNames`: carol may read crontab x only. A list whose field selector requires
+    // `metadata.name=x` (what `kubectl get crontab x --watch` sends) is x's, for kube's
+    // authorizer and, through the SubjectAccessReview versa sends (its name and selectors, as
+    // kube 1.34+ asks), for versa's; a list without it is refused by kube.
+    let named = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": "crontab-x-reader", "namespace": ns},
+         "rules": [{"apiGroups": [group], "resources": ["crontabs"], "resourceNames": ["x"],
+                    "verbs": ["get", "list", "watch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": "carol-reads-x", "namespace": ns},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "crontab-x-reader"},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "carol"}]},
+    ]});
+    plane.apply(&named.to_string(), &[]).unwrap();
+    let carol = plane.user_kubeconfig("carol", &["devs"]);
+    let collection = format!("/apis/{group}/v1/namespaces/{ns}/crontabs");
+    let selected = output(plane.kubectl_as(
+        &carol,
+        &["get", "--raw", &format!("{collection}?fieldSelector=metadata.name%3Dx&labelSelector=team!%3Dother")],
+    ))
+    .unwrap();
+    let names: Vec<Value> = serde_json::from_str::<Value>(&selected).unwrap()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("x")], "{selected}");
+    let refused = output(plane.kubectl_as(&carol, &["get", "--raw", &collection])).unwrap_err();
+    assert!(refused.contains("Forbidden") || refused.contains("forbidden"), "{refused}");
     plane.ok(&["delete", "namespace", ns, "--wait=false"]);
 }
 
