@@ -1,8 +1,9 @@
 //! The admission configuration objects as kube-apiserver writes them: decoded as the typed
 //! kinds (`decode`), defaulted as `SetDefaults_*` of `pkg/apis/admissionregistration/v1` do
 //! (`defaults`), and validated as `pkg/apis/admissionregistration/validation` does
-//! (`webhooks`, `policies`, `bindings`, with what they share in `common` and Go's URL parser in
-//! `url`). Pure: values in, values and field errors out; the registry calls [`prepare`] then
+//! (`webhooks`, `policies`, `bindings`, with what they share in `common`; a webhook's URL and
+//! service are judged by `versa_apiextensions::validation::webhook`, apiserver's `util/webhook`
+//! rules, which CRD conversion webhooks share). Pure: values in, values and field errors out; the registry calls [`prepare`] then
 //! [`validate_create`] or [`validate_update`] on every write of the six kinds.
 //!
 //! Validation works on the decoded JSON, not on k8s-openapi's structs: those make some fields
@@ -33,7 +34,6 @@ mod common;
 mod decode;
 mod defaults;
 mod policies;
-mod url;
 mod webhooks;
 
 use serde_json::Value;

@@ -15,13 +15,13 @@ use super::common::{
     FAILURE_POLICIES, MATCH_POLICIES, REINVOCATION_POLICIES, check_enum, label_selector, list_value, match_conditions,
     rule_with_operations, selector_is_invalid, typed,
 };
-use super::{ObjectKind, get, items, str_at, string_at, strings, url};
+use super::{ObjectKind, get, items, str_at, string_at, strings};
+use versa_apiextensions::validation::webhook;
 
 const NO_SIDE_EFFECTS: &[&str] = &["None", "NoneOnDryRun"];
 const SIDE_EFFECTS: &[&str] = &["None", "NoneOnDryRun", "Some", "Unknown"];
 /// The AdmissionReview versions kube's previous release understands.
 const REVIEW_VERSIONS: &[&str] = &["v1", "v1beta1"];
-const URL_FORM: &str = "; desired format: https://host[/path]";
 
 /// validation.go's `validationOptions` for webhook configurations.
 #[derive(Clone, Copy, Debug)]
@@ -179,82 +179,16 @@ fn client_config(cc: Option<&Value>, path: &Path, errs: &mut ErrorList) {
     let url = cc.and_then(|c| str_at(c, "url"));
     let service = cc.and_then(|c| get(c, "service"));
     match (url, service) {
-        (Some(u), None) => webhook_url(u, &path.child("url"), errs),
-        (None, Some(s)) => webhook_service(s, &path.child("service"), errs),
+        (Some(u), None) => errs.extend(webhook::validate_webhook_url(&path.child("url"), u, true)),
+        // validation.go passes the service's name where apiserver's validator takes the
+        // namespace and the reverse: kube's answer, kept (`webhook` says more).
+        (None, Some(s)) => errs.extend(webhook::validate_webhook_service(
+            &path.child("service"),
+            string_at(s, "name"),
+            string_at(s, "namespace"),
+            str_at(s, "path"),
+            s.get("port").and_then(Value::as_i64).and_then(|p| i32::try_from(p).ok()).unwrap_or(0),
+        )),
         _ => errs.push(Error::required(path.clone(), "exactly one of url or service is required")),
-    }
-}
-
-/// apiserver's `ValidateWebhookURL` (https required).
-fn webhook_url(raw: &str, path: &Path, errs: &mut ErrorList) {
-    let u = match url::parse(raw) {
-        Ok(u) => u,
-        Err(e) => {
-            errs.push(Error::required(path.clone(), format!("url must be a valid URL: {e}{URL_FORM}")));
-            return;
-        }
-    };
-    if u.scheme != "https" {
-        errs.push(Error::invalid(
-            path.clone(),
-            u.scheme.as_str(),
-            format!("'https' is the only allowed URL scheme{URL_FORM}"),
-        ));
-    }
-    if u.host.is_empty() {
-        errs.push(Error::invalid(path.clone(), "", format!("host must be specified{URL_FORM}")));
-    }
-    if let Some(user) = &u.user {
-        errs.push(Error::invalid(path.clone(), user.as_str(), "user information is not permitted in the URL"));
-    }
-    if !u.fragment.is_empty() {
-        errs.push(Error::invalid(path.clone(), u.fragment.as_str(), "fragments are not permitted in the URL"));
-    }
-    if !u.raw_query.is_empty() {
-        errs.push(Error::invalid(path.clone(), u.raw_query.as_str(), "query parameters are not permitted in the URL"));
-    }
-}
-
-/// apiserver's `ValidateWebhookService`. validation.go passes the service's name where that
-/// function takes the namespace and the reverse, so a missing name is reported at
-/// `service.namespace` and a missing namespace at `service.name`; kept as kube answers.
-fn webhook_service(service: &Value, path: &Path, errs: &mut ErrorList) {
-    if string_at(service, "namespace").is_empty() {
-        errs.push(Error::required(path.child("name"), ""));
-    }
-    if string_at(service, "name").is_empty() {
-        errs.push(Error::required(path.child("namespace"), ""));
-    }
-    let port = service.get("port").and_then(Value::as_i64).unwrap_or(0);
-    if !(1..=65535).contains(&port) {
-        errs.push(Error::invalid(
-            path.child("port"),
-            port,
-            "port is not valid: must be between 1 and 65535, inclusive",
-        ));
-    }
-    let Some(url_path) = str_at(service, "path") else { return };
-    if url_path.is_empty() || url_path == "/" {
-        return;
-    }
-    let at = path.child("path");
-    if url_path == "//" {
-        errs.push(Error::invalid(at, url_path, "segment[0] may not be empty"));
-        return;
-    }
-    if !url_path.starts_with('/') {
-        errs.push(Error::invalid(at.clone(), url_path, "must start with a '/'"));
-    }
-    // Go slices off the first byte whatever it is.
-    let mut rest = url_path.get(1..).unwrap_or("");
-    rest = rest.strip_suffix('/').unwrap_or(rest);
-    for (i, step) in rest.split('/').enumerate() {
-        if step.is_empty() {
-            errs.push(Error::invalid(at.clone(), url_path, format!("segment[{i}] may not be empty")));
-            continue;
-        }
-        for msg in names::is_dns1123_subdomain(step) {
-            errs.push(Error::invalid(at.clone(), url_path, format!("segment[{i}]: {msg}")));
-        }
     }
 }

@@ -22,7 +22,7 @@ mod subresources;
 mod url;
 mod versions;
 mod warnings;
-mod webhook;
+pub mod webhook;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionSpec;
 use versa_schema::field::{Error, ErrorList, Path};

@@ -16,7 +16,7 @@ const URL_FORM: &str = "; desired format: https://host[/path]";
 
 /// A webhook URL: parseable, `https` when `force_https`, with a host, and without user
 /// information, query or fragment.
-pub(super) fn validate_webhook_url(path: &Path, raw: &str, force_https: bool) -> ErrorList {
+pub fn validate_webhook_url(path: &Path, raw: &str, force_https: bool) -> ErrorList {
     let mut errs = ErrorList::new();
     let u = match url::parse(raw) {
         Ok(u) => u,
@@ -49,7 +49,7 @@ pub(super) fn validate_webhook_url(path: &Path, raw: &str, force_https: bool) ->
 
 /// A service reference: name and namespace, a valid port, and a path of DNS-subdomain segments
 /// (apiserver's `ValidateWebhookService`, whose parameters are namespace, then name).
-pub(super) fn validate_webhook_service(
+pub fn validate_webhook_service(
     path: &Path,
     namespace: &str,
     name: &str,
@@ -99,7 +99,7 @@ pub(super) fn validate_webhook_service(
 
 /// A CA bundle must contain a usable certificate. The bad value is shown base64-encoded, as it
 /// was written in the definition.
-pub(super) fn validate_ca_bundle(path: &Path, bundle: &[u8]) -> ErrorList {
+pub fn validate_ca_bundle(path: &Path, bundle: &[u8]) -> ErrorList {
     let mut errs = ErrorList::new();
     if let Err(e) = pem::check_ca_bundle(bundle) {
         let shown = base64::engine::general_purpose::STANDARD.encode(bundle);
