@@ -64,10 +64,11 @@ async fn run_async(plane: &Plane) -> Vec<String> {
     let cases: Value = serde_saphyr::from_str(&std::fs::read_to_string(&objects).unwrap()).unwrap();
     for case in cases.as_array().unwrap() {
         let unit_only = case.get("kube").is_some_and(Value::is_string);
-        if case.get("old").is_none() && !unit_only {
-            if let Err(why) = admission_object(&client, case).await {
-                differences.push(format!("objects.yaml: {}: {why}", case["name"].as_str().unwrap()));
-            }
+        if case.get("old").is_none()
+            && !unit_only
+            && let Err(why) = admission_object(&client, case).await
+        {
+            differences.push(format!("objects.yaml: {}: {why}", case["name"].as_str().unwrap()));
         }
     }
     differences
