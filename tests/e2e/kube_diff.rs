@@ -2,7 +2,9 @@
 //! `../shared/conformance/crds/` installed twice in the same kube-apiserver — as a
 //! CustomResourceDefinition (kube's apiextensions-apiserver answers) and as a versa
 //! ResourceDefinition in a renamed group (`<group>.vd`, versa answers through kube's
-//! aggregator) — and the same requests sent to both through kube, the answers compared.
+//! aggregator) — and the same requests sent to both through kube, the answers compared; and a
+//! third time, unchanged, in a standalone versa (its `customresourcedefinitions` face), whose
+//! answers are compared with kube's too.
 //!
 //! What is compared: whether each definition is accepted (and kube's error text when not: CEL
 //! cost refusals included); for each accepted pair, at its storage version, objects created with
@@ -284,9 +286,85 @@ fn cases(pair: &Pair) -> Vec<(String, Value, &'static str)> {
     cases
 }
 
-/// The CRD's entry for `version`.
-fn spec_version<'a>(pair: &'a Pair, version: &str) -> &'a Value {
-    pair.kube["spec"]["versions"].as_array().unwrap().iter().find(|v| v["name"] == version).unwrap()
+/// A real object's life on one server, in `group` (kube's, or the renamed one behind kube) —
+/// created; where that succeeds, listed as a Table, applied server-side by a second manager,
+/// read, patched (merge, JSON, a failing JSON patch test, strategic merge), updated (a label;
+/// each wrongly typed property, dry run; `/status`), its `/scale` read, deleted: each step's
+/// label and answer.
+async fn life(
+    client: &Client,
+    cases: &[(String, Value, &'static str)],
+    group: &str,
+    version: &str,
+    plural: &str,
+    namespaced: bool,
+) -> Vec<(String, Response)> {
+    let base = |g: &str| collection(g, version, plural, namespaced);
+    let mut minimal = cases[0].1.clone();
+    minimal["apiVersion"] = json!(format!("{group}/{version}"));
+    let created = client.post(&base(group), &minimal).await;
+    let ok = created.status == 201;
+    let mut steps = vec![("create".to_owned(), created)];
+    if !ok {
+        return steps;
+    }
+    let table = [("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")];
+    steps.push(("list as Table".into(), client.get_with(&base(group), &table).await));
+    let mut apply = json!({"apiVersion": minimal["apiVersion"], "kind": minimal["kind"],
+                           "metadata": {"name": "minimal", "labels": {"diff": "applied"}}});
+    if namespaced {
+        apply["metadata"]["namespace"] = json!(NAMESPACE);
+    }
+    let query = "/minimal?fieldManager=diff&force=true";
+    let ssa = "application/apply-patch+yaml";
+    steps.push(("server-side apply".into(), client.patch(&format!("{}{query}", base(group)), ssa, &apply).await));
+    let one = |rest: &str| format!("{}/minimal{rest}", base(group));
+    steps.push(("get".into(), client.get(&one("")).await));
+    for (label, content_type, patch) in [
+        ("merge patch", "application/merge-patch+json", json!({"metadata": {"labels": {"diff": "merged"}}})),
+        (
+            "JSON patch",
+            "application/json-patch+json",
+            json!([{"op": "add", "path": "/metadata/annotations", "value": {"diff": "patched"}}]),
+        ),
+        (
+            "JSON patch that fails its test",
+            "application/json-patch+json",
+            json!([{"op": "test", "path": "/metadata/name", "value": "other"}]),
+        ),
+        ("strategic merge patch", "application/strategic-merge-patch+json", json!({"metadata": {}})),
+    ] {
+        steps.push((label.into(), client.patch(&one(""), content_type, &patch).await));
+    }
+    // Updates (PUT) of the object as read back: a label changed, then — dry run — each wrongly
+    // typed spec property in turn (an update's validation), then the status.
+    let read = client.get(&one("")).await.json();
+    let put = async |change: &dyn Fn(&mut Value), rest: &str| {
+        let mut o = read.clone();
+        change(&mut o);
+        client.put(&one(rest), &o).await
+    };
+    steps.push(("update".into(), put(&|o: &mut Value| o["metadata"]["labels"]["diff"] = json!("updated"), "").await));
+    for (label, bad, _) in cases.iter().filter(|(l, _, _)| l.ends_with("of the wrong type")) {
+        let spec = bad["spec"].clone();
+        steps.push((
+            format!("update with {label}"),
+            put(&|o: &mut Value| o["spec"] = spec.clone(), "?dryRun=All").await,
+        ));
+    }
+    let served = client.get(&format!("/apis/{group}/{version}")).await.json();
+    let has = |sub: &str| {
+        let name = format!("{plural}/{sub}");
+        served["resources"].as_array().is_some_and(|r| r.iter().any(|r| r["name"] == name.as_str()))
+    };
+    if has("status") {
+        steps.push(("update of /status".into(), put(&|o: &mut Value| o["status"] = json!({}), "/status").await));
+    }
+    if has("scale") {
+        steps.push(("get /scale".into(), client.get(&one("/scale")).await));
+    }
+    steps.push(("delete".into(), client.delete(&one("")).await));
+    steps
 }
 
 fn collection(group: &str, version: &str, plural: &str, namespaced: bool) -> String {
@@ -327,6 +405,11 @@ async fn run_async(plane: &Plane) -> Vec<String> {
     let client = Client::from_pem(&plane.cluster_ca.pem(), Some((cert, key)), &format!("127.0.0.1:{}", plane.port));
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
     client.post("/api/v1/namespaces", &ns).await;
+    // Standalone versa, with the CRDs as they are (its `customresourcedefinitions` face).
+    let dir = tempfile::tempdir().unwrap();
+    let alone_process = versa_e2e::Versa::start(&dir.path().join("data"));
+    let standalone = Client::admin(&alone_process.data_dir, &alone_process.address);
+    standalone.post("/api/v1/namespaces", &ns).await;
 
     let pairs: Vec<Pair> = corpus().into_iter().chain(crafted()).map(|(file, crd)| pair(file, &crd)).collect();
     let mut compared = 0usize;
@@ -337,7 +420,16 @@ async fn run_async(plane: &Plane) -> Vec<String> {
     for p in &pairs {
         let k = client.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &p.kube).await;
         let v = client.post("/apis/versa.dev/v1/resourcedefinitions", &p.versa).await;
-        compared += 1;
+        let a = standalone.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &p.kube).await;
+        compared += 2;
+        let (ck, ca) = (comparable(&k, &p.group), comparable(&a, &p.group));
+        // The refusal's paths in kube's internal terms, as for versa's ResourceDefinitions.
+        if (k.status == 201) != (a.status == 201) || (k.status != 201 && ck["body"] != as_crd_refusal(ca, p)) {
+            differences.push((
+                format!("{}: definition create (standalone versa)", p.file),
+                format!("kube {} {}\nstandalone versa {} {}", k.status, k.text(), a.status, a.text()),
+            ));
+        }
         let (ok_k, ok_v) = (k.status == 201, v.status == 201);
         if ok_k != ok_v || (!ok_k && comparable(&k, &p.group)["body"] != as_crd_refusal(comparable(&v, &p.group), p)) {
             differences.push((
@@ -367,9 +459,10 @@ async fn run_async(plane: &Plane) -> Vec<String> {
             if !(established(&k.json()) && established(&v.json())) {
                 return false;
             }
+            let la = standalone.get(&collection(&p.group, version, plural, namespaced)).await;
             let lk = client.get(&collection(&p.group, version, plural, namespaced)).await;
             let lv = client.get(&collection(&vgroup, version, plural, namespaced)).await;
-            lk.status == 200 && lv.status == 200
+            lk.status == 200 && lv.status == 200 && la.status == 200
         })
         .await;
         if served {
@@ -389,108 +482,40 @@ async fn run_async(plane: &Plane) -> Vec<String> {
             let path_v = format!("{}?dryRun=All{query}", collection(&vgroup, version, plural, *namespaced));
             let k = client.post(&path_k, body).await;
             let v = client.post(&path_v, &versa_body).await;
-            compared += 1;
-            succeeded += usize::from(k.status < 300 && v.status < 300);
-            let (ck, cv) = (comparable(&k, &p.group), comparable(&v, &p.group));
+            let a = standalone.post(&path_k, body).await;
+            compared += 2;
+            succeeded += usize::from(k.status < 300 && v.status < 300) + usize::from(k.status < 300 && a.status < 300);
+            let (ck, cv, ca) = (comparable(&k, &p.group), comparable(&v, &p.group), comparable(&a, &p.group));
             if ck != cv {
                 differences.push((format!("{}: {label}", p.file), format!("kube  {ck}\nversa {cv}")));
             }
-        }
-        // A real object's life where the minimal object is valid: created, listed as a Table,
-        // applied server-side by a second manager, deleted.
-        let base = |g: &str| collection(g, version, plural, *namespaced);
-        let minimal = &cases[0].1;
-        let mut versa_minimal = minimal.clone();
-        versa_minimal["apiVersion"] = json!(format!("{vgroup}/{version}"));
-        let (k, v) = (client.post(&base(&p.group), minimal).await, client.post(&base(&vgroup), &versa_minimal).await);
-        let mut steps = vec![("create".to_owned(), k.clone(), v.clone())];
-        if k.status == 201 && v.status == 201 {
-            let table = [("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")];
-            steps.push((
-                "list as Table".into(),
-                client.get_with(&base(&p.group), &table).await,
-                client.get_with(&base(&vgroup), &table).await,
-            ));
-            let mut apply = json!({"apiVersion": minimal["apiVersion"], "kind": minimal["kind"],
-                                   "metadata": {"name": "minimal", "labels": {"diff": "applied"}}});
-            if *namespaced {
-                apply["metadata"]["namespace"] = json!(NAMESPACE);
-            }
-            let mut versa_apply = apply.clone();
-            versa_apply["apiVersion"] = versa_minimal["apiVersion"].clone();
-            let query = "/minimal?fieldManager=diff&force=true";
-            let ssa = "application/apply-patch+yaml";
-            steps.push((
-                "server-side apply".into(),
-                client.patch(&format!("{}{query}", base(&p.group)), ssa, &apply).await,
-                client.patch(&format!("{}{query}", base(&vgroup)), ssa, &versa_apply).await,
-            ));
-            let one = |g: &str, rest: &str| format!("{}/minimal{rest}", base(g));
-            steps.push(("get".into(), client.get(&one(&p.group, "")).await, client.get(&one(&vgroup, "")).await));
-            for (label, content_type, patch) in [
-                ("merge patch", "application/merge-patch+json", json!({"metadata": {"labels": {"diff": "merged"}}})),
-                (
-                    "JSON patch",
-                    "application/json-patch+json",
-                    json!([{"op": "add", "path": "/metadata/annotations", "value": {"diff": "patched"}}]),
-                ),
-                (
-                    "JSON patch that fails its test",
-                    "application/json-patch+json",
-                    json!([{"op": "test", "path": "/metadata/name", "value": "other"}]),
-                ),
-                ("strategic merge patch", "application/strategic-merge-patch+json", json!({"metadata": {}})),
-            ] {
-                steps.push((
-                    label.into(),
-                    client.patch(&one(&p.group, ""), content_type, &patch).await,
-                    client.patch(&one(&vgroup, ""), content_type, &patch).await,
+            if ck != ca {
+                differences.push((
+                    format!("{}: {label} (standalone versa)", p.file),
+                    format!("kube  {ck}\nstandalone versa {ca}"),
                 ));
             }
-            // Updates (PUT) of the object as read back: a label changed, then — dry run — each
-            // wrongly typed spec property in turn (an update's validation), then the status.
-            let (read_k, read_v) =
-                (client.get(&one(&p.group, "")).await.json(), client.get(&one(&vgroup, "")).await.json());
-            let put = async |change: &dyn Fn(&mut Value), rest: &str| {
-                let (mut k, mut v) = (read_k.clone(), read_v.clone());
-                change(&mut k);
-                change(&mut v);
-                (client.put(&one(&p.group, rest), &k).await, client.put(&one(&vgroup, rest), &v).await)
-            };
-            let (k, v) = put(&|o: &mut Value| o["metadata"]["labels"]["diff"] = json!("updated"), "").await;
-            steps.push(("update".into(), k, v));
-            for (label, bad, _) in cases.iter().filter(|(l, _, _)| l.ends_with("of the wrong type")) {
-                let spec = bad["spec"].clone();
-                let (k, v) = put(&|o: &mut Value| o["spec"] = spec.clone(), "?dryRun=All").await;
-                steps.push((format!("update with {label}"), k, v));
-            }
-            let has = |sub: &str| {
-                let served = spec_version(p, version);
-                !served["subresources"][sub].is_null()
-            };
-            if has("status") {
-                let (k, v) = put(&|o: &mut Value| o["status"] = json!({}), "/status").await;
-                steps.push(("update of /status".into(), k, v));
-            }
-            if has("scale") {
-                steps.push((
-                    "get /scale".into(),
-                    client.get(&one(&p.group, "/scale")).await,
-                    client.get(&one(&vgroup, "/scale")).await,
+        }
+        // A real object's life where the minimal object is valid, on kube, behind kube and
+        // standalone.
+        let on_kube = life(&client, &cases, &p.group, version, plural, *namespaced).await;
+        let behind = life(&client, &cases, &vgroup, version, plural, *namespaced).await;
+        let alone = life(&standalone, &cases, &p.group, version, plural, *namespaced).await;
+        for (server, steps) in [("versa", &behind), ("standalone versa", &alone)] {
+            if steps.len() != on_kube.len() {
+                differences.push((
+                    format!("{}: life ({server})", p.file),
+                    format!("kube took {} steps, {server} {}", on_kube.len(), steps.len()),
                 ));
             }
-            steps.push((
-                "delete".into(),
-                client.delete(&format!("{}/minimal", base(&p.group))).await,
-                client.delete(&format!("{}/minimal", base(&vgroup))).await,
-            ));
-        }
-        for (label, k, v) in steps {
-            compared += 1;
-            succeeded += usize::from(k.status < 300 && v.status < 300);
-            let (ck, cv) = (comparable(&k, &p.group), comparable(&v, &p.group));
-            if ck != cv {
-                differences.push((format!("{}: {label}", p.file), format!("kube  {ck}\nversa {cv}")));
+            for ((label, k), (_, v)) in on_kube.iter().zip(steps.iter()) {
+                compared += 1;
+                succeeded += usize::from(k.status < 300 && v.status < 300);
+                let (ck, cv) = (comparable(k, &p.group), comparable(v, &p.group));
+                if ck != cv {
+                    let label = if server == "versa" { label.clone() } else { format!("{label} ({server})") };
+                    differences.push((format!("{}: {label}", p.file), format!("kube  {ck}\n{server} {cv}")));
+                }
             }
         }
     }

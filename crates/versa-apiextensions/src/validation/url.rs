@@ -284,4 +284,33 @@ mod tests {
         assert_eq!(parse("a:b/c").map(|u| u.scheme), Ok("a".to_owned()));
         assert_eq!(parse("1a:b").unwrap_err(), r#"parse "1a:b": first path segment in URL cannot contain colon"#);
     }
+
+    #[test]
+    fn parses_like_go() {
+        let u = parse("https://user:pw@example.com:8443/path?x=1#frag").unwrap();
+        assert_eq!(u.scheme, "https");
+        assert_eq!(u.user.as_deref(), Some("user:pw"));
+        assert_eq!(u.host, "example.com:8443");
+        assert_eq!(u.raw_query, "x=1");
+        assert_eq!(u.fragment, "frag");
+        assert_eq!(parse("example.com/path").unwrap().host, "");
+        assert_eq!(parse("HTTPS:opaque").unwrap().scheme, "https");
+        assert_eq!(parse(":x").unwrap_err(), r#"parse ":x": missing protocol scheme"#);
+        assert_eq!(parse("https://a%zz").unwrap_err(), r#"parse "https://a%zz": invalid URL escape "%zz""#);
+        assert_eq!(
+            parse("https://host:port/").unwrap_err(),
+            r#"parse "https://host:port/": invalid port ":port" after host"#
+        );
+        assert!(parse("https://h\n").is_err());
+    }
+
+    #[test]
+    fn parses_request_uris_like_go() {
+        let u = parse_request_uri("https://github.com/kubernetes/enhancements/pull/1111").unwrap();
+        assert_eq!((u.scheme.as_str(), u.host.as_str()), ("https", "github.com"));
+        assert!(parse_request_uri("not a url").is_err());
+        assert_eq!(parse_request_uri("/path").unwrap().host, "");
+        assert_eq!(parse_request_uri("").unwrap_err(), r#"parse "": empty url"#);
+        assert!(parse_request_uri("https://h/#frag").is_ok_and(|u| u.fragment.is_empty()));
+    }
 }
