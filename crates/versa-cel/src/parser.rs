@@ -5,7 +5,7 @@
 //! Precedence, loosest first: `?:` (right-associative), `||`, `&&`, relations
 //! (`< <= >= > == != in`), `+ -`, `* / %`, unary `! -`, then member access, indexing and calls.
 //! The macros are cel-go's standard ones (`has`, `all`, `exists`, `exists_one`, `map`,
-//! `filter`) and those of the extensions Kubernetes enables: `cel.bind`, `sortBy`,
+//! `filter`) and those of the extensions Kubernetes enables: `sortBy`,
 //! `optMap`/`optFlatMap`, and the two-variable comprehensions (`all(i, v, p)`, `exists`,
 //! `existsOne`/`exists_one`, `transformList`, `transformMap`, `transformMapEntry`).
 //! Like cel-go, `&&` and `||` chains are built as balanced trees, repeated `!`/`-` collapse
@@ -594,19 +594,10 @@ impl Parser<'_> {
         target: Expr,
         mut args: Vec<Expr>,
     ) -> PResult<Expr> {
-        // cel-go extension macros: cel.bind (bindings), sortBy (lists), optMap/optFlatMap
-        // (optionals).
+        // cel-go extension macros: sortBy (lists), optMap/optFlatMap (optionals). cel-go's
+        // bindings (`cel.bind`) are not in Kubernetes 1.36's environment: `cel.bind(...)` is a
+        // call of an undeclared `cel`, as kube answers.
         match (function.as_str(), args.len(), &target.kind) {
-            ("bind", 3, ExprKind::Ident(ns)) if ns == "cel" => {
-                let result = args.remove(2);
-                let init = args.remove(1);
-                let ExprKind::Ident(var) = &args[0].kind else {
-                    self.errors.push(self.error_at(open, "cel.bind() variable names must be simple identifiers"));
-                    return self.node(open, ExprKind::Literal(Literal::Null), &[]);
-                };
-                let var = var.clone();
-                return self.bind(open, &var, init, result);
-            }
             ("sortBy", 2, kind) => {
                 if !matches!(
                     kind,

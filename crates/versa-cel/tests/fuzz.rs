@@ -334,7 +334,7 @@ fn expr(rng: &mut Rng, depth: usize) -> String {
         },
         _ => match rng.below(5) {
             0 => format!("has({}.name)", expr(rng, d)),
-            1 => format!("cel.bind(x, {}, {})", expr(rng, d), expr(rng, d)),
+            1 => format!("optional.of({}).optMap(x, {})", expr(rng, d), expr(rng, d)),
             2 => format!("'{}'", "ab\u{e9}😀".repeat(rng.below(2_000))),
             3 => format!("{}{}", "(".repeat(rng.below(40)), leaf(rng)) + &")".repeat(rng.below(40)),
             _ => format!("{}.all(x, {})", expr(rng, d), expr(rng, d)),
@@ -581,7 +581,7 @@ fn nesting_and_size_limits_are_errors() {
             ("one-variable macros", |n| format!("{}true{}", "[1].all(x, ".repeat(n), ")".repeat(n))),
             ("two-variable macros", |n| format!("{}true{}", "[1].all(i, v, ".repeat(n), ")".repeat(n))),
             ("transformMap", |n| format!("{}1{}", "{1: 2}.transformMap(k, v, ".repeat(n), ")".repeat(n))),
-            ("binds", |n| format!("{}1{}", "cel.bind(x, 1, ".repeat(n), ")".repeat(n))),
+            ("maps", |n| format!("{}1{}", "[1].map(x, ".repeat(n), ")".repeat(n))),
             ("additions", |n| vec!["1"; n].join(" + ")),
             ("negations", |n| format!("{}1", "-".repeat(n))),
             ("conjunctions", |n| vec!["true"; n].join(" && ")),

@@ -644,7 +644,7 @@ mod tests {
             "has(self.o.a) && self.o.x__dash__y == 'z' && !has(self.m.missing)",
             "self.?o.?a.orValue(0) == 1",
             "type(self.ios) == string && type(self.n) == int",
-            "cel.bind(x, self.n * self.n, x + x) == 18",
+            "[self.n * self.n].all(x, x + x == 18)",
             "self.l.sortBy(x, -x)[0] == 2",
             "self.o == oldSelf.o && self.l == oldSelf.l",
             "'k' in self.m && 2 in self.l",

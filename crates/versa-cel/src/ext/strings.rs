@@ -1,6 +1,7 @@
-//! cel-go's strings extension as Kubernetes enables it (version 2, plus `reverse` of version 3):
+//! cel-go's strings extension as Kubernetes 1.36 enables it (version 2; no `reverse`, which is
+//! version 3's):
 //! `charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`, `upperAscii`, `replace`, `split`,
-//! `substring`, `trim`, `join`, `strings.quote`, `reverse` and `format`.
+//! `substring`, `trim`, `join`, `strings.quote` and `format`.
 //!
 //! Indexes count Unicode code points, as cel-go's `[]rune` conversions do; `split`, `replace`
 //! and `trim` follow Go's `strings.SplitN`, `strings.Replace` and `strings.TrimSpace` (an empty
@@ -37,7 +38,6 @@ pub(crate) fn declare(add: &mut dyn FnMut(&'static str, bool, Vec<Type>, Type)) 
     add("join", true, vec![Type::list(Str)], Str);
     add("join", true, vec![Type::list(Str), Str], Str);
     add("strings.quote", false, vec![Str], Str);
-    add("reverse", true, vec![Str], Str);
     add("format", true, vec![Str, Type::list(Type::Dyn)], Str);
 }
 
@@ -64,7 +64,7 @@ pub(crate) fn call<'a>(
     }
     let code_points = |s: &str| s.chars().count() as u64;
     match (function, member) {
-        ("charAt" | "reverse", true)
+        ("charAt", true)
         | ("lowerAscii" | "upperAscii" | "substring" | "trim" | "replace" | "split", true)
         | ("strings.quote", false)
         | ("format", true) => {}
@@ -115,7 +115,6 @@ pub(crate) fn call<'a>(
         ("substring", [Value::Int(start), Value::Int(end)]) => substring(s, *start, Some(*end)),
         ("trim", []) => Ok(Value::string(s.trim_matches(char::is_whitespace))),
         ("strings.quote", []) => Ok(Value::string(quote(s))),
-        ("reverse", []) => Ok(Value::string(s.chars().rev().collect::<String>())),
         ("format", [Value::List(l)]) => format(s, l),
         _ => return nso(),
     })
