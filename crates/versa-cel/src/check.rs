@@ -106,6 +106,15 @@ struct Checker<'a> {
     referenced: Vec<String>,
 }
 
+impl Checker<'_> {
+    /// Whether the environment has the library of namespace `q`: Kubernetes adds the JSON patch
+    /// library (`jsonpatch.escapeKey`) only where it declares the `JSONPatch` type — a
+    /// MutatingAdmissionPolicy's expressions —, never to CRD rules.
+    fn has_library_of(&self, q: &str) -> bool {
+        q != "jsonpatch" || self.structs.iter().any(|s| s.name == "JSONPatch")
+    }
+}
+
 /// Type names usable as values (`type(x) == string`).
 fn type_ident(name: &str) -> Option<Type> {
     let t = match name {
@@ -479,7 +488,7 @@ impl Checker<'_> {
         };
         if let Some(q) = qualified_name(target) {
             let name = format!("{q}.{function}");
-            if let Some(ovs) = table.get(name.as_str()) {
+            if let Some(ovs) = table.get(name.as_str()).filter(|_| self.has_library_of(&q)) {
                 self.resolve(e, &name, ovs, None, args);
                 return;
             }
