@@ -172,7 +172,8 @@ fn comparable(r: &Response, group: &str) -> Value {
 }
 
 /// Removes, anywhere in `v`, what each server makes up for itself: uids, timestamps,
-/// resourceVersions, managedFields' times, and a Table's cells of `date` columns (ages).
+/// resourceVersions, managedFields' times, and a Table's cells of `date` columns (ages) or
+/// holding a time.
 fn strip_made_up(v: &mut Value) {
     match v {
         Value::Object(map) => {
@@ -192,6 +193,13 @@ fn strip_made_up(v: &mut Value) {
                                     cells[i] = Value::Null;
                                 }
                             }
+                            // A `string` column showing a time the server made up (tekton's
+                            // StartTime is `.metadata.creationTimestamp`).
+                            for cell in cells.iter_mut() {
+                                if cell.as_str().is_some_and(is_timestamp) {
+                                    *cell = Value::Null;
+                                }
+                            }
                         }
                     }
                 }
@@ -201,6 +209,19 @@ fn strip_made_up(v: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(strip_made_up),
         _ => {}
     }
+}
+
+/// Whether `s` is an RFC 3339 time as servers write them (`2026-11-28T17:31:31Z`).
+fn is_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 20
+        && b.iter().enumerate().all(|(i, c)| match i {
+            4 | 7 => *c == b'-',
+            10 => *c == b'T',
+            13 | 16 => *c == b':',
+            19 => *c == b'Z',
+            _ => c.is_ascii_digit(),
+        })
 }
 
 /// Every CRD of the corpus as its two forms (kube's, versa's in the renamed group), for the

@@ -23,8 +23,9 @@ use crate::meta::{self, meta_mut};
 pub const KUBERNETES_FINALIZER: &str = "kubernetes";
 /// The label every namespace carries with its own name.
 pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
-/// Namespaces that exist from the start and may not be deleted.
-pub const IMMORTAL: [&str; 3] = ["default", "kube-system", "kube-public"];
+/// Namespaces that exist from the start and may not be deleted (kube's list, kept by
+/// NamespaceLifecycle in `versa-admission`).
+pub use versa_admission::IMMORTAL_NAMESPACES as IMMORTAL;
 
 /// A new namespace object as created with nothing but its name.
 pub fn new_namespace(name: &str) -> Value {

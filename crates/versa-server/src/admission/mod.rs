@@ -93,11 +93,13 @@ impl Request<'_> {
     }
 }
 
-/// kube's NamespaceLifecycle where kube-apiserver has the Namespaces (cluster mode): nothing
-/// is written in a namespace that does not exist, nothing created in one being terminated.
-/// (Standalone's own Namespaces: `rest/namespace_lifecycle.rs`.)
+/// kube's NamespaceLifecycle (`versa_admission::namespace_lifecycle`), over kube-apiserver's
+/// Namespaces in cluster mode or versa's own standalone: nothing is written in a namespace that
+/// does not exist, nothing created in one being terminated. Without either (cluster mode before
+/// kube-apiserver is reached, when writes are refused anyway) it passes.
 pub async fn lifecycle(req: &Request<'_>, operation: Operation, object: &Value) -> Result<(), Status> {
-    if !req.state.admission.follows_kube_namespaces() {
+    let own = req.state.registry.core(versa_registry::Builtin::Namespace).is_some();
+    if !req.state.admission.follows_kube_namespaces() && !own {
         return Ok(());
     }
     // Until the first lists are in, the namespaces are not known: refused, not guessed.

@@ -9,7 +9,6 @@
 //! every error a `metav1.Status`.
 
 mod fields;
-mod namespace_lifecycle;
 mod read;
 mod scale;
 mod watch;

@@ -166,7 +166,6 @@ async fn create_decode_and_mutate(ctx: &mut Ctx, obj: &mut Value, write: Write<'
             Some(json!({"name": ctx.name, "group": ctx.res.group, "kind": ctx.res.plural})),
         ));
     }
-    super::namespace_lifecycle::admit_create_in_namespace(ctx).await?;
     let res = ctx.res.clone();
     let strategy = Strategy::new(&res, &res.versions[ctx.version_index]);
     let mut warnings = Vec::new();
