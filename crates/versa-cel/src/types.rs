@@ -399,8 +399,9 @@ fn with_type_and_object_meta(s: &Structural) -> Option<Structural> {
     Some(out)
 }
 
-/// CEL's reserved words; a property named exactly like one is accessed as `__word__`.
-const CEL_RESERVED: &[&str] = &[
+/// CEL's reserved words: a property named exactly like one is accessed as `__word__`, and no
+/// variable may be named like one.
+pub const CEL_RESERVED: &[&str] = &[
     "true",
     "false",
     "null",

@@ -47,15 +47,12 @@ impl RequestInfo {
             .iter()
             .find(|r| r.field == "metadata.name" && r.op == crate::selector::FieldOperator::Equals);
         match exact {
-            Some(r) if is_path_segment_name(&r.value) => Cow::Owned(r.value.clone()),
+            Some(r) if versa_schema::names::is_valid_path_segment_name(&r.value).is_empty() => {
+                Cow::Owned(r.value.clone())
+            }
             _ => Cow::Borrowed(""),
         }
     }
-}
-
-/// kube's `IsPathSegmentName`: not `.` or `..`, and without `/` or `%`.
-fn is_path_segment_name(name: &str) -> bool {
-    !matches!(name, "." | "..") && !name.contains(['/', '%'])
 }
 
 fn is_watch(query: Option<&str>) -> bool {

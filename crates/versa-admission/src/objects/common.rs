@@ -351,30 +351,7 @@ pub(super) fn param_ref(pr: &Value, path: &Path, errs: &mut ErrorList) {
 
 /// Whether `name` is a CEL identifier that is not a reserved word (a variable's name).
 pub(super) fn is_cel_identifier(name: &str) -> bool {
-    const RESERVED: &[&str] = &[
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
     let mut chars = name.chars();
     let first_ok = chars.next().is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
-    first_ok && chars.all(|c| c == '_' || c.is_ascii_alphanumeric()) && !RESERVED.contains(&name)
+    first_ok && chars.all(|c| c == '_' || c.is_ascii_alphanumeric()) && !versa_cel::types::CEL_RESERVED.contains(&name)
 }
