@@ -47,63 +47,84 @@ const SHARED: &[(&str, Scenario)] = &[
 /// Scenarios that stop versa: after the others, one at a time.
 const ALONE: &[(&str, Scenario)] = &[("namespace_deletion_waits_for_versa", namespace_deletion_waits_for_versa)];
 
+/// Scenarios on a second plane that serves what a 1.34 or 1.35 cluster serves:
+/// MutatingAdmissionPolicy only at `v1beta1`. It starts after the first plane has stopped.
+const OLDER: &[(&str, Scenario)] =
+    &[("mutating_policy_of_an_older_cluster_applies", mutating_policy_of_an_older_cluster_applies)];
+
+/// kube-apiserver's flags for [`OLDER`]'s plane.
+const OLDER_FLAGS: &[&str] = &[
+    "--runtime-config=admissionregistration.k8s.io/v1/mutatingadmissionpolicies=false,admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings=false,admissionregistration.k8s.io/v1beta1=true",
+    "--disable-admission-plugins=MutatingAdmissionPolicy",
+];
+
 fn main() {
     let args = Arguments::from_args();
-    let plane: &'static OnceLock<Result<Plane, String>> = Box::leak(Box::new(OnceLock::new()));
     let selected = |name: &str| match &args.filter {
         _ if args.list => false,
         Some(f) if args.exact => name == f,
         Some(f) => name.contains(f.as_str()),
         None => true,
     };
-    let wanted = SHARED
-        .iter()
-        .chain(ALONE)
-        .any(|(name, _)| selected(name) && !args.skip.iter().any(|s| name.contains(s.as_str())));
-    if wanted && !args.list {
-        // Started here, on the main thread, which outlives every scenario (the processes die
-        // with the thread that started them).
-        let started = std::panic::catch_unwind(Plane::start).map_err(|e| {
-            e.downcast_ref::<String>()
-                .cloned()
-                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default()
-        });
-        let _ = plane.set(started);
-    }
-    let trials = |scenarios: &[(&'static str, Scenario)]| -> Vec<Trial> {
-        scenarios
+    let mut failed = false;
+    // Each plane: its kube-apiserver flags, the scenarios that run beside each other, and those
+    // that run one at a time after them.
+    let planes: [(&[&str], &[(&'static str, Scenario)], &[(&'static str, Scenario)]); 2] =
+        [(&[], SHARED, ALONE), (OLDER_FLAGS, OLDER, &[])];
+    for (flags, shared, alone) in planes {
+        let plane: &'static OnceLock<Result<Plane, String>> = Box::leak(Box::new(OnceLock::new()));
+        let wanted = shared
             .iter()
-            .map(|&(name, run)| {
-                Trial::test(name, move || match plane.get() {
-                    Some(Ok(p)) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(p))).map_err(|e| {
-                        let message = e
-                            .downcast_ref::<String>()
-                            .cloned()
-                            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                            .unwrap_or_default();
-                        Failed::from(format!(
-                            "{message}\n--- versa's log (last 40 lines) ---\n{}",
-                            tail(&p.versa_log(), 40)
-                        ))
-                    }),
-                    Some(Err(e)) => Err(format!("the control plane did not start: {e}").into()),
-                    None => Err("the control plane was not started".into()),
-                })
-            })
-            .collect()
-    };
-    let first = libtest_mimic::run(&args, trials(SHARED));
-    let mut alone = args.clone();
-    alone.test_threads = Some(1);
-    let second = libtest_mimic::run(&alone, trials(ALONE));
-    // The plane lives in a leaked cell (the scenarios borrow it for 'static): stop it here.
-    if let Some(Ok(p)) = plane.get() {
-        p.shutdown();
+            .chain(alone)
+            .any(|(name, _)| selected(name) && !args.skip.iter().any(|s| name.contains(s.as_str())));
+        if wanted && !args.list {
+            // Started here, on the main thread, which outlives every scenario (the processes die
+            // with the thread that started them).
+            let started = std::panic::catch_unwind(|| Plane::start_with(flags)).map_err(|e| {
+                e.downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default()
+            });
+            let _ = plane.set(started);
+        }
+        let first = libtest_mimic::run(&args, trials(plane, shared));
+        let mut one_at_a_time = args.clone();
+        one_at_a_time.test_threads = Some(1);
+        let second = libtest_mimic::run(&one_at_a_time, trials(plane, alone));
+        // The plane lives in a leaked cell (the scenarios borrow it for 'static): stop it here.
+        if let Some(Ok(p)) = plane.get() {
+            p.shutdown();
+        }
+        failed |= first.has_failed() || second.has_failed();
     }
-    if first.has_failed() || second.has_failed() {
+    if failed {
         std::process::exit(101);
     }
+}
+
+/// The scenarios as trials on `plane` (started or not).
+fn trials(plane: &'static OnceLock<Result<Plane, String>>, scenarios: &[(&'static str, Scenario)]) -> Vec<Trial> {
+    scenarios
+        .iter()
+        .map(|&(name, run)| {
+            Trial::test(name, move || match plane.get() {
+                Some(Ok(p)) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(p))).map_err(|e| {
+                    let message = e
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    Failed::from(format!(
+                        "{message}\n--- versa's log (last 40 lines) ---\n{}",
+                        tail(&p.versa_log(), 40)
+                    ))
+                }),
+                Some(Err(e)) => Err(format!("the control plane did not start: {e}").into()),
+                None => Err("the control plane was not started".into()),
+            })
+        })
+        .collect()
 }
 
 fn tail(text: &str, n: usize) -> String {
@@ -552,6 +573,52 @@ fn admission_policies_configured_in_kube_apply(plane: &Plane) {
     plane.ok(&["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "e2e-max-replicas"]);
     plane.ok(&["delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy", "e2e-label"]);
     plane.ok(&["delete", "namespace", ns, "--wait=false"]);
+}
+
+/// On a cluster that serves MutatingAdmissionPolicy only at `v1beta1` (1.34 and 1.35, where it
+/// was beta), versa reads the policies and bindings at `v1beta1` and applies them to its
+/// resources. kube's own plugin of 1.36 reads `v1` only, so the plane runs without it (it would
+/// refuse every write, never synced) — the expectation is the policy's effect itself.
+fn mutating_policy_of_an_older_cluster_applies(plane: &Plane) {
+    let served = plane.ok(&["get", "--raw", "/apis/admissionregistration.k8s.io/v1"]);
+    assert!(!served.contains("\"mutatingadmissionpolicies\""), "v1 serves MutatingAdmissionPolicy: {served}");
+    let beta = plane.ok(&["get", "--raw", "/apis/admissionregistration.k8s.io/v1beta1"]);
+    assert!(beta.contains("\"mutatingadmissionpolicies\""), "v1beta1 does not serve MutatingAdmissionPolicy: {beta}");
+    let group = "older.e2e.example.com";
+    let ns = "older-e2e";
+    define_crontabs(plane, group);
+    namespace(plane, ns);
+    let rules =
+        json!([{"apiGroups": [group], "apiVersions": ["*"], "operations": ["CREATE"], "resources": ["crontabs"]}]);
+    let policies = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "admissionregistration.k8s.io/v1beta1", "kind": "MutatingAdmissionPolicy",
+         "metadata": {"name": "e2e-beta-label"},
+         "spec": {"failurePolicy": "Fail", "reinvocationPolicy": "Never", "matchConstraints": {"resourceRules": rules},
+                  "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {
+                      "expression": "Object{metadata: Object.metadata{labels: {\"admitted-by\": \"beta-policy\"}}}"}}]}},
+        {"apiVersion": "admissionregistration.k8s.io/v1beta1", "kind": "MutatingAdmissionPolicyBinding",
+         "metadata": {"name": "e2e-beta-label"},
+         "spec": {"policyName": "e2e-beta-label"}},
+    ]});
+    plane.apply(&policies.to_string(), &[]).unwrap();
+    let mut n = 0;
+    wait_for("the v1beta1 mutating policy labels", Duration::from_secs(60), || {
+        n += 1;
+        let name = format!("small-{n}");
+        plane.stdin(&["-n", ns, "create", "-f", "-"], &crontab(group, &name, json!({"replicas": 2}))).unwrap();
+        let small = plane.get_json(&["-n", ns, &format!("crontabs.{group}"), &name]);
+        let labels = &small["metadata"]["labels"];
+        if *labels == json!({"admitted-by": "beta-policy"}) { Ok(()) } else { Err(labels.to_string()) }
+    });
+    // A binding removed is followed too: new objects are no longer labelled.
+    plane.ok(&["delete", "mutatingadmissionpolicybindings.v1beta1.admissionregistration.k8s.io", "e2e-beta-label"]);
+    wait_for("the policy no longer applies", Duration::from_secs(60), || {
+        n += 1;
+        let name = format!("small-{n}");
+        plane.stdin(&["-n", ns, "create", "-f", "-"], &crontab(group, &name, json!({"replicas": 2}))).unwrap();
+        let small = plane.get_json(&["-n", ns, &format!("crontabs.{group}"), &name]);
+        if small["metadata"].get("labels").is_none() { Ok(()) } else { Err(small["metadata"].to_string()) }
+    });
 }
 
 /// kube's namespace controller deletes versa's objects in a deleted namespace; while versa is

@@ -283,6 +283,12 @@ impl Plane {
     /// Starts etcd, kube-apiserver and kube-controller-manager, then installs versa with its
     /// chart and waits until kube's availability controller marks `v1.versa.dev` Available.
     pub fn start() -> Plane {
+        Plane::start_with(&[])
+    }
+
+    /// [`Plane::start`] with more kube-apiserver flags (e.g. `--runtime-config` serving the
+    /// API versions of an older release).
+    pub fn start_with(apiserver_flags: &[&str]) -> Plane {
         let bin = kube_bin_dir();
         let dir = tempfile::Builder::new().prefix("versa-kube-").tempdir().unwrap();
         let path = |f: &str| dir.path().join(f);
@@ -360,6 +366,7 @@ impl Plane {
             format!("--audit-log-path={}", kube_audit.display()),
             "--profiling=false".into(),
         ];
+        let flags: Vec<String> = flags.into_iter().chain(apiserver_flags.iter().map(|f| (*f).to_owned())).collect();
         let apiserver = Process::spawn("kube-apiserver", dir.path(), &bin.join("kube-apiserver"), &flags, None);
         let admin_identity = cluster_ca.client("kube-admin", &["system:masters"]);
         let admin_user = cert_user(&admin_identity);
