@@ -268,8 +268,7 @@ pub(crate) fn encode(managed: &Managed) -> ManagedFields {
 /// sorts in kube), the fraction dropped (rounded down, as the seconds of Go's `time.Time`).
 /// The times reaching here had their shape checked as `metav1.Time` when the object was decoded
 /// (`versa_schema::objectmeta::is_rfc3339`), so jiff's parser (which also takes a few forms
-/// Go's refuses) reads them as Go reads them; a day past its month's end, which that check
-/// lets through and Go refuses, is unreadable here.
+/// Go's refuses) reads them as Go reads them.
 pub(crate) fn seconds(t: Option<&str>) -> i64 {
     t.and_then(|t| t.parse::<jiff::Timestamp>().ok())
         .map_or(0, |t| t.as_second() - i64::from(t.subsec_nanosecond() < 0))

@@ -410,7 +410,10 @@ fn check_struct(v: &mut Value, fields: &[(&str, char)], go_type: &str) -> Result
     Ok(())
 }
 
-/// RFC 3339 as Go's `time.Parse(time.RFC3339, ...)` accepts it (what `metav1.Time` uses).
+/// RFC 3339 as Go's `time.Parse(time.RFC3339, ...)` accepts it (what `metav1.Time` uses): an
+/// upper-case `T` and `Z`, a day that exists in its month, any number of fraction digits, and a
+/// zone offset of at most 24 hours and 60 minutes (Go's general parser's bounds, which it falls
+/// back to).
 pub fn is_rfc3339(s: &str) -> bool {
     let b = s.as_bytes();
     if b.len() < 20 {
@@ -420,14 +423,12 @@ pub fn is_rfc3339(s: &str) -> bool {
     if !(digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10)) {
         return false;
     }
-    if !(b[10] == b'T' || b[10] == b't')
-        || !(digits(11..13) && b[13] == b':' && digits(14..16) && b[16] == b':' && digits(17..19))
-    {
+    if b[10] != b'T' || !(digits(11..13) && b[13] == b':' && digits(14..16) && b[16] == b':' && digits(17..19)) {
         return false;
     }
     let num = |r: std::ops::Range<usize>| s[r].parse::<u32>().unwrap_or(99);
-    let (mo, d, h, mi, se) = (num(5..7), num(8..10), num(11..13), num(14..16), num(17..19));
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 59 {
+    let (year, mo, d, h, mi, se) = (num(0..4), num(5..7), num(8..10), num(11..13), num(14..16), num(17..19));
+    if !(1..=12).contains(&mo) || d < 1 || d > days_in(mo, year) || h > 23 || mi > 59 || se > 59 {
         return false;
     }
     let mut i = 19;
@@ -442,11 +443,21 @@ pub fn is_rfc3339(s: &str) -> bool {
         }
     }
     match &b[i..] {
-        [b'Z'] | [b'z'] => true,
+        [b'Z'] => true,
         [sign, h1, h2, b':', m1, m2] if (*sign == b'+' || *sign == b'-') => {
-            [h1, h2, m1, m2].iter().all(|c| c.is_ascii_digit())
+            [h1, h2, m1, m2].iter().all(|c| c.is_ascii_digit()) && num(i + 1..i + 3) <= 24 && num(i + 4..i + 6) <= 60
         }
         _ => false,
+    }
+}
+
+/// The days of month `mo` (1–12) of `year` in the proleptic Gregorian calendar.
+fn days_in(mo: u32, year: u32) -> u32 {
+    match mo {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
     }
 }
 
@@ -525,6 +536,20 @@ mod tests {
             ("2017-05-31 12:56:35Z", false),
             ("2017-13-01T00:00:00Z", false),
             ("x", false),
+            // What Go's time.Parse(time.RFC3339, ...) answers.
+            ("2017-05-31t12:56:35z", false),
+            ("2017-02-29T00:00:00Z", false),
+            ("2016-02-29T00:00:00Z", true),
+            ("1900-02-29T00:00:00Z", false),
+            ("2000-02-29T00:00:00Z", true),
+            ("2017-04-31T00:00:00Z", false),
+            ("0000-01-01T00:00:00Z", true),
+            ("2017-05-31T12:56:35+24:00", true),
+            ("2017-05-31T12:56:35-24:60", true),
+            ("2017-05-31T12:56:35+25:00", false),
+            ("2017-05-31T12:56:35+23:61", false),
+            ("2017-05-31T12:56:35.Z", false),
+            ("2017-05-31T12:56:35.123456789123Z", true),
         ] {
             assert_eq!(is_rfc3339(s), ok, "{s}");
         }
