@@ -9,6 +9,7 @@
 
 pub mod cel_conversion;
 pub mod defaults;
+pub mod diff;
 pub mod types;
 pub mod validation;
 pub mod version;

@@ -454,7 +454,7 @@ pub fn is_rfc3339(s: &str) -> bool {
 /// The days of month `mo` (1–12) of `year` in the proleptic Gregorian calendar.
 fn days_in(mo: u32, year: u32) -> u32 {
     match mo {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => 29,
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,

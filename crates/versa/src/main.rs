@@ -1,5 +1,5 @@
 //! The `versa` binary: the server (`versa serve`) and the offline tools for definition authors
-//! (`versa lint`, `versa validate`, `versa convert`).
+//! (`versa lint`, `versa validate`, `versa convert`, `versa diff`).
 //! Only this crate picks concrete implementations (the storage backend among them); the commands themselves are thin
 //! layers over the pure crates, so that `versa validate` runs exactly the server's code.
 
@@ -26,6 +26,7 @@ macro_rules! warn {
 
 mod allocator;
 mod convert;
+mod diff;
 mod documents;
 mod kubeconfig;
 mod leader_elect;
@@ -67,6 +68,12 @@ enum Command {
     /// Exit status: 0 when every object converted, 1 when any did not, 2 on usage or I/O
     /// errors.
     Convert(convert::Args),
+    /// Every change between two sets of definitions (files, or directories of files), each
+    /// classified breaking, compatible or informational with its path and what it does.
+    ///
+    /// Exit status: 0 when no change is as bad as --fail-on (default: breaking), 1 when one is,
+    /// 2 on usage or I/O errors.
+    Diff(diff::Args),
     /// Storage migration of a running server: `status` shows each definition's stored versions
     /// and progress; `run` asks the server to migrate now (needed with --auto-migrate=false).
     ///
@@ -98,6 +105,7 @@ fn main() -> ExitCode {
         Command::Lint(args) => lint::run(&args),
         Command::Validate(args) => validate::run(&args),
         Command::Convert(args) => convert::run(&args),
+        Command::Diff(args) => diff::run(&args),
         Command::Migrate(args) => return migrate::run(&args),
     };
     match outcome {

@@ -336,3 +336,54 @@ fn lint_explains_cel_conversion_and_reports_a_rule_that_fails_on_samples() {
         stdout(&o)
     );
 }
+
+/// `versa diff` between two releases of published CRDs (directories of files, as projects ship
+/// them): the findings printed with their class, version and path, JSON for tools, and the exit
+/// status by `--fail-on`.
+#[test]
+fn diff_classifies_changes_between_two_releases() {
+    let history = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/crd-history/keda");
+    let (old, new) = (history.join("v2.12.0").display().to_string(), history.join("v2.14.0").display().to_string());
+    let o = versa(&["diff", &old, &new]);
+    assert_eq!(o.status.code(), Some(1), "stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    for want in [
+        "triggerauthentications.keda.sh:\n",
+        r#"  breaking v1alpha1 .spec.podIdentity.provider: values are limited to "aws", "aws-eks", "aws-kiam", "azure", "azure-workload", "gcp", "none": objects stored before stay updatable while an update leaves the value unchanged (ratcheting)"#,
+        "  compatible v1alpha1 .spec.initialCooldownPeriod: field added",
+        "cloudeventsources.eventing.keda.sh:\n  compatible metadata.name: the definition is added",
+        "4 breaking, 28 compatible, 4 informational change(s) in 5 of 5 definition(s)",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    // The same as JSON; a definition diffed against itself has nothing to say and passes.
+    let o = versa(&["diff", "-o", "json", &old, &new]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["summary"]["breaking"], 4, "{doc}");
+    let first = &doc["definitions"][0];
+    assert_eq!(first["name"], "clustertriggerauthentications.keda.sh");
+    assert_eq!(first["change"], "changed");
+    let enum_added = first["findings"].as_array().unwrap().iter().find(|f| f["rule"] == "enum-added").unwrap();
+    assert_eq!(enum_added["class"], "breaking");
+    assert_eq!(enum_added["version"], "v1alpha1");
+    assert_eq!(enum_added["path"], ".spec.azureKeyVault.podIdentity.provider");
+    let same = versa(&["diff", &old, &old]);
+    assert_eq!(same.status.code(), Some(0));
+    assert!(
+        stdout(&same).contains("0 breaking, 0 compatible, 0 informational change(s) in 0 of 4 definition(s)"),
+        "{}",
+        stdout(&same)
+    );
+    // Only compatible changes: 0 by default, 1 with --fail-on compatible.
+    let crd = data("crontab-crd.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    let wider = std::fs::read_to_string(&crd)
+        .unwrap()
+        .replace("cronSpec:\n", "note:\n                  type: string\n                cronSpec:\n");
+    let wider = write_temp(&dir, "wider.yaml", &wider);
+    let o = versa(&["diff", &crd, &wider]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("compatible v1 .spec.note: field added"), "{}", stdout(&o));
+    assert_eq!(versa(&["diff", "--fail-on", "compatible", &crd, &wider]).status.code(), Some(1));
+    assert_eq!(versa(&["diff", &crd, "/nonexistent.yaml"]).status.code(), Some(2));
+}
