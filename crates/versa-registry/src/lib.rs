@@ -32,6 +32,7 @@ pub mod kinds;
 pub mod meta;
 pub mod render;
 pub mod resource;
+pub mod revalidate;
 pub mod scale;
 pub mod schema_texts;
 pub mod served;

@@ -46,7 +46,7 @@ use versa_registry::meta;
 use versa_registry::{Change, Compact, Resource, SchemaTexts, Snapshot};
 use versa_storage::{KeyValue, ListOptions, WatchEvent};
 
-use crate::controllers::migration;
+use crate::controllers::{migration, stored_objects};
 use crate::controllers::names::{Held, InUse, NameIndex};
 use crate::state::State;
 
@@ -373,6 +373,8 @@ struct Batch {
     writes: Vec<(String, Value, i64, String)>,
     cleanups: Vec<String>,
     migrations: Vec<String>,
+    /// Definitions whose stored objects are to be judged again (`stored_objects`).
+    judgements: Vec<String>,
 }
 
 enum OpenApiChange {
@@ -390,6 +392,7 @@ impl Batch {
             writes: Vec::new(),
             cleanups: Vec::new(),
             migrations: Vec::new(),
+            judgements: Vec::new(),
         }
     }
 
@@ -470,6 +473,10 @@ impl Batch {
             let state = state.clone();
             running.spawn(&running.migrations, &name, term, move |name| migration::run(state, name));
         }
+        for name in self.judgements {
+            let state = state.clone();
+            running.spawn(&running.judgements, &name, term, move |name| stored_objects::run(state, name));
+        }
     }
 }
 
@@ -509,8 +516,13 @@ fn reconcile(state: &State, view: &mut View, name: &str, batch: &mut Batch, term
     batch.serve(state, k);
     if deleting {
         batch.cleanups.push(name.to_owned());
-    } else if migration::wanted(&k.def, &state.migration) {
-        batch.migrations.push(name.to_owned());
+    } else {
+        if migration::wanted(&k.def, &state.migration) {
+            batch.migrations.push(name.to_owned());
+        }
+        if stored_objects::wanted(&k.def) {
+            batch.judgements.push(name.to_owned());
+        }
     }
 }
 
@@ -535,6 +547,7 @@ async fn write_status(state: &State, key: &str, status: Value, revision: i64) ->
 struct Running {
     cleanups: Arc<Mutex<HashSet<String>>>,
     migrations: Arc<Mutex<HashSet<String>>>,
+    judgements: Arc<Mutex<HashSet<String>>>,
 }
 
 impl Running {

@@ -132,7 +132,7 @@ enum Outcome {
 }
 
 /// The definition as stored, with its revision.
-async fn load(state: &State, name: &str) -> Result<Option<(KeyValue, ResourceDefinition)>> {
+pub(crate) async fn load(state: &State, name: &str) -> Result<Option<(KeyValue, ResourceDefinition)>> {
     let key = state.keys.object(versa_apiextensions::types::GROUP, "resourcedefinitions", None, name);
     let Some(kv) = state.store.get(&key).await? else { return Ok(None) };
     let doc: Value = serde_json::from_slice(&kv.value).map_err(|e| Error::internal(e.to_string()))?;

@@ -1,7 +1,8 @@
 //! The background work of a replica: following the stored definitions and serving them
 //! ([`definitions`], which every replica runs), following the admission configuration
 //! ([`admission`], every replica too), and the work that must happen once — definition
-//! status, cleanup of deleted definitions, storage [`migration`], standalone's [`namespaces`] —
+//! status, cleanup of deleted definitions, storage [`migration`], the judgement of stored
+//! objects after a definition change ([`stored_objects`]), standalone's [`namespaces`] —
 //! which runs only in the term of the replica elected by [`crate::leader`]. [`names`] is the
 //! definitions controller's index of the names each group's definitions hold.
 
@@ -10,3 +11,4 @@ pub mod definitions;
 pub mod migration;
 pub mod names;
 pub mod namespaces;
+pub mod stored_objects;

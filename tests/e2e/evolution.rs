@@ -1,0 +1,104 @@
+//! API evolution against the objects a server holds (issue 39), as a user meets it with the real
+//! `versa serve` and `kubectl`: a definition tightened (a smaller `maxLength`, a lower `maximum`,
+//! an enum value removed, a new `required` field) over stored objects, a few of which break the
+//! new rules. After the change the definition's `StoredObjectsValid` condition counts them
+//! exactly and names them with their first errors, for the generation judged; a later change
+//! that every object meets turns it back to `True`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use versa_e2e::{Versa, ok, wait_for};
+
+const NAME: &str = "gadgets.evolution.example.com";
+
+/// The definition with `size` bounded by `maximum`, `color` one of `colors`, `label` at most
+/// `max_length` long, and `required` fields of `spec`.
+fn definition(maximum: i64, colors: &[&str], max_length: i64, required: &[&str]) -> String {
+    json!({
+        "apiVersion": "versa.dev/v1", "kind": "ResourceDefinition",
+        "metadata": {"name": NAME},
+        "spec": {
+            "group": "evolution.example.com", "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": {"type": "object", "required": required, "properties": {
+                    "size": {"type": "integer", "maximum": maximum},
+                    "color": {"type": "string", "enum": colors},
+                    "label": {"type": "string", "maxLength": max_length},
+                    "owner": {"type": "string"}}}}}}}],
+        },
+    })
+    .to_string()
+}
+
+fn apply(versa: &Versa, dir: &std::path::Path, doc: &str) {
+    ok(versa.kubectl_file("apply", dir, "definition", doc));
+}
+
+/// The condition `StoredObjectsValid` once it judges `generation`.
+fn judged(versa: &Versa, generation: i64) -> Value {
+    wait_for(&format!("StoredObjectsValid for generation {generation}"), Duration::from_secs(60), || {
+        let def: Value = serde_json::from_str(&ok(versa.kubectl(&["get", "resourcedefinition", NAME, "-o", "json"]))).unwrap();
+        let conditions = def["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        match conditions.iter().find(|c| c["type"] == "StoredObjectsValid") {
+            Some(c) if c["observedGeneration"] == generation => Ok(c.clone()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+}
+
+#[test]
+fn a_tightened_definition_counts_and_names_the_stored_objects_it_breaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(dir.path());
+    apply(&versa, dir.path(), &definition(100, &["red", "green", "blue"], 20, &[]));
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "--timeout=60s", &format!("resourcedefinition/{NAME}")]));
+    // 40 gadgets that meet every rule to come, and four that each break one of them.
+    let mut items = Vec::new();
+    for i in 0..40 {
+        items.push(json!({"apiVersion": "evolution.example.com/v1", "kind": "Gadget",
+            "metadata": {"name": format!("ok-{i:02}"), "namespace": "default"},
+            "spec": {"size": 5, "color": "red", "label": "short", "owner": "me"}}));
+    }
+    for (name, spec) in [
+        ("big", json!({"size": 50, "color": "red", "label": "short", "owner": "me"})),
+        ("green", json!({"size": 5, "color": "green", "label": "short", "owner": "me"})),
+        ("wordy", json!({"size": 5, "color": "red", "label": "a rather long label", "owner": "me"})),
+        ("orphan", json!({"size": 5, "color": "red", "label": "short"})),
+    ] {
+        items.push(json!({"apiVersion": "evolution.example.com/v1", "kind": "Gadget",
+            "metadata": {"name": name, "namespace": "default"}, "spec": spec}));
+    }
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string();
+    ok(versa.kubectl_file("create", dir.path(), "gadgets", &list));
+
+    // Tightened four ways: generation 2 is judged, and exactly the four are named.
+    apply(&versa, dir.path(), &definition(10, &["red", "blue"], 10, &["owner"]));
+    let condition = judged(&versa, 2);
+    assert_eq!(condition["status"], "False", "{condition}");
+    assert_eq!(condition["reason"], "SomeInvalid", "{condition}");
+    let message = condition["message"].as_str().unwrap();
+    assert!(message.starts_with("4 of 44 stored objects fail validation: "), "{message}");
+    for named in [
+        r#"default/big (v1): spec.size: Invalid value: 50: spec.size in body should be less than or equal to 10"#,
+        r#"default/green (v1): spec.color: Unsupported value: "green": supported values: "red", "blue""#,
+        r#"default/orphan (v1): spec.owner: Required value"#,
+        r#"default/wordy (v1): spec.label: Too long: may not be more than 10 bytes"#,
+    ] {
+        assert!(message.contains(named), "{named:?} not in {message}");
+    }
+    assert!(message.ends_with("they stay updatable while an update leaves their invalid values unchanged (ratcheting)"), "{message}");
+    // Ratcheting, as the condition says: an unchanged invalid value does not block an update.
+    ok(versa.kubectl(&["label", "gadget", "big", "touched=yes"]));
+
+    // Loosened again: every object fits, and the condition follows.
+    apply(&versa, dir.path(), &definition(100, &["red", "green", "blue"], 40, &[]));
+    let condition = judged(&versa, 3);
+    assert_eq!(condition["status"], "True", "{condition}");
+    assert_eq!(condition["reason"], "AllValid");
+    assert_eq!(condition["message"], "all 44 stored objects are valid");
+}
