@@ -42,7 +42,8 @@ fn apply(versa: &Versa, dir: &std::path::Path, doc: &str) {
 /// The condition `StoredObjectsValid` once it judges `generation`.
 fn judged(versa: &Versa, generation: i64) -> Value {
     wait_for(&format!("StoredObjectsValid for generation {generation}"), Duration::from_secs(60), || {
-        let def: Value = serde_json::from_str(&ok(versa.kubectl(&["get", "resourcedefinition", NAME, "-o", "json"]))).unwrap();
+        let def: Value =
+            serde_json::from_str(&ok(versa.kubectl(&["get", "resourcedefinition", NAME, "-o", "json"]))).unwrap();
         let conditions = def["status"]["conditions"].as_array().cloned().unwrap_or_default();
         match conditions.iter().find(|c| c["type"] == "StoredObjectsValid") {
             Some(c) if c["observedGeneration"] == generation => Ok(c.clone()),
@@ -91,7 +92,10 @@ fn a_tightened_definition_counts_and_names_the_stored_objects_it_breaks() {
     ] {
         assert!(message.contains(named), "{named:?} not in {message}");
     }
-    assert!(message.ends_with("they stay updatable while an update leaves their invalid values unchanged (ratcheting)"), "{message}");
+    assert!(
+        message.ends_with("they stay updatable while an update leaves their invalid values unchanged (ratcheting)"),
+        "{message}"
+    );
     // Ratcheting, as the condition says: an unchanged invalid value does not block an update.
     ok(versa.kubectl(&["label", "gadget", "big", "touched=yes"]));
 

@@ -270,6 +270,7 @@ async fn authorized(
     let query = req.uri().query().map(str::to_owned);
     match trimmed {
         "/version" => json_response(StatusCode::OK, &version()),
+        "/snapshot" if req.method() == Method::GET => snapshot(&state),
         "/metrics" => {
             let mut response = text_response(StatusCode::OK, state.metrics.encode());
             response.headers_mut().insert(
@@ -636,6 +637,23 @@ fn version() -> serde_json::Value {
         "compiler": "rustc",
         "platform": format!("{}/{}", std::env::consts::OS, match std::env::consts::ARCH { "x86_64" => "amd64", "aarch64" => "arm64", other => other }),
     })
+}
+
+/// `GET /snapshot`: every stored key at one revision, in versa's snapshot format
+/// (`versa_storage::snapshot`), streamed while serving goes on (`versa backup`). A snapshot that
+/// fails midway ends the body early, which readers refuse as truncated.
+fn snapshot(state: &Arc<State>) -> Response<Body> {
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let store = state.store.clone();
+    tokio::spawn(async move {
+        match store.snapshot(tx).await {
+            Ok(header) => tracing::info!(revision = header.revision, "snapshot sent"),
+            Err(e) => tracing::warn!(error = %e, "snapshot failed"),
+        }
+    });
+    let mut response = Response::new(crate::body::channel(rx));
+    response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/octet-stream"));
+    response
 }
 
 fn text_response(code: StatusCode, body: String) -> Response<Body> {

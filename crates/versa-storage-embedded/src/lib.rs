@@ -17,9 +17,14 @@
 //!   log whenever it lags.
 //! - [`record`]: the byte layout of the tables; values from 4 KiB up are stored deflated.
 //!
+//! - [`backup`]: snapshots of one read transaction and restores into a new data directory
+//!   (`versa backup`, `versa restore`), and the data format version.
+//!
 //! Tables: `kv` (key → current value and revisions), `log` (revision → event with the previous
-//! value, kept for a bounded window of time and count), `meta` (revision, compacted revision).
+//! value, kept for a bounded window of time and count), `meta` (revision, compacted revision,
+//! data format).
 
+mod backup;
 mod read;
 mod record;
 mod watch;
@@ -44,6 +49,10 @@ pub(crate) const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("log");
 pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 pub(crate) const META_REVISION: &str = "revision";
 pub(crate) const META_COMPACTED: &str = "compacted";
+/// The data format the store was written in ([`DATA_FORMAT`]).
+pub(crate) const META_FORMAT: &str = "format";
+
+pub use backup::{DATA_FORMAT, DEFAULT_BUMP, RestoreError, Restored, restore};
 
 /// The database file inside the data directory.
 pub const DB_FILE: &str = "store.redb";
@@ -99,6 +108,10 @@ pub enum OpenError {
     },
     #[error("data directory {dir} is in use by another versa process{holder}; stop it or choose another --data-dir")]
     InUse { dir: PathBuf, holder: String },
+    #[error(
+        "data directory {dir} was written by a newer versa (data format {found}); this versa reads data format {DATA_FORMAT} at most: run the newer versa, or restore into a new data directory a backup this versa can read"
+    )]
+    NewerFormat { dir: PathBuf, found: u64 },
     #[error("data directory {dir}: cannot open {DB_FILE}: {source}")]
     Database {
         dir: PathBuf,
@@ -156,6 +169,10 @@ impl EmbeddedStore {
         )?;
         let db_err = |e: redb::Error| OpenError::Database { dir: dir.to_path_buf(), source: Box::new(e) };
         let revision = writer::init_tables(&db).map_err(db_err)?;
+        let format = backup::check_format(&db).map_err(db_err)?;
+        if format > DATA_FORMAT {
+            return Err(OpenError::NewerFormat { dir: dir.to_path_buf(), found: format });
+        }
         let shared = Arc::new(Shared {
             latest: read::LatestKv::default(),
             db,
@@ -241,5 +258,17 @@ impl Store for EmbeddedStore {
 
     fn compact(&self, revision: i64) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move { self.submit(|reply| Op::Compact { revision, reply }).await })
+    }
+
+    fn snapshot<'a>(
+        &'a self,
+        out: tokio::sync::mpsc::Sender<Bytes>,
+    ) -> BoxFuture<'a, Result<versa_storage::snapshot::Header>> {
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || backup::snapshot(&shared.db, &out))
+                .await
+                .map_err(|e| Error::unavailable("snapshot task failed", e))?
+        })
     }
 }

@@ -55,6 +55,7 @@ macro_rules! conformance_tests {
             concurrent_writers,
             gets_see_acknowledged_writes,
             guaranteed_update_paths,
+            snapshot_holds_every_key_at_one_revision,
         );
     };
     (@cases $make:path; $($case:ident),* $(,)?) => {
@@ -542,4 +543,47 @@ pub async fn guaranteed_update_paths(store: Arc<dyn Store>) {
 
     assert_eq!(guaranteed_update::<Error, _>(&*store, &key, |_| Ok(Update::Delete)).await.unwrap(), None);
     assert_eq!(store.get(&key).await.unwrap(), None);
+}
+
+/// A snapshot taken while another task writes holds every key as it was at the snapshot's
+/// revision, and reads back whole (`crate::snapshot`).
+pub async fn snapshot_holds_every_key_at_one_revision(store: Arc<dyn Store>) {
+    let base = base("snapshot");
+    for i in 0..40 {
+        store.create(&format!("{base}{i:02}"), b(&format!("v{i}"))).await.unwrap();
+    }
+    let writer = {
+        let store = store.clone();
+        let base = base.clone();
+        tokio::spawn(async move {
+            for i in 0..40 {
+                let key = format!("{base}{i:02}");
+                let kv = store.get(&key).await.unwrap().unwrap();
+                store.update(&key, b("changed"), kv.mod_revision).await.unwrap();
+            }
+        })
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel(2);
+    let snapshot = {
+        let store = store.clone();
+        tokio::spawn(async move { store.snapshot(tx).await })
+    };
+    let mut bytes = Vec::new();
+    while let Some(chunk) = rx.recv().await {
+        bytes.extend_from_slice(&chunk);
+    }
+    let header = snapshot.await.unwrap().unwrap();
+    writer.await.unwrap();
+    let mut decoder = crate::snapshot::Decoder::open(bytes.as_slice()).unwrap();
+    assert_eq!(decoder.header(), &header);
+    let mut ours = Vec::new();
+    while let Some(kv) = decoder.next_key().unwrap() {
+        assert!(kv.mod_revision <= header.revision, "{kv:?} is newer than the snapshot");
+        if kv.key.starts_with(&base) {
+            ours.push(kv);
+        }
+    }
+    let then = store.list(&base, ListOptions { revision: header.revision, ..Default::default() }).await.unwrap();
+    assert_eq!(ours, then.items, "the snapshot is the store at its revision");
+    assert_eq!(ours.len(), 40);
 }

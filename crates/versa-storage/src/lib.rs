@@ -12,12 +12,15 @@
 //! strictly increasing with each write; an object's `resourceVersion` is the revision of its
 //! last write.
 //!
+//! Backups cross the seam in one backend-independent format ([`snapshot`]).
+//!
 //! Leader election's lock seam ([`lock::LeaseLock`]) lives here too, for the same reason: the
 //! etcd backend implements it, and the server must not name the backend.
 
 mod error;
 mod keys;
 pub mod lock;
+pub mod snapshot;
 mod store;
 mod token;
 mod types;

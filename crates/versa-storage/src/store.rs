@@ -8,6 +8,7 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 
+use crate::snapshot::{Encoder, Header};
 use crate::{Deleted, Error, KeyValue, ListOptions, ListPage, Result, Watch};
 
 /// A boxed, sendable future (what every [`Store`] method returns).
@@ -48,6 +49,40 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Forgets history before `revision`: lists and watches at older revisions then fail with
     /// [`Error::Expired`]. The current value of every key is kept.
     fn compact(&self, revision: i64) -> BoxFuture<'_, Result<()>>;
+
+    /// Every key at one revision, in versa's snapshot format ([`crate::snapshot`]), sent to
+    /// `out` chunk by chunk while writes go on; returns the snapshot's header once the last
+    /// chunk is sent. A receiver that goes away ends it with [`Error::Unavailable`].
+    ///
+    /// The default lists everything at one revision, page by page (a backend with MVCC history
+    /// for as long as the walk takes: etcd); the embedded store reads one transaction.
+    fn snapshot<'a>(&'a self, out: tokio::sync::mpsc::Sender<Bytes>) -> BoxFuture<'a, Result<Header>> {
+        Box::pin(async move {
+            let revision = self.current_revision().await?;
+            let header = Header {
+                revision,
+                created_at: crate::snapshot::now(),
+                versa: env!("CARGO_PKG_VERSION").into(),
+                ..Header::default()
+            };
+            let mut encoder = Encoder::default();
+            let gone = || Error::unavailable_msg("the snapshot's reader went away");
+            out.send(encoder.header(&header)).await.map_err(|_| gone())?;
+            let mut options = ListOptions { limit: 1000, continue_token: None, revision };
+            loop {
+                let page = self.list("", options.clone()).await?;
+                for kv in &page.items {
+                    out.send(encoder.record(kv)).await.map_err(|_| gone())?;
+                }
+                match page.continue_token {
+                    Some(token) => options.continue_token = Some(token),
+                    None => break,
+                }
+            }
+            out.send(encoder.end()).await.map_err(|_| gone())?;
+            Ok(header)
+        })
+    }
 }
 
 /// What a [`guaranteed_update`] step decides from the current value.

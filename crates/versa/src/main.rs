@@ -1,5 +1,6 @@
 //! The `versa` binary: the server (`versa serve`) and the offline tools for definition authors
-//! (`versa lint`, `versa validate`, `versa convert`, `versa diff`).
+//! (`versa lint`, `versa validate`, `versa convert`, `versa diff`) and for admins (`versa migrate`,
+//! `versa backup`, `versa restore`).
 //! Only this crate picks concrete implementations (the storage backend among them); the commands themselves are thin
 //! layers over the pure crates, so that `versa validate` runs exactly the server's code.
 
@@ -25,6 +26,7 @@ macro_rules! warn {
 }
 
 mod allocator;
+mod backup;
 mod convert;
 mod diff;
 mod documents;
@@ -80,6 +82,19 @@ enum Command {
     /// Exit status: 0 on success, 1 when `run --wait` times out, 2 on usage, connection or server
     /// errors.
     Migrate(migrate::Args),
+    /// Write a consistent snapshot of every stored object and definition at one revision to
+    /// FILE: from a running server (over HTTPS, with the kubeconfig's credentials; it keeps
+    /// serving) or from a stopped server's --data-dir. The file is checked whole before it is
+    /// named FILE.
+    ///
+    /// Exit status: 0 when the backup is written and checked, 1 otherwise.
+    Backup(backup::BackupArgs),
+    /// Make a new data directory from a snapshot of `versa backup`. Clients relist afterwards:
+    /// the restored revision moves past every resourceVersion they hold.
+    ///
+    /// Exit status: 0 when restored, 1 when the snapshot is refused (truncated, corrupt,
+    /// foreign, newer) or the directory holds data.
+    Restore(backup::RestoreArgs),
 }
 
 fn main() -> ExitCode {
@@ -107,6 +122,8 @@ fn main() -> ExitCode {
         Command::Convert(args) => convert::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::Migrate(args) => return migrate::run(&args),
+        Command::Backup(args) => return backup::backup(&args),
+        Command::Restore(args) => return backup::restore(&args),
     };
     match outcome {
         Ok(Outcome::AllValid) => ExitCode::SUCCESS,

@@ -46,8 +46,8 @@ use versa_registry::meta;
 use versa_registry::{Change, Compact, Resource, SchemaTexts, Snapshot};
 use versa_storage::{KeyValue, ListOptions, WatchEvent};
 
-use crate::controllers::{migration, stored_objects};
 use crate::controllers::names::{Held, InUse, NameIndex};
+use crate::controllers::{migration, stored_objects};
 use crate::state::State;
 
 /// One known definition: where it is stored and at which revision, its stored `status`, and

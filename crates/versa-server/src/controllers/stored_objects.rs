@@ -51,8 +51,11 @@ impl Checked {
         } else {
             format!("{} stored objects checked in the time allowed (more remain)", r.checked)
         };
-        let unreadable =
-            if r.unreadable > 0 { format!("; {} could not be converted to every served version", r.unreadable) } else { String::new() };
+        let unreadable = if r.unreadable > 0 {
+            format!("; {} could not be converted to every served version", r.unreadable)
+        } else {
+            String::new()
+        };
         if r.invalid == 0 {
             return format!("all {seen} are valid{unreadable}");
         }

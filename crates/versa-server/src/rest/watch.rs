@@ -15,15 +15,10 @@
 //! Events flow through a small bounded channel: a slow client slows its own watch, never the
 //! server's memory.
 
-use std::convert::Infallible;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
-use http_body::{Body as HttpBody, Frame};
-use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use versa_registry::meta::{name_of, set_resource_version};
@@ -34,19 +29,6 @@ use versa_storage::WatchEvent;
 use super::read::{Filter, parse_rv, read_page};
 use super::{Answer, Ctx, Shape, add_warnings, shape};
 use crate::status::Status;
-
-/// A response body fed by a channel of chunks.
-#[derive(Debug)]
-struct ChannelBody(mpsc::Receiver<Bytes>);
-
-impl HttpBody for ChannelBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.0.poll_recv(cx).map(|chunk| chunk.map(|b| Ok(Frame::data(b))))
-    }
-}
 
 /// How the watch starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,7 +172,7 @@ pub async fn watch(ctx: &Ctx) -> Answer {
         }
         metrics.watchers(&ctx.res.group, &ctx.version, &ctx.res.kind, -1);
     });
-    let mut response = Response::new(ChannelBody(rx).boxed());
+    let mut response = Response::new(crate::body::channel(rx));
     *response.status_mut() = StatusCode::OK;
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     add_warnings(response.headers_mut(), ctx.ver().warning.iter());
