@@ -9,5 +9,8 @@ bash hack/install-deps.sh
 echo "## embedded (redb)"
 cargo bench --locked -p versa-storage-embedded --bench embedded 2>/dev/null
 echo
+echo "## embedded backups"
+cargo bench --locked -p versa-storage-embedded --bench backup 2>/dev/null
+echo
 echo "## etcd"
 cargo bench --locked -p versa-storage-etcd --bench etcd 2>/dev/null
