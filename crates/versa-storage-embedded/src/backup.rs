@@ -28,8 +28,7 @@ use versa_storage::{Error, Result};
 use crate::record::{Deflater, decode_kv, encode_kv};
 use crate::{DB_FILE, KV, META, META_COMPACTED, META_FORMAT, META_REVISION};
 
-/// The data format this versa writes, and the newest it opens.
-pub const DATA_FORMAT: u64 = 1;
+pub use versa_storage::DATA_FORMAT;
 
 /// About how many bytes of records a snapshot sends at once.
 const CHUNK: usize = 256 * 1024;

@@ -56,6 +56,7 @@ macro_rules! conformance_tests {
             gets_see_acknowledged_writes,
             guaranteed_update_paths,
             snapshot_holds_every_key_at_one_revision,
+            data_format_is_recorded_and_a_newer_one_refused,
         );
     };
     (@cases $make:path; $($case:ident),* $(,)?) => {
@@ -586,4 +587,23 @@ pub async fn snapshot_holds_every_key_at_one_revision(store: Arc<dyn Store>) {
     let then = store.list(&base, ListOptions { revision: header.revision, ..Default::default() }).await.unwrap();
     assert_eq!(ours, then.items, "the snapshot is the store at its revision");
     assert_eq!(ours.len(), 40);
+}
+
+/// [`crate::check_data_format`]: recorded once under the prefix, read back, a newer one refused.
+pub async fn data_format_is_recorded_and_a_newer_one_refused(store: Arc<dyn Store>) {
+    let prefix = base("format");
+    let prefix = prefix.trim_end_matches('/');
+    assert_eq!(crate::check_data_format(&*store, prefix).await.unwrap(), crate::DATA_FORMAT);
+    let key = format!("{prefix}/versa/data-format");
+    let kv = store.get(&key).await.unwrap().expect("the format is recorded");
+    assert_eq!(text(&kv), crate::DATA_FORMAT.to_string());
+    assert_eq!(crate::check_data_format(&*store, prefix).await.unwrap(), crate::DATA_FORMAT);
+    store.update(&key, b("2"), kv.mod_revision).await.unwrap();
+    let err = crate::check_data_format(&*store, prefix).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the storage under {prefix:?} was written by a newer versa (data format 2); this versa reads data format 1 at most: run the newer versa, or restore into a new data directory a backup this versa can read"
+        )
+    );
 }

@@ -323,7 +323,11 @@ async fn open_store(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
             let store = versa_storage_embedded::EmbeddedStore::open(&args.data_dir, config)?;
             Arc::new(store)
         }
-        StorageKind::Etcd => Arc::new(versa_storage_etcd::EtcdStore::connect(etcd_config(args)?).await?),
+        StorageKind::Etcd => {
+            let store = versa_storage_etcd::EtcdStore::connect(etcd_config(args)?).await?;
+            versa_storage::check_data_format(&store, &args.storage_prefix).await?;
+            Arc::new(store)
+        }
     })
 }
 
