@@ -247,3 +247,59 @@ async fn interrupted_and_bad_backups_and_restores_are_never_taken_for_good_ones(
     let client = Client::admin(Path::new(&target), &server.address);
     assert_eq!(widgets(&client).await.len(), 200);
 }
+
+/// The data directory of the release before the data format was recorded (versa at 0d373f5:
+/// `tests/e2e/data/format-1.store.redb.gz`, made by it with kubectl — a CRD, three CronTabs, a
+/// namespace and a Secret — and `format-1.expected.json`, what it served then) opens with this
+/// build, which records the format, and serves exactly the same objects.
+#[tokio::test]
+async fn a_data_directory_of_the_release_before_opens_and_serves_the_same_objects() {
+    use std::io::Read as _;
+    let data_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("e2e/data");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let mut redb = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(data_dir.join("format-1.store.redb.gz")).unwrap())
+        .read_to_end(&mut redb)
+        .unwrap();
+    std::fs::write(data.join("store.redb"), redb).unwrap();
+    let expected: Value =
+        serde_json::from_slice(&std::fs::read(data_dir.join("format-1.expected.json")).unwrap()).unwrap();
+
+    let server = Versa::start(&data);
+    let client = Client::admin(&data, &server.address);
+    // As kubectl showed them then: without managedFields.
+    let shown = |mut obj: Value| {
+        obj["metadata"].as_object_mut().unwrap().remove("managedFields");
+        obj
+    };
+    let crontabs = client.get("/apis/stable.example.com/v1/namespaces/default/crontabs").await.json();
+    let crontabs: Vec<Value> = crontabs["items"].as_array().unwrap().iter().cloned().map(shown).collect();
+    assert_eq!(Value::from(crontabs), expected["crontabs"]);
+    let secret = client.get("/api/v1/namespaces/team-a/secrets/creds").await.json();
+    assert_eq!(shown(secret), expected["secret"]);
+    let crd =
+        client.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.stable.example.com").await.json();
+    let crd = shown(crd);
+    assert_eq!(
+        (&crd["metadata"], &crd["spec"]),
+        (&expected["definition"]["metadata"], &expected["definition"]["spec"])
+    );
+    // And it keeps working: a write, and a backup of it.
+    assert_eq!(
+        client
+            .post(
+                "/apis/stable.example.com/v1/namespaces/default/crontabs",
+                &json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": "crontab-4"},
+                        "spec": {"cronSpec": "* * * * *", "image": "my-image:4", "replicas": 4}})
+            )
+            .await
+            .status,
+        201
+    );
+    assert!(server.stop());
+    let backup =
+        versa(&["backup", dir.path().join("old.snap").to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    revision_of(&backup);
+}

@@ -147,7 +147,9 @@ impl ResourceDefinition {
 
     /// The definition as a `versa.dev/v1` ResourceDefinition document.
     pub fn to_document(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+        let mut doc = serde_json::to_value(self).unwrap_or(Value::Null);
+        go_schema_numbers(&mut doc);
+        doc
     }
 
     /// The definition as an `apiextensions.k8s.io/v1` CustomResourceDefinition document.
@@ -187,6 +189,52 @@ impl ResourceDefinition {
     /// The name of the version marked `storage: true` (the first one, if several are).
     pub fn storage_version(&self) -> Option<&str> {
         self.spec.versions.iter().find(|v| v.storage).map(|v| v.name.as_str())
+    }
+}
+
+/// The typed numbers of a definition's schemas (`maximum`, `minimum`, `multipleOf`: `float64` in
+/// kube's types) written as Go's `encoding/json` writes a `float64`: a whole number without a
+/// fraction (`10`, not serde's `10.0`). Defaults, enums and examples are raw JSON in kube and
+/// keep what the client wrote. Applied to every definition document versa writes, and to stored
+/// ones as they are read (those written before this rule).
+pub fn go_schema_numbers(doc: &mut Value) {
+    let Some(versions) = doc.pointer_mut("/spec/versions").and_then(Value::as_array_mut) else { return };
+    for version in versions {
+        if let Some(schema) = version.pointer_mut("/schema/openAPIV3Schema") {
+            schema_numbers(schema, 0);
+        }
+    }
+}
+
+/// [`go_schema_numbers`] in one schema node and the schemas below it (bounded by the nesting
+/// limit every decoded document already obeys).
+fn schema_numbers(node: &mut Value, depth: usize) {
+    let Some(map) = node.as_object_mut().filter(|_| depth < 256) else { return };
+    for key in ["maximum", "minimum", "multipleOf"] {
+        if let Some(Value::Number(n)) = map.get_mut(key)
+            && let Some(f) = n.as_f64().filter(|_| n.is_f64())
+            && f.fract() == 0.0
+            && f.abs() < 9.0e15
+        {
+            *n = serde_json::Number::from(f as i64);
+        }
+    }
+    for key in ["properties", "patternProperties", "definitions", "dependencies"] {
+        if let Some(Value::Object(children)) = map.get_mut(key) {
+            children.values_mut().for_each(|c| schema_numbers(c, depth + 1));
+        }
+    }
+    for key in ["items", "additionalProperties", "additionalItems", "not"] {
+        match map.get_mut(key) {
+            Some(Value::Array(list)) => list.iter_mut().for_each(|c| schema_numbers(c, depth + 1)),
+            Some(child) => schema_numbers(child, depth + 1),
+            None => {}
+        }
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        if let Some(Value::Array(list)) = map.get_mut(key) {
+            list.iter_mut().for_each(|c| schema_numbers(c, depth + 1));
+        }
     }
 }
 
@@ -274,6 +322,31 @@ impl k8s_openapi::Metadata for ResourceDefinition {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// kube-apiserver serves a CRD's `maximum: 10` as `10` (Go's float64 encoding), a fraction as
+    /// written, and a default as the client wrote it.
+    #[test]
+    fn schema_numbers_are_written_as_go_writes_them() {
+        let mut doc = crd();
+        doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({"type": "object", "properties": {
+            "n": {"type": "integer", "maximum": 10, "minimum": 1.0, "default": 2.0},
+            "f": {"type": "number", "maximum": 1.5, "multipleOf": 0.5},
+            "list": {"type": "array", "items": {"type": "integer", "maximum": 3}},
+            "map": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
+            "any": {"anyOf": [{"type": "integer", "maximum": 7}]}}});
+        let text = ResourceDefinition::from_document(&doc).unwrap().to_document().to_string();
+        for want in [
+            r#""maximum":10,"minimum":1"#,
+            r#""default":2.0"#,
+            r#""maximum":1.5,"multipleOf":0.5"#,
+            r#""items":{"maximum":3"#,
+            r#""minimum":0"#,
+            r#""maximum":7"#,
+        ] {
+            assert!(text.contains(want), "{want} not in {text}");
+        }
+        assert!(!text.contains("10.0") && !text.contains("3.0") && !text.contains("7.0"), "{text}");
+    }
 
     fn crd() -> Value {
         json!({

@@ -60,9 +60,11 @@ impl KindRules for Definitions {
         false
     }
 
-    /// The definitions API has one version per face: the object takes the face's type.
+    /// The definitions API has one version per face: the object takes the face's type. Schema
+    /// numbers stored before they were written as Go writes them are read so.
     fn on_read(&self, res: &Resource, obj: &mut Value) {
         set_type_meta(obj, &res.api_version(&res.storage_version), &res.kind);
+        versa_apiextensions::types::go_schema_numbers(obj);
     }
 
     /// Whatever face it came through, a definition is kept as a ResourceDefinition.
