@@ -42,6 +42,7 @@ const SHARED: &[(&str, Scenario)] = &[
     ("validating_webhook_configured_in_kube_applies", validating_webhook_configured_in_kube_applies),
     ("differential_conformance_with_published_crds", differential_conformance_with_published_crds),
     ("data_cases_state_kubes_answers", data_cases_state_kubes_answers),
+    ("scheduled_backup_runs_as_its_service_account", scheduled_backup_runs_as_its_service_account),
 ];
 
 /// Scenarios that stop versa: after the others, one at a time.
@@ -573,6 +574,78 @@ fn admission_policies_configured_in_kube_apply(plane: &Plane) {
     plane.ok(&["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "e2e-max-replicas"]);
     plane.ok(&["delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy", "e2e-label"]);
     plane.ok(&["delete", "namespace", ns, "--wait=false"]);
+}
+
+/// The chart's backup CronJob, its pod played as the kubelet would run it: `versa backup` through
+/// the Service with the projected token of its own ServiceAccount, which kube authenticates
+/// (versa's TokenReview) and authorizes (the chart's ClusterRole: GET on the non-resource URL
+/// `/snapshot`) — and the snapshot restores. Another ServiceAccount is refused in kube's words.
+fn scheduled_backup_runs_as_its_service_account(plane: &Plane) {
+    let name = format!("{}-backup", kube_plane::RELEASE);
+    let cronjob = plane.get_json(&["-n", NAMESPACE, "cronjob", &name]);
+    let pod = &cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], name.as_str());
+    let ca_secret =
+        pod["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "ca").unwrap()["secret"]["secretName"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let ca = plane.ok(&["-n", NAMESPACE, "get", "secret", &ca_secret, "-o", "jsonpath={.data.ca\\.crt}"]);
+    use base64::Engine as _;
+    let ca = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(ca.trim()).unwrap()).unwrap();
+    let ca_file = plane.file("backup/ca/ca.crt", &ca);
+    let backups = plane.file("backup/volume/.keep", "").parent().unwrap().to_owned();
+    let run = |service_account: &str| {
+        let token = plane.ok(&["-n", NAMESPACE, "create", "token", service_account]);
+        let token_file = plane.file(&format!("backup/{service_account}.token"), token.trim());
+        let mut args: Vec<String> = Vec::new();
+        for arg in pod["containers"][0]["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()) {
+            let arg = match arg {
+                "/backups/" => format!("{}/", backups.display()),
+                a if a.starts_with("--certificate-authority=") => {
+                    format!("--certificate-authority={}", ca_file.display())
+                }
+                a if a.starts_with("--token-file=") => format!("--token-file={}", token_file.display()),
+                // The Service's name is what the certificate says; the pod's address is where it is.
+                a if a.starts_with("--server=") => {
+                    let service = a.trim_start_matches("--server=https://").split(':').next().unwrap().to_owned();
+                    args.push(format!("--tls-server-name={service}"));
+                    format!("--server=https://{}", plane.versa_address())
+                }
+                a => a.to_owned(),
+            };
+            args.push(arg);
+        }
+        std::process::Command::new(versa_e2e_bin()).args(&args).output().unwrap()
+    };
+    let out = run(&name);
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    assert!(said.starts_with("backup of revision "), "{said}");
+    let file = std::fs::read_dir(&backups)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "snap"))
+        .unwrap();
+    let restored = plane.file("backup/restored/.none", "").parent().unwrap().join("data");
+    let out = std::process::Command::new(versa_e2e_bin())
+        .args(["restore", file.to_str().unwrap(), "--data-dir", restored.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let out = run("default");
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success());
+    assert!(
+        said.contains(&format!("Error from server (Forbidden): forbidden: User \"system:serviceaccount:{NAMESPACE}:default\" cannot get path \"/snapshot\"")),
+        "{said}"
+    );
+}
+
+/// The versa binary the plane runs.
+fn versa_e2e_bin() -> std::path::PathBuf {
+    versa_e2e::versa_bin()
 }
 
 /// On a cluster that serves MutatingAdmissionPolicy only at `v1beta1` (1.34 and 1.35, where it

@@ -423,6 +423,19 @@ impl Plane {
         self.processes.lock().unwrap().iter().find(|p| p.name == "kube-apiserver").map(|p| p.child.id()).unwrap()
     }
 
+    /// Where versa's pod listens, from the host: `<pod IP>:8443`.
+    pub fn versa_address(&self) -> String {
+        format!("{}:8443", self.netns.inner_ip)
+    }
+
+    /// A file in the plane's directory with `text` in it.
+    pub fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
     /// versa's process id (it runs as the pod's container).
     pub fn versa_pid(&self) -> u32 {
         self.versa.lock().unwrap().as_ref().map(|p| p.child.id()).unwrap()
@@ -512,6 +525,9 @@ impl Plane {
             NAMESPACE,
             "--set",
             "image.repository=versa-e2e",
+            // The backup CronJob's objects (kube_plane plays its pod: tests/e2e/kube.rs).
+            "--set",
+            "backup.enabled=true",
         ]);
         output(out).unwrap_or_else(|e| panic!("helm install: {e}"));
 

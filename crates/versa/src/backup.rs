@@ -24,9 +24,14 @@ use crate::kubeconfig;
 
 #[derive(Debug, clap::Args)]
 pub struct BackupArgs {
-    /// Where to write the snapshot.
+    /// Where to write the snapshot; a directory (existing, or ending in `/`) gets a file named
+    /// by the time, `versa-YYYYMMDDTHHMMSSZ.snap`.
     #[arg(value_name = "FILE")]
     file: PathBuf,
+    /// With FILE a directory: keep only the newest N snapshots there (older `versa-*.snap` files
+    /// are removed once the new one is written).
+    #[arg(long, value_name = "N")]
+    keep: Option<usize>,
     /// Back up the data directory of a stopped server instead of a running one.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
@@ -37,6 +42,19 @@ pub struct BackupArgs {
     /// The kubeconfig context to use (default: its current-context).
     #[arg(long, value_name = "NAME", conflicts_with = "data_dir")]
     context: Option<String>,
+    /// The server's URL, instead of a kubeconfig (as kubectl's --server): e.g. versa's Service.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["data_dir", "kubeconfig", "context"])]
+    server: Option<String>,
+    /// With --server: the CA that signed the server's certificate.
+    #[arg(long, value_name = "FILE", requires = "server")]
+    certificate_authority: Option<PathBuf>,
+    /// With --server: a file holding the bearer token (re-read as it rotates), such as a service
+    /// account's projected token.
+    #[arg(long, value_name = "FILE", requires = "server")]
+    token_file: Option<PathBuf>,
+    /// With --server: the name the server's certificate is checked against.
+    #[arg(long, value_name = "NAME", requires = "server")]
+    tls_server_name: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -74,7 +92,18 @@ fn report(result: Result<()>) -> ExitCode {
 
 fn run_backup(args: &BackupArgs) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let partial = partial_of(&args.file);
+    let into_directory = args.file.is_dir() || args.file.as_os_str().to_string_lossy().ends_with('/');
+    if args.keep.is_some() && !into_directory {
+        bail!("--keep needs FILE to be a directory");
+    }
+    let file = if into_directory {
+        std::fs::create_dir_all(&args.file).with_context(|| format!("creating {}", args.file.display()))?;
+        args.file
+            .join(format!("{SNAPSHOT_PREFIX}{}{SNAPSHOT_SUFFIX}", jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ")))
+    } else {
+        args.file.clone()
+    };
+    let partial = partial_of(&file);
     let written = runtime.block_on(async {
         let mut out = std::fs::File::create(&partial).with_context(|| format!("creating {}", partial.display()))?;
         match &args.data_dir {
@@ -92,16 +121,46 @@ fn run_backup(args: &BackupArgs) -> Result<()> {
             return Err(e);
         }
     };
-    std::fs::rename(&partial, &args.file)
-        .with_context(|| format!("renaming {} to {}", partial.display(), args.file.display()))?;
-    if let Some(parent) = args.file.parent().filter(|p| !p.as_os_str().is_empty()) {
+    std::fs::rename(&partial, &file)
+        .with_context(|| format!("renaming {} to {}", partial.display(), file.display()))?;
+    if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::File::open(parent)
             .and_then(|f| f.sync_all())
             .with_context(|| format!("syncing {}", parent.display()))?;
     }
-    let bytes = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
-    say!("backup of revision {revision}: {keys} keys, {bytes} bytes, written to {}", args.file.display());
+    let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+    say!("backup of revision {revision}: {keys} keys, {bytes} bytes, written to {}", file.display());
+    if let Some(keep) = args.keep {
+        for old in prune(&args.file, keep)? {
+            say!("removed the older backup {}", old.display());
+        }
+    }
     Ok(())
+}
+
+/// How `versa backup DIR/` names its files: the prefix, a UTC time, the suffix — so that names
+/// sort by time.
+const SNAPSHOT_PREFIX: &str = "versa-";
+const SNAPSHOT_SUFFIX: &str = ".snap";
+
+/// Removes all but the newest `keep` snapshots of `dir`; returns what it removed.
+fn prune(dir: &Path, keep: usize) -> Result<Vec<PathBuf>> {
+    let mut snapshots: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(SNAPSHOT_PREFIX) && n.ends_with(SNAPSHOT_SUFFIX))
+        })
+        .collect();
+    snapshots.sort();
+    let excess = snapshots.len().saturating_sub(keep.max(1));
+    let old: Vec<PathBuf> = snapshots.into_iter().take(excess).collect();
+    for path in &old {
+        std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
+    }
+    Ok(old)
 }
 
 /// `FILE.partial`: where a backup is written until it checks out.
@@ -153,9 +212,22 @@ async fn from_directory(dir: &Path, out: &mut std::fs::File) -> Result<()> {
 
 /// A running server's `GET /snapshot`.
 async fn from_server(args: &BackupArgs, out: &mut std::fs::File) -> Result<()> {
-    let env = std::env::var_os("KUBECONFIG");
-    let files = kubeconfig::locate(args.kubeconfig.as_deref(), env.as_deref());
-    let config = kubeconfig::load(&files, args.context.as_deref()).await?;
+    let config = match &args.server {
+        Some(server) => {
+            kubeconfig::explicit(
+                server,
+                args.certificate_authority.as_deref(),
+                args.token_file.as_deref(),
+                args.tls_server_name.as_deref(),
+            )
+            .await?
+        }
+        None => {
+            let env = std::env::var_os("KUBECONFIG");
+            let files = kubeconfig::locate(args.kubeconfig.as_deref(), env.as_deref());
+            kubeconfig::load(&files, args.context.as_deref()).await?
+        }
+    };
     let client = kube::Client::try_from(config).context("building the client")?;
     let request = http::Request::get("/snapshot").body(Vec::new())?;
     let mut body = client.request_stream(request).await.map_err(|e| anyhow::anyhow!("{}", describe(&e)))?;

@@ -79,6 +79,31 @@ pub async fn load(files: &[PathBuf], context: Option<&str>) -> Result<kube::Conf
     kube::Config::from_custom_kubeconfig(merged.unwrap_or_default(), &options).await.map_err(|e| invalid(explain(e)))
 }
 
+/// A server given on the command line as kubectl's flags give it (`--server`,
+/// `--certificate-authority`, `--token` from a file, `--tls-server-name`): what a CronJob's pod
+/// uses to reach versa's Service with its service account's token.
+pub async fn explicit(
+    server: &str,
+    certificate_authority: Option<&Path>,
+    token_file: Option<&Path>,
+    tls_server_name: Option<&str>,
+) -> Result<kube::Config> {
+    let doc = serde_json::json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "server", "cluster": {
+            "server": server,
+            "certificate-authority": certificate_authority.map(|p| p.display().to_string()),
+            "tls-server-name": tls_server_name,
+        }}],
+        "users": [{"name": "user", "user": {"tokenFile": token_file.map(|p| p.display().to_string())}}],
+        "contexts": [{"name": "server", "context": {"cluster": "server", "user": "user"}}],
+        "current-context": "server",
+    });
+    let invalid = |message: String| Error::Invalid { files: "--server".into(), message };
+    let config = Kubeconfig::from_yaml(&doc.to_string()).map_err(|e| invalid(explain(e)))?;
+    kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default()).await.map_err(|e| invalid(explain(e)))
+}
+
 /// The pod's kube-apiserver, as client-go's `rest.InClusterConfig` finds it:
 /// `KUBERNETES_SERVICE_HOST`/`_PORT`, trusted by the service account's `ca.crt`, authenticated
 /// by its token (both re-read as they rotate).
