@@ -106,3 +106,48 @@ fn a_tightened_definition_counts_and_names_the_stored_objects_it_breaks() {
     assert_eq!(condition["reason"], "AllValid");
     assert_eq!(condition["message"], "all 44 stored objects are valid");
 }
+
+/// Deletion protection: through versa's own API a definition with stored objects is not deleted
+/// (kube's 403, with the count and how to proceed); turning the protection off lets it go with
+/// its objects. Through the `customresourcedefinitions` face a definition goes as kube's CRDs
+/// do, unless its annotation opts in. A definition without objects is never held.
+#[test]
+fn a_protected_definition_with_objects_is_not_deleted_by_accident() {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(dir.path());
+    apply(&versa, dir.path(), &definition(100, &["red"], 20, &[]));
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "--timeout=60s", &format!("resourcedefinition/{NAME}")]));
+    for name in ["a", "b", "c"] {
+        let gadget = json!({"apiVersion": "evolution.example.com/v1", "kind": "Gadget",
+            "metadata": {"name": name, "namespace": "default"}, "spec": {"size": 1}});
+        ok(versa.kubectl_file("create", dir.path(), name, &gadget.to_string()));
+    }
+    let refused = versa.kubectl(&["delete", "resourcedefinition", NAME]);
+    assert!(!refused.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr).trim(),
+        format!(
+            "Error from server (Forbidden): resourcedefinitions.versa.dev {NAME:?} is forbidden: deletion protection: 3 objects are stored under this definition, and deleting it deletes them all; delete them first, or turn the protection off: kubectl annotate resourcedefinitions.versa.dev {NAME} versa.dev/deletion-protection=false --overwrite"
+        )
+    );
+    // Through the CRD face it is protected only when it says so.
+    ok(versa.kubectl(&["annotate", "resourcedefinition", NAME, "versa.dev/deletion-protection=true"]));
+    let refused = versa.kubectl(&["delete", "customresourcedefinition", NAME]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("deletion protection: 3 objects are stored"));
+    // Off: the definition goes, with its objects.
+    ok(versa.kubectl(&["annotate", "resourcedefinition", NAME, "versa.dev/deletion-protection=false", "--overwrite"]));
+    ok(versa.kubectl(&["delete", "resourcedefinition", NAME, "--wait=true", "--timeout=60s"]));
+
+    // The CRD face's default is kube's; a definition without objects is deleted either way.
+    let mut crd: Value = serde_json::from_str(&definition(100, &["red"], 20, &[])).unwrap();
+    crd["apiVersion"] = json!("apiextensions.k8s.io/v1");
+    crd["kind"] = json!("CustomResourceDefinition");
+    apply(&versa, dir.path(), &crd.to_string());
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "--timeout=60s", &format!("crd/{NAME}")]));
+    let gadget = json!({"apiVersion": "evolution.example.com/v1", "kind": "Gadget",
+        "metadata": {"name": "a", "namespace": "default"}, "spec": {"size": 1}});
+    ok(versa.kubectl_file("create", dir.path(), "a", &gadget.to_string()));
+    ok(versa.kubectl(&["delete", "crd", NAME, "--wait=true", "--timeout=60s"]));
+    apply(&versa, dir.path(), &definition(100, &["red"], 20, &[]));
+    ok(versa.kubectl(&["delete", "resourcedefinition", NAME, "--wait=true", "--timeout=60s"]));
+}

@@ -649,6 +649,9 @@ async fn error_codes_and_status_shapes() {
     let mut held = crontab("held", json!({}));
     held["metadata"]["finalizers"] = json!(["example.com/hold"]);
     create(c, CT, &held).await;
+    // Deleting a definition with objects through versa's own API needs its protection off.
+    let unprotect = json!({"metadata": {"annotations": {"versa.dev/deletion-protection": "false"}}});
+    assert_eq!(c.merge_patch(&format!("{RD}/crontabs.stable.example.com"), &unprotect).await.status, 200);
     let r = c.delete(&format!("{RD}/crontabs.stable.example.com")).await;
     assert_eq!(r.status, 200, "deleting the definition: {}", r.text());
     let deleted = r.json();

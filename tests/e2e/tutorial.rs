@@ -228,8 +228,19 @@ fn tutorial() {
     let all = eventually(&versa, &["get", "all"], |s| s.contains("my-new-cron-object"));
     assert!(all.contains("my-new-cron-object"), "{all}");
 
-    // Deleting the definition deletes its objects and uninstalls the endpoint.
+    // Deleting the definition deletes its objects and uninstalls the endpoint. Through versa's
+    // own API a definition that holds objects is protected: the delete is refused, saying how
+    // to go on, until the protection is turned off (docs/versions.md).
     let definition = manifest(&versa, "definition.yaml", DEFINITION);
+    let refused = fails(versa.kubectl(&["delete", "-f", &definition]));
+    assert!(refused.contains("deletion protection: 2 objects are stored under this definition"), "{refused}");
+    ok(versa.kubectl(&[
+        "annotate",
+        "resourcedefinitions.versa.dev",
+        "crontabs.stable.example.com",
+        "versa.dev/deletion-protection=false",
+        "--overwrite",
+    ]));
     ok(versa.kubectl(&["delete", "-f", &definition]));
     let gone = eventually(&versa, &["get", "resourcedefinitions"], |s| !s.contains("crontabs.stable.example.com"));
     assert!(!gone.contains("crontabs"), "{gone}");

@@ -26,6 +26,43 @@ use versa_schema::{Error as FieldError, ErrorList, Path};
 /// The finalizer that holds a deleted definition until its objects are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
+/// The annotation that turns deletion protection on (`"true"`) or off (`"false"`) for one
+/// definition (issue 39; docs/versions.md).
+pub const DELETION_PROTECTION_ANNOTATION: &str = "versa.dev/deletion-protection";
+
+/// Whether deleting `obj` must wait until no object of it is stored: what its
+/// [`DELETION_PROTECTION_ANNOTATION`] says, else `by_default` — on through versa's own API
+/// (`resourcedefinitions`), off through the `customresourcedefinitions` face, where
+/// kube-compatible tools (kubectl, helm) expect a CRD to go with its objects. A definition already
+/// being deleted is past it.
+pub fn deletion_protected(obj: &Value, by_default: bool) -> bool {
+    if obj.pointer("/metadata/deletionTimestamp").is_some() {
+        return false;
+    }
+    let annotation = obj
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(DELETION_PROTECTION_ANNOTATION))
+        .and_then(Value::as_str);
+    match annotation {
+        Some(value) if value.eq_ignore_ascii_case("true") => true,
+        Some(value) if value.eq_ignore_ascii_case("false") => false,
+        _ => by_default,
+    }
+}
+
+/// kube's refusal of a protected definition's delete while `count` objects remain (`at_least`:
+/// more may follow): who, how many, and how to go on.
+pub fn protected_refusal(resource: &str, name: &str, count: u64, at_least: bool) -> crate::Error {
+    let how_many = if at_least { format!("at least {count}") } else { count.to_string() };
+    let objects = if count == 1 && !at_least { "object is" } else { "objects are" };
+    crate::Error::Forbidden {
+        message: format!(
+            "{resource} {name:?} is forbidden: deletion protection: {how_many} {objects} stored under this definition, and deleting it deletes them all; delete them first, or turn the protection off: kubectl annotate {resource} {name} {DELETION_PROTECTION_ANNOTATION}=false --overwrite"
+        ),
+        details: Some(json!({"name": name, "group": resource.split_once('.').map_or("", |(_, g)| g), "kind": resource.split_once('.').map_or(resource, |(r, _)| r)})),
+    }
+}
+
 /// The status field where storage migration keeps its checkpoint (see the module
 /// documentation): never taken from a request, always carried over from the stored definition.
 pub const MIGRATION_CHECKPOINT_FIELD: &str = "storageMigration";

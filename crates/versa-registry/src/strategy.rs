@@ -357,6 +357,12 @@ impl<'a> Strategy<'a> {
     }
 
     /// What the kind makes of a delete of `obj` before the shared rules ([`Deletion`]).
+    /// The resource whose stored objects must be gone before `obj` may be deleted
+    /// ([`KindRules::deletion_guard`]).
+    pub fn deletion_guard(&self, obj: &Value) -> Option<(String, String)> {
+        self.rules().deletion_guard(self.res, obj)
+    }
+
     pub fn deletion(&self, obj: &Value, name: &str) -> Deletion {
         self.rules().delete(obj, name)
     }

@@ -76,6 +76,18 @@ impl KindRules for Definitions {
         true
     }
 
+    /// A protected definition's objects ([`definitions::deletion_protected`]: on by default
+    /// through versa's own face).
+    fn deletion_guard(&self, res: &Resource, obj: &Value) -> Option<(String, String)> {
+        let by_default = res.kind == versa_apiextensions::types::KIND;
+        if !definitions::deletion_protected(obj, by_default) {
+            return None;
+        }
+        let group = obj.pointer("/spec/group").and_then(Value::as_str)?;
+        let plural = obj.pointer("/spec/names/plural").and_then(Value::as_str)?;
+        Some((group.to_owned(), plural.to_owned()))
+    }
+
     fn warns_about_finalizer_names(&self) -> bool {
         false
     }

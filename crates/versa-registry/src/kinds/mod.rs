@@ -155,6 +155,12 @@ pub trait KindRules: std::fmt::Debug + Send + Sync {
     fn still_held(&self, _new: &Value) -> bool {
         false
     }
+
+    /// The resource (`group`, `plural`) whose stored objects must all be gone before `obj` may
+    /// be deleted (a protected definition's), if any.
+    fn deletion_guard(&self, _res: &Resource, _obj: &Value) -> Option<(String, String)> {
+        None
+    }
 }
 
 /// What a kind makes of a delete ([`KindRules::delete`]).

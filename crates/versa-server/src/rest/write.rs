@@ -776,6 +776,13 @@ async fn decide_delete(
     request.field_manager = None;
     admission::validate(&request, Operation::Delete, None, Some(&obj), warnings).await?;
     let strategy = ctx.strategy();
+    if let Some((group, plural)) = strategy.deletion_guard(&obj) {
+        let (count, at_least) = count_objects(ctx, &group, &plural).await?;
+        if count > 0 {
+            let resource = format!("{}.{}", ctx.res.plural, ctx.res.group);
+            return Err(versa_registry::definitions::protected_refusal(&resource, name, count, at_least).into());
+        }
+    }
     match strategy.deletion(&obj, name) {
         Deletion::Refuse(e) => return Err(e.into()),
         Deletion::Mark(marked) => return mark(ctx, opts, marked).await,
@@ -800,6 +807,26 @@ async fn decide_delete(
     let update = if opts.dry_run { Update::Keep } else { Update::Delete };
     Ok((update, Decided::Answer(StatusCode::OK, success)))
 }
+
+/// How many objects of `group`/`plural` are stored, counting at most [`GUARD_COUNT`] (then `true`:
+/// at least that many).
+async fn count_objects(ctx: &Ctx, group: &str, plural: &str) -> Result<(u64, bool), Status> {
+    let prefix = ctx.state.keys.resource(group, plural);
+    let mut options = versa_storage::ListOptions { limit: 1000, ..Default::default() };
+    let mut count = 0u64;
+    loop {
+        let page = ctx.state.store.list(&prefix, options.clone()).await?;
+        count += page.items.len() as u64;
+        match page.continue_token {
+            Some(_) if count >= GUARD_COUNT => return Ok((count, true)),
+            Some(token) => options.continue_token = Some(token),
+            None => return Ok((count, false)),
+        }
+    }
+}
+
+/// The most objects a protected definition's delete counts before saying "at least".
+const GUARD_COUNT: u64 = 10_000;
 
 /// A delete's mark: `obj` (marked) is answered as it is on a dry run, else stored.
 async fn mark(ctx: &Ctx, opts: &DeleteOptions, obj: Value) -> Result<(Update, Decided), Status> {
