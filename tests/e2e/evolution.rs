@@ -2,8 +2,10 @@
 //! `versa serve` and `kubectl`: a definition tightened (a smaller `maxLength`, a lower `maximum`,
 //! an enum value removed, a new `required` field) over stored objects, a few of which break the
 //! new rules. After the change the definition's `StoredObjectsValid` condition counts them
-//! exactly and names them with their first errors, for the generation judged; a later change
-//! that every object meets turns it back to `True`.
+//! exactly and names them with their first errors, for the generation judged (and a dry run of
+//! the change, `kubectl apply --dry-run=server`, warns the same beforehand); a later change that
+//! every object meets turns it back to `True`. Deletion protection keeps a definition that holds
+//! objects from being deleted by accident.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
 
@@ -77,8 +79,37 @@ fn a_tightened_definition_counts_and_names_the_stored_objects_it_breaks() {
     let list = json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string();
     ok(versa.kubectl_file("create", dir.path(), "gadgets", &list));
 
+    // A dry run of the change says what it would do to them, and changes nothing.
+    let tightened = definition(10, &["red", "blue"], 10, &["owner"]);
+    std::fs::write(dir.path().join("tightened.yaml"), &tightened).unwrap();
+    let dry = versa.kubectl(&["apply", "--dry-run=server", "-f", dir.path().join("tightened.yaml").to_str().unwrap()]);
+    assert!(dry.status.success(), "{}", String::from_utf8_lossy(&dry.stderr));
+    let warned = String::from_utf8_lossy(&dry.stderr).into_owned();
+    assert!(warned.starts_with("Warning: stored objects: 4 of 44 stored objects would fail validation: "), "{warned}");
+    for named in ["default/big (v1)", "default/green (v1)", "default/orphan (v1)", "default/wordy (v1)"] {
+        assert!(warned.contains(named), "{named} not in {warned}");
+    }
+    // `versa diff --server` says the same beside the schema's changes.
+    let diff = std::process::Command::new(versa_e2e::versa_bin())
+        .args(["diff", "--server", "--kubeconfig", versa.kubeconfig().to_str().unwrap()])
+        .arg(dir.path().join("tightened.yaml"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&diff.stdout).into_owned();
+    assert_eq!(diff.status.code(), Some(1), "{said}{}", String::from_utf8_lossy(&diff.stderr));
+    for line in [
+        "  breaking v1 .spec.size: maximum lowered from 100 to 10: objects stored before stay updatable while an update leaves the value unchanged (ratcheting)",
+        "  breaking v1 .spec.owner: an existing field is now required:",
+        "  breaking stored objects: 4 of 44 stored objects would fail validation: default/big (v1): ",
+    ] {
+        assert!(said.contains(line), "{line:?} not in {said}");
+    }
+    let def: Value =
+        serde_json::from_str(&ok(versa.kubectl(&["get", "resourcedefinition", NAME, "-o", "json"]))).unwrap();
+    assert_eq!(def["metadata"]["generation"], 1, "a dry run changed the definition");
+
     // Tightened four ways: generation 2 is judged, and exactly the four are named.
-    apply(&versa, dir.path(), &definition(10, &["red", "blue"], 10, &["owner"]));
+    apply(&versa, dir.path(), &tightened);
     let condition = judged(&versa, 2);
     assert_eq!(condition["status"], "False", "{condition}");
     assert_eq!(condition["reason"], "SomeInvalid", "{condition}");

@@ -357,6 +357,12 @@ impl<'a> Strategy<'a> {
     }
 
     /// What the kind makes of a delete of `obj` before the shared rules ([`Deletion`]).
+    /// Whether a dry run of this change judges the stored objects it would meet
+    /// ([`KindRules::judges_stored_objects`]).
+    pub fn judges_stored_objects(&self, new: &Value, old: &Value) -> bool {
+        self.rules().judges_stored_objects(new, old)
+    }
+
     /// The resource whose stored objects must be gone before `obj` may be deleted
     /// ([`KindRules::deletion_guard`]).
     pub fn deletion_guard(&self, obj: &Value) -> Option<(String, String)> {

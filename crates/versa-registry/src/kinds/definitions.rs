@@ -76,6 +76,10 @@ impl KindRules for Definitions {
         true
     }
 
+    fn judges_stored_objects(&self, new: &Value, old: &Value) -> bool {
+        new.get("spec") != old.get("spec")
+    }
+
     /// A protected definition's objects ([`definitions::deletion_protected`]: on by default
     /// through versa's own face).
     fn deletion_guard(&self, res: &Resource, obj: &Value) -> Option<(String, String)> {

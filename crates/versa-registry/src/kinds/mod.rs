@@ -156,6 +156,12 @@ pub trait KindRules: std::fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether a dry run of a change to `old` (into `new`) judges the stored objects the change
+    /// would meet (a definition's spec changed).
+    fn judges_stored_objects(&self, _new: &Value, _old: &Value) -> bool {
+        false
+    }
+
     /// The resource (`group`, `plural`) whose stored objects must all be gone before `obj` may
     /// be deleted (a protected definition's), if any.
     fn deletion_guard(&self, _res: &Resource, _obj: &Value) -> Option<(String, String)> {

@@ -45,6 +45,15 @@ pub struct Checked {
 impl Checked {
     /// One sentence on the result: counts, and the failing objects named.
     pub fn message(&self) -> String {
+        self.sentence("fail")
+    }
+
+    /// [`Checked::message`] about a change not made yet: what would fail.
+    pub fn would(&self) -> String {
+        self.sentence("would fail")
+    }
+
+    fn sentence(&self, fail: &str) -> String {
         let r = &self.report;
         let seen = if self.complete {
             format!("{} stored objects", r.checked)
@@ -60,7 +69,7 @@ impl Checked {
             return format!("all {seen} are valid{unreadable}");
         }
         format!(
-            "{} of {seen} fail validation{unreadable}: {}; they stay updatable while an update leaves their invalid values unchanged (ratcheting)",
+            "{} of {seen} {fail} validation{unreadable}: {}; they stay updatable while an update leaves their invalid values unchanged (ratcheting)",
             r.invalid,
             r.named()
         )
@@ -85,6 +94,24 @@ pub async fn check(state: &State, res: &Resource, budget: Duration) -> Result<Ch
                 return Ok(checked);
             }
         }
+    }
+}
+
+/// How long a dry run of a definition change may spend judging the stored objects.
+const DRY_RUN_BUDGET: Duration = Duration::from_secs(10);
+
+/// What a dry run of a change to the definition `doc` (its stored form) warns about the stored
+/// objects: `None` when every one checked is valid and readable.
+pub async fn dry_run_warning(state: &State, doc: &Value) -> Option<String> {
+    let def = ResourceDefinition::from_document(doc).ok()?;
+    if !def.is_established() {
+        return None;
+    }
+    let res = Resource::build(&def, versa_registry::Compact::of(&def), &state.conversion);
+    match check(state, &res, DRY_RUN_BUDGET).await {
+        Ok(checked) if checked.report.invalid == 0 && checked.report.unreadable == 0 && checked.complete => None,
+        Ok(checked) => Some(format!("stored objects: {}", checked.would())),
+        Err(e) => Some(format!("stored objects could not be checked against this change: {e}")),
     }
 }
 

@@ -440,6 +440,11 @@ where
     let old = ctx.boundary().from_storage(kv).await?;
     let mut new = make(ctx, Some((kv, &old)))?;
     update_rules(ctx, &mut new, &old, write).await?;
+    if dry_run && ctx.strategy().judges_stored_objects(&new, &old) {
+        // What the change would do to the objects already stored (a dry run answers once).
+        let warning = crate::controllers::stored_objects::dry_run_warning(&ctx.state, &new).await;
+        ctx.warnings.extend(warning);
+    }
     if ctx.strategy().deleted_by_update(&new, &old) {
         // The last finalizer is gone: the object goes.
         let update = if dry_run { Update::Keep } else { Update::Delete };
