@@ -12,5 +12,8 @@ echo
 echo "## embedded backups"
 cargo bench --locked -p versa-storage-embedded --bench backup 2>/dev/null
 echo
+echo "## encryption at rest"
+cargo bench --locked -p versa-storage-encryption --bench encryption 2>/dev/null
+echo
 echo "## etcd"
 cargo bench --locked -p versa-storage-etcd --bench etcd 2>/dev/null

@@ -27,6 +27,11 @@ pub enum Error {
     /// A continue token that this store did not issue, or that does not fit the request.
     #[error("invalid continue token: {0}")]
     InvalidContinue(String),
+    /// A stored value that encryption at rest cannot open (its key is no longer configured, or
+    /// the data is damaged): kube's 500 for the same, with its message (a list's names the key:
+    /// `unable to transform key "...": ...`; a get's does not).
+    #[error("{message}")]
+    Untransformable { key: String, message: String },
     /// The backend cannot serve the request now (disk error, etcd down, store closed).
     #[error("storage unavailable: {message}")]
     Unavailable {

@@ -50,6 +50,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// [`Error::Expired`]. The current value of every key is kept.
     fn compact(&self, revision: i64) -> BoxFuture<'_, Result<()>>;
 
+    /// Whether `kv` (as this store read it) is stored in a form out of date — encrypted at rest
+    /// with a key that no longer writes — so that an update that changes nothing still
+    /// rewrites it, as kube-apiserver rewrites stale data (key rotation by `kubectl replace`).
+    fn stale(&self, _kv: &KeyValue) -> bool {
+        false
+    }
+
     /// Every key at one revision, in versa's snapshot format ([`crate::snapshot`]), sent to
     /// `out` chunk by chunk while writes go on; returns the snapshot's header once the last
     /// chunk is sent. A receiver that goes away ends it with [`Error::Unavailable`].

@@ -38,6 +38,11 @@ pub struct Args {
     /// Prefix of every storage key, so that several installations can share one etcd.
     #[arg(long, default_value = "/registry")]
     storage_prefix: String,
+    /// kube-apiserver's EncryptionConfiguration file (apiserver.config.k8s.io/v1): the
+    /// resources whose objects are encrypted at rest, with aesgcm, aescbc or secretbox keys
+    /// (the first writes; all read). Refused at start, with kube's messages, when invalid.
+    #[arg(long, value_name = "FILE")]
+    encryption_provider_config: Option<PathBuf>,
     /// Embedded storage: how many past events watches can resume from (older resourceVersions
     /// get 410 Expired and clients re-list).
     #[arg(long, default_value_t = 100_000)]
@@ -313,6 +318,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 async fn open_store(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
+    // Read before the store is opened: a bad file stops the start with nothing touched.
+    let encryption = match &args.encryption_provider_config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("--encryption-provider-config {}: {e}", path.display()))?;
+            let config = versa_storage_encryption::parse(&text)
+                .map_err(|e| anyhow::anyhow!("--encryption-provider-config {}: {e}", path.display()))?;
+            Some(config)
+        }
+        None => None,
+    };
+    let store = open_backend(args).await?;
+    Ok(match encryption {
+        Some(config) => Arc::new(versa_storage_encryption::EncryptedStore::new(store, &args.storage_prefix, &config)),
+        None => store,
+    })
+}
+
+async fn open_backend(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
     Ok(match args.storage {
         StorageKind::Embedded => {
             let config = versa_storage_embedded::Config {

@@ -451,7 +451,9 @@ where
         return Ok((update, Decided::Answer(StatusCode::OK, new)));
     }
     let bytes = ctx.boundary().to_storage(&new).await?;
-    if bytes == kv.value {
+    // Nothing changed, and nothing to rewrite (a value encrypted with a key no longer writing is
+    // rewritten, as kube does: key rotation).
+    if bytes == kv.value && !ctx.state.store.stale(kv) {
         return Ok((Update::Keep, Decided::Answer(StatusCode::OK, old)));
     }
     if dry_run {
