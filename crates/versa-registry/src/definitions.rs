@@ -59,7 +59,9 @@ pub fn protected_refusal(resource: &str, name: &str, count: u64, at_least: bool)
         message: format!(
             "{resource} {name:?} is forbidden: deletion protection: {how_many} {objects} stored under this definition, and deleting it deletes them all; delete them first, or turn the protection off: kubectl annotate {resource} {name} {DELETION_PROTECTION_ANNOTATION}=false --overwrite"
         ),
-        details: Some(json!({"name": name, "group": resource.split_once('.').map_or("", |(_, g)| g), "kind": resource.split_once('.').map_or(resource, |(r, _)| r)})),
+        details: Some(
+            json!({"name": name, "group": resource.split_once('.').map_or("", |(_, g)| g), "kind": resource.split_once('.').map_or(resource, |(r, _)| r)}),
+        ),
     }
 }
 

@@ -73,11 +73,7 @@ impl Report {
 
     /// The failing objects named, `; `-separated: `ns/a (v1): spec.x: Invalid value: ...`.
     pub fn named(&self) -> String {
-        self.samples
-            .iter()
-            .map(|s| format!("{} ({}): {}", s.object, s.version, s.error))
-            .collect::<Vec<_>>()
-            .join("; ")
+        self.samples.iter().map(|s| format!("{} ({}): {}", s.object, s.version, s.error)).collect::<Vec<_>>().join("; ")
     }
 }
 
@@ -92,7 +88,8 @@ fn judge_one(res: &Resource, ver: &crate::resource::Version, mut obj: serde_json
         Error::Invalid { errors, .. } => errors.iter().next().map_or_else(|| e.to_string(), ToString::to_string),
         other => other.to_string(),
     };
-    let meta = |field: &str| obj.pointer(&format!("/metadata/{field}")).and_then(serde_json::Value::as_str).unwrap_or("");
+    let meta =
+        |field: &str| obj.pointer(&format!("/metadata/{field}")).and_then(serde_json::Value::as_str).unwrap_or("");
     let object = match meta("namespace") {
         "" => meta("name").to_owned(),
         ns => format!("{ns}/{}", meta("name")),

@@ -261,9 +261,25 @@ impl TableConvertor {
         rows: impl ExactSizeIterator<Item = (&'r Cells, &'r [u8])>,
         now: SystemTime,
     ) -> Vec<u8> {
+        let capacity = rows.len() * 256 + 4096;
+        let mut out = self.list_head(list_meta);
+        out.reserve(capacity);
+        for (i, (cells, object)) in rows.enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            self.write_row(&mut out, cells, object, now);
+        }
+        out.extend_from_slice(b"]}");
+        out
+    }
+
+    /// A Table list up to its first row: what [`TableConvertor::write_list`] writes before the
+    /// rows (a streamed list sends its rows after it, then `]}`).
+    pub fn list_head(&self, list_meta: ListMeta<'_>) -> Vec<u8> {
         let mut metadata = Map::new();
         list_metadata(&mut metadata, list_meta);
-        let mut out = Vec::with_capacity(rows.len() * 256 + 4096);
+        let mut out = Vec::with_capacity(4096);
         // serde_json's maps are sorted: apiVersion, columnDefinitions, kind, metadata, rows.
         out.extend_from_slice(b"{\"apiVersion\":");
         write_json(&mut out, &Value::String(META_API_VERSION.into()));
@@ -272,26 +288,24 @@ impl TableConvertor {
         out.extend_from_slice(b",\"kind\":\"Table\",\"metadata\":");
         write_json(&mut out, &Value::Object(metadata));
         out.extend_from_slice(b",\"rows\":[");
-        for (i, (cells, object)) in rows.enumerate() {
-            if i > 0 {
+        out
+    }
+
+    /// One row: its cells (ages at `now`) and its `object`.
+    pub fn write_row(&self, out: &mut Vec<u8>, cells: &Cells, object: &[u8], now: SystemTime) {
+        out.extend_from_slice(b"{\"cells\":[");
+        for (j, c) in cells.0.iter().enumerate() {
+            if j > 0 {
                 out.push(b',');
             }
-            out.extend_from_slice(b"{\"cells\":[");
-            for (j, c) in cells.0.iter().enumerate() {
-                if j > 0 {
-                    out.push(b',');
-                }
-                match c {
-                    Cell::Ready(v) => write_json(&mut out, v),
-                    Cell::Age(age) => write_json(&mut out, &Value::String(age.at(now))),
-                }
+            match c {
+                Cell::Ready(v) => write_json(out, v),
+                Cell::Age(age) => write_json(out, &Value::String(age.at(now))),
             }
-            out.extend_from_slice(b"],\"object\":");
-            out.extend_from_slice(object);
-            out.push(b'}');
         }
-        out.extend_from_slice(b"]}");
-        out
+        out.extend_from_slice(b"],\"object\":");
+        out.extend_from_slice(object);
+        out.push(b'}');
     }
 }
 

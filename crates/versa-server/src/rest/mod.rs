@@ -217,7 +217,12 @@ impl Ctx {
 
     /// A JSON answer already serialised.
     pub fn respond_json_bytes(&self, code: StatusCode, bytes: impl Into<Bytes>) -> Response<Body> {
-        let mut response = Response::new(full(bytes));
+        self.respond_json_body(code, full(bytes))
+    }
+
+    /// [`Ctx::respond_json_bytes`] with a body of its own (a stream).
+    pub fn respond_json_body(&self, code: StatusCode, body: Body) -> Response<Body> {
+        let mut response = Response::new(body);
         *response.status_mut() = code;
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         add_warnings(response.headers_mut(), self.ver().warning.iter().chain(self.warnings.iter()));
