@@ -43,6 +43,7 @@ const SHARED: &[(&str, Scenario)] = &[
     ("differential_conformance_with_published_crds", differential_conformance_with_published_crds),
     ("data_cases_state_kubes_answers", data_cases_state_kubes_answers),
     ("scheduled_backup_runs_as_its_service_account", scheduled_backup_runs_as_its_service_account),
+    ("rbac_cases_state_kubes_decisions", rbac_cases_state_kubes_decisions),
 ];
 
 /// Scenarios that stop versa: after the others, one at a time.
@@ -767,6 +768,65 @@ fn data_cases_state_kubes_answers(plane: &Plane) {
         differences.len(),
         differences.join("\n\n")
     );
+}
+
+/// The RBAC cases of versa's authorizer (`crates/versa-server/tests/data/rbac.yaml`) state the
+/// real kube-apiserver's decisions: their objects are created in kube, and each check is asked
+/// as a SubjectAccessReview — allowed or not, and the reason — against what the file says (which
+/// `versa-server`'s `rbac_cases` holds versa's authorizer to).
+fn rbac_cases_state_kubes_decisions(plane: &Plane) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/versa-server/tests/data/rbac.yaml");
+    let file: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let items: Vec<Value> = file["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let mut o = o.clone();
+            o["apiVersion"] = json!("rbac.authorization.k8s.io/v1");
+            o
+        })
+        .collect();
+    for ns in ["team-a", "team-b", "ci", "x"] {
+        let _ = plane.kubectl(&["create", "namespace", ns]);
+    }
+    plane.apply(&json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string(), &[]).unwrap();
+    // kube-controller-manager's aggregation controller fills the aggregated ClusterRoles' rules.
+    for role in file["objects"].as_array().unwrap().iter().filter(|o| !o["aggregationRule"].is_null()) {
+        let name = role["metadata"]["name"].as_str().unwrap();
+        wait_for(&format!("ClusterRole {name} aggregated"), Duration::from_secs(60), || {
+            let rules = plane.ok(&["get", "clusterrole", name, "-o", "jsonpath={.rules}"]);
+            if rules.trim().is_empty() || rules.trim() == "[]" { Err(rules) } else { Ok(()) }
+        });
+    }
+    let mut differences = Vec::new();
+    for (i, check) in file["checks"].as_array().unwrap().iter().enumerate() {
+        let text = |k: &str| check[k].as_str().unwrap_or("").to_owned();
+        let mut spec = json!({"user": text("user"), "groups": check["groups"].clone()});
+        if spec["groups"].is_null() {
+            spec["groups"] = json!([]);
+        }
+        match check["path"].as_str() {
+            Some(path) => spec["nonResourceAttributes"] = json!({"path": path, "verb": text("verb")}),
+            None => {
+                spec["resourceAttributes"] = json!({"namespace": text("namespace"), "verb": text("verb"), "group": text("group"),
+                    "resource": text("resource"), "subresource": text("subresource"), "name": text("name")});
+            }
+        }
+        let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec});
+        let answer = plane.stdin(&["create", "-f", "-", "-o", "json"], &review.to_string()).unwrap();
+        let status = &serde_json::from_str::<Value>(&answer).unwrap()["status"];
+        let kube = (status["allowed"].as_bool().unwrap_or(false), status["reason"].as_str().unwrap_or("").to_owned());
+        let stated = match (check.get("allow"), check.get("deny")) {
+            (Some(reason), _) => (true, reason.as_str().unwrap_or("").to_owned()),
+            (_, Some(reason)) => (false, reason.as_str().unwrap_or("").to_owned()),
+            _ => panic!("check {i}: neither allow nor deny"),
+        };
+        if kube != stated {
+            differences.push(format!("check {i}: kube {kube:?}, the file {stated:?}"));
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
 
 /// A validating webhook on the host's side of the network namespace's link (reachable from

@@ -383,7 +383,7 @@ impl Plane {
         let kcm_config = kubeconfig(&path("kcm/kubeconfig"), &server, &cluster_ca.pem(), kcm_user);
         let kcm_flags = [
             format!("--kubeconfig={}", kcm_config.display()),
-            "--controllers=garbage-collector-controller,namespace-controller,endpointslice-controller,statefulset-controller,serviceaccount-controller".into(),
+            "--controllers=garbage-collector-controller,namespace-controller,endpointslice-controller,statefulset-controller,serviceaccount-controller,clusterrole-aggregation-controller".into(),
             "--leader-elect=false".into(),
             "--secure-port=0".into(),
             "--use-service-account-credentials=false".into(),

@@ -35,6 +35,7 @@ pub mod patch;
 pub mod pki;
 mod protobuf;
 pub mod query;
+pub mod rbac;
 pub mod replicas;
 pub mod request_info;
 mod rest;

@@ -1,0 +1,239 @@
+//! Kubernetes RBAC decisions (`rbac.authorization.k8s.io/v1`), as kube-apiserver's RBAC
+//! authorizer makes them (`plugin/pkg/auth/authorizer/rbac`), over a [`Policy`]: the Roles,
+//! ClusterRoles, RoleBindings and ClusterRoleBindings in force. Pure: the objects in, a decision
+//! and kube's reason out; where they come from (standalone's stored RBAC objects) is the
+//! caller's (issue 38).
+//!
+//! - Every ClusterRoleBinding whose subjects include the user is visited, then — for a request
+//!   in a namespace — that namespace's RoleBindings; the first rule of a bound role that allows
+//!   the request decides (`RBAC: allowed by ClusterRoleBinding "x" of ClusterRole "y" to User
+//!   "alice"`). A binding to a role that does not exist contributes its error to the reason of a
+//!   denial (`RBAC: clusterrole.rbac.authorization.k8s.io "nope" not found`), as kube's does.
+//! - A rule allows a resource request when its verbs, API groups, resources (`*`,
+//!   `resource/subresource`, `*/subresource`) and — when it lists any — resource names match;
+//!   a non-resource request when its verbs and URLs (`*`, a `prefix*`) match.
+//! - Subjects: a `User` by name, a `Group` by membership, a `ServiceAccount` as the user
+//!   `system:serviceaccount:<namespace>:<name>` (its namespace defaulting to the binding's).
+//! - Aggregated ClusterRoles (`aggregationRule`): their rules are the rules of every ClusterRole
+//!   whose labels match one of the selectors, as kube's aggregation controller writes them.
+
+use std::collections::{BTreeMap, HashMap};
+
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+/// The RBAC objects in force.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    roles: HashMap<(String, String), Vec<PolicyRule>>,
+    cluster_roles: HashMap<String, Vec<PolicyRule>>,
+    role_bindings: BTreeMap<String, Vec<RoleBinding>>,
+    cluster_role_bindings: Vec<ClusterRoleBinding>,
+}
+
+/// What is asked: kube's authorizer attributes.
+#[derive(Debug, Clone, Default)]
+pub struct Attributes<'a> {
+    pub user: &'a str,
+    pub groups: &'a [String],
+    pub verb: &'a str,
+    /// Empty for cluster-scoped requests and non-resource requests.
+    pub namespace: &'a str,
+    pub resource_request: bool,
+    pub api_group: &'a str,
+    pub resource: &'a str,
+    pub subresource: &'a str,
+    pub name: &'a str,
+    /// The URL path of a non-resource request.
+    pub path: &'a str,
+}
+
+/// Whether a request is allowed, and kube's reason (audited; appended to a 403's message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub allowed: bool,
+    pub reason: String,
+}
+
+impl Policy {
+    /// The policy of these objects; aggregated ClusterRoles get the rules of the ClusterRoles
+    /// their selectors match.
+    pub fn new(
+        roles: Vec<Role>,
+        cluster_roles: Vec<ClusterRole>,
+        role_bindings: Vec<RoleBinding>,
+        cluster_role_bindings: Vec<ClusterRoleBinding>,
+    ) -> Policy {
+        let mut policy = Policy { cluster_role_bindings, ..Policy::default() };
+        for role in roles {
+            let key = (role.metadata.namespace.unwrap_or_default(), role.metadata.name.unwrap_or_default());
+            policy.roles.insert(key, role.rules.unwrap_or_default());
+        }
+        for role in &cluster_roles {
+            let rules = match &role.aggregation_rule {
+                Some(aggregation) => {
+                    let selectors = aggregation.cluster_role_selectors.as_deref().unwrap_or_default();
+                    cluster_roles
+                        .iter()
+                        .filter(|other| other.metadata.name != role.metadata.name)
+                        .filter(|other| selectors.iter().any(|s| selects(s, other.metadata.labels.as_ref())))
+                        .flat_map(|other| other.rules.iter().flatten().cloned())
+                        .collect()
+                }
+                None => role.rules.clone().unwrap_or_default(),
+            };
+            policy.cluster_roles.insert(role.metadata.name.clone().unwrap_or_default(), rules);
+        }
+        for binding in role_bindings {
+            policy
+                .role_bindings
+                .entry(binding.metadata.namespace.clone().unwrap_or_default())
+                .or_default()
+                .push(binding);
+        }
+        policy
+    }
+
+    /// kube's RBAC authorizer.
+    pub fn authorize(&self, attrs: &Attributes<'_>) -> Decision {
+        let mut errors = Vec::new();
+        for binding in &self.cluster_role_bindings {
+            let subjects = binding.subjects.as_deref().unwrap_or_default();
+            let Some(subject) = subjects.iter().find(|s| applies(attrs, s, "")) else { continue };
+            match self.rules(&binding.role_ref.kind, &binding.role_ref.name, "") {
+                Ok(rules) if rules.iter().any(|r| allows(attrs, r)) => {
+                    let name = binding.metadata.name.as_deref().unwrap_or_default();
+                    return allowed(format!(
+                        "ClusterRoleBinding {} of {} {} to {}",
+                        quote(name),
+                        binding.role_ref.kind,
+                        quote(&binding.role_ref.name),
+                        describe(subject, "")
+                    ));
+                }
+                Ok(_) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        if !attrs.namespace.is_empty() {
+            for binding in self.role_bindings.get(attrs.namespace).into_iter().flatten() {
+                let subjects = binding.subjects.as_deref().unwrap_or_default();
+                let Some(subject) = subjects.iter().find(|s| applies(attrs, s, attrs.namespace)) else { continue };
+                match self.rules(&binding.role_ref.kind, &binding.role_ref.name, attrs.namespace) {
+                    Ok(rules) if rules.iter().any(|r| allows(attrs, r)) => {
+                        let name = binding.metadata.name.as_deref().unwrap_or_default();
+                        return allowed(format!(
+                            "RoleBinding {} of {} {} to {}",
+                            quote(&format!("{name}/{}", attrs.namespace)),
+                            binding.role_ref.kind,
+                            quote(&binding.role_ref.name),
+                            describe(subject, attrs.namespace)
+                        ));
+                    }
+                    Ok(_) => {}
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+        let reason = match errors.len() {
+            0 => String::new(),
+            1 => format!("RBAC: {}", errors[0]),
+            _ => format!("RBAC: [{}]", errors.join(", ")),
+        };
+        Decision { allowed: false, reason }
+    }
+
+    /// The rules of the role a binding refers to, or kube's error for it.
+    fn rules(&self, kind: &str, name: &str, namespace: &str) -> Result<&[PolicyRule], String> {
+        match kind {
+            "Role" => self
+                .roles
+                .get(&(namespace.to_owned(), name.to_owned()))
+                .map(Vec::as_slice)
+                .ok_or_else(|| format!("role.rbac.authorization.k8s.io {} not found", quote(name))),
+            "ClusterRole" => self
+                .cluster_roles
+                .get(name)
+                .map(Vec::as_slice)
+                .ok_or_else(|| format!("clusterrole.rbac.authorization.k8s.io {} not found", quote(name))),
+            other => Err(format!("unsupported role reference kind: {}", quote(other))),
+        }
+    }
+}
+
+fn allowed(source: String) -> Decision {
+    Decision { allowed: true, reason: format!("RBAC: allowed by {source}") }
+}
+
+/// Go's `%q`.
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+/// How kube names a subject in a reason.
+fn describe(subject: &Subject, binding_namespace: &str) -> String {
+    if subject.kind == "ServiceAccount" {
+        let ns = subject.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or(binding_namespace);
+        return format!("{} {}", subject.kind, quote(&format!("{}/{ns}", subject.name)));
+    }
+    format!("{} {}", subject.kind, quote(&subject.name))
+}
+
+/// Whether a binding's subject is the user.
+fn applies(attrs: &Attributes<'_>, subject: &Subject, namespace: &str) -> bool {
+    match subject.kind.as_str() {
+        "User" => attrs.user == subject.name,
+        "Group" => attrs.groups.iter().any(|g| *g == subject.name),
+        "ServiceAccount" => {
+            let ns = subject.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or(namespace);
+            !ns.is_empty() && attrs.user == format!("system:serviceaccount:{ns}:{}", subject.name)
+        }
+        _ => false,
+    }
+}
+
+/// kube's `RuleAllows`.
+pub fn allows(attrs: &Attributes<'_>, rule: &PolicyRule) -> bool {
+    let verb = rule.verbs.iter().any(|v| v == "*" || v == attrs.verb);
+    if !attrs.resource_request {
+        let url = rule.non_resource_urls.iter().flatten().any(|u| {
+            u == "*" || u == attrs.path || (u.ends_with('*') && attrs.path.starts_with(u.trim_end_matches('*')))
+        });
+        return verb && url;
+    }
+    let group = rule.api_groups.iter().flatten().any(|g| g == "*" || g == attrs.api_group);
+    let combined = if attrs.subresource.is_empty() {
+        attrs.resource.to_owned()
+    } else {
+        format!("{}/{}", attrs.resource, attrs.subresource)
+    };
+    let resource = rule.resources.iter().flatten().any(|r| {
+        r == "*"
+            || *r == combined
+            || (!attrs.subresource.is_empty()
+                && r.len() == attrs.subresource.len() + 2
+                && r.starts_with("*/")
+                && r.ends_with(attrs.subresource))
+    });
+    let names = rule.resource_names.as_deref().unwrap_or_default();
+    let name = names.is_empty() || names.iter().any(|n| n == attrs.name);
+    verb && group && resource && name
+}
+
+/// Whether a label selector (matchLabels and matchExpressions) selects `labels`.
+fn selects(selector: &LabelSelector, labels: Option<&BTreeMap<String, String>>) -> bool {
+    let empty = BTreeMap::new();
+    let labels = labels.unwrap_or(&empty);
+    let by_labels = selector.match_labels.iter().flatten().all(|(k, v)| labels.get(k).is_some_and(|have| have == v));
+    let by_expressions = selector.match_expressions.iter().flatten().all(|e| {
+        let values = e.values.as_deref().unwrap_or_default();
+        match e.operator.as_str() {
+            "In" => labels.get(&e.key).is_some_and(|v| values.contains(v)),
+            "NotIn" => labels.get(&e.key).is_none_or(|v| !values.contains(v)),
+            "Exists" => labels.contains_key(&e.key),
+            "DoesNotExist" => !labels.contains_key(&e.key),
+            _ => false,
+        }
+    });
+    by_labels && by_expressions
+}

@@ -1,0 +1,79 @@
+//! RBAC decisions case by case (`tests/data/rbac.yaml`): the objects in force and, for each
+//! request, kube's RBAC authorizer's answer and reason (`versa_server::rbac`).
+
+#![allow(clippy::unwrap_used, clippy::panic, reason = "tests")]
+
+use serde::Deserialize;
+use serde_json::Value;
+use versa_server::rbac::{Attributes, Policy};
+
+#[derive(Deserialize)]
+struct File {
+    objects: Vec<Value>,
+    checks: Vec<Check>,
+}
+
+#[derive(Deserialize)]
+struct Check {
+    user: String,
+    #[serde(default)]
+    groups: Vec<String>,
+    verb: String,
+    #[serde(default)]
+    namespace: String,
+    #[serde(default)]
+    group: String,
+    #[serde(default)]
+    resource: String,
+    #[serde(default)]
+    subresource: String,
+    #[serde(default)]
+    name: String,
+    path: Option<String>,
+    allow: Option<String>,
+    deny: Option<String>,
+}
+
+#[test]
+fn rbac_cases() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rbac.yaml");
+    let file: File = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let of = |kind: &'static str| file.objects.iter().filter(move |o| o["kind"] == kind).cloned();
+    let policy = Policy::new(
+        of("Role").map(|o| serde_json::from_value(o).unwrap()).collect(),
+        of("ClusterRole").map(|o| serde_json::from_value(o).unwrap()).collect(),
+        of("RoleBinding").map(|o| serde_json::from_value(o).unwrap()).collect(),
+        of("ClusterRoleBinding").map(|o| serde_json::from_value(o).unwrap()).collect(),
+    );
+    let mut failures = Vec::new();
+    for (i, c) in file.checks.iter().enumerate() {
+        let attrs = Attributes {
+            user: &c.user,
+            groups: &c.groups,
+            verb: &c.verb,
+            namespace: &c.namespace,
+            resource_request: c.path.is_none(),
+            api_group: &c.group,
+            resource: &c.resource,
+            subresource: &c.subresource,
+            name: &c.name,
+            path: c.path.as_deref().unwrap_or(""),
+        };
+        let got = policy.authorize(&attrs);
+        let want = match (&c.allow, &c.deny) {
+            (Some(reason), None) => (true, reason.clone()),
+            (None, Some(reason)) => (false, reason.clone()),
+            _ => panic!("check {i}: give allow or deny"),
+        };
+        if (got.allowed, got.reason.clone()) != want {
+            failures.push(format!(
+                "check {i} ({} {} {}{}): got {got:?}, want {want:?}",
+                c.user,
+                c.verb,
+                c.resource,
+                c.path.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
