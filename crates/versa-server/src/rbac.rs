@@ -183,7 +183,7 @@ fn describe(subject: &Subject, binding_namespace: &str) -> String {
 fn applies(attrs: &Attributes<'_>, subject: &Subject, namespace: &str) -> bool {
     match subject.kind.as_str() {
         "User" => attrs.user == subject.name,
-        "Group" => attrs.groups.iter().any(|g| *g == subject.name),
+        "Group" => attrs.groups.contains(&subject.name),
         "ServiceAccount" => {
             let ns = subject.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or(namespace);
             !ns.is_empty() && attrs.user == format!("system:serviceaccount:{ns}:{}", subject.name)
