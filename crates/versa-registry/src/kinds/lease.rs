@@ -1,7 +1,9 @@
 //! Leases (standalone, `coordination.k8s.io/v1`; what client-go's, controller-runtime's and
 //! kube-rs' leader election hold): kube's `ValidateLease` — `leaseDurationSeconds` above 0,
 //! `leaseTransitions` not negative, `strategy` a known or qualified name, `preferredHolder` only
-//! with a `strategy` — and `spec.acquireTime` / `spec.renewTime` as `metav1.MicroTime`: only
+//! with a `strategy` — and kube's strategy, which drops `strategy` and `preferredHolder` unless
+//! the stored Lease has them (the `CoordinatedLeaderElection` feature, off by default in 1.36,
+//! as versa serves it); and `spec.acquireTime` / `spec.renewTime` as `metav1.MicroTime`: only
 //! `2006-01-02T15:04:05.000000Z07:00` decodes (exactly six fractional digits, as Go's
 //! `time.Parse` of that layout demands), and it is stored in UTC, as kube writes it back. No
 //! `generation`; client-go's typed clients may send them as protobuf.
@@ -75,6 +77,14 @@ impl KindRules for Lease {
         Ok(unknown)
     }
 
+    fn prepare_create(&self, obj: &mut Value) {
+        drop_coordinated_fields(obj, None);
+    }
+
+    fn prepare_update(&self, new: &mut Value, old: &Value, _part: Part) {
+        drop_coordinated_fields(new, Some(old));
+    }
+
     fn takes_protobuf(&self) -> bool {
         true
     }
@@ -101,6 +111,21 @@ impl KindRules for Lease {
         warnings: &mut Vec<String>,
     ) -> Result<Vec<String>> {
         custom::admit(res, ver, obj, old, part, warnings, |obj, _| validate_spec(obj))
+    }
+}
+
+/// The fields of coordinated leader election, which kube drops while its feature is off (as
+/// it is by default) unless the old object has them.
+const COORDINATED_FIELDS: [&str; 2] = ["strategy", "preferredHolder"];
+
+/// kube's `dropDisabledSpecFields` with `CoordinatedLeaderElection` off.
+fn drop_coordinated_fields(new: &mut Value, old: Option<&Value>) {
+    let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    for field in COORDINATED_FIELDS {
+        let old_has = old.and_then(|o| o.get("spec")).and_then(|s| s.get(field)).is_some_and(|v| !v.is_null());
+        if !old_has {
+            spec.remove(field);
+        }
     }
 }
 
