@@ -90,6 +90,7 @@ impl Target {
         // The namespaced core kinds' cases are in `default`, which every cluster has.
         let namespaced = match kind {
             "ConfigMap" => Some("/api/v1/namespaces/default/configmaps"),
+            "Secret" => Some("/api/v1/namespaces/default/secrets"),
             "Lease" => Some("/apis/coordination.k8s.io/v1/namespaces/default/leases"),
             _ => None,
         };
