@@ -1,5 +1,5 @@
 //! Standalone versa's ConfigMaps and Leases (issue 37) judged by their real clients: kubectl
-//! creates, applies (client-side and server-side), patches, edits and lists them, and
+//! explains, creates, applies (client-side and server-side), patches, edits and lists them, and
 //! client-go's leader election (`hack/leader-election`, built here from the Go module cache)
 //! elects one leader of two and hands over when the leader is killed.
 
@@ -43,6 +43,12 @@ fn kubectl_manages_configmaps_and_leases() {
     let resources = ok(versa.kubectl(&["api-resources"]));
     assert!(resources.lines().any(|l| l.starts_with("configmaps ") && l.contains(" cm ")), "{resources}");
     assert!(resources.lines().any(|l| l.starts_with("leases ") && l.contains("coordination.k8s.io/v1")), "{resources}");
+
+    // OpenAPI v3: kubectl explain reads the core group's document at `api/v1`.
+    let explained = ok(versa.kubectl(&["explain", "cm.binaryData"]));
+    assert!(explained.contains("KIND:       ConfigMap"), "{explained}");
+    let explained = ok(versa.kubectl(&["explain", "lease.spec.renewTime"]));
+    assert!(explained.contains("GROUP:      coordination.k8s.io"), "{explained}");
 
     // `kubectl create configmap` goes through the typed client (a protobuf body).
     ok(versa.kubectl(&["create", "configmap", "literal", "--from-literal=a=b", "--from-literal=c=d"]));
