@@ -159,11 +159,15 @@ fn namespaces_as_kube_has_them() {
     ok(versa.kubectl(&["apply", "-f", &crd]));
     ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/crontabs.stable.example.com", "--timeout=60s"]));
 
-    // Discovery: the core group has v1 with namespaces and events.
+    // Discovery: the core group has v1 with its core kinds.
     let core = json(ok(versa.kubectl(&["get", "--raw", "/api"])));
     assert_eq!(core["versions"], serde_json::json!(["v1"]));
     let resources = ok(versa.kubectl(&["api-resources", "--api-group=", "-o", "name"]));
-    assert_eq!(resources.split_whitespace().collect::<Vec<_>>(), ["events", "namespaces", "secrets"], "{resources}");
+    assert_eq!(
+        resources.split_whitespace().collect::<Vec<_>>(),
+        ["configmaps", "events", "namespaces", "secrets"],
+        "{resources}"
+    );
     let newer = ok(versa.kubectl(&["api-resources", "--api-group=events.k8s.io", "-o", "name"]));
     assert_eq!(newer.trim(), "events.events.k8s.io");
     let initial = ok(versa.kubectl(&["get", "namespaces", "-o", "name"]));

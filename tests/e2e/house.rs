@@ -70,7 +70,9 @@ fn no_source_file_is_longer_than_the_limit() {
 }
 
 /// How code asks which kind a resource is (`res.flavor == Flavor::Custom`, `res.is(Builtin::X)`,
-/// `res.builtin.is_some()`): only the kinds' own files and the resource may.
+/// `res.builtin.is_some()`, a match arm on a core kind, `Some(Builtin::X)`): only the kinds' own files
+/// and the resource may. Naming a core kind to look it up (`registry.core(Builtin::Namespace)`)
+/// is no question.
 const KIND_QUESTIONS: &[&str] = &[
     "Flavor::Custom",
     "Flavor::Definitions",
@@ -78,6 +80,7 @@ const KIND_QUESTIONS: &[&str] = &[
     ".is(versa_registry::Builtin::",
     ".builtin.is_",
     "builtin == Some(",
+    "Some(Builtin::",
 ];
 
 /// Where a kind may be asked: the kinds' rules and the resource that builds them.

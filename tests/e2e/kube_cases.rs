@@ -87,6 +87,16 @@ impl Target {
             return Some(Target { collection: CRDS.to_owned(), definitions: true });
         }
         let kind = resource.strip_prefix("builtin:")?;
+        // The namespaced core kinds' cases are in `default`, which every cluster has.
+        let namespaced = match kind {
+            "ConfigMap" => Some("/api/v1/namespaces/default/configmaps"),
+            "Secret" => Some("/api/v1/namespaces/default/secrets"),
+            "Lease" => Some("/apis/coordination.k8s.io/v1/namespaces/default/leases"),
+            _ => None,
+        };
+        if let Some(collection) = namespaced {
+            return Some(Target { collection: collection.to_owned(), definitions: false });
+        }
         let plural = match kind {
             "ValidatingWebhookConfiguration"
             | "MutatingWebhookConfiguration"

@@ -19,11 +19,11 @@
 //!   ownership across them (`versa-merge`'s seam, filled with the boundary's converter).
 //! - [`error`] — the write path's [`Error`]; `versa-server` turns it into a `metav1.Status` in
 //!   one place.
-//! - [`definitions`] — the definitions API's own rules (kube's CRD strategy); [`builtin`] —
-//!   the core kinds' (Namespace lifecycle, Secret, the two Event faces); [`table`] with
+//! - [`definitions`] — the definitions API's own rules (kube's CRD strategy); [`kinds`] —
+//!   each kind's write rules, and the core kinds standalone serves, one file each with their
+//!   registration table (`kinds::CORE`); [`table`] with
 //!   [`jsonpath`] — printer columns; [`meta`] — uids, timestamps, `metadata` access.
 
-pub mod builtin;
 pub mod definitions;
 pub mod error;
 pub mod fields;

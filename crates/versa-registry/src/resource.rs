@@ -95,27 +95,57 @@ impl Face {
     }
 }
 
-/// The core (`v1`) kinds standalone versa serves itself, because operators need them before
-/// anything else (kopf, controller-runtime's namespace handling and event recorders): served
-/// through the same REST implementation as custom resources, from built-in definitions, with
-/// the kind's own rules where kube has them (`builtin.rs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Builtin {
-    /// `v1` `namespaces`, with kube's lifecycle (phase, the `kubernetes` finalizer, content
-    /// removed by versa's namespace controller).
-    Namespace,
-    /// `v1` `events`, kept for a while (`--event-ttl`) as kube keeps them.
-    Event,
-    /// `events.k8s.io/v1` `events`: the same objects as [`Builtin::Event`], under the newer
-    /// field names (client-go's `tools/events` recorders write these).
-    EventV1,
-    /// `v1` `secrets`: where `helm install` keeps its releases (its default storage driver), so
-    /// that charts install on standalone versa as on a cluster.
-    Secret,
-    /// `admissionregistration.k8s.io/v1` kinds: the admission configuration of standalone
-    /// versa, applied with kubectl like any object and run on writes of the resources it
-    /// serves (kube-apiserver's in cluster mode).
-    Admission(AdmissionKind),
+/// A core kind standalone versa serves itself (Namespaces, Secrets, ConfigMaps, Leases, …),
+/// because operators need them before anything else: served through the same REST
+/// implementation as custom resources, from a built-in definition, with the kind's own rules.
+/// Each kind is one file under `crate::kinds` holding its definition and its rules, and one
+/// line of the registration table (`crate::kinds::CORE`); a `Builtin` is the kind's identity —
+/// its name in the registry and where its definition comes from.
+#[derive(Clone, Copy)]
+pub struct Builtin {
+    name: &'static str,
+    definition: fn() -> Value,
+    stored_as: Option<(&'static str, &'static str)>,
+}
+
+impl Builtin {
+    /// A core kind served under `name` (its built-in definition's name), built from the
+    /// definition document `definition` makes.
+    pub const fn new(name: &'static str, definition: fn() -> Value) -> Builtin {
+        Builtin { name, definition, stored_as: None }
+    }
+
+    /// The same kind, its objects stored under another resource's `(group, plural)` (the
+    /// `events.k8s.io` Events are the core ones under other field names).
+    pub const fn stored_as(self, group: &'static str, plural: &'static str) -> Builtin {
+        Builtin { stored_as: Some((group, plural)), ..self }
+    }
+
+    /// The name the kind is served under in the registry (its built-in definition's name): a
+    /// lookup by name, not a scan of every served resource, on each create (namespace checks).
+    pub fn name(self) -> &'static str {
+        self.name
+    }
+
+    /// The definition the resource is built from: names, scope, printer columns, and a schema
+    /// that keeps what the kind holds.
+    pub(crate) fn definition(self) -> ResourceDefinition {
+        ResourceDefinition::from_document(&(self.definition)()).unwrap_or_default()
+    }
+}
+
+impl PartialEq for Builtin {
+    fn eq(&self, other: &Builtin) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Builtin {}
+
+impl std::fmt::Debug for Builtin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Builtin({})", self.name)
+    }
 }
 
 /// The `admissionregistration.k8s.io/v1` kinds standalone versa serves.
@@ -143,7 +173,7 @@ impl AdmissionKind {
     ];
 
     /// `(kind, plural, definition name)`.
-    pub fn names(self) -> (&'static str, &'static str, &'static str) {
+    pub const fn names(self) -> (&'static str, &'static str, &'static str) {
         match self {
             AdmissionKind::ValidatingWebhookConfiguration => (
                 "ValidatingWebhookConfiguration",
@@ -179,110 +209,9 @@ impl AdmissionKind {
     }
 
     /// Policies report their type checking in `status` (a status subresource).
-    fn has_status(self) -> bool {
+    pub fn has_status(self) -> bool {
         matches!(self, AdmissionKind::ValidatingAdmissionPolicy | AdmissionKind::MutatingAdmissionPolicy)
     }
-}
-
-impl Builtin {
-    /// The name the kind is served under in the registry (its built-in definition's name): a
-    /// lookup by name, not a scan of every served resource, on each create (namespace checks).
-    pub fn name(self) -> &'static str {
-        match self {
-            Builtin::Namespace => "namespaces",
-            Builtin::Event => "events",
-            Builtin::EventV1 => "events.events.k8s.io",
-            Builtin::Secret => "secrets",
-            Builtin::Admission(kind) => kind.names().2,
-        }
-    }
-
-    /// Whether objects of the kind carry `metadata.generation` (kube's admission configuration
-    /// kinds do; the core kinds do not).
-    pub fn has_generation(self) -> bool {
-        matches!(self, Builtin::Admission(_))
-    }
-
-    /// The definition the resource is built from: names, scope, and a schema that keeps what
-    /// the kind holds (an Event's fields are many and flat, so they are kept as they come).
-    pub(crate) fn definition(self) -> ResourceDefinition {
-        let doc = match self {
-            Builtin::Namespace => serde_json::json!({
-                "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": self.name()},
-                "spec": {
-                    "group": "", "scope": "Cluster",
-                    "names": {"plural": "namespaces", "singular": "namespace", "kind": "Namespace",
-                              "listKind": "NamespaceList", "shortNames": ["ns"]},
-                    "versions": [{"name": "v1", "served": true, "storage": true,
-                        "subresources": {"status": {}},
-                        "additionalPrinterColumns": [
-                            {"name": "Status", "type": "string", "jsonPath": ".status.phase"},
-                            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
-                        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                            "spec": {"type": "object", "properties": {
-                                "finalizers": {"type": "array", "items": {"type": "string"}}}},
-                            "status": {"type": "object", "properties": {
-                                "phase": {"type": "string"},
-                                "conditions": {"type": "array", "items": {"type": "object",
-                                    "x-kubernetes-preserve-unknown-fields": true}}}}}}}}],
-                },
-            }),
-            Builtin::Admission(kind) => admission_definition(kind),
-            Builtin::Event => event_definition(self.name(), ""),
-            Builtin::EventV1 => event_definition(self.name(), "events.k8s.io"),
-            Builtin::Secret => serde_json::json!({
-                "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": self.name()},
-                "spec": {
-                    "group": "", "scope": "Namespaced",
-                    "names": {"plural": "secrets", "singular": "secret", "kind": "Secret", "listKind": "SecretList"},
-                    "versions": [{"name": "v1", "served": true, "storage": true,
-                        "additionalPrinterColumns": [
-                            {"name": "Type", "type": "string", "jsonPath": ".type"},
-                            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
-                        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                            "data": {"type": "object", "additionalProperties": {"type": "string", "format": "byte"}},
-                            "stringData": {"type": "object", "additionalProperties": {"type": "string"}},
-                            "type": {"type": "string"},
-                            "immutable": {"type": "boolean"}}}}}],
-                },
-            }),
-        };
-        ResourceDefinition::from_document(&doc).unwrap_or_default()
-    }
-}
-
-/// An admission configuration kind as a definition: kept as it comes (the admission engine
-/// reads it with the API types and reports what does not compile), cluster-scoped.
-fn admission_definition(kind: AdmissionKind) -> serde_json::Value {
-    let (kind_name, plural, name) = kind.names();
-    let subresources = if kind.has_status() { serde_json::json!({"status": {}}) } else { serde_json::json!({}) };
-    serde_json::json!({
-        "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name},
-        "spec": {
-            "group": ADMISSION_GROUP, "scope": "Cluster",
-            "names": {"plural": plural, "singular": kind_name.to_lowercase(), "kind": kind_name,
-                      "listKind": format!("{kind_name}List"), "categories": ["api-extensions"]},
-            "versions": [{"name": "v1", "served": true, "storage": true, "subresources": subresources,
-                "schema": {"openAPIV3Schema": {"type": "object",
-                    "x-kubernetes-preserve-unknown-fields": true}}}],
-        },
-    })
-}
-
-/// An Event kind (core or `events.k8s.io`) as a definition: its fields are many and flat, so
-/// they are kept as they come.
-fn event_definition(name: &str, group: &str) -> serde_json::Value {
-    serde_json::json!({
-        "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name},
-        "spec": {
-            "group": group, "scope": "Namespaced",
-            "names": {"plural": "events", "singular": "event", "kind": "Event",
-                      "listKind": "EventList", "shortNames": ["ev"]},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object",
-                    "x-kubernetes-preserve-unknown-fields": true}}}],
-        },
-    })
 }
 
 /// One served resource, compiled.
@@ -539,10 +468,10 @@ impl Resource {
     /// The group and plural the objects are stored under: the definitions API's for both of
     /// its faces, the resource's own otherwise.
     pub fn stored_as(&self) -> (&str, &str) {
-        match (self.flavor, self.builtin) {
+        match (self.flavor, self.builtin.and_then(|b| b.stored_as)) {
             (Flavor::Definitions, _) => (GROUP, "resourcedefinitions"),
-            (_, Some(Builtin::EventV1)) => ("", "events"),
-            (Flavor::Custom, _) => (&self.group, &self.plural),
+            (Flavor::Custom, Some(stored_as)) => stored_as,
+            (Flavor::Custom, None) => (&self.group, &self.plural),
         }
     }
 

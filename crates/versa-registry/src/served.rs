@@ -21,7 +21,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use versa_apiextensions::ResourceDefinition;
 
-use crate::resource::{AdmissionKind, Builtin, Face, Resource};
+use crate::resource::{Builtin, Face, Resource};
 
 /// The served resources at one moment.
 #[derive(Debug, Default)]
@@ -245,17 +245,15 @@ impl Registry {
         Registry::with_faces(&[Face::ResourceDefinition])
     }
 
-    /// Standalone mode's registry: the definitions API with both faces, and the core kinds
-    /// operators need (Namespaces, Events).
+    /// Standalone mode's registry: the definitions API with both faces, and every core kind
+    /// of the registration table (`crate::kinds::CORE`).
     pub fn standalone() -> Registry {
         let registry = Registry::with_faces(&[Face::ResourceDefinition, Face::CustomResourceDefinition]);
-        let admission = AdmissionKind::ALL.map(Builtin::Admission);
-        let core = [Builtin::Namespace, Builtin::Event, Builtin::EventV1, Builtin::Secret];
         registry.apply(
-            core.into_iter()
-                .chain(admission)
-                .map(|builtin| {
-                    let resource = Resource::core(builtin);
+            crate::kinds::CORE
+                .iter()
+                .map(|kind| {
+                    let resource = Resource::core(kind.builtin);
                     Change::Serve(resource.definition.name().to_owned(), Arc::new(resource))
                 })
                 .collect(),

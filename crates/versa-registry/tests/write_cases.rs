@@ -3,7 +3,8 @@
 //! boundary their objects cross.
 //!
 //! A file names its `resource`: a definition under `tests/data/resources/` (by file stem), a
-//! core kind (`builtin:Namespace`, `builtin:Secret`, `builtin:ValidatingWebhookConfiguration`, …)
+//! core kind of the registration table (`builtin:Namespace`, `builtin:ConfigMap`, `builtin:Lease`,
+//! `builtin:ValidatingWebhookConfiguration`, …)
 //! or the definitions API (`definitions`).
 //! Each case is one write:
 //!
@@ -26,7 +27,7 @@ use serde_json::{Value, json};
 use versa_conversion::Options;
 use versa_registry::storage::Boundary;
 use versa_registry::strategy::{Checks, FieldValidation, Part, Strategy};
-use versa_registry::{AdmissionKind, Builtin, Compact, Face, Resource};
+use versa_registry::{Builtin, Compact, Face, Resource};
 use versa_storage::KeyValue;
 
 fn yaml(path: &Path) -> Value {
@@ -39,10 +40,10 @@ fn resource(name: &str, data: &Path) -> Resource {
         "definitions" => Resource::definitions(Face::ResourceDefinition),
         "builtin:Namespace" => Resource::core(Builtin::Namespace),
         "builtin:Secret" => Resource::core(Builtin::Secret),
-        admission if admission.starts_with("builtin:") => {
-            let kind = &admission["builtin:".len()..];
-            let found = AdmissionKind::ALL.into_iter().find(|k| k.names().0 == kind);
-            Resource::core(Builtin::Admission(found.unwrap_or_else(|| panic!("no built-in kind {kind}"))))
+        core if core.starts_with("builtin:") => {
+            let kind = &core["builtin:".len()..];
+            let found = versa_registry::kinds::core_kind_named(kind);
+            Resource::core(found.unwrap_or_else(|| panic!("no built-in kind {kind}")).builtin)
         }
         file => {
             let doc = yaml(&data.join("resources").join(format!("{file}.yaml")));

@@ -291,6 +291,12 @@ async fn authorized(
             {
                 return openapi_v3(&state, group, version, trimmed, query.as_deref(), req.headers()).await;
             }
+            // The core group's document (standalone's core kinds), as kube-apiserver names it.
+            if let Some(version) = trimmed.strip_prefix("/openapi/v3/api/")
+                && !version.contains('/')
+            {
+                return openapi_v3(&state, "", version, trimmed, query.as_deref(), req.headers()).await;
+            }
             // One group's documents, built once per change of the group.
             let docs = |group: &str| {
                 let snapshot = state.registry.snapshot();

@@ -7,37 +7,98 @@
 //! `webhooks` merge on `name`, and so do each webhook's and each policy's `matchConditions` and
 //! a ValidatingAdmissionPolicy's `variables`; the bindings have none.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use versa_admission::objects::{self, ObjectKind};
 use versa_schema::ErrorList;
 
 use super::patch::{Field, METADATA, METADATA_ONLY, PLAIN, Schema};
-use super::{KindRules, Part, custom};
+use super::{CoreKind, KindRules, Part, core_definition, custom};
 use crate::error::{Error, Result};
 use crate::meta::name_of;
-use crate::resource::{AdmissionKind, Resource, Version};
+use crate::resource::{ADMISSION_GROUP, AdmissionKind, Builtin, Resource, Version};
 
 /// The rules of one admission configuration kind.
 #[derive(Debug)]
 pub struct Admission(AdmissionKind);
 
-static VALIDATING_WEBHOOKS: Admission = Admission(AdmissionKind::ValidatingWebhookConfiguration);
-static MUTATING_WEBHOOKS: Admission = Admission(AdmissionKind::MutatingWebhookConfiguration);
-static VALIDATING_POLICIES: Admission = Admission(AdmissionKind::ValidatingAdmissionPolicy);
-static VALIDATING_BINDINGS: Admission = Admission(AdmissionKind::ValidatingAdmissionPolicyBinding);
-static MUTATING_POLICIES: Admission = Admission(AdmissionKind::MutatingAdmissionPolicy);
-static MUTATING_BINDINGS: Admission = Admission(AdmissionKind::MutatingAdmissionPolicyBinding);
+/// Their registrations, one per kind.
+pub static VALIDATING_WEBHOOKS: CoreKind = registration(AdmissionKind::ValidatingWebhookConfiguration);
+pub static MUTATING_WEBHOOKS: CoreKind = registration(AdmissionKind::MutatingWebhookConfiguration);
+pub static VALIDATING_POLICIES: CoreKind = registration(AdmissionKind::ValidatingAdmissionPolicy);
+pub static VALIDATING_BINDINGS: CoreKind = registration(AdmissionKind::ValidatingAdmissionPolicyBinding);
+pub static MUTATING_POLICIES: CoreKind = registration(AdmissionKind::MutatingAdmissionPolicy);
+pub static MUTATING_BINDINGS: CoreKind = registration(AdmissionKind::MutatingAdmissionPolicyBinding);
 
-/// The rules of `kind`.
-pub fn rules(kind: AdmissionKind) -> &'static Admission {
+const fn registration(kind: AdmissionKind) -> CoreKind {
+    let rules: &'static Admission = match kind {
+        AdmissionKind::ValidatingWebhookConfiguration => &Admission(AdmissionKind::ValidatingWebhookConfiguration),
+        AdmissionKind::MutatingWebhookConfiguration => &Admission(AdmissionKind::MutatingWebhookConfiguration),
+        AdmissionKind::ValidatingAdmissionPolicy => &Admission(AdmissionKind::ValidatingAdmissionPolicy),
+        AdmissionKind::ValidatingAdmissionPolicyBinding => &Admission(AdmissionKind::ValidatingAdmissionPolicyBinding),
+        AdmissionKind::MutatingAdmissionPolicy => &Admission(AdmissionKind::MutatingAdmissionPolicy),
+        AdmissionKind::MutatingAdmissionPolicyBinding => &Admission(AdmissionKind::MutatingAdmissionPolicyBinding),
+    };
+    CoreKind { builtin: builtin(kind), rules }
+}
+
+/// The identity and built-in definition of `kind`.
+const fn builtin(kind: AdmissionKind) -> Builtin {
     match kind {
-        AdmissionKind::ValidatingWebhookConfiguration => &VALIDATING_WEBHOOKS,
-        AdmissionKind::MutatingWebhookConfiguration => &MUTATING_WEBHOOKS,
-        AdmissionKind::ValidatingAdmissionPolicy => &VALIDATING_POLICIES,
-        AdmissionKind::ValidatingAdmissionPolicyBinding => &VALIDATING_BINDINGS,
-        AdmissionKind::MutatingAdmissionPolicy => &MUTATING_POLICIES,
-        AdmissionKind::MutatingAdmissionPolicyBinding => &MUTATING_BINDINGS,
+        AdmissionKind::ValidatingWebhookConfiguration => {
+            Builtin::new(AdmissionKind::ValidatingWebhookConfiguration.names().2, || {
+                definition(AdmissionKind::ValidatingWebhookConfiguration)
+            })
+        }
+        AdmissionKind::MutatingWebhookConfiguration => {
+            Builtin::new(AdmissionKind::MutatingWebhookConfiguration.names().2, || {
+                definition(AdmissionKind::MutatingWebhookConfiguration)
+            })
+        }
+        AdmissionKind::ValidatingAdmissionPolicy => {
+            Builtin::new(AdmissionKind::ValidatingAdmissionPolicy.names().2, || {
+                definition(AdmissionKind::ValidatingAdmissionPolicy)
+            })
+        }
+        AdmissionKind::ValidatingAdmissionPolicyBinding => {
+            Builtin::new(AdmissionKind::ValidatingAdmissionPolicyBinding.names().2, || {
+                definition(AdmissionKind::ValidatingAdmissionPolicyBinding)
+            })
+        }
+        AdmissionKind::MutatingAdmissionPolicy => {
+            Builtin::new(AdmissionKind::MutatingAdmissionPolicy.names().2, || {
+                definition(AdmissionKind::MutatingAdmissionPolicy)
+            })
+        }
+        AdmissionKind::MutatingAdmissionPolicyBinding => {
+            Builtin::new(AdmissionKind::MutatingAdmissionPolicyBinding.names().2, || {
+                definition(AdmissionKind::MutatingAdmissionPolicyBinding)
+            })
+        }
     }
+}
+
+#[allow(non_snake_case, reason = "it reads as the kind it names: `Builtin::Admission(kind)`")]
+impl Builtin {
+    /// The admission configuration kind `kind`.
+    pub const fn Admission(kind: AdmissionKind) -> Builtin {
+        builtin(kind)
+    }
+}
+
+/// An admission configuration kind as a definition: kept as it comes (the admission engine
+/// reads it with the API types and reports what does not compile), cluster-scoped.
+fn definition(kind: AdmissionKind) -> Value {
+    let (kind_name, plural, name) = kind.names();
+    let subresources = if kind.has_status() { json!({"status": {}}) } else { json!({}) };
+    core_definition(
+        name,
+        ADMISSION_GROUP,
+        "Cluster",
+        json!({"plural": plural, "singular": kind_name.to_lowercase(), "kind": kind_name,
+               "categories": ["api-extensions"]}),
+        json!({"subresources": subresources,
+               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}),
+    )
 }
 
 /// `matchConditions` of webhooks and policies (`admissionregistrationv1.MatchCondition`).

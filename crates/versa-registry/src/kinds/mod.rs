@@ -7,17 +7,24 @@
 //!   rules (the default of every hook);
 //! - [`definitions`]: the definitions API (`resourcedefinitions`, and standalone's
 //!   `customresourcedefinitions` face) — definition validation instead of a schema;
-//! - [`namespace`], [`secret`], [`event`]: standalone's core kinds;
-//! - [`admission`]: the `admissionregistration.k8s.io/v1` configuration kinds, decoded, defaulted
-//!   and validated as kube-apiserver does.
+//! - standalone's core kinds, one file each: [`namespace`], [`secret`], [`configmap`],
+//!   [`event`] (both faces), [`lease`], and [`admission`] (the `admissionregistration.k8s.io/v1`
+//!   configuration kinds, decoded, defaulted and validated as kube-apiserver does).
 //!
-//! Adding a core kind is a file here with its [`KindRules`], its line in [`of`], and its
-//! built-in definition (`crate::resource::Builtin`).
+//! Adding a core kind is one file here and one line of [`CORE`], the registration table: the
+//! file holds the kind's [`Builtin`] (its registry name and its built-in definition — names,
+//! scope, printer columns, schema), its [`KindRules`] (validation, server-owned fields,
+//! strategic merge patch metadata, protobuf, …) and the [`CoreKind`] that pairs them. Whatever
+//! serves the core kinds reads the table: the standalone registry (`crate::served`), [`of`],
+//! and, through the resources built from it, discovery, OpenAPI and the REST handlers.
 
 pub mod admission;
+pub mod configmap;
 pub mod custom;
 pub mod definitions;
 pub mod event;
+pub mod keys;
+pub mod lease;
 pub mod namespace;
 pub mod patch;
 pub mod secret;
@@ -180,17 +187,81 @@ pub enum Deletion {
     Proceed,
 }
 
-/// The rules of `res`'s kind: the registry's one table of kinds.
+/// A core kind as registered: its identity and built-in definition, and its rules.
+#[derive(Debug)]
+pub struct CoreKind {
+    pub builtin: Builtin,
+    pub rules: &'static dyn KindRules,
+}
+
+/// The registration table: every core kind standalone versa serves, one line each.
+pub static CORE: &[&CoreKind] = &[
+    &namespace::KIND,
+    &event::KIND,
+    &event::KIND_V1,
+    &secret::KIND,
+    &configmap::KIND,
+    &lease::KIND,
+    &admission::VALIDATING_WEBHOOKS,
+    &admission::MUTATING_WEBHOOKS,
+    &admission::VALIDATING_POLICIES,
+    &admission::VALIDATING_BINDINGS,
+    &admission::MUTATING_POLICIES,
+    &admission::MUTATING_BINDINGS,
+];
+
+/// The core kinds other code names (the namespace controller, the event recorder, admission's
+/// namespace lookups); a kind nobody names needs no line here.
+#[allow(non_upper_case_globals, reason = "they read as the kinds they name: `Builtin::Namespace`")]
+impl Builtin {
+    pub const Namespace: Builtin = namespace::BUILTIN;
+    pub const Event: Builtin = event::BUILTIN;
+    pub const EventV1: Builtin = event::BUILTIN_V1;
+    pub const Secret: Builtin = secret::BUILTIN;
+}
+
+/// The registered core kind of the resource's kind (`Secret`, or `Event.events.k8s.io` outside
+/// the core group).
+pub fn core_kind_named(kind: &str) -> Option<&'static CoreKind> {
+    CORE.iter().copied().find(|k| {
+        let res = k.builtin.definition();
+        let names = &res.spec.names;
+        let qualified =
+            if res.spec.group.is_empty() { names.kind.clone() } else { format!("{}.{}", names.kind, res.spec.group) };
+        qualified == kind || names.kind == kind
+    })
+}
+
+/// The rules of `res`'s kind: custom resources, the definitions API, or a registered core kind.
 pub fn of(res: &Resource) -> &'static dyn KindRules {
     match (res.flavor, res.builtin) {
         (Flavor::Definitions, _) => &definitions::Definitions,
         (Flavor::Custom, None) => &custom::Custom,
-        (Flavor::Custom, Some(Builtin::Namespace)) => &namespace::Namespace,
-        (Flavor::Custom, Some(Builtin::Secret)) => &secret::Secret,
-        (Flavor::Custom, Some(Builtin::Event)) => &event::Event,
-        (Flavor::Custom, Some(Builtin::EventV1)) => &event::EventV1,
-        (Flavor::Custom, Some(Builtin::Admission(kind))) => admission::rules(kind),
+        (Flavor::Custom, Some(builtin)) => {
+            CORE.iter().find(|k| k.builtin == builtin).map_or(&custom::Custom, |k| k.rules)
+        }
     }
+}
+
+/// A core kind's built-in definition document: served at `v1` of `group`, with `names`
+/// (`plural`, `singular`, `kind`, `shortNames`, …), `scope` (`Namespaced` or `Cluster`), and
+/// `version`'s other fields (`schema`, `subresources`, `additionalPrinterColumns`).
+pub fn core_definition(name: &str, group: &str, scope: &str, names: Value, version: Value) -> Value {
+    let mut version_doc = json!({"name": "v1", "served": true, "storage": true});
+    if let (Some(doc), Value::Object(fields)) = (version_doc.as_object_mut(), version) {
+        doc.extend(fields);
+    }
+    let mut names = names;
+    if let Some(n) = names.as_object_mut()
+        && let Some(kind) = n.get("kind").and_then(Value::as_str).map(str::to_owned)
+    {
+        n.entry("listKind").or_insert_with(|| json!(format!("{kind}List")));
+    }
+    json!({
+        "apiVersion": versa_apiextensions::types::API_VERSION, "kind": versa_apiextensions::types::KIND,
+        "metadata": {"name": name},
+        "spec": {"group": group, "scope": scope, "names": names, "versions": [version_doc]},
+    })
 }
 
 /// kube's `markAsDeleting`: `deletionTimestamp` set unless it already is (to an earlier time),

@@ -1,6 +1,6 @@
 //! Standalone mode's namespace controller and event expiry — the parts of kube-controller-manager
 //! and kube-apiserver that a cluster would run for the core kinds versa serves itself
-//! (`versa_registry::Builtin`; the rules of the kinds are in `versa_registry::builtin`).
+//! (`versa_registry::Builtin`; the rules of the kinds are in `versa_registry::kinds`).
 //!
 //! - At start, `default`, `kube-system` and `kube-public` are created when missing.
 //! - A namespace marked for deletion (`Terminating`) is emptied: every object of every served
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use serde_json::Value;
-use versa_registry::builtin::{IMMORTAL, KUBERNETES_FINALIZER, new_namespace};
+use versa_registry::kinds::namespace::{IMMORTAL, KUBERNETES_FINALIZER, new_namespace};
 use versa_registry::{Builtin, Resource};
 use versa_storage::{KeyValue, ListOptions};
 

@@ -80,8 +80,13 @@ pub(super) fn write_v2(out: &mut impl Write, parts: &[Arc<DefinitionPart>]) -> i
     // themselves orders them all, and only one group-version's path items are built at a
     // time.
     let gvs = group_versions(parts.iter().map(|p| &**p));
-    let mut by_prefix: Vec<(String, &str, &[&DefinitionPart])> =
-        gvs.iter().map(|((g, v), parts)| (format!("/apis/{g}/{v}/"), *v, parts.as_slice())).collect();
+    let mut by_prefix: Vec<(String, &str, &[&DefinitionPart])> = gvs
+        .iter()
+        .map(|((g, v), parts)| {
+            let prefix = if g.is_empty() { format!("/api/{v}/") } else { format!("/apis/{g}/{v}/") };
+            (prefix, *v, parts.as_slice())
+        })
+        .collect();
     by_prefix.sort_by(|a, b| a.0.cmp(&b.0));
     let mut first = true;
     for (_, version, parts) in by_prefix {

@@ -195,7 +195,7 @@ impl OpenApiCache {
     pub fn v3_index(&self) -> Value {
         let mut paths = Map::new();
         for ((group, version), parts) in group_versions(self.parts.values().map(|p| &**p)) {
-            let key = format!("apis/{group}/{version}");
+            let key = if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") };
             let url = format!("/openapi/v3/{key}?hash={}", v3_hash(group, version, parts.iter().map(|p| &**p)));
             paths.insert(key, json!({"serverRelativeURL": url}));
         }

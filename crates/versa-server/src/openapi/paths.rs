@@ -48,9 +48,12 @@ pub(super) struct Route {
 pub(super) fn routes(names: &Names<'_>, version: &str, status: bool, scale: bool) -> Vec<Route> {
     let kind = names.kind;
     let namespaced = if names.namespaced { "Namespaced" } else { "" };
-    let cluster_root = format!("/apis/{}/{version}/{}", names.group, names.plural);
+    // The core group is served under `/api` (standalone's core kinds), the others under `/apis`.
+    let base =
+        if names.group.is_empty() { format!("/api/{version}") } else { format!("/apis/{}/{version}", names.group) };
+    let cluster_root = format!("{base}/{}", names.plural);
     let root = if names.namespaced {
-        format!("/apis/{}/{version}/namespaces/{{namespace}}/{}", names.group, names.plural)
+        format!("{base}/namespaces/{{namespace}}/{}", names.plural)
     } else {
         cluster_root.clone()
     };
@@ -182,6 +185,10 @@ pub(super) fn operation_id(op: &str, path: &str) -> String {
         if let Some(version) = parts.get(2) {
             prefix.push_str(&valid_operation_id(version, true));
         }
+    } else if parts.len() >= 2 && parts[0] == "api" {
+        // kube's operations of the core group: `listCoreV1NamespacedConfigMap`.
+        prefix.push_str("Core");
+        prefix.push_str(&valid_operation_id(parts[1], true));
     }
     prefix + &valid_operation_id(rest, true)
 }

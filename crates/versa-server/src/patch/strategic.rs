@@ -649,7 +649,6 @@ mod tests {
     use std::path::Path;
 
     use serde_json::json;
-    use versa_registry::{AdmissionKind, Builtin};
 
     use super::*;
     use crate::patch::{PatchType, apply_to};
@@ -657,22 +656,8 @@ mod tests {
     /// The patch metadata of the built-in kind a case file names: its `kind`,
     /// `Event.events.k8s.io` for the newer Event.
     fn kind_named(kind: &str) -> Option<&'static Schema> {
-        let builtin = builtin_named(kind);
-        versa_registry::kinds::of(&versa_registry::Resource::core(builtin)).strategic_merge()
-    }
-
-    fn builtin_named(kind: &str) -> Builtin {
-        match kind {
-            "Namespace" => Builtin::Namespace,
-            "Secret" => Builtin::Secret,
-            "Event" => Builtin::Event,
-            "Event.events.k8s.io" => Builtin::EventV1,
-            other => AdmissionKind::ALL
-                .into_iter()
-                .find(|k| k.names().0 == other)
-                .map(Builtin::Admission)
-                .unwrap_or_else(|| panic!("unknown kind {other}")),
-        }
+        let core = versa_registry::kinds::core_kind_named(kind).unwrap_or_else(|| panic!("unknown kind {kind}"));
+        core.rules.strategic_merge()
     }
 
     /// Every `tests/data/strategic/*.yaml` file: a `kind` (whose patch metadata applies) and
@@ -723,9 +708,8 @@ mod tests {
     #[test]
     fn every_builtin_kind_has_metadata() {
         let original = json!({"metadata": {"finalizers": ["a"]}});
-        let mut kinds = vec![Builtin::Namespace, Builtin::Secret, Builtin::Event, Builtin::EventV1];
-        kinds.extend(AdmissionKind::ALL.map(Builtin::Admission));
-        for kind in kinds {
+        for core in versa_registry::kinds::CORE {
+            let kind = core.builtin;
             let schema = versa_registry::kinds::of(&versa_registry::Resource::core(kind)).strategic_merge();
             let got = apply_to(schema, PatchType::StrategicMerge, &original, br#"{"metadata":{"finalizers":["b"]}}"#);
             assert_eq!(got.unwrap(), json!({"metadata": {"finalizers": ["b", "a"]}}), "{kind:?}");

@@ -1,6 +1,7 @@
 //! The messages versa decodes, as tables: for each, its protobuf name and its fields in the Go
 //! struct's order — number, JSON name, type ([`Ty`]) and when Go's `encoding/json` writes it
-//! ([`Rule`]). v1 `Namespace`, v1 `Event`, v1 `Secret` and meta/v1 `DeleteOptions`, with
+//! ([`Rule`]). v1 `Namespace`, `Event`, `Secret`, `ConfigMap`, coordination/v1 `Lease` and meta/v1
+//! `DeleteOptions`, with
 //! everything they contain: `ObjectMeta` in full, owner references, managed fields, times. A
 //! new kind is a new table here and a line in `decode`'s match.
 
@@ -248,4 +249,41 @@ pub(super) static EVENT_SOURCE: Message =
 pub(super) static EVENT_SERIES: Message = Message {
     name: "EventSeries",
     fields: &[field(1, "count", Ty::Int32, Omit), field(2, "lastObservedTime", Ty::MicroTime, Keep)],
+};
+
+/// v1 `ConfigMap` (operators' settings, through client-go's typed client).
+pub(super) static CONFIG_MAP: Message = Message {
+    name: "ConfigMap",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(4, "immutable", Ty::Bool, Pointer),
+        field(2, "data", Ty::Map(&CONFIG_MAP_DATA_ENTRY), Omit),
+        field(3, "binaryData", Ty::Map(&CONFIG_MAP_BINARY_DATA_ENTRY), Omit),
+    ],
+};
+
+pub(super) static CONFIG_MAP_DATA_ENTRY: Message = Message { name: "ConfigMap.DataEntry", fields: MAP_ENTRY };
+pub(super) static CONFIG_MAP_BINARY_DATA_ENTRY: Message = Message {
+    name: "ConfigMap.BinaryDataEntry",
+    fields: &[field(1, "key", Ty::Str, Keep), field(2, "value", Ty::Bytes, Keep)],
+};
+
+/// coordination/v1 `Lease` (leader election: client-go's `LeaseLock` writes it with the typed
+/// client). Every field of its spec is a pointer.
+pub(super) static LEASE: Message = Message {
+    name: "Lease",
+    fields: &[field(1, "metadata", Ty::Message(&OBJECT_META), Keep), field(2, "spec", Ty::Message(&LEASE_SPEC), Keep)],
+};
+
+pub(super) static LEASE_SPEC: Message = Message {
+    name: "LeaseSpec",
+    fields: &[
+        field(1, "holderIdentity", Ty::Str, Pointer),
+        field(2, "leaseDurationSeconds", Ty::Int32, Pointer),
+        field(3, "acquireTime", Ty::MicroTime, Pointer),
+        field(4, "renewTime", Ty::MicroTime, Pointer),
+        field(5, "leaseTransitions", Ty::Int32, Pointer),
+        field(6, "strategy", Ty::Str, Pointer),
+        field(7, "preferredHolder", Ty::Str, Pointer),
+    ],
 };
