@@ -89,7 +89,9 @@ impl Policy {
 /// What the collector does next to one object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    /// DELETE with `preconditions.uid` and `propagationPolicy`.
+    /// DELETE with `propagationPolicy` and preconditions: the uid, and the `resourceVersion` the
+    /// decision was made on; on a conflict kube's `deleteObject` reads the object again and
+    /// retries with the uid alone if its `ownerReferences` are unchanged.
     Delete { uid: String, policy: Policy },
     /// Remove the references to `owners` from the object's `ownerReferences`.
     RemoveOwnerRefs { uid: String, owners: Vec<String> },
