@@ -17,6 +17,8 @@
 //!   rendered as JSON at a version (never what a webhook converted).
 //! - [`versions`] — the resource's versions as server-side apply's structured merge judges
 //!   ownership across them (`versa-merge`'s seam, filled with the boundary's converter).
+//! - [`gc`] — the garbage collector's decisions on an owner graph (kube's `ownerReferences`
+//!   semantics: background, foreground, orphan, dangling and invalid references), pure.
 //! - [`error`] — the write path's [`Error`]; `versa-server` turns it into a `metav1.Status` in
 //!   one place.
 //! - [`definitions`] — the definitions API's own rules (kube's CRD strategy); [`kinds`] —
@@ -27,6 +29,7 @@
 pub mod definitions;
 pub mod error;
 pub mod fields;
+pub mod gc;
 pub mod jsonpath;
 pub mod kinds;
 pub mod meta;
