@@ -521,7 +521,6 @@ fn format_decimal(v: &Value<'_>) -> Result<String, EvalError> {
     match v {
         Value::Int(i) => Ok(i.to_string()),
         Value::Uint(u) => Ok(u.to_string()),
-        Value::Double(d) if special_double(*d).is_some() => Ok(special_double(*d).unwrap_or_default().to_owned()),
         other => {
             Err(format_error(format!("decimal clause can only be used on integers, was given {}", &*other.type_name())))
         }
@@ -531,8 +530,12 @@ fn format_decimal(v: &Value<'_>) -> Result<String, EvalError> {
 fn format_float(v: &Value<'_>, precision: usize, scientific: bool) -> Result<String, EvalError> {
     let d = match v {
         Value::Double(d) => *d,
-        Value::Int(i) => *i as f64,
-        Value::Uint(u) => *u as f64,
+        // cel-go takes the three spellings of the special doubles as strings too.
+        Value::String(s) if matches!(&**s, "NaN" | "Infinity" | "-Infinity") => match &**s {
+            "NaN" => f64::NAN,
+            "Infinity" => f64::INFINITY,
+            _ => f64::NEG_INFINITY,
+        },
         other => {
             let clause = if scientific { "scientific" } else { "fixed-point" };
             return Err(format_error(format!(
