@@ -464,7 +464,7 @@ fn format_string(v: &Value<'_>, out: &mut String, depth: u32) -> Result<(), Eval
     }
     match v {
         Value::String(s) => out.push_str(s),
-        Value::Bytes(b) => out.push_str(&String::from_utf8_lossy(b)),
+        Value::Bytes(b) => out.push_str(bytes_text(b)?),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(i) => out.push_str(&i.to_string()),
         Value::Uint(u) => out.push_str(&u.to_string()),
@@ -482,18 +482,26 @@ fn format_string(v: &Value<'_>, out: &mut String, depth: u32) -> Result<(), Eval
                 if i > 0 {
                     out.push_str(", ");
                 }
-                format_string(&l.get(i)?, out, depth + 1)?;
+                format_member(&l.get(i)?, out, depth + 1)?;
             }
             out.push(']');
         }
         Value::Map(m) => {
             let mut entries = Vec::with_capacity(m.len());
             for k in m.keys() {
-                let mut ks = String::new();
-                format_string(&k, &mut ks, depth + 1)?;
+                let ks = match &k {
+                    Value::String(s) => versa_schema::field::go_quote(s),
+                    Value::Bool(b) => b.to_string(),
+                    Value::Int(i) => i.to_string(),
+                    Value::Uint(u) => u.to_string(),
+                    other => {
+                        let kind = other.type_name();
+                        return Err(format_error(format!("no formatting function for map key of type {}", &*kind)));
+                    }
+                };
                 let mut vs = String::new();
                 if let Some(v) = m.get(&k)? {
-                    format_string(&v, &mut vs, depth + 1)?;
+                    format_member(&v, &mut vs, depth + 1)?;
                 }
                 entries.push((ks, vs));
             }
@@ -503,7 +511,7 @@ fn format_string(v: &Value<'_>, out: &mut String, depth: u32) -> Result<(), Eval
                 if i > 0 {
                     out.push_str(", ");
                 }
-                let _ = write!(out, "{k}: {v}");
+                let _ = write!(out, "{k}:{v}");
             }
             out.push('}');
         }
@@ -515,6 +523,60 @@ fn format_string(v: &Value<'_>, out: &mut String, depth: u32) -> Result<(), Eval
         }
     }
     Ok(())
+}
+
+/// The text of bytes for `%s`, which must be UTF-8 (cel-go's conversion to string).
+fn bytes_text(b: &[u8]) -> Result<&str, EvalError> {
+    std::str::from_utf8(b).map_err(|_| {
+        format_error("could not convert argument \"invalid UTF-8 in bytes, cannot convert to string\" to string".into())
+    })
+}
+
+/// A list element or map value under `%s` (cel-go's `clauseForType` and `quoteForCEL`): strings
+/// and bytes quoted, doubles with six decimals, timestamps and durations as their constructor.
+fn format_member(v: &Value<'_>, out: &mut String, depth: u32) -> Result<(), EvalError> {
+    use versa_schema::field::go_quote;
+    match v {
+        Value::String(s) => out.push_str(&go_quote(s)),
+        Value::Bytes(b) => {
+            out.push('b');
+            out.push_str(&go_quote(bytes_text(b)?));
+        }
+        Value::Double(d) => match go_special(*d) {
+            Some(special) => out.push_str(&go_quote(special)),
+            None => {
+                let _ = write!(out, "{d:.6}");
+            }
+        },
+        Value::Timestamp(t) => {
+            let _ = write!(out, "timestamp({})", go_quote(&time::format_rfc3339(*t)));
+        }
+        Value::Duration(d) => {
+            let _ = write!(out, "duration({})", go_quote(&time::format_duration(*d)));
+        }
+        Value::Int(_)
+        | Value::Uint(_)
+        | Value::Bool(_)
+        | Value::Null
+        | Value::Type(_)
+        | Value::List(_)
+        | Value::Map(_) => format_string(v, out, depth)?,
+        other => return Err(format_error(format!("no formatting function for {}", &*other.type_name()))),
+    }
+    Ok(())
+}
+
+/// Go's `%f` spelling of the special doubles.
+fn go_special(d: f64) -> Option<&'static str> {
+    if d.is_nan() {
+        Some("NaN")
+    } else if d == f64::INFINITY {
+        Some("+Inf")
+    } else if d == f64::NEG_INFINITY {
+        Some("-Inf")
+    } else {
+        None
+    }
 }
 
 fn format_decimal(v: &Value<'_>) -> Result<String, EvalError> {
@@ -544,19 +606,53 @@ fn format_float(v: &Value<'_>, precision: usize, scientific: bool) -> Result<Str
             )));
         }
     };
-    if let Some(s) = special_double(d) {
-        return Ok(s.to_owned());
-    }
-    let precision = precision.min(1000);
+    // cel-go prints through x/text's English printer: the infinities as `∞`, `%f` with grouped
+    // thousands, and `%e` as `1.234500×10⁰³`. For `%e` cel-go passes the precision as the
+    // width (`%6e`, `%2e`), so the precision is always six and the text is padded to that width.
+    let text = if d.is_nan() {
+        "NaN".to_owned()
+    } else if d.is_infinite() {
+        if d > 0.0 { "∞" } else { "-∞" }.to_owned()
+    } else if scientific {
+        let s = format!("{d:.6e}");
+        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let exp: i32 = exp.parse().unwrap_or(0);
+        let digits = format!("{:02}", exp.unsigned_abs());
+        let superscript: String = digits.chars().filter_map(superscript_digit).collect();
+        format!("{mantissa}×10{}{superscript}", if exp < 0 { "⁻" } else { "" })
+    } else {
+        let precision = precision.min(1000);
+        group_thousands(&format!("{d:.precision$}"))
+    };
     if !scientific {
-        return Ok(format!("{d:.precision$}"));
+        return Ok(text);
     }
-    // Go spells the exponent with a sign and at least two digits: 1.5e+03.
-    let s = format!("{d:.precision$e}");
-    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let sign = if exp < 0 { '-' } else { '+' };
-    Ok(format!("{mantissa}e{sign}{:02}", exp.unsigned_abs()))
+    let width = precision.min(1000);
+    let pad = width.saturating_sub(text.chars().count());
+    Ok(format!("{}{text}", " ".repeat(pad)))
+}
+
+fn superscript_digit(c: char) -> Option<char> {
+    let d = c.to_digit(10)? as usize;
+    "⁰¹²³⁴⁵⁶⁷⁸⁹".chars().nth(d)
+}
+
+/// `-1234567.5` as `-1,234,567.5`.
+fn group_thousands(s: &str) -> String {
+    let (sign, rest) = s.strip_prefix('-').map_or(("", s), |r| ("-", r));
+    let (int, frac) = rest.split_once('.').map_or((rest, None), |(i, f)| (i, Some(f)));
+    let mut out = String::from(sign);
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if let Some(f) = frac {
+        out.push('.');
+        out.push_str(f);
+    }
+    out
 }
 
 fn signed_radix(i: i128, radix: u32, upper: bool) -> String {
