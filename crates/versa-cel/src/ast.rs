@@ -195,32 +195,42 @@ impl SourceInfo {
 impl Expr {
     /// Calls `f` on this node and every node below it, parents first.
     pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
-        f(self);
+        self.walk_pruned(&mut |e| {
+            f(e);
+            true
+        });
+    }
+
+    /// Like [`Expr::walk`], but the nodes below a node for which `f` returns `false` are skipped.
+    pub fn walk_pruned(&self, f: &mut dyn FnMut(&Expr) -> bool) {
+        if !f(self) {
+            return;
+        }
         match &self.kind {
             ExprKind::Literal(_) | ExprKind::Ident(_) => {}
-            ExprKind::Select { operand, .. } => operand.walk(f),
+            ExprKind::Select { operand, .. } => operand.walk_pruned(f),
             ExprKind::Call { target, args, .. } => {
                 if let Some(t) = target {
-                    t.walk(f);
+                    t.walk_pruned(f);
                 }
                 for a in args {
-                    a.walk(f);
+                    a.walk_pruned(f);
                 }
             }
-            ExprKind::List { elements, .. } => elements.iter().for_each(|e| e.walk(f)),
+            ExprKind::List { elements, .. } => elements.iter().for_each(|e| e.walk_pruned(f)),
             ExprKind::Map { entries } => {
                 for e in entries {
-                    e.key.walk(f);
-                    e.value.walk(f);
+                    e.key.walk_pruned(f);
+                    e.value.walk_pruned(f);
                 }
             }
-            ExprKind::Struct { fields, .. } => fields.iter().for_each(|e| e.value.walk(f)),
+            ExprKind::Struct { fields, .. } => fields.iter().for_each(|e| e.value.walk_pruned(f)),
             ExprKind::Comprehension(c) => {
-                c.iter_range.walk(f);
-                c.accu_init.walk(f);
-                c.loop_condition.walk(f);
-                c.loop_step.walk(f);
-                c.result.walk(f);
+                c.iter_range.walk_pruned(f);
+                c.accu_init.walk_pruned(f);
+                c.loop_condition.walk_pruned(f);
+                c.loop_step.walk_pruned(f);
+                c.result.walk_pruned(f);
             }
         }
     }

@@ -842,6 +842,9 @@ fn build_overloads() -> HashMap<&'static str, Vec<Overload>> {
     add("hasValue", true, vec![Type::optional(a())], Bool);
     add("or", true, vec![Type::optional(a()), Type::optional(a())], Type::optional(a()));
     add("orValue", true, vec![Type::optional(a()), a()], a());
+    // Version 2 of cel-go's optional library (Kubernetes 1.36): drop the absent values of a list.
+    add("optional.unwrap", false, vec![Type::list(Type::optional(a()))], Type::list(a()));
+    add("unwrapOpt", true, vec![Type::list(Type::optional(a()))], Type::list(a()));
     // The step function of the two-variable `transformMap` and `transformMapEntry` macros.
     add(MAP_INSERT, false, vec![Type::map(a(), b()), a(), b()], Type::map(a(), b()));
     add(MAP_INSERT, false, vec![Type::map(a(), b()), Type::map(a(), b())], Type::map(a(), b()));

@@ -186,12 +186,9 @@ pub fn compile_expression(
         Variable { name: OLD_SELF_VAR.to_owned(), ty: old_self },
     ];
     let checked = check::check(&ast.expr, &ast.source_info, source, &vars).map_err(fail)?;
-    if opts.validate_literals {
-        let mut errors = format_literal_errors(&ast, source);
-        errors.extend(homogeneous_literal_errors(&ast, &checked, source));
-        if !errors.is_empty() {
-            return Err(fail(errors));
-        }
+    let errors = validator_errors(&ast, &checked, source, opts);
+    if !errors.is_empty() {
+        return Err(fail(errors));
     }
     let uses_old_self = checked.referenced_idents.iter().any(|n| n == OLD_SELF_VAR);
     let plan = plan::Plan::build(&ast.expr, &[SELF_VAR, OLD_SELF_VAR], Some(&checked.types), &eval::constant_value);
@@ -227,12 +224,9 @@ pub fn compile_in(source: &str, env: &Environment, opts: &CompileOptions) -> Res
     let checked =
         check::check_in(&ast.expr, &ast.source_info, source, &env.variables, &env.struct_types, env.dynamic_objects)
             .map_err(fail)?;
-    if opts.validate_literals {
-        let mut errors = format_literal_errors(&ast, source);
-        errors.extend(homogeneous_literal_errors(&ast, &checked, source));
-        if !errors.is_empty() {
-            return Err(fail(errors));
-        }
+    let errors = validator_errors(&ast, &checked, source, opts);
+    if !errors.is_empty() {
+        return Err(fail(errors));
     }
     let names: Vec<&str> = env.variables.iter().map(|v| v.name.as_str()).collect();
     let plan = plan::Plan::build(&ast.expr, &names, Some(&checked.types), &eval::constant_value);
@@ -313,6 +307,23 @@ pub fn compile_message_expression(
     Ok(compiled)
 }
 
+/// The errors of cel-go's AST validators: the string format validator of the strings library
+/// (always on), and, with [`CompileOptions::validate_literals`], Kubernetes' literal validators.
+fn validator_errors(ast: &ParsedExpr, checked: &Checked, source: &str, opts: &CompileOptions) -> Vec<CompileError> {
+    let mut errors = Vec::new();
+    if opts.validate_literals {
+        errors = format_literal_errors(ast, source);
+        errors.extend(homogeneous_literal_errors(ast, checked, source));
+    }
+    let ty = |id: ExprId| checked.types.get(id as usize).cloned().unwrap_or(Type::Dyn);
+    ast.expr.walk(&mut |e| {
+        if let Some((id, message)) = ext::strings::check_literal_format(e, &ty) {
+            errors.push(CompileError::new(ast.source_info.location(source, id), message));
+        }
+    });
+    errors
+}
+
 /// cel-go's homogeneous aggregate literal validator: within one list literal all elements,
 /// and within one map literal all keys and all values, must have the same type.
 /// cel-go's format validators (`ValidateDurationLiterals`, `ValidateTimestampLiterals`,
@@ -352,7 +363,9 @@ fn homogeneous_literal_errors(ast: &ParsedExpr, checked: &Checked, source: &str)
         (Type::Optional(inner), true) => *inner,
         (t, _) => t,
     };
-    ast.expr.walk(&mut |e| match &e.kind {
+    // cel-go exempts every literal below a call of `format` (its argument list mixes types).
+    ast.expr.walk_pruned(&mut |e| match &e.kind {
+        ExprKind::Call { function, .. } if function == "format" => false,
         ExprKind::List { elements, optional_indices } => {
             let mut first: Option<Type> = None;
             for (i, el) in elements.iter().enumerate() {
@@ -366,31 +379,29 @@ fn homogeneous_literal_errors(ast: &ParsedExpr, checked: &Checked, source: &str)
                     Some(_) => {}
                 }
             }
+            true
         }
         ExprKind::Map { entries } => {
             let (mut fk, mut fv): (Option<Type>, Option<Type>) = (None, None);
             for entry in entries {
                 let k = ty(entry.key.id);
                 let v = unwrap(ty(entry.value.id), entry.optional);
-                match &fk {
-                    None => fk = Some(k),
-                    Some(f) if !f.is_exact(&k) => {
-                        report(entry.key.id, f, &k);
-                        break;
+                // Unlike a list's, every entry of a map that differs from the first is reported.
+                match (&fk, &fv) {
+                    (Some(f), Some(g)) => {
+                        if !f.is_exact(&k) {
+                            report(entry.key.id, f, &k);
+                        }
+                        if !g.is_exact(&v) {
+                            report(entry.value.id, g, &v);
+                        }
                     }
-                    Some(_) => {}
-                }
-                match &fv {
-                    None => fv = Some(v),
-                    Some(f) if !f.is_exact(&v) => {
-                        report(entry.value.id, f, &v);
-                        break;
-                    }
-                    Some(_) => {}
+                    _ => (fk, fv) = (Some(k), Some(v)),
                 }
             }
+            true
         }
-        _ => {}
+        _ => true,
     });
     errors
 }

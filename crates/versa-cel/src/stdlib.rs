@@ -227,6 +227,17 @@ pub(crate) fn call<'a>(calls: &mut CallContext<'_>, function: &str, member: bool
             None => Err(EvalError::new("optional.none() dereference")),
         },
         ("hasValue", [Value::Optional(o)]) => Ok(Value::Bool(o.is_some())),
+        ("optional.unwrap" | "unwrapOpt", [Value::List(items)]) if member == (function == "unwrapOpt") => {
+            let mut present = Vec::with_capacity(items.len());
+            for i in 0..items.len() {
+                match items.get(i)? {
+                    Value::Optional(Some(v)) => present.push((*v).clone()),
+                    Value::Optional(None) => {}
+                    _ => return Err(nso()),
+                }
+            }
+            Ok(Value::list(present))
+        }
         (
             "getFullYear" | "getMonth" | "getDayOfYear" | "getDayOfMonth" | "getDate" | "getDayOfWeek" | "getHours"
             | "getMinutes" | "getSeconds" | "getMilliseconds",

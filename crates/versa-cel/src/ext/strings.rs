@@ -9,11 +9,13 @@
 //! the receiver for the casing, `substring` and `trim` (0.1 per code point), twice that for
 //! `replace` and `split`, twice the result for `join`, and cel-go's default of 1 for the rest.
 //! `format` is cel-go's formatting with its clause set (`%s %d %f %e %b %o %x %X`, precision
-//! for `%f`/`%e`) and error texts.
+//! for `%f`/`%e`) and error texts; a literal format string with a list literal of arguments is
+//! checked at compile time, as cel-go's string format validator does.
 
 use std::fmt::Write as _;
 
 use super::{Res, ceil_cost, list_of_strings, text};
+use crate::ast::{Expr, ExprId, ExprKind, Literal};
 use crate::runtime::{CallContext, EvalError, no_overload};
 use crate::time;
 use crate::types::Type;
@@ -249,57 +251,198 @@ fn format_error(msg: String) -> EvalError {
     EvalError::new(format!("error during formatting: {msg}"))
 }
 
+/// A formatting clause: what follows its `%`.
+struct Clause {
+    verb: char,
+    precision: Option<usize>,
+    /// Bytes of the format string the clause takes after the `%`.
+    len: usize,
+}
+
+/// Parses the clause at the start of `rest` (non-empty, what follows a `%`) as cel-go's
+/// `parseFormattingClause` does, byte by byte; the error is the text after
+/// `could not parse formatting clause: `.
+fn parse_clause(rest: &[u8]) -> Result<Clause, String> {
+    let mut i = 0;
+    let mut precision = None;
+    if rest.first() == Some(&b'.') {
+        i = 1;
+        loop {
+            match rest.get(i) {
+                None => return Err("error while parsing precision: could not find end of precision specifier".into()),
+                Some(d) if d.is_ascii_digit() => i += 1,
+                Some(_) => break,
+            }
+        }
+        let digits = String::from_utf8_lossy(&rest[1..i]);
+        let reason = if digits.is_empty() { "invalid syntax" } else { "value out of range" };
+        precision = Some(digits.parse::<usize>().map_err(|_| {
+            format!(
+                "error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing {digits:?}: {reason}"
+            )
+        })?);
+    }
+    // cel-go reads one byte as the verb.
+    let verb = char::from(rest.get(i).copied().unwrap_or(b'%'));
+    if !matches!(verb, 's' | 'd' | 'f' | 'e' | 'b' | 'o' | 'x' | 'X') {
+        return Err(format!("unrecognized formatting clause \"{verb}\""));
+    }
+    Ok(Clause { verb, precision, len: i + 1 })
+}
+
+fn clause_error(msg: String) -> EvalError {
+    EvalError::new(format!("could not parse formatting clause: {msg}"))
+}
+
 /// `"<fmt>".format([args])`.
 fn format<'a>(fmt: &str, args: &List<'a>) -> Res<'a> {
+    let bytes = fmt.as_bytes();
     let mut out = String::new();
-    let mut chars = fmt.chars().peekable();
-    let mut next_arg = 0usize;
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
+    let (mut i, mut text_start, mut next_arg) = (0, 0, 0);
+    while i < bytes.len() {
+        if bytes[i] != b'%' {
+            i += 1;
             continue;
         }
-        if chars.peek() == Some(&'%') {
-            chars.next();
+        out.push_str(&fmt[text_start..i]);
+        if bytes.get(i + 1) == Some(&b'%') {
             out.push('%');
+            i += 2;
+            text_start = i;
             continue;
-        }
-        let mut precision: Option<usize> = None;
-        if chars.peek() == Some(&'.') {
-            chars.next();
-            let mut digits = String::new();
-            while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
-                digits.push(*d);
-                chars.next();
-            }
-            precision = Some(digits.parse().map_err(|_| {
-                EvalError::new("could not parse formatting clause: error while parsing precision: invalid precision")
-            })?);
-        }
-        let verb = chars
-            .next()
-            .ok_or_else(|| EvalError::new("could not parse formatting clause: unexpected end of format string"))?;
-        if !matches!(verb, 's' | 'd' | 'f' | 'e' | 'b' | 'o' | 'x' | 'X') {
-            return Err(EvalError::new(format!(
-                "could not parse formatting clause: unrecognized formatting clause \"{verb}\""
-            )));
         }
         if next_arg >= args.len() {
             return Err(EvalError::new(format!("index {next_arg} out of range")));
         }
+        if i + 1 >= bytes.len() {
+            return Err(EvalError::new("unexpected end of string"));
+        }
+        let clause = parse_clause(&bytes[i + 1..]).map_err(clause_error)?;
         let arg = args.get(next_arg)?;
         next_arg += 1;
-        match verb {
+        match clause.verb {
             's' => format_string(&arg, &mut out, 0)?,
             'd' => out.push_str(&format_decimal(&arg)?),
-            'f' => out.push_str(&format_float(&arg, precision.unwrap_or(6), false)?),
-            'e' => out.push_str(&format_float(&arg, precision.unwrap_or(6), true)?),
+            'f' => out.push_str(&format_float(&arg, clause.precision.unwrap_or(6), false)?),
+            'e' => out.push_str(&format_float(&arg, clause.precision.unwrap_or(6), true)?),
             'b' => out.push_str(&format_radix(&arg, 2)?),
             'o' => out.push_str(&format_radix(&arg, 8)?),
-            _ => out.push_str(&format_hex(&arg, verb == 'X')?),
+            verb => out.push_str(&format_hex(&arg, verb == 'X')?),
         }
+        // A valid verb is one ASCII byte, so this is a character boundary.
+        i += 1 + clause.len;
+        text_start = i;
     }
+    out.push_str(&fmt[text_start..]);
     Ok(Value::string(out))
+}
+
+/// cel-go's `stringFormatValidator`: a call of `format` on a literal string with a list literal
+/// argument is checked at compile time, each clause against the checked type of its argument.
+/// Returns the error message and the node it is reported at (the argument for a type error,
+/// else the call).
+pub(crate) fn check_literal_format(call: &Expr, types: &dyn Fn(ExprId) -> Type) -> Option<(ExprId, String)> {
+    let ExprKind::Call { function, target: Some(target), args } = &call.kind else { return None };
+    let (ExprKind::Literal(Literal::String(fmt)), [list]) = (&target.kind, args.as_slice()) else { return None };
+    let ExprKind::List { elements, .. } = &list.kind else { return None };
+    if function != "format" {
+        return None;
+    }
+    let bytes = fmt.as_bytes();
+    let (mut i, mut requested) = (0, 0);
+    while i < bytes.len() {
+        if bytes[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        if bytes.get(i + 1) == Some(&b'%') {
+            i += 2;
+            continue;
+        }
+        let index = requested;
+        requested += 1;
+        if i + 1 >= bytes.len() {
+            return Some((call.id, "unexpected end of string".into()));
+        }
+        let Some(arg) = elements.get(index) else {
+            return Some((call.id, format!("index {index} out of range")));
+        };
+        let clause = match parse_clause(&bytes[i + 1..]) {
+            Ok(c) => c,
+            Err(msg) => return Some((call.id, format!("could not parse formatting clause: {msg}"))),
+        };
+        if let Some((bad, message)) = check_clause_type(clause.verb, arg, types) {
+            return Some((bad, format!("error during formatting: {message}")));
+        }
+        i += 1 + clause.len;
+    }
+    (elements.len() > requested).then(|| {
+        let got = elements.len();
+        (call.id, format!("too many arguments supplied to string.format (expected {requested}, got {got})"))
+    })
+}
+
+/// The kind of a checked type as cel-go's `Type.TypeName` names it (no type parameters);
+/// `None` for `dyn` (and free type parameters, which cel-go's checker makes `dyn`).
+fn kind_name(t: &Type) -> Option<String> {
+    Some(match t {
+        Type::Dyn | Type::Param(_) => return None,
+        Type::List(_) => "list".into(),
+        Type::Map(..) => "map".into(),
+        Type::Optional(_) => "optional_type".into(),
+        Type::TypeOf(_) => "type".into(),
+        other => other.to_string(),
+    })
+}
+
+/// Whether `arg`'s checked type suits `verb`; if not, the node and the runtime's message.
+fn check_clause_type(verb: char, arg: &Expr, types: &dyn Fn(ExprId) -> Type) -> Option<(ExprId, String)> {
+    if verb == 's' {
+        return check_string_clause(arg, types);
+    }
+    let kind = kind_name(&types(arg.id))?;
+    let (allowed, message): (&[&str], &str) = match verb {
+        'd' => (&["int", "uint"], "decimal clause can only be used on integers"),
+        'f' => (&["double", "string"], "fixed-point clause can only be used on doubles"),
+        'e' => (&["double", "string"], "scientific clause can only be used on doubles"),
+        'b' => (&["int", "uint", "bool"], "only integers and bools can be formatted as binary"),
+        'o' => (&["int", "uint"], "octal clause can only be used on integers"),
+        _ => (&["int", "uint", "string", "bytes"], "only integers, byte buffers, and strings can be formatted as hex"),
+    };
+    (!allowed.contains(&kind.as_str())).then(|| (arg.id, format!("{message}, was given {kind}")))
+}
+
+/// `%s` takes every scalar, list and map; the elements of a list or map literal are checked too.
+fn check_string_clause(arg: &Expr, types: &dyn Fn(ExprId) -> Type) -> Option<(ExprId, String)> {
+    const ALLOWED: &[&str] = &[
+        "list",
+        "map",
+        "int",
+        "uint",
+        "double",
+        "bool",
+        "string",
+        "google.protobuf.Timestamp",
+        "bytes",
+        "google.protobuf.Duration",
+        "type",
+        "null_type",
+    ];
+    if let Some(kind) = kind_name(&types(arg.id))
+        && !ALLOWED.contains(&kind.as_str())
+    {
+        let message = format!(
+            "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps, was given {kind}"
+        );
+        return Some((arg.id, message));
+    }
+    match &arg.kind {
+        ExprKind::List { elements, .. } => elements.iter().find_map(|e| check_string_clause(e, types)),
+        ExprKind::Map { entries } => entries
+            .iter()
+            .find_map(|e| check_string_clause(&e.key, types).or_else(|| check_string_clause(&e.value, types))),
+        _ => None,
+    }
 }
 
 fn special_double(d: f64) -> Option<&'static str> {
@@ -321,7 +464,7 @@ fn format_string(v: &Value<'_>, out: &mut String, depth: u32) -> Result<(), Eval
     }
     match v {
         Value::String(s) => out.push_str(s),
-        Value::Bytes(b) => out.push_str(&String::from_utf8_lossy(b)),
+        Value::Bytes(b) => out.push_str(bytes_text(b)?),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(i) => out.push_str(&i.to_string()),
         Value::Uint(u) => out.push_str(&u.to_string()),
@@ -339,18 +482,26 @@ fn format_string(v: &Value<'_>, out: &mut String, depth: u32) -> Result<(), Eval
                 if i > 0 {
                     out.push_str(", ");
                 }
-                format_string(&l.get(i)?, out, depth + 1)?;
+                format_member(&l.get(i)?, out, depth + 1)?;
             }
             out.push(']');
         }
         Value::Map(m) => {
             let mut entries = Vec::with_capacity(m.len());
             for k in m.keys() {
-                let mut ks = String::new();
-                format_string(&k, &mut ks, depth + 1)?;
+                let ks = match &k {
+                    Value::String(s) => versa_schema::field::go_quote(s),
+                    Value::Bool(b) => b.to_string(),
+                    Value::Int(i) => i.to_string(),
+                    Value::Uint(u) => u.to_string(),
+                    other => {
+                        let kind = other.type_name();
+                        return Err(format_error(format!("no formatting function for map key of type {}", &*kind)));
+                    }
+                };
                 let mut vs = String::new();
                 if let Some(v) = m.get(&k)? {
-                    format_string(&v, &mut vs, depth + 1)?;
+                    format_member(&v, &mut vs, depth + 1)?;
                 }
                 entries.push((ks, vs));
             }
@@ -360,7 +511,7 @@ fn format_string(v: &Value<'_>, out: &mut String, depth: u32) -> Result<(), Eval
                 if i > 0 {
                     out.push_str(", ");
                 }
-                let _ = write!(out, "{k}: {v}");
+                let _ = write!(out, "{k}:{v}");
             }
             out.push('}');
         }
@@ -374,11 +525,64 @@ fn format_string(v: &Value<'_>, out: &mut String, depth: u32) -> Result<(), Eval
     Ok(())
 }
 
+/// The text of bytes for `%s`, which must be UTF-8 (cel-go's conversion to string).
+fn bytes_text(b: &[u8]) -> Result<&str, EvalError> {
+    std::str::from_utf8(b).map_err(|_| {
+        format_error("could not convert argument \"invalid UTF-8 in bytes, cannot convert to string\" to string".into())
+    })
+}
+
+/// A list element or map value under `%s` (cel-go's `clauseForType` and `quoteForCEL`): strings
+/// and bytes quoted, doubles with six decimals, timestamps and durations as their constructor.
+fn format_member(v: &Value<'_>, out: &mut String, depth: u32) -> Result<(), EvalError> {
+    use versa_schema::field::go_quote;
+    match v {
+        Value::String(s) => out.push_str(&go_quote(s)),
+        Value::Bytes(b) => {
+            out.push('b');
+            out.push_str(&go_quote(bytes_text(b)?));
+        }
+        Value::Double(d) => match go_special(*d) {
+            Some(special) => out.push_str(&go_quote(special)),
+            None => {
+                let _ = write!(out, "{d:.6}");
+            }
+        },
+        Value::Timestamp(t) => {
+            let _ = write!(out, "timestamp({})", go_quote(&time::format_rfc3339(*t)));
+        }
+        Value::Duration(d) => {
+            let _ = write!(out, "duration({})", go_quote(&time::format_duration(*d)));
+        }
+        Value::Int(_)
+        | Value::Uint(_)
+        | Value::Bool(_)
+        | Value::Null
+        | Value::Type(_)
+        | Value::List(_)
+        | Value::Map(_) => format_string(v, out, depth)?,
+        other => return Err(format_error(format!("no formatting function for {}", &*other.type_name()))),
+    }
+    Ok(())
+}
+
+/// Go's `%f` spelling of the special doubles.
+fn go_special(d: f64) -> Option<&'static str> {
+    if d.is_nan() {
+        Some("NaN")
+    } else if d == f64::INFINITY {
+        Some("+Inf")
+    } else if d == f64::NEG_INFINITY {
+        Some("-Inf")
+    } else {
+        None
+    }
+}
+
 fn format_decimal(v: &Value<'_>) -> Result<String, EvalError> {
     match v {
         Value::Int(i) => Ok(i.to_string()),
         Value::Uint(u) => Ok(u.to_string()),
-        Value::Double(d) if special_double(*d).is_some() => Ok(special_double(*d).unwrap_or_default().to_owned()),
         other => {
             Err(format_error(format!("decimal clause can only be used on integers, was given {}", &*other.type_name())))
         }
@@ -388,8 +592,12 @@ fn format_decimal(v: &Value<'_>) -> Result<String, EvalError> {
 fn format_float(v: &Value<'_>, precision: usize, scientific: bool) -> Result<String, EvalError> {
     let d = match v {
         Value::Double(d) => *d,
-        Value::Int(i) => *i as f64,
-        Value::Uint(u) => *u as f64,
+        // cel-go takes the three spellings of the special doubles as strings too.
+        Value::String(s) if matches!(&**s, "NaN" | "Infinity" | "-Infinity") => match &**s {
+            "NaN" => f64::NAN,
+            "Infinity" => f64::INFINITY,
+            _ => f64::NEG_INFINITY,
+        },
         other => {
             let clause = if scientific { "scientific" } else { "fixed-point" };
             return Err(format_error(format!(
@@ -398,19 +606,53 @@ fn format_float(v: &Value<'_>, precision: usize, scientific: bool) -> Result<Str
             )));
         }
     };
-    if let Some(s) = special_double(d) {
-        return Ok(s.to_owned());
-    }
-    let precision = precision.min(1000);
+    // cel-go prints through x/text's English printer: the infinities as `∞`, `%f` with grouped
+    // thousands, and `%e` as `1.234500×10⁰³`. For `%e` cel-go passes the precision as the
+    // width (`%6e`, `%2e`), so the precision is always six and the text is padded to that width.
+    let text = if d.is_nan() {
+        "NaN".to_owned()
+    } else if d.is_infinite() {
+        if d > 0.0 { "∞" } else { "-∞" }.to_owned()
+    } else if scientific {
+        let s = format!("{d:.6e}");
+        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let exp: i32 = exp.parse().unwrap_or(0);
+        let digits = format!("{:02}", exp.unsigned_abs());
+        let superscript: String = digits.chars().filter_map(superscript_digit).collect();
+        format!("{mantissa}×10{}{superscript}", if exp < 0 { "⁻" } else { "" })
+    } else {
+        let precision = precision.min(1000);
+        group_thousands(&format!("{d:.precision$}"))
+    };
     if !scientific {
-        return Ok(format!("{d:.precision$}"));
+        return Ok(text);
     }
-    // Go spells the exponent with a sign and at least two digits: 1.5e+03.
-    let s = format!("{d:.precision$e}");
-    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let sign = if exp < 0 { '-' } else { '+' };
-    Ok(format!("{mantissa}e{sign}{:02}", exp.unsigned_abs()))
+    let width = precision.min(1000);
+    let pad = width.saturating_sub(text.chars().count());
+    Ok(format!("{}{text}", " ".repeat(pad)))
+}
+
+fn superscript_digit(c: char) -> Option<char> {
+    let d = c.to_digit(10)? as usize;
+    "⁰¹²³⁴⁵⁶⁷⁸⁹".chars().nth(d)
+}
+
+/// `-1234567.5` as `-1,234,567.5`.
+fn group_thousands(s: &str) -> String {
+    let (sign, rest) = s.strip_prefix('-').map_or(("", s), |r| ("-", r));
+    let (int, frac) = rest.split_once('.').map_or((rest, None), |(i, f)| (i, Some(f)));
+    let mut out = String::from(sign);
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if let Some(f) = frac {
+        out.push('.');
+        out.push_str(f);
+    }
+    out
 }
 
 fn signed_radix(i: i128, radix: u32, upper: bool) -> String {
