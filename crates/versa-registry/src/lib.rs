@@ -11,6 +11,10 @@
 //!   object (default → prune → validate → CEL, with ratcheting; definition validation for the
 //!   definitions API), `generation`, finalizers and deletion marks; [`fields`] — field
 //!   management (`managedFields`, server-side apply's merge). One place, whoever writes.
+//! - [`store`] — the write verbs (create, update — patch and apply are updates — delete,
+//!   deletecollection) for every resource, kube's `genericregistry.Store`: the order of a
+//!   write's steps, admission (the server's, passed in as a [`store::Admission`]), dry run,
+//!   `generateName` retries, finalizers and deletion marks, the retry loop.
 //! - [`storage`] — the one storage boundary: stored bytes ↔ objects at a version (read-side
 //!   schema steps, conversion, `resourceVersion`), for single objects and batches alike; REST,
 //!   migration and the controllers all cross it here; [`render`] — the cache of objects
@@ -40,6 +44,7 @@ pub mod scale;
 pub mod schema_texts;
 pub mod served;
 pub mod storage;
+pub mod store;
 pub mod strategy;
 pub mod table;
 pub mod versions;

@@ -298,6 +298,18 @@ fn details(group: &str, resource: &str, name: &str) -> Value {
     d
 }
 
+/// The two refusals the registry's store acts on (a `generateName` drawn again, an object gone
+/// during a deletecollection).
+impl versa_registry::store::Refusal for Status {
+    fn is_already_exists(&self) -> bool {
+        self.reason == "AlreadyExists"
+    }
+
+    fn is_not_found(&self) -> bool {
+        self.code == StatusCode::NOT_FOUND
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,8 @@
 //! 3. [`validate`]: ValidatingAdmissionPolicies and validating webhooks;
 //! 4. the store.
 //!
-//! The chain itself is `versa-admission`'s; this module builds each request's
+//! The order is the registry's store's (`versa_registry::store`), which calls the chain
+//! through [`Admitter`]. The chain itself is `versa-admission`'s; this module builds each request's
 //! [`Attributes`], answers the chain's questions from versa's store and registry (`host.rs`),
 //! and turns refusals into kube's statuses. The configuration is the `admissionregistration.k8s.io`
 //! objects — those standalone versa serves, or kube-apiserver's in cluster mode
@@ -248,4 +249,74 @@ fn options(operation: Operation, field_manager: Option<&str>, dry_run: bool) -> 
         options["dryRun"] = json!(["All"]);
     }
     Some(options)
+}
+
+/// The server's admission as the registry's store calls it: one write's resource, version and
+/// user; the store says which object, namespace and subresource.
+#[derive(Debug)]
+pub struct Admitter<'a> {
+    pub state: &'a State,
+    pub res: &'a Resource,
+    /// The request version.
+    pub version: &'a str,
+    pub user: &'a UserInfo,
+}
+
+impl Admitter<'_> {
+    fn request<'r>(&'r self, attrs: &versa_registry::store::Attributes<'r>) -> Request<'r> {
+        Request {
+            state: self.state,
+            res: self.res,
+            version: self.version,
+            user: self.user,
+            namespace: attrs.namespace,
+            name: attrs.name,
+            subresource: attrs.subresource,
+            dry_run: attrs.dry_run,
+            field_manager: attrs.field_manager,
+        }
+    }
+}
+
+impl versa_registry::store::Admission for Admitter<'_> {
+    type Error = Status;
+
+    async fn lifecycle(
+        &self,
+        attrs: &versa_registry::store::Attributes<'_>,
+        operation: Operation,
+        object: &Value,
+    ) -> Result<(), Status> {
+        lifecycle(&self.request(attrs), operation, object).await
+    }
+
+    async fn mutate(
+        &self,
+        attrs: &versa_registry::store::Attributes<'_>,
+        operation: Operation,
+        object: &mut Value,
+        old: Option<&Value>,
+        warnings: &mut Vec<String>,
+    ) -> Result<bool, Status> {
+        mutate(&self.request(attrs), operation, object, old, warnings).await
+    }
+
+    async fn mutate_delete(
+        &self,
+        attrs: &versa_registry::store::Attributes<'_>,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), Status> {
+        mutate_delete(&self.request(attrs), warnings).await
+    }
+
+    async fn validate(
+        &self,
+        attrs: &versa_registry::store::Attributes<'_>,
+        operation: Operation,
+        object: Option<&Value>,
+        old: Option<&Value>,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), Status> {
+        validate(&self.request(attrs), operation, object, old, warnings).await
+    }
 }

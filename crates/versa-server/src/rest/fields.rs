@@ -97,15 +97,6 @@ fn is_printable(c: char) -> bool {
     !c.is_control() && (c == ' ' || !c.is_whitespace())
 }
 
-/// Records `manager`'s change from `live` (`None` on create) to `new` in `new`'s
-/// `managedFields` (the registry's `Strategy::track`; a failure is logged, and the object
-/// keeps no `managedFields`).
-pub fn track(ctx: &Ctx, manager: &Manager, live: Option<&Value>, new: &mut Value) {
-    if let Err(e) = ctx.strategy().track(manager, live, new, &ctx.state.metrics) {
-        tracing::error!(resource = %ctx.res.plural, name = %ctx.name, error = %e, "dropping managedFields");
-    }
-}
-
 /// An applied configuration, decoded.
 #[derive(Debug)]
 pub struct Applied {
@@ -157,21 +148,22 @@ pub fn decode_config(body: &[u8]) -> Result<Decoded, Status> {
 /// registry's `Strategy::apply`), then the configuration's duplicate keys reported as
 /// `fieldValidation` says.
 pub fn apply(
-    ctx: &mut Ctx,
+    ctx: &Ctx,
     manager: &Manager,
     live: Option<&Value>,
     applied: &Applied,
     force: bool,
+    warnings: &mut Vec<String>,
 ) -> Result<Value, Status> {
     let merged = ctx.strategy().apply(manager, live, &applied.config, force, &ctx.state.metrics)?;
-    report_duplicates(ctx, &applied.duplicates)?;
+    report_duplicates(ctx, &applied.duplicates, warnings)?;
     Ok(merged)
 }
 
 /// Keys given twice in the applied configuration: a 400 with `fieldValidation=Strict`, a
 /// warning with `Warn` (the default), nothing with `Ignore` — after the merge, as kube checks
 /// them.
-fn report_duplicates(ctx: &mut Ctx, duplicates: &[String]) -> Result<(), Status> {
+fn report_duplicates(ctx: &Ctx, duplicates: &[String], warnings: &mut Vec<String>) -> Result<(), Status> {
     if duplicates.is_empty() {
         return Ok(());
     }
@@ -180,7 +172,7 @@ fn report_duplicates(ctx: &mut Ctx, duplicates: &[String]) -> Result<(), Status>
         FieldValidation::Strict => Err(Status::bad_request(format!("error strict decoding YAML: {text}"))),
         FieldValidation::Ignore => Ok(()),
         FieldValidation::Warn => {
-            ctx.warnings.push(text);
+            warnings.push(text);
             Ok(())
         }
     }

@@ -122,18 +122,32 @@ impl Ctx {
         Strategy::new(&self.res, self.ver())
     }
 
-    /// The request as admission sees it, for a write through `subresource`.
-    pub fn admission(&self, subresource: &'static str) -> crate::admission::Request<'_> {
-        crate::admission::Request {
-            state: &self.state,
+    /// The server's admission for the registry's store: the request's resource, version and
+    /// user.
+    pub fn admitter(&self) -> crate::admission::Admitter<'_> {
+        crate::admission::Admitter { state: &self.state, res: &self.res, version: &self.version, user: &self.user }
+    }
+
+    /// The registry's store of the request's resource at the request version, in the request's
+    /// namespace, with the request's write options, admitted by `admitter`.
+    pub fn store<'a>(
+        &'a self,
+        admitter: &'a crate::admission::Admitter<'a>,
+    ) -> versa_registry::store::Store<'a, crate::admission::Admitter<'a>> {
+        versa_registry::store::Store {
             res: &self.res,
-            version: &self.version,
-            user: &self.user,
+            ver: self.ver(),
+            storage: &*self.state.store,
+            keys: &self.state.keys,
+            observer: &self.state.metrics,
+            admission: admitter,
             namespace: self.namespace.as_deref(),
-            name: &self.name,
-            subresource,
-            dry_run: self.write.dry_run,
-            field_manager: self.query.get("fieldManager"),
+            options: versa_registry::store::Options {
+                dry_run: self.write.dry_run,
+                field_validation: self.write.field_validation,
+                field_manager: self.query.get("fieldManager"),
+                garbage_collection: self.state.garbage_collection,
+            },
         }
     }
 

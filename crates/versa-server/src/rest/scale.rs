@@ -7,10 +7,11 @@ use http::StatusCode;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceScale;
 use serde_json::{Value, json};
 use versa_registry::scale::set_path;
-use versa_storage::KeyValue;
 
 use super::fields::{self, Manager, Verb};
-use super::write::{Fields, Write, write_object};
+use versa_registry::store::{Fields, Write};
+
+use super::write::update_through_store;
 use super::{Answer, Ctx, Part};
 use crate::codec;
 use crate::patch::{self, PatchType};
@@ -74,7 +75,7 @@ async fn write_scale(ctx: &mut Ctx, manager: &Manager, make: impl Fn(&Value) -> 
         fields: Fields::Track(manager),
         decoded: false,
     };
-    let (_, updated) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
+    let (_, updated) = update_through_store(ctx, write, |ctx, current, _| {
         let (kv, obj) = current.ok_or_else(|| ctx.not_found())?;
         let scale = make(&to_scale(obj, &spec).unwrap_or_else(|_| json!({"spec": {}})))?;
         let replicas = match scale.pointer("/spec/replicas") {
@@ -119,9 +120,9 @@ async fn apply(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let force = ctx.query.get("force") == Some("true");
     let write =
         Write { part: Part::Main, subresource: "scale", duplicates: &[], fields: Fields::Applied, decoded: false };
-    let (_, updated) = write_object(ctx, write, |ctx: &mut Ctx, current: Option<(&KeyValue, &Value)>| {
+    let (_, updated) = update_through_store(ctx, write, |ctx, current, warnings| {
         let (_, obj) = current.ok_or_else(|| ctx.not_found())?;
-        fields::apply(ctx, &manager, Some(obj), &applied, force)
+        fields::apply(ctx, &manager, Some(obj), &applied, force, warnings)
     })
     .await?;
     ctx.respond_object(StatusCode::OK, &to_scale(&updated, &spec)?)
