@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
-use versa_server::patch::{PatchType, apply};
+use versa_server::patch::{Body, PatchType, apply};
 
 const FILES: [&str; 2] = ["tests.json", "spec_tests.json"];
 
@@ -59,7 +59,7 @@ fn json_patch_tests_corpus() {
             };
             let body = serde_json::to_vec(patch).unwrap();
             let before = doc.clone();
-            let outcome = apply(PatchType::Json, doc, &body);
+            let outcome = apply(PatchType::Json, doc, &Body::parse(&body));
             let failure = match (&expectation, outcome) {
                 (Expectation::Result(expected), Ok(got)) if got == **expected => None,
                 (Expectation::Result(expected), Ok(got)) => Some(format!("expected {expected}, got {got}")),

@@ -215,16 +215,37 @@ pub fn accepted(strategic: Option<&Schema>) -> &'static [PatchType] {
     }
 }
 
-/// Applies `patch_body` of `patch_type` to `original` and returns the patched document;
-/// `original` is never modified, so a failed patch leaves nothing half-applied.
+/// A PATCH body, parsed once. A patch is applied inside the update's retry loop (to the object
+/// as read again after a lost race), so it is parsed before the loop and applied as often as
+/// needed. A body that does not parse is refused only when it is applied — after the object is
+/// read, so a patch of a missing object is 404 whatever its body, as in kube's handler.
+#[derive(Debug, Clone)]
+pub struct Body {
+    parsed: Result<Value, String>,
+}
+
+impl Body {
+    /// Parses `bytes` (with Go's message for a truncated document).
+    pub fn parse(bytes: &[u8]) -> Body {
+        Body { parsed: decode_json(bytes) }
+    }
+
+    /// The parsed document, or the handler's 400 (`wrap` makes it the patch type's error).
+    fn document(&self, wrap: fn(String) -> PatchError) -> Result<&Value, PatchError> {
+        self.parsed.as_ref().map_err(|e| wrap(e.clone()))
+    }
+}
+
+/// Applies `body` of `patch_type` to `original` and returns the patched document; `original`
+/// is never modified, so a failed patch leaves nothing half-applied.
 ///
 /// Only [`PatchType::Json`] and [`PatchType::Merge`] are applied here. Strategic merge patch is
 /// refused with the 415 custom resources get (see [`apply_to`] for the built-in kinds); apply
 /// patches are the caller's to route elsewhere and get the same 415 if they arrive here.
-pub fn apply(patch_type: PatchType, original: &Value, patch_body: &[u8]) -> Result<Value, PatchError> {
+pub fn apply(patch_type: PatchType, original: &Value, body: &Body) -> Result<Value, PatchError> {
     match patch_type {
-        PatchType::Json => apply_json_patch(original, patch_body),
-        PatchType::Merge => apply_merge_patch(original, patch_body),
+        PatchType::Json => apply_json_patch(original, body),
+        PatchType::Merge => apply_merge_patch(original, body),
         PatchType::StrategicMerge | PatchType::Apply => {
             Err(PatchError::unsupported_media_type(&[PatchType::Json, PatchType::Merge]))
         }
@@ -237,23 +258,23 @@ pub fn apply_to(
     strategic: Option<&'static Schema>,
     patch_type: PatchType,
     original: &Value,
-    patch_body: &[u8],
+    body: &Body,
 ) -> Result<Value, PatchError> {
     match (patch_type, strategic) {
-        (PatchType::StrategicMerge, Some(schema)) => strategic::apply(schema, original, patch_body),
-        _ => apply(patch_type, original, patch_body),
+        (PatchType::StrategicMerge, Some(schema)) => strategic::apply(schema, original, body),
+        _ => apply(patch_type, original, body),
     }
 }
 
 /// RFC 6902 with Kubernetes' envelope (see the module documentation).
-fn apply_json_patch(original: &Value, body: &[u8]) -> Result<Value, PatchError> {
-    let operations = match decode(body)? {
+fn apply_json_patch(original: &Value, body: &Body) -> Result<Value, PatchError> {
+    let operations = match body.document(PatchError::Decode)? {
         // Go decodes `null` into a nil slice: no operations, nothing changes.
         Value::Null => return Ok(original.clone()),
         Value::Array(items) => items,
-        other => return Err(type_error(&other, "[]handlers.jsonPatchOp")),
+        other => return Err(type_error(other, "[]handlers.jsonPatchOp")),
     };
-    for op in &operations {
+    for op in operations {
         check_operation_shape(op)?;
     }
     if operations.len() > MAX_JSON_PATCH_OPERATIONS {
@@ -264,8 +285,8 @@ fn apply_json_patch(original: &Value, body: &[u8]) -> Result<Value, PatchError> 
     // measure each `copy` against the document as it is at that point.
     let mut doc = original.clone();
     let mut copied_bytes = 0usize;
-    for (index, raw) in operations.into_iter().enumerate() {
-        let op: json_patch::PatchOperation = serde_json::from_value(raw)
+    for (index, raw) in operations.iter().enumerate() {
+        let op = <json_patch::PatchOperation as serde::Deserialize>::deserialize(raw)
             .map_err(|e| PatchError::OperationFailed { detail: format!("operation {index}: {e}") })?;
         if let json_patch::PatchOperation::Copy(copy) = &op
             && let Some(source) = doc.pointer(copy.from.as_str())
@@ -288,11 +309,11 @@ fn apply_json_patch(original: &Value, body: &[u8]) -> Result<Value, PatchError> 
 }
 
 /// RFC 7386 as evanphx/json-patch v4 does it (see the module documentation).
-fn apply_merge_patch(original: &Value, body: &[u8]) -> Result<Value, PatchError> {
-    let mut patch = match decode(body)? {
+fn apply_merge_patch(original: &Value, body: &Body) -> Result<Value, PatchError> {
+    let mut patch = match body.document(PatchError::Decode)? {
         Value::Null => return Err(PatchError::NullMergePatch),
-        Value::Object(patch) => patch,
-        other => return Err(type_error(&other, "map[string]interface {}")),
+        Value::Object(patch) => patch.clone(),
+        other => return Err(type_error(other, "map[string]interface {}")),
     };
     match original {
         Value::Object(target) => prune_like_kube(target, &mut patch),
@@ -302,11 +323,6 @@ fn apply_merge_patch(original: &Value, body: &[u8]) -> Result<Value, PatchError>
     let mut doc = original.clone();
     json_patch::merge(&mut doc, &Value::Object(patch));
     Ok(doc)
-}
-
-/// Parses the body, with Go's message for a truncated document.
-fn decode(body: &[u8]) -> Result<Value, PatchError> {
-    decode_json(body).map_err(PatchError::Decode)
 }
 
 /// Parses the body; the error's text, with Go's message for a truncated document.
@@ -517,7 +533,8 @@ mod tests {
         ];
         for (name, patch_type, original, body, want) in cases {
             let before = original.clone();
-            let got = apply(patch_type, &original, body.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+            let got =
+                apply(patch_type, &original, &Body::parse(body.as_bytes())).unwrap_or_else(|e| panic!("{name}: {e:?}"));
             assert_eq!(got, want, "{name}");
             assert_eq!(original, before, "{name}: original untouched");
         }
@@ -639,7 +656,7 @@ mod tests {
             ),
         ];
         for (name, patch_type, body, code, message) in cases {
-            let err = apply(patch_type, &original, body.as_bytes()).expect_err(name);
+            let err = apply(patch_type, &original, &Body::parse(body.as_bytes())).expect_err(name);
             assert_eq!((err.status_code(), err.message().as_str()), (code, message), "{name}: {err:?}");
         }
     }
@@ -681,7 +698,7 @@ mod tests {
         let err = apply(
             PatchType::Json,
             &json!({"a": 1}),
-            br#"[{"op":"add","path":"/b","value":1},{"op":"test","path":"/a","value":2}]"#,
+            &Body::parse(br#"[{"op":"add","path":"/b","value":1},{"op":"test","path":"/a","value":2}]"#),
         )
         .unwrap_err();
         let detail = err.detail().unwrap();
@@ -696,8 +713,12 @@ mod tests {
         let op = r#"{"op":"test","path":"/a","value":1}"#;
         let body = |n: usize| format!("[{}]", vec![op; n].join(","));
         let original = json!({"a": 1});
-        assert_eq!(apply(PatchType::Json, &original, body(MAX_JSON_PATCH_OPERATIONS).as_bytes()).unwrap(), original);
-        let err = apply(PatchType::Json, &original, body(MAX_JSON_PATCH_OPERATIONS + 1).as_bytes()).unwrap_err();
+        assert_eq!(
+            apply(PatchType::Json, &original, &Body::parse(body(MAX_JSON_PATCH_OPERATIONS).as_bytes())).unwrap(),
+            original
+        );
+        let err = apply(PatchType::Json, &original, &Body::parse(body(MAX_JSON_PATCH_OPERATIONS + 1).as_bytes()))
+            .unwrap_err();
         assert_eq!(err.status_code(), 413);
         assert_eq!(
             err.message(),
@@ -706,7 +727,7 @@ mod tests {
         // The count is checked before any operation runs: a failing first operation does not matter.
         let failing =
             format!("[{{\"op\":\"remove\",\"path\":\"/nope\"}},{}]", vec![op; MAX_JSON_PATCH_OPERATIONS].join(","));
-        assert_eq!(apply(PatchType::Json, &original, failing.as_bytes()).unwrap_err().status_code(), 413);
+        assert_eq!(apply(PatchType::Json, &original, &Body::parse(failing.as_bytes())).unwrap_err().status_code(), 413);
     }
 
     #[test]
@@ -715,14 +736,14 @@ mod tests {
         let original = json!({"big": "x".repeat(1024 * 1024)});
         let copy = |from: &str, to: &str| format!(r#"{{"op":"copy","from":"{from}","path":"/{to}"}}"#);
         let two = format!("[{},{}]", copy("/big", "c1"), copy("/big", "c2"));
-        assert!(apply(PatchType::Json, &original, two.as_bytes()).is_ok());
+        assert!(apply(PatchType::Json, &original, &Body::parse(two.as_bytes())).is_ok());
         let three = format!("[{},{},{}]", copy("/big", "c1"), copy("/big", "c2"), copy("/big", "c3"));
-        let err = apply(PatchType::Json, &original, three.as_bytes()).unwrap_err();
+        let err = apply(PatchType::Json, &original, &Body::parse(three.as_bytes())).unwrap_err();
         assert_eq!(err.status_code(), 422);
         assert!(err.detail().unwrap().starts_with("Unable to complete the copy"), "{err:?}");
         // A copy is measured as the source is when it runs: the whole document after one copy
         // is already 2 MiB.
         let nested = format!("[{},{}]", copy("/big", "c1"), copy("", "all"));
-        assert_eq!(apply(PatchType::Json, &original, nested.as_bytes()).unwrap_err().status_code(), 422);
+        assert_eq!(apply(PatchType::Json, &original, &Body::parse(nested.as_bytes())).unwrap_err().status_code(), 422);
     }
 }

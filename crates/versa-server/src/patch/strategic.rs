@@ -104,15 +104,15 @@ struct Meta {
 
 /// Applies the strategic merge patch `body` to `original`, an object of the kind `schema`
 /// describes, and returns the patched object; `original` is not modified.
-pub fn apply(schema: &'static Schema, original: &Value, body: &[u8]) -> Result<Value> {
-    let patch = match super::decode_json(body).map_err(PatchError::BadRequest)? {
+pub fn apply(schema: &'static Schema, original: &Value, body: &super::Body) -> Result<Value> {
+    let patch = match body.document(PatchError::BadRequest)? {
         // Go decodes `null` into a nil map: a patch that changes nothing.
         Value::Null => return Ok(original.clone()),
-        Value::Object(patch) => patch,
+        Value::Object(patch) => patch.clone(),
         other => {
             return Err(PatchError::BadRequest(format!(
                 "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                versa_schema::objectmeta::json_kind(&other)
+                versa_schema::objectmeta::json_kind(other)
             )));
         }
     };
@@ -651,7 +651,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::patch::{PatchType, apply_to};
+    use crate::patch::{Body, PatchType, apply_to};
 
     /// The patch metadata of the built-in kind a case file names: its `kind`,
     /// `Event.events.k8s.io` for the newer Event.
@@ -682,7 +682,7 @@ mod tests {
                     _ => serde_json::to_string(&case["patch"]).unwrap(),
                 };
                 let original = &case["original"];
-                let got = apply_to(kind, PatchType::StrategicMerge, original, body.as_bytes());
+                let got = apply_to(kind, PatchType::StrategicMerge, original, &Body::parse(body.as_bytes()));
                 match (case.get("result"), case.get("error"), got) {
                     (Some(want), None, Ok(got)) => assert_eq!(&got, want, "{name}"),
                     (None, Some(want), Err(got)) => {
@@ -700,7 +700,7 @@ mod tests {
     /// Custom resources and definitions have no strategic merge patch: 415, as before.
     #[test]
     fn not_for_custom_resources() {
-        let err = apply_to(None, PatchType::StrategicMerge, &json!({}), b"{}").unwrap_err();
+        let err = apply_to(None, PatchType::StrategicMerge, &json!({}), &Body::parse(b"{}")).unwrap_err();
         assert_eq!(err.status_code(), 415);
     }
 
@@ -711,7 +711,12 @@ mod tests {
         for core in versa_registry::kinds::CORE {
             let kind = core.builtin;
             let schema = versa_registry::kinds::of(&versa_registry::Resource::core(kind)).strategic_merge();
-            let got = apply_to(schema, PatchType::StrategicMerge, &original, br#"{"metadata":{"finalizers":["b"]}}"#);
+            let got = apply_to(
+                schema,
+                PatchType::StrategicMerge,
+                &original,
+                &Body::parse(br#"{"metadata":{"finalizers":["b"]}}"#),
+            );
             assert_eq!(got.unwrap(), json!({"metadata": {"finalizers": ["b", "a"]}}), "{kind:?}");
         }
     }

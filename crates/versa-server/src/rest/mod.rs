@@ -52,6 +52,8 @@ pub struct Ctx {
     pub write: WriteOptions,
     /// Who asks.
     pub user: Arc<UserInfo>,
+    /// The request's audit event, when the policy records this request.
+    pub audit: Option<crate::audit::Record>,
 }
 
 /// What every write takes from the query, parsed and checked once, up front — as kube decodes
@@ -91,11 +93,41 @@ impl WriteOptions {
 }
 
 impl Ctx {
+    /// Records the object a create or update decoded from its body (the verb's decoding, not a
+    /// second one) as kube's audit does: custom resources defaulted, pruned and with metadata
+    /// round-tripped through `ObjectMeta`, whose zero `creationTimestamp` is `null`. Its name,
+    /// uid and resourceVersion reach the object reference at every level. A body kube's decoder
+    /// would refuse (not an object, unknown or duplicate fields with `fieldValidation=Strict`)
+    /// is not recorded: kube fails the request before it records the object. `of_resource`:
+    /// the body is the resource's object (not a `Scale`).
+    pub fn audit_request_object(&self, decoded: &codec::Decoded, of_resource: bool) {
+        let Some(record) = &self.audit else { return };
+        let strict = self.query.get("fieldValidation") == Some("Strict");
+        if !decoded.value.is_object() || (strict && !decoded.duplicates.is_empty()) {
+            return;
+        }
+        let mut obj = decoded.value.clone();
+        if self.res.is_custom() && of_resource {
+            if let Some(schema) = self.ver().schema() {
+                let malformed = versa_schema::objectmeta::Malformed::Reject;
+                match versa_schema::pipeline::normalise(&mut obj, schema, malformed) {
+                    Ok(unknown) if !strict || unknown.is_empty() => {}
+                    _ => return,
+                }
+            }
+            if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.entry("creationTimestamp").or_insert(Value::Null);
+            }
+        }
+        record.request_object(obj);
+    }
+
     pub fn ver(&self) -> &Version {
         &self.res.versions[self.version_index]
     }
 
-    /// A copy for another task or another object (no warnings carried over).
+    /// A copy for another task or another object (no warnings carried over, and nothing it
+    /// decodes is the request's audited object).
     pub fn fork(&self) -> Ctx {
         Ctx {
             state: self.state.clone(),
@@ -109,6 +141,7 @@ impl Ctx {
             warnings: Vec::new(),
             write: self.write,
             user: self.user.clone(),
+            audit: None,
         }
     }
 
@@ -329,13 +362,14 @@ pub async fn serve(
         warnings: Vec::new(),
         write,
         user: parts.extensions.get::<Arc<UserInfo>>().cloned().unwrap_or_default(),
+        audit: parts.extensions.get::<crate::audit::Record>().cloned(),
     };
     let body = match read_body(body).await {
         Ok(b) => b,
         Err(status) => return status.into_response(),
     };
     let b = &body[..];
-    if let Some(record) = parts.extensions.get::<crate::audit::Record>() {
+    if let Some(record) = &ctx.audit {
         audit_body(record, &ctx, info, b);
     }
     // A GET is most requests and its future is small; every other verb's future is boxed, so
@@ -398,13 +432,9 @@ async fn other(ctx: &mut Ctx, info: &RequestInfo, method: &Method, b: &[u8]) -> 
     }
 }
 
-/// Records what kube's audit records of a write's body: for a create or update, the object its
-/// decoder makes of the body (custom resources defaulted, pruned and with metadata round-tripped
-/// through `ObjectMeta`, whose zero `creationTimestamp` is `null`) — its name, uid and
-/// resourceVersion reach the object reference at every level; from level `Request` on, a
-/// patch as JSON and a delete's `DeleteOptions`. A body kube's decoder would refuse (malformed,
-/// another apiVersion, unknown or duplicate fields with `fieldValidation=Strict`) is not
-/// recorded: kube fails the request before it records the object.
+/// Records what kube's audit records of a patch's or a delete's body, from level `Request` on:
+/// a patch as JSON and a delete's `DeleteOptions`. (A create's or update's object is recorded
+/// by the verb, from the object it decoded: [`Ctx::audit_request_object`].)
 fn audit_body(record: &crate::audit::Record, ctx: &Ctx, info: &RequestInfo, body: &[u8]) {
     use crate::audit::Level;
     let decode = |format| codec::decode(body, format).ok().map(|d| d.value).filter(Value::is_object);
@@ -417,31 +447,6 @@ fn audit_body(record: &crate::audit::Record, ctx: &Ctx, info: &RequestInfo, body
         }
     };
     match info.verb.as_str() {
-        "create" | "update" => {
-            let Ok(format) = format() else { return };
-            let Ok(codec::Decoded { value: mut obj, duplicates }) = codec::decode(body, format) else { return };
-            let strict = ctx.query.get("fieldValidation") == Some("Strict");
-            if !obj.is_object() || (strict && !duplicates.is_empty()) {
-                return;
-            }
-            if ctx.res.is_custom() && info.subresource != "scale" {
-                let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-                if !api_version.is_empty() && api_version != ctx.api_version() {
-                    return;
-                }
-                if let Some(schema) = ctx.ver().schema() {
-                    let malformed = versa_schema::objectmeta::Malformed::Reject;
-                    match versa_schema::pipeline::normalise(&mut obj, schema, malformed) {
-                        Ok(unknown) if !strict || unknown.is_empty() => {}
-                        _ => return,
-                    }
-                }
-                if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-                    meta.entry("creationTimestamp").or_insert(Value::Null);
-                }
-            }
-            record.request_object(obj);
-        }
         "patch" if record.level() >= Level::Request => {
             let yaml =
                 ctx.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.contains("yaml"));

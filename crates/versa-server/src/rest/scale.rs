@@ -40,7 +40,9 @@ pub async fn get(ctx: &Ctx) -> Answer {
 pub async fn update(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let manager = fields::manager(ctx, Verb::Update, "scale")?;
     let format = codec::body_format(&ctx.headers)?;
-    let scale = codec::decode_object(body, format, "Scale")?.value;
+    let decoded = codec::decode_object(body, format, "Scale")?;
+    ctx.audit_request_object(&decoded, false);
+    let scale = decoded.value;
     write_scale(ctx, &manager, |_| Ok(scale.clone())).await
 }
 
@@ -58,8 +60,9 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8]) -> Answer {
         }
     };
     let manager = fields::manager(ctx, Verb::Patch { apply: false }, "scale")?;
+    let body = patch::Body::parse(body);
     write_scale(ctx, &manager, |current| {
-        patch::apply(patch_type, current, body).map_err(|e| Status::bad_request(e.message().to_owned()))
+        patch::apply(patch_type, current, &body).map_err(|e| Status::bad_request(e.message().to_owned()))
     })
     .await
 }

@@ -51,6 +51,7 @@ fn decode_object(ctx: &Ctx, body: &[u8]) -> Result<Decoded, Status> {
             ctx.api_version()
         )));
     }
+    ctx.audit_request_object(&decoded, true);
     fill_type_meta(ctx, &mut decoded.value);
     Ok(decoded)
 }
@@ -210,9 +211,11 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
         fields: Fields::Track(&manager),
         decoded: false,
     };
+    // Parsed once; applied to the object as read on each attempt.
+    let body = patch::Body::parse(body);
     let (code, obj) = update_through_store(ctx, write, |ctx, current, _| {
         let (kv, old) = current.ok_or_else(|| ctx.not_found())?;
-        let patched = patch::apply_to(versa_registry::kinds::of(&ctx.res).strategic_merge(), patch_type, old, body)
+        let patched = patch::apply_to(versa_registry::kinds::of(&ctx.res).strategic_merge(), patch_type, old, &body)
             .map_err(|e| patch_status(&e))?;
         if !patched.is_object() {
             return Err(Status::bad_request("the patched object is not a JSON object"));
