@@ -24,6 +24,9 @@
 #   kube-apiserver (hack/kube.sh: 1.26 for Kubernetes 1.36) is on PATH, and says what is missing;
 #   Debian's golang is older, so Go comes with the machine (or from go.dev), not from here.
 #   hack/test.sh runs it before building kube-apiserver.
+#   `hack/install-deps.sh --go-modules` downloads the modules of the Go programs under hack/
+#   (client-go's leader election, the controller-runtime operator) into the module cache, from
+#   the Go module proxy; the tests build them offline.
 #
 # What is checked is what the build and the tests use — files and programs, not package names —
 # so that a machine that has `protoc` but not its include files is still completed.
@@ -188,6 +191,15 @@ if [ "${1:-}" = --kube ]; then
     echo "hack/install-deps.sh: the tests behind kube-apiserver build it with Go >= ${GO_MIN}; go on PATH is ${have}" >&2
     exit 1
   fi
+  exit 0
+fi
+
+if [ "${1:-}" = --go-modules ]; then
+  # The Go programs under hack/ the tests build (`go build` with GOPROXY=off): their modules
+  # into the module cache, from the Go module proxy. Idempotent; quiet when all are there.
+  for mod in "$(dirname "$0")"/*/go.mod; do
+    (cd "$(dirname "$mod")" && go mod download) >&2
+  done
   exit 0
 fi
 

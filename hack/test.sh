@@ -29,6 +29,7 @@ export VERSA_HELM_BIN VERSA_KOPF_PYTHONPATH
 # the pinned k8s.io/kubernetes Go module into a cache outside the clone (a cold build takes about
 # 7 minutes here; a warm one returns at once).
 bash hack/install-deps.sh --kube
+bash hack/install-deps.sh --go-modules
 VERSA_KUBE_BIN_DIR="$(bash hack/kube.sh)"
 export VERSA_KUBE_BIN_DIR
 

@@ -5,13 +5,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
-use versa_e2e::{Versa, fails, kubectl_command, ok};
+use versa_e2e::{Printing, Versa, fails, go_program, kubectl_command, ok};
 
 fn get(versa: &Versa, args: &[&str]) -> Value {
     let mut args = [&["get"], args].concat();
@@ -111,83 +109,30 @@ fn kubectl_manages_configmaps_and_leases() {
     assert!(err.contains(r#"cannot parse "Z" as ".000000""#), "{err}");
 }
 
-/// `hack/leader-election`, built once per target directory from the Go module cache.
-fn leader_election_bin() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("leader-election");
-    let built = Command::new("go")
-        .args(["build", "-o"])
-        .arg(&out)
-        .arg(".")
-        .current_dir(root.join("hack/leader-election"))
-        .env("GOFLAGS", "-mod=mod")
-        .env("GOPROXY", "off")
-        .status()
-        .expect("go is not on PATH");
-    assert!(built.success(), "building hack/leader-election");
-    out
-}
-
-/// A running candidate and the lines it prints.
-struct Candidate {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Candidate {
-    fn start(bin: &Path, kubeconfig: &Path, id: &str) -> Candidate {
-        let mut child =
-            Command::new(bin).arg(kubeconfig).arg(id).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (send, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                if send.send(line.unwrap_or_default()).is_err() {
-                    break;
-                }
-            }
-        });
-        Candidate { child, lines }
-    }
-
-    /// Waits for `line` (what the candidate printed until then is dropped).
-    fn wait_for(&self, line: &str) {
-        loop {
-            let got = self.lines.recv().unwrap_or_else(|_| panic!("the candidate exited before printing {line:?}"));
-            if got == line {
-                return;
-            }
-        }
-    }
-}
-
-impl Drop for Candidate {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A leader-election candidate of `hack/leader-election`.
+fn candidate(bin: &Path, kubeconfig: &Path, id: &str) -> Printing {
+    Printing::start(Command::new(bin).arg(kubeconfig).arg(id).stderr(Stdio::null()))
 }
 
 /// client-go's leader election with a `LeaseLock` (what controller-runtime's manager runs):
 /// of two candidates one leads; killed, the other takes over, and the Lease says so.
 #[test]
 fn client_go_leader_election_hands_over() {
-    let bin = leader_election_bin();
+    let bin = go_program("leader-election", false);
     let dir = tempfile::tempdir().unwrap();
     let versa = Versa::start(&dir.path().join("data"));
     let kubeconfig = versa.kubeconfig();
 
-    let mut first = Candidate::start(&bin, &kubeconfig, "first");
-    first.wait_for("leading first");
-    let second = Candidate::start(&bin, &kubeconfig, "second");
-    second.wait_for("leader first");
+    let mut first = candidate(&bin, &kubeconfig, "first");
+    first.wait_for("first leading", |l| l == "leading first");
+    let second = candidate(&bin, &kubeconfig, "second");
+    second.wait_for("second seeing first lead", |l| l == "leader first");
     let lease = get(&versa, &["lease", "operator-lock"]);
     assert_eq!(lease["spec"]["holderIdentity"], "first");
     assert_eq!(lease["spec"]["leaseTransitions"], 0);
 
-    first.child.kill().unwrap();
-    first.child.wait().unwrap();
-    second.wait_for("leading second");
+    first.kill();
+    second.wait_for("second leading", |l| l == "leading second");
     let lease = get(&versa, &["lease", "operator-lock"]);
     assert_eq!(lease["spec"]["holderIdentity"], "second");
     assert_eq!(lease["spec"]["leaseTransitions"], 1);

@@ -271,3 +271,84 @@ pub fn spawn_etcd(dir: &Path, port: u16, peer_port: u16) -> Child {
         .spawn()
         .unwrap_or_else(|e| panic!("{bin}: {e} (hack/install-deps.sh installs etcd; or set VERSA_ETCD_BIN)"))
 }
+
+/// The Go program of `hack/<module>` (its `go test -c` binary when `test`), built from the Go
+/// module cache into the target directory. The tests run with `GOPROXY=off`: hack/test.sh
+/// downloads the modules first (`hack/install-deps.sh --go-modules`).
+pub fn go_program(module: &str, test: bool) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = versa_bin().parent().unwrap().join("go");
+    std::fs::create_dir_all(&dir).unwrap();
+    let name = if test { format!("{module}.test") } else { module.to_owned() };
+    let out = dir.join(&name);
+    // Built under a name of its own and renamed: tests building the same program at once each
+    // get a whole one.
+    let tmp = dir.join(format!("{name}.{}.{:?}", std::process::id(), std::thread::current().id()));
+    let mut go = Command::new("go");
+    if test {
+        go.args(["test", "-c", "-o"]);
+    } else {
+        go.args(["build", "-o"]);
+    }
+    let built = go
+        .arg(&tmp)
+        .arg(".")
+        .current_dir(root.join("hack").join(module))
+        .env("GOFLAGS", "-mod=mod")
+        .env("GOPROXY", "off")
+        .status()
+        .expect("go is not on PATH");
+    assert!(built.success(), "building hack/{module}");
+    std::fs::rename(&tmp, &out).unwrap();
+    out
+}
+
+/// A running program and the lines it prints on standard output.
+#[derive(Debug)]
+pub struct Printing {
+    pub child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Printing {
+    /// Starts `command` with its standard output read line by line.
+    pub fn start(command: &mut Command) -> Printing {
+        let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                if send.send(line.unwrap_or_default()).is_err() {
+                    break;
+                }
+            }
+        });
+        Printing { child, lines }
+    }
+
+    /// Waits (up to two minutes) for a line `wanted` accepts and returns it; what the program
+    /// printed before it is dropped.
+    pub fn wait_for(&self, what: &str, wanted: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if wanted(&line) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("waiting for {what}: {e}"),
+            }
+        }
+    }
+
+    /// Kills the program and waits for it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Printing {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
