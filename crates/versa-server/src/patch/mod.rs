@@ -23,13 +23,15 @@
 //!    error in our request`. Kubernetes drops the underlying reason from the answer (it builds
 //!    the error with `NewGenericServerResponse`); we keep it in [`PatchError::detail`] for logs.
 //!
-//! Operations are RFC 6902 exactly, deliberately not the accidents of evanphx/json-patch v4,
-//! the library kube-apiserver vendors. It accepts `add`/`replace` without `value` (using `null`),
-//! `copy` from a missing member (copying `null`), `replace` of a missing member, array indices
-//! with leading zeros or negative (counting from the end), and `test` without `value` (or with
-//! `null`) of a missing or null member; it refuses `add` at the root path `""`. The RFC
-//! conformance corpus (`tests/json_patch_conformance.rs`) pins our choice. No client needs the
-//! accidents: each only turns an error into a success, or the reverse for a root `add`.
+//! Operations are RFC 6902, with one of the accidents of evanphx/json-patch v4, the library
+//! kube-apiserver vendors, because a client needs it: a `test` whose `value` is `null` (or
+//! missing) passes against a member absent from its object — kube-rs' finalizer helper adds the
+//! first finalizer after `test /metadata/finalizers null`. The other accidents are left out:
+//! v4 accepts `add`/`replace` without `value` (using `null`), `copy` from a missing member
+//! (copying `null`), `replace` of a missing member, array indices with leading zeros or
+//! negative (counting from the end), and refuses `add` at the root path `""`. The RFC
+//! conformance corpus (`tests/json_patch_conformance.rs`) pins the choice; no client we know of
+//! needs those: each only turns an error into a success, or the reverse for a root `add`.
 //!
 //! Merge patches follow evanphx/json-patch v4 `MergePatch`, which Kubernetes vendors: where the
 //! patch puts a value under a key that is missing, `null` or not an object in the original,
@@ -286,6 +288,9 @@ fn apply_json_patch(original: &Value, body: &Body) -> Result<Value, PatchError> 
     let mut doc = original.clone();
     let mut copied_bytes = 0usize;
     for (index, raw) in operations.iter().enumerate() {
+        if tests_absent_for_null(&doc, raw) {
+            continue;
+        }
         let op = <json_patch::PatchOperation as serde::Deserialize>::deserialize(raw)
             .map_err(|e| PatchError::OperationFailed { detail: format!("operation {index}: {e}") })?;
         if let json_patch::PatchOperation::Copy(copy) = &op
@@ -306,6 +311,22 @@ fn apply_json_patch(original: &Value, body: &Body) -> Result<Value, PatchError> 
         })?;
     }
     Ok(doc)
+}
+
+/// Whether `op` is a `test` that kube's JSON patch library passes where RFC 6902 fails it: a
+/// `value` of `null` (or none) against a member that is absent from its object (a `null` member
+/// passes both ways). kube-rs' finalizer helper relies on it: it adds the first finalizer with
+/// `test /metadata/finalizers null` before the `add`.
+fn tests_absent_for_null(doc: &Value, op: &Value) -> bool {
+    let Some(op) = op.as_object() else { return false };
+    if op.get("op").and_then(Value::as_str) != Some("test") || !op.get("value").is_none_or(Value::is_null) {
+        return false;
+    }
+    let Some((parent, key)) = op.get("path").and_then(Value::as_str).and_then(|p| p.rsplit_once('/')) else {
+        return false;
+    };
+    let key = key.replace("~1", "/").replace("~0", "~");
+    matches!(doc.pointer(parent), Some(Value::Object(members)) if members.get(&key).is_none_or(Value::is_null))
 }
 
 /// RFC 7386 as evanphx/json-patch v4 does it (see the module documentation).
@@ -455,6 +476,14 @@ mod tests {
                 obj.clone(),
                 r#"[{"op":"add","path":"/metadata/labels/y","value":"2"}]"#,
                 json!({"metadata": {"name": "a", "labels": {"x": "1", "y": "2"}}, "spec": {"list": [1, 2], "n": 1}}),
+            ),
+            (
+                // kube-rs' finalizer helper: kube's library passes a null test of an absent member.
+                "json: test null of an absent member, then add",
+                PatchType::Json,
+                obj.clone(),
+                r#"[{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["f"]}]"#,
+                json!({"metadata": {"name": "a", "labels": {"x": "1"}, "finalizers": ["f"]}, "spec": {"list": [1, 2], "n": 1}}),
             ),
             (
                 "json: test then replace",
