@@ -6,7 +6,8 @@
 //! The operator's create, update and delete handlers each append a line to a file; the create
 //! and update handlers write `status`, the create handler posts a v1 Event; kopf's finalizer
 //! holds each object until its delete handler has run — also when `kubectl delete namespace`
-//! deletes the objects, before the namespace goes.
+//! deletes the objects, before the namespace goes. Two instances with kopf's peering (issue
+//! 37): the lower priority stays paused while the higher lives, and takes over when it dies.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -69,6 +70,12 @@ def log(line):
         f.write(line + '\n')
 
 
+@kopf.on.startup()
+def configure(settings, **_):
+    # How long a peer that stopped renewing counts as alive (kopf's default: 60 s).
+    settings.peering.lifetime = int(os.environ.get('PEERING_LIFETIME', '60'))
+
+
 @kopf.on.create('kopf.example.com', 'v1', 'gadgets')
 def created(body, spec, name, namespace, patch, **_):
     log(f"create {namespace}/{name} {spec.get('size')}")
@@ -109,20 +116,28 @@ struct Kopf {
 
 impl Kopf {
     fn start(versa: &Versa, dir: &Path, pythonpath: &str) -> Kopf {
+        Kopf::start_as(versa, dir, pythonpath, "kopf", &["--standalone"])
+    }
+
+    /// An instance named `name` (its output in `<name>.out`, its handlers' lines in
+    /// `<name>.log`), with more `kopf run` flags.
+    fn start_as(versa: &Versa, dir: &Path, pythonpath: &str, name: &str, flags: &[&str]) -> Kopf {
         let operator = dir.join("operator.py");
         std::fs::write(&operator, OPERATOR).unwrap();
-        let output = dir.join("kopf.out");
-        let handled = dir.join("handled.log");
+        let output = dir.join(format!("{name}.out"));
+        let handled = dir.join(format!("{name}.log"));
         std::fs::write(&handled, "").unwrap();
         let out = File::create(&output).unwrap();
         let child = Command::new("python3")
-            .args(["-m", "kopf", "run", "--standalone", "--all-namespaces", "--verbose"])
+            .args(["-m", "kopf", "run", "--all-namespaces", "--verbose"])
+            .args(flags)
             .arg(&operator)
             .current_dir(dir)
             .env("PYTHONPATH", pythonpath)
             .env("PYTHONUNBUFFERED", "1")
             .env("KUBECONFIG", versa.kubeconfig())
             .env("GADGET_LOG", &handled)
+            .env("PEERING_LIFETIME", "3")
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
             .stderr(out)
@@ -313,4 +328,82 @@ fn kopf_operator_handles_creates_updates_deletes_and_namespace_deletion() {
     assert!(complaints.is_empty(), "kopf warned:\n{}\n\nkopf's output:\n{output}", complaints.join("\n"));
     drop(kopf);
     assert!(versa.stop(), "versa did not exit cleanly");
+}
+
+/// kopf's peering definition (as its documentation gives it): operators record themselves in
+/// the `status` of a ClusterKopfPeering, and the lower priority pauses while a higher one lives.
+const PEERING_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: clusterkopfpeerings.kopf.dev
+spec:
+  scope: Cluster
+  group: kopf.dev
+  names:
+    kind: ClusterKopfPeering
+    plural: clusterkopfpeerings
+    singular: clusterkopfpeering
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          status:
+            type: object
+            x-kubernetes-preserve-unknown-fields: true
+---
+apiVersion: kopf.dev/v1
+kind: ClusterKopfPeering
+metadata:
+  name: gadgets
+"#;
+
+/// Two kopf operators with peering: the one of lower priority stays paused while the other runs
+/// the handlers; killed, the higher one stops renewing, and once its lifetime is over the other
+/// resumes and handles what comes next.
+#[test]
+fn kopf_peering_pauses_the_lower_priority_and_resumes_it() {
+    let pythonpath = kopf_pythonpath();
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path();
+    let versa = Versa::start(&files.join("data"));
+    ok(versa.kubectl(&["apply", "-f", &write(files, "crd.yaml", CRD)]));
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/gadgets.kopf.example.com"]));
+    ok(versa.kubectl(&["create", "namespace", "team"]));
+    ok(versa.kubectl(&[
+        "apply",
+        "-f",
+        &write(files, "crd-peering.yaml", &PEERING_CRD[..PEERING_CRD.find("---").unwrap()]),
+    ]));
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/clusterkopfpeerings.kopf.dev"]));
+    kubectl_settled(&versa, &["apply", "-f", &write(files, "peering.yaml", PEERING_CRD)], "the server could not find");
+
+    let mut high = Kopf::start_as(&versa, files, &pythonpath, "high", &["--peering=gadgets", "--priority=200"]);
+    high.wait("the high one renews its peering", |k| {
+        k.output().contains("Keep-alive in 'gadgets' cluster-wide: ok").then_some(())
+    });
+    let mut low = Kopf::start_as(&versa, files, &pythonpath, "low", &["--peering=gadgets", "--priority=100"]);
+    // kopf starts with its handlers paused and resumes only once no live peer outranks it.
+    low.wait("the low one sees the peering", |k| {
+        k.output().contains("Keep-alive in 'gadgets' cluster-wide: ok").then_some(())
+    });
+
+    ok(versa.kubectl(&["apply", "-f", &gadget(files, "one", "s")]));
+    high.wait_handled("create team/one s");
+    assert!(low.handled().is_empty(), "the paused operator handled {:?}", low.handled());
+    assert!(!low.output().contains("Resuming operations"), "{}", low.output());
+    let peering: Value =
+        serde_json::from_str(&ok(versa.kubectl(&["get", "clusterkopfpeering", "gadgets", "-o", "json"]))).unwrap();
+    let peers = peering["status"].as_object().unwrap();
+    let priorities: Vec<i64> = peers.values().filter_map(|p| p["priority"].as_i64()).collect();
+    assert!(priorities.contains(&200) && priorities.contains(&100), "{peering}");
+
+    let _ = high.child.kill();
+    let _ = high.child.wait();
+    low.wait("the low one resumes", |k| k.output().contains("Resuming operations after the pause").then_some(()));
+    ok(versa.kubectl(&["apply", "-f", &gadget(files, "two", "m")]));
+    low.wait_handled("create team/two m");
 }
