@@ -32,11 +32,17 @@
 //! that the profile's "leaked" is what it held then. `VERSA_BENCH_IN_USE=0` ends the benchmark
 //! before its last phase (the profile is then of the steady state). Not a test: numbers vary with the
 //! machine.
+//!
+//! `VERSA_BENCH_DISTINCT=1` loads distinct definitions instead (issue 41): the published CRDs of
+//! `../shared/conformance/crds/`, each copy with schemas of its own (see [`distinct`]); with N
+//! the corpus's size, each is loaded once.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "benchmark driver")]
 
 #[path = "client.rs"]
 mod client;
+#[path = "corpus.rs"]
+mod corpus;
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
@@ -58,6 +64,9 @@ const FILLED: usize = 2;
 const WRITERS: usize = 4;
 
 fn corpus_dir() -> PathBuf {
+    if distinct() {
+        return corpus::conformance_dir();
+    }
     match std::env::var_os("VERSA_CRD_CORPUS") {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/versa-crds"),
@@ -65,40 +74,10 @@ fn corpus_dir() -> PathBuf {
     .join("crds")
 }
 
-/// Every CRD of the corpus, sorted by file path (so that the replication is the same each run).
-fn corpus(dir: &Path) -> Vec<(String, Value)> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        for file in std::fs::read_dir(entry.path()).into_iter().flatten().flatten() {
-            if file.path().extension().is_some_and(|e| e == "yaml") {
-                files.push(file.path());
-            }
-        }
-    }
-    files.sort();
-    files
-        .into_iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(&path).unwrap();
-            let crd: Value = serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            (path.strip_prefix(dir).unwrap().display().to_string(), crd)
-        })
-        .collect()
-}
-
-/// Copy `i` of a CRD: its group prefixed with `g{i:04}.`, its name following.
-fn replica(crd: &Value, i: usize) -> Value {
-    let mut crd = crd.clone();
-    let group = format!("g{i:04}.{}", crd["spec"]["group"].as_str().unwrap());
-    let plural = crd["spec"]["names"]["plural"].as_str().unwrap().to_owned();
-    crd["spec"]["group"] = Value::String(group.clone());
-    let annotations = crd["metadata"]["annotations"].take();
-    crd["metadata"] = serde_json::json!({"name": format!("{plural}.{group}")});
-    if !annotations.is_null() {
-        crd["metadata"]["annotations"] = annotations;
-    }
-    crd.as_object_mut().unwrap().remove("status");
-    crd
+/// `VERSA_BENCH_DISTINCT=1`: the published CRDs of `../shared/conformance/crds/`, every copy's
+/// schemas its own ([`corpus::replica`]) — thousands of distinct definitions (issue 41).
+fn distinct() -> bool {
+    std::env::var("VERSA_BENCH_DISTINCT").is_ok_and(|v| v == "1")
 }
 
 struct Server {
@@ -291,7 +270,7 @@ async fn load(
                     return (created, refused);
                 }
                 let (file, crd) = &corpus[i % corpus.len()];
-                let body = replica(crd, i);
+                let body = corpus::replica(crd, i, distinct());
                 let r = c.post(CRDS, &body).await;
                 match r.status {
                     201 => created.push((i, serde_json::to_vec(&body).unwrap().len())),
@@ -328,7 +307,7 @@ async fn load(
     let created_in = started.elapsed();
     let deadline = Instant::now() + Duration::from_secs(600);
     for &(i, _) in &created {
-        let crd = replica(&corpus[i % corpus.len()].1, i);
+        let crd = corpus::replica(&corpus[i % corpus.len()].1, i, distinct());
         while !discoverable(c, &crd).await {
             assert!(Instant::now() < deadline, "{} not discoverable after 10 minutes", crd["metadata"]["name"]);
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -369,7 +348,7 @@ async fn steady_rss(c: &Client, pid: u32) -> u64 {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let dir = corpus_dir();
-    let corpus = corpus(&dir);
+    let corpus = corpus::read(&dir);
     if corpus.is_empty() {
         println!("bench-memory: skipped: no CRD corpus in {} (run hack/crd-corpus.sh)", dir.display());
         return;
@@ -460,7 +439,7 @@ async fn main() {
     assert!(r.status == 201 || r.status == 409, "namespace: {}", r.text());
     let mut first = Vec::new();
     for &(i, _) in &created {
-        let crd = replica(&corpus[i % corpus.len()].1, i);
+        let crd = corpus::replica(&corpus[i % corpus.len()].1, i, distinct());
         let spec = &crd["spec"];
         let version = spec["versions"].as_array().unwrap().iter().find(|v| v["storage"] == true).unwrap();
         let (group, version) = (spec["group"].as_str().unwrap(), version["name"].as_str().unwrap());

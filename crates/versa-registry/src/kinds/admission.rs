@@ -144,6 +144,15 @@ impl Admission {
 }
 
 impl KindRules for Admission {
+    fn is_core(&self) -> bool {
+        true
+    }
+
+    /// kube tracks the spec of the admission kinds (policies report `observedGeneration`).
+    fn has_generation(&self) -> bool {
+        true
+    }
+
     /// A body that does not decode as the kind is kube's 400 (`... cannot be handled as a
     /// ...: json: cannot unmarshal ...`), with Go's decoder text.
     fn decode(&self, res: &Resource, ver: &Version, obj: &mut Value) -> Result<Vec<String>> {
@@ -179,14 +188,6 @@ impl KindRules for Admission {
             (_, Some(old)) => objects::validate_update(kind, obj, old),
             (_, None) => objects::validate_create(kind, obj),
         })
-    }
-
-    fn takes_protobuf(&self) -> bool {
-        true
-    }
-
-    fn allows_unconditional_update(&self) -> bool {
-        true
     }
 
     fn strategic_merge(&self) -> Option<&'static Schema> {

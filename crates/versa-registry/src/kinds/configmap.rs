@@ -40,20 +40,12 @@ fn definition() -> Value {
 pub struct ConfigMap;
 
 impl KindRules for ConfigMap {
-    fn takes_protobuf(&self) -> bool {
-        true
-    }
-
-    fn allows_unconditional_update(&self) -> bool {
+    fn is_core(&self) -> bool {
         true
     }
 
     fn strategic_merge(&self) -> Option<&'static Schema> {
         Some(&METADATA_ONLY)
-    }
-
-    fn has_generation(&self) -> bool {
-        false
     }
 
     fn admit(

@@ -39,20 +39,12 @@ fn definition(name: &str, group: &str) -> Value {
 pub struct Event;
 
 impl KindRules for Event {
-    fn takes_protobuf(&self) -> bool {
-        true
-    }
-
-    fn allows_unconditional_update(&self) -> bool {
+    fn is_core(&self) -> bool {
         true
     }
 
     fn strategic_merge(&self) -> Option<&'static Schema> {
         Some(&METADATA_ONLY)
-    }
-
-    fn has_generation(&self) -> bool {
-        false
     }
 }
 
@@ -62,20 +54,12 @@ impl KindRules for Event {
 pub struct EventV1;
 
 impl KindRules for EventV1 {
-    fn takes_protobuf(&self) -> bool {
-        true
-    }
-
-    fn allows_unconditional_update(&self) -> bool {
+    fn is_core(&self) -> bool {
         true
     }
 
     fn strategic_merge(&self) -> Option<&'static Schema> {
         Some(&METADATA_ONLY)
-    }
-
-    fn has_generation(&self) -> bool {
-        false
     }
 
     fn on_read(&self, _res: &Resource, obj: &mut Value) {

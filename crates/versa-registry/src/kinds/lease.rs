@@ -57,6 +57,10 @@ fn definition() -> Value {
 pub struct Lease;
 
 impl KindRules for Lease {
+    fn is_core(&self) -> bool {
+        true
+    }
+
     /// A time that is not a `MicroTime` is kube's 400 with Go's parse error.
     fn decode(&self, res: &Resource, ver: &Version, obj: &mut Value) -> Result<Vec<String>> {
         let unknown = custom::decode(ver, obj);
@@ -85,20 +89,8 @@ impl KindRules for Lease {
         drop_coordinated_fields(new, Some(old));
     }
 
-    fn takes_protobuf(&self) -> bool {
-        true
-    }
-
-    fn allows_unconditional_update(&self) -> bool {
-        true
-    }
-
     fn strategic_merge(&self) -> Option<&'static Schema> {
         Some(&METADATA_ONLY)
-    }
-
-    fn has_generation(&self) -> bool {
-        false
     }
 
     fn admit(

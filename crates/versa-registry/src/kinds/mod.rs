@@ -58,9 +58,19 @@ pub trait KindRules: std::fmt::Debug + Send + Sync {
         Ok(custom::decode(ver, obj))
     }
 
-    /// Whether objects carry `metadata.generation` (the core kinds have none).
+    /// Whether this is one of the core kinds standalone versa serves as kube-apiserver's
+    /// compiled-in types (Namespaces, Secrets, ConfigMaps, Events, Leases, the admission
+    /// kinds): their objects have no `metadata.generation` unless the kind says so, request
+    /// bodies may be Kubernetes protobuf, and updates need no `resourceVersion` — the defaults
+    /// of the three hooks below.
+    fn is_core(&self) -> bool {
+        false
+    }
+
+    /// Whether objects carry `metadata.generation` (the core kinds have none, but for those
+    /// with a spec kube tracks).
     fn has_generation(&self) -> bool {
-        true
+        !self.is_core()
     }
 
     /// Whether `status` is written only through `/status`, whatever the version says.
@@ -114,14 +124,14 @@ pub trait KindRules: std::fmt::Debug + Send + Sync {
     /// Whether request bodies may also be Kubernetes protobuf (the core kinds: what client-go's
     /// typed clients send); custom resources take JSON and YAML only, as in kube.
     fn takes_protobuf(&self) -> bool {
-        false
+        self.is_core()
     }
 
     /// Whether an update without `resourceVersion` applies to whatever is stored (kube's
     /// `AllowUnconditionalUpdate` of the core kinds); custom resources and definitions need the
     /// version they were read at.
     fn allows_unconditional_update(&self) -> bool {
-        false
+        self.is_core()
     }
 
     /// Whether the objects are namespaces: a request on one carries its name as its namespace

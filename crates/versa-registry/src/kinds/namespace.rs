@@ -51,24 +51,16 @@ static NAMESPACE: Schema = Schema::new(&[METADATA, ("status", Field::Struct(&NAM
 static NAMESPACE_STATUS: Schema = Schema::new(&[("conditions", Field::Merge { key: Some("type"), item: &PLAIN })]);
 
 impl KindRules for Namespace {
+    fn is_core(&self) -> bool {
+        true
+    }
+
     fn is_namespace(&self) -> bool {
-        true
-    }
-
-    fn takes_protobuf(&self) -> bool {
-        true
-    }
-
-    fn allows_unconditional_update(&self) -> bool {
         true
     }
 
     fn strategic_merge(&self) -> Option<&'static Schema> {
         Some(&NAMESPACE)
-    }
-
-    fn has_generation(&self) -> bool {
-        false
     }
 
     fn prepare_create(&self, obj: &mut Value) {

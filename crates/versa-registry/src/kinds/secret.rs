@@ -42,20 +42,12 @@ fn definition() -> Value {
 pub struct Secret;
 
 impl KindRules for Secret {
-    fn takes_protobuf(&self) -> bool {
-        true
-    }
-
-    fn allows_unconditional_update(&self) -> bool {
+    fn is_core(&self) -> bool {
         true
     }
 
     fn strategic_merge(&self) -> Option<&'static Schema> {
         Some(&METADATA_ONLY)
-    }
-
-    fn has_generation(&self) -> bool {
-        false
     }
 
     fn prepare_create(&self, obj: &mut Value) {
