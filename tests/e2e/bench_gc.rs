@@ -53,13 +53,12 @@ fn quantiles(samples: &mut [Duration]) -> (f64, f64) {
     (at(0.50).as_secs_f64() * 1e3, at(0.99).as_secs_f64() * 1e3)
 }
 
+/// Request `i` of a load: its method, path and body.
+type MakeRequest = Arc<dyn Fn(usize) -> (&'static str, String, Option<Value>) + Send + Sync>;
+
 /// Runs `count` requests over [`LOADERS`] connections: `make(i)` gives each one's method, path
 /// and body; every answer must be a success.
-async fn load(
-    client: &Client,
-    count: usize,
-    make: Arc<dyn Fn(usize) -> (&'static str, String, Option<Value>) + Send + Sync>,
-) -> Vec<Value> {
+async fn load(client: &Client, count: usize, make: MakeRequest) -> Vec<Value> {
     let next = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..LOADERS {

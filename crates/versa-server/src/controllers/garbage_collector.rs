@@ -20,8 +20,9 @@
 //!   `unblockOwnerReferencesJSONMergePatch`);
 //! - `orphan` / `foregroundDeletion` go by a merge patch of the finalizers with the
 //!   `resourceVersion` read, retried on conflicts (kube's `removeFinalizer`);
-//! - `OwnerRefInvalidNamespace` is a core Event on the dependent from
-//!   `garbage-collector-controller`, once per object and message.
+//! - `OwnerRefInvalidNamespace` is a core Warning Event on the dependent from
+//!   `garbage-collector-controller`, as client-go's recorder writes one (recorded again only
+//!   when the object changes, or after a restart, as kube's).
 //!
 //! Nothing is kept but in memory: a new term, a restart or a lost watch lists again and
 //! re-derives every decision from what storage holds; a step that failed is retried with a
@@ -119,6 +120,8 @@ struct Collector {
     dirty: HashSet<String>,
     /// Failed passes: when each is tried again, and how many times it failed.
     delayed: BinaryHeap<Reverse<(Instant, String)>>,
+    /// The objects in `delayed` (each once).
+    waiting: HashSet<String>,
     failures: HashMap<String, u32>,
     /// The revision each object was last acted on at (its change has not been seen yet).
     acted: HashMap<String, i64>,
@@ -156,6 +159,7 @@ impl Collector {
             running: HashSet::new(),
             dirty: HashSet::new(),
             delayed: BinaryHeap::new(),
+            waiting: HashSet::new(),
             failures: HashMap::new(),
             acted: HashMap::new(),
             resources: HashMap::new(),
@@ -321,6 +325,7 @@ impl Collector {
                 break;
             }
             if let Some(Reverse((_, uid))) = self.delayed.pop() {
+                self.waiting.remove(&uid);
                 self.enqueue(uid);
             }
         }
@@ -404,6 +409,9 @@ impl Collector {
     }
 
     fn retry_later(&mut self, uid: String) {
+        if !self.waiting.insert(uid.clone()) {
+            return;
+        }
         let failures = self.failures.entry(uid.clone()).or_insert(0);
         *failures = failures.saturating_add(1);
         let delay = RETRY_FIRST.saturating_mul(2u32.saturating_pow(failures.saturating_sub(1).min(16))).min(RETRY_MAX);
