@@ -24,6 +24,10 @@
 //!   `garbage-collector-controller`, as client-go's recorder writes one (recorded again only
 //!   when the object changes, or after a restart, as kube's).
 //!
+//! Of the objects it may not act on (no references, no `orphan` / `foregroundDeletion`) the
+//! graph keeps only the uid and namespace, and this module nothing: a store of a million plain
+//! objects costs a few tens of MiB here, not a copy of its metadata.
+//!
 //! Nothing is kept but in memory: a new term, a restart or a lost watch lists again and
 //! re-derives every decision from what storage holds; a step that failed is retried with a
 //! growing delay. The queue holds each object at most once ([`WORKERS`] at a time in flight), so
@@ -187,7 +191,7 @@ impl Collector {
         for uid in uids {
             self.enqueue(uid);
         }
-        tracing::info!(objects = self.stored.len(), revision, "garbage collector: graph built");
+        tracing::info!(objects = self.graph.len(), revision, "garbage collector: graph built");
         let mut watch = self.state.store.watch(&prefix, revision).await?;
         let mut tasks: JoinSet<Done> = JoinSet::new();
         loop {
@@ -256,13 +260,13 @@ impl Collector {
     fn upsert(&mut self, kv: &KeyValue, queue: bool) {
         let Some(node) = node_of(&kv.value) else {
             // Not an object (or unreadable): forget what was at the key.
-            self.forget(&kv.key, queue);
+            self.forget(&kv.key, None, queue);
             return;
         };
         if let Some(old_uid) = self.by_key.get(&kv.key).cloned()
             && old_uid != node.uid
         {
-            self.forget(&kv.key, queue);
+            self.forget(&kv.key, Some(old_uid), queue);
         }
         let mut affected = Vec::new();
         if queue {
@@ -271,25 +275,34 @@ impl Collector {
             }
             affected.extend(self.graph.affected_by(&node));
         }
-        self.by_key.insert(kv.key.clone(), node.uid.clone());
-        self.stored.insert(node.uid.clone(), Stored { key: kv.key.clone(), revision: kv.mod_revision });
+        let uid = node.uid.clone();
         self.graph.upsert(node);
+        // Where it is and at which revision, for the objects the collector may act on (the
+        // graph keeps only their uid and namespace of the others).
+        if self.graph.get(&uid).is_some() {
+            self.by_key.insert(kv.key.clone(), uid.clone());
+            self.stored.insert(uid, Stored { key: kv.key.clone(), revision: kv.mod_revision });
+        } else {
+            self.by_key.remove(&kv.key);
+            self.stored.remove(&uid);
+            self.acted.remove(&uid);
+        }
         for uid in affected {
             self.enqueue(uid);
         }
     }
 
-    /// The object at `key` is gone.
-    fn forget(&mut self, key: &str, queue: bool) {
-        let Some(uid) = self.by_key.remove(key) else { return };
+    /// The object at `key` (`uid`, when known from its last value) is gone.
+    fn forget(&mut self, key: &str, uid: Option<String>, queue: bool) {
+        let known = self.by_key.remove(key);
+        let Some(uid) = uid.or(known) else { return };
         self.stored.remove(&uid);
         self.acted.remove(&uid);
         self.failures.remove(&uid);
-        if let Some(node) = self.graph.remove(&uid)
-            && queue
-        {
+        let node = self.graph.remove(&uid);
+        if queue {
             // Its owners (a foreground deletion may be over) and dependents (now dangling).
-            for owner in &node.owners {
+            for owner in node.iter().flat_map(|n| &n.owners) {
                 self.enqueue(owner.uid.clone());
             }
             let deps: Vec<String> = self.graph.dependents_of(&uid).map(|d| d.uid.clone()).collect();
@@ -302,7 +315,10 @@ impl Collector {
     fn apply(&mut self, event: WatchEvent) {
         match event {
             WatchEvent::Added(kv) | WatchEvent::Modified { kv, .. } => self.upsert(&kv, true),
-            WatchEvent::Deleted { prev, .. } => self.forget(&prev.key, true),
+            WatchEvent::Deleted { prev, .. } => {
+                let uid = node_of(&prev.value).map(|n| n.uid);
+                self.forget(&prev.key, uid, true);
+            }
             WatchEvent::Progress { .. } => {}
         }
     }
