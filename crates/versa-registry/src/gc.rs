@@ -151,7 +151,7 @@ fn uuid_bytes(uid: &str) -> Option<[u8; 16]> {
             b'a'..=b'f' => c - b'a' + 10,
             _ => return None,
         };
-        out[nibbles / 2] |= if nibbles % 2 == 0 { v << 4 } else { v };
+        out[nibbles / 2] |= if nibbles.is_multiple_of(2) { v << 4 } else { v };
         nibbles += 1;
     }
     Some(out)

@@ -457,44 +457,78 @@ fn group_kind(api_version: &str, kind: &str) -> String {
     format!("{group}/{kind}")
 }
 
+/// What the collector reads of a stored object: its type and metadata; everything else is
+/// skipped by the parser, not built (every write of the store passes through here).
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredObject {
+    #[serde(default)]
+    api_version: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: Option<StoredMeta>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredMeta {
+    #[serde(default)]
+    uid: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    owner_references: Option<Vec<StoredRef>>,
+    #[serde(default)]
+    finalizers: Option<Vec<String>>,
+    #[serde(default)]
+    deletion_timestamp: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredRef {
+    #[serde(default)]
+    api_version: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    uid: Option<String>,
+    #[serde(default)]
+    block_owner_deletion: Option<bool>,
+}
+
 /// The graph node of a stored object (`None`: not an object with a uid).
 fn node_of(value: &[u8]) -> Option<Node> {
-    let obj: Value = serde_json::from_slice(value).ok()?;
-    let meta = obj.get("metadata")?;
-    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-    let uid = text(meta, "uid");
-    if uid.is_empty() {
-        return None;
-    }
+    // Every field may be absent or null.
+    let obj: StoredObject = serde_json::from_slice(value).ok()?;
+    let meta = obj.metadata?;
+    let uid = meta.uid.filter(|u| !u.is_empty())?;
     let owners = meta
-        .get("ownerReferences")
-        .and_then(Value::as_array)
-        .map(|refs| {
-            refs.iter()
-                .map(|r| OwnerRef {
-                    api_version: text(r, "apiVersion"),
-                    kind: text(r, "kind"),
-                    name: text(r, "name"),
-                    uid: text(r, "uid"),
-                    block_owner_deletion: r.get("blockOwnerDeletion").and_then(Value::as_bool).unwrap_or(false),
-                })
-                .collect()
+        .owner_references
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| OwnerRef {
+            api_version: r.api_version.unwrap_or_default(),
+            kind: r.kind.unwrap_or_default(),
+            name: r.name.unwrap_or_default(),
+            uid: r.uid.unwrap_or_default(),
+            block_owner_deletion: r.block_owner_deletion.unwrap_or(false),
         })
-        .unwrap_or_default();
-    let finalizers = meta
-        .get("finalizers")
-        .and_then(Value::as_array)
-        .map(|f| f.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-        .unwrap_or_default();
+        .collect();
     Some(Node {
         uid,
-        api_version: text(&obj, "apiVersion"),
-        kind: text(&obj, "kind"),
-        namespace: text(meta, "namespace"),
-        name: text(meta, "name"),
+        api_version: obj.api_version.unwrap_or_default(),
+        kind: obj.kind.unwrap_or_default(),
+        namespace: meta.namespace.unwrap_or_default(),
+        name: meta.name.unwrap_or_default(),
         owners,
-        finalizers,
-        deleting: meta.get("deletionTimestamp").is_some_and(|t| !t.is_null()),
+        finalizers: meta.finalizers.unwrap_or_default(),
+        deleting: meta.deletion_timestamp.is_some(),
     })
 }
 
@@ -669,4 +703,27 @@ async fn record_event(
     });
     let answer = client.create(events, Some(&namespace), &event).await;
     if answer.is_success() || answer.code == http::StatusCode::CONFLICT { Ok(()) } else { Err(answer.message()) }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::node_of;
+
+    /// The collector reads type and metadata only, and takes nulls for absent fields.
+    #[test]
+    fn reads_what_the_collector_needs() {
+        let text = br#"{"apiVersion":"g/v1","kind":"W","spec":{"deep":[1,{"x":null}]},"metadata":{"uid":"u","name":"n","namespace":"ns","finalizers":null,"deletionTimestamp":"2026-01-01T00:00:00Z","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"o","uid":"ou","blockOwnerDeletion":true,"controller":null}]}}"#;
+        let node = node_of(text).unwrap();
+        assert_eq!((node.uid.as_str(), node.namespace.as_str(), node.deleting), ("u", "ns", true));
+        assert!(node.finalizers.is_empty());
+        assert_eq!(node.owners[0].uid, "ou");
+        assert!(node.owners[0].block_owner_deletion);
+        let plain = br#"{"metadata":{"uid":"u","ownerReferences":null,"deletionTimestamp":null}}"#;
+        let node = node_of(plain).unwrap();
+        assert!(node.owners.is_empty() && !node.deleting);
+        assert!(node_of(br#"{"metadata":{}}"#).is_none());
+        assert!(node_of(b"not json").is_none());
+    }
 }
