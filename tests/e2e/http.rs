@@ -1048,25 +1048,46 @@ async fn finalizers_and_preconditions() {
 }
 
 /// Issue 15, defect 3, standalone half: `propagationPolicy` is validated as kube validates
-/// DeleteOptions, and — with no garbage collector to remove them — adds no `orphan` or
-/// `foregroundDeletion` finalizer (kube-apiserver with garbage collection disabled does the
-/// same): the object goes at once. Cluster mode, where kube's collector acts, is in cluster.rs.
+/// DeleteOptions; `Orphan`, `Foreground` and `orphanDependents` mark the object with kube's
+/// finalizer (the answer is the marked object), which standalone's garbage collector (issue 37)
+/// then removes — with no dependents to wait for, the object goes; `Background` deletes at once.
+/// Cluster mode, where kube's collector acts, is in cluster.rs.
 #[tokio::test]
-async fn propagation_policy_without_a_garbage_collector() {
+async fn propagation_policy_and_the_garbage_collector() {
     let s = server().await;
     let c = &s.client;
     define(c, &crontab_definition()).await;
     let mut checks = Checks::default();
-    for (name, options) in [
-        ("orphaned", json!({"propagationPolicy": "Orphan"})),
-        ("foreground", json!({"propagationPolicy": "Foreground"})),
-        ("background", json!({"propagationPolicy": "Background"})),
-        ("orphan-dependents", json!({"orphanDependents": true})),
+    for (name, options, finalizer) in [
+        ("orphaned", json!({"propagationPolicy": "Orphan"}), Some("orphan")),
+        ("foreground", json!({"propagationPolicy": "Foreground"}), Some("foregroundDeletion")),
+        ("background", json!({"propagationPolicy": "Background"}), None),
+        ("orphan-dependents", json!({"orphanDependents": true}), Some("orphan")),
     ] {
         create(c, CT, &crontab(name, json!({}))).await;
         let r = c.delete_with(&format!("{CT}/{name}"), &options).await;
-        checks.eq(&format!("{name}: deleted at once"), &json!([r.status, r.json()["kind"]]), &json!([200, "Status"]));
-        checks.eq(&format!("{name}: gone"), &json!(c.get(&format!("{CT}/{name}")).await.status), &json!(404));
+        let body = r.json();
+        match finalizer {
+            Some(f) => checks.eq(
+                &format!("{name}: marked with {f}"),
+                &json!([r.status, body["metadata"]["finalizers"], body["metadata"]["deletionTimestamp"].is_string()]),
+                &json!([200, [f], true]),
+            ),
+            None => checks.eq(
+                &format!("{name}: deleted at once"),
+                &json!([r.status, body["kind"]]),
+                &json!([200, "Status"]),
+            ),
+        }
+        let mut status = 0;
+        for _ in 0..200 {
+            status = c.get(&format!("{CT}/{name}")).await.status;
+            if status == 404 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        checks.eq(&format!("{name}: gone"), &json!(status), &json!(404));
     }
     create(c, CT, &crontab("kept", json!({}))).await;
     let r =
@@ -1226,8 +1247,10 @@ async fn metadata_only_clients() {
     );
 
     // Patch as the garbage collector patches ownerReferences; the answer and the event are
-    // metadata only.
-    let owner = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "6b4fd4a5-6e55-4c4b-9b5b-9d1c1c1c1c1c"}]);
+    // metadata only. The owner exists, so that standalone's collector leaves m1 alone.
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}});
+    let owner_uid = c.post("/api/v1/namespaces/meta/configmaps", &cm).await.json()["metadata"]["uid"].clone();
+    let owner = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner_uid}]);
     let r = c
         .request(
             "PATCH",

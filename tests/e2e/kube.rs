@@ -15,6 +15,8 @@
 
 #[path = "client.rs"]
 mod client;
+#[path = "gc_cascade.rs"]
+mod gc_cascade;
 #[path = "kube_cases.rs"]
 mod kube_cases;
 #[path = "kube_diff.rs"]
@@ -38,6 +40,7 @@ const SHARED: &[(&str, Scenario)] = &[
     ("rbac_of_kube_allows_and_denies", rbac_of_kube_allows_and_denies),
     ("garbage_collector_of_kube_deletes_dependents", garbage_collector_of_kube_deletes_dependents),
     ("foreground_and_orphan_deletion", foreground_and_orphan_deletion),
+    ("cascading_deletion_states_kubes_results", cascading_deletion_states_kubes_results),
     ("admission_policies_configured_in_kube_apply", admission_policies_configured_in_kube_apply),
     ("validating_webhook_configured_in_kube_applies", validating_webhook_configured_in_kube_applies),
     ("differential_conformance_with_published_crds", differential_conformance_with_published_crds),
@@ -505,6 +508,25 @@ fn foreground_and_orphan_deletion(plane: &Plane) {
     let child = plane.get_json(&["-n", ns, &resource, "or-child"]);
     assert_eq!(child["metadata"]["ownerReferences"], Value::Null, "{child}");
     plane.ok(&["delete", "namespace", ns, "--wait=false"]);
+}
+
+/// The cascading-deletion scenario of `gc_cascade.rs` against kube itself (CRDs, ConfigMaps,
+/// kube-controller-manager's collector): kube's results are the data file standalone versa is
+/// held to (`gc.rs`); `VERSA_GC_RECORD=1` writes it from this run.
+fn cascading_deletion_states_kubes_results(plane: &Plane) {
+    struct Kube<'a>(&'a Plane);
+    impl gc_cascade::Cluster for Kube<'_> {
+        fn kubectl(&mut self, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
+            match stdin {
+                Some(input) => self.0.stdin(args, input),
+                None => output(self.0.kubectl(args)),
+            }
+        }
+        // kube's collector is not restarted: the step checks that nothing moved.
+        fn restart(&mut self) {}
+    }
+    let record = std::env::var_os("VERSA_GC_RECORD").is_some_and(|v| v == "1");
+    gc_cascade::run(&mut Kube(plane), record);
 }
 
 /// The same definition as a CustomResourceDefinition of kube's, in `group`: kube's own answer to

@@ -340,6 +340,70 @@ async fn migration_is_done_once_across_a_killed_leader() {
     assert_eq!(list["items"].as_array().unwrap().len() as u64, OBJECTS);
 }
 
+/// Standalone's garbage collector runs in the leader's term (issue 37): a foreground deletion
+/// started through the other replica is carried on by the leader; the leader is killed while
+/// the owner waits for a dependent's own finalizer, and the survivor, elected, finishes it.
+#[tokio::test]
+async fn garbage_collection_is_the_leaders_and_survives_its_death() {
+    const DEPENDENTS: usize = 100;
+    let dir = tempfile::tempdir().unwrap();
+    let etcd = Etcd::start(&dir.path().join("etcd")).await;
+    let mut replicas = vec![
+        replica(&dir.path().join("versa-0"), &etcd, &[]).await,
+        replica(&dir.path().join("versa-1"), &etcd, &[]).await,
+    ];
+    let clients: Vec<&Client> = replicas.iter().map(|r| &r.client).collect();
+    define(clients[0], &clients).await;
+    let leader = eventually("a leader", || async {
+        for (i, c) in clients.iter().enumerate() {
+            if leads(c).await {
+                return Some(i);
+            }
+        }
+        None
+    })
+    .await;
+    let other = clients[1 - leader];
+    let owner = other.post(WIDGETS, &widget("owner", 0)).await.json();
+    let reference = json!([{"apiVersion": format!("{GROUP}/v1"), "kind": "Widget", "name": "owner",
+                            "uid": owner["metadata"]["uid"], "blockOwnerDeletion": true}]);
+    for i in 0..=DEPENDENTS {
+        let mut w = widget(&format!("dep-{i:03}"), i as u64);
+        w["metadata"]["ownerReferences"] = reference.clone();
+        if i == DEPENDENTS {
+            w["metadata"]["name"] = json!("held");
+            w["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        }
+        let r = other.post(WIDGETS, &w).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let r = other.delete_with(&format!("{WIDGETS}/owner"), &json!({"propagationPolicy": "Foreground"})).await;
+    assert_eq!(r.json()["metadata"]["finalizers"], json!(["foregroundDeletion"]), "{}", r.text());
+    // The leader's collector deletes the dependents; the held one is only marked.
+    eventually("the dependents collected", || async {
+        let items = other.get(WIDGETS).await.json()["items"].as_array().cloned().unwrap_or_default();
+        let names: Vec<&str> = items.iter().filter_map(|w| w["metadata"]["name"].as_str()).collect();
+        let held_marked =
+            items.iter().any(|w| w["metadata"]["name"] == "held" && w["metadata"]["deletionTimestamp"].is_string());
+        (names == ["held", "owner"] && held_marked).then_some(())
+    })
+    .await;
+    let owner_now = other.get(&format!("{WIDGETS}/owner")).await.json();
+    assert_eq!(owner_now["metadata"]["finalizers"], json!(["foregroundDeletion"]), "the owner waits for held");
+
+    drop(clients);
+    drop(replicas.remove(leader)); // SIGKILL
+    let survivor = &replicas[0].client;
+    eventually("the survivor leads", || async { leads(survivor).await.then_some(()) }).await;
+    let r = survivor.merge_patch(&format!("{WIDGETS}/held"), &json!({"metadata": {"finalizers": null}})).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    eventually("the owner goes once held has", || async {
+        let items = survivor.get(WIDGETS).await.json()["items"].as_array().cloned().unwrap_or_default();
+        items.is_empty().then_some(())
+    })
+    .await;
+}
+
 /// Every object under the widgets' prefix as etcd holds it: (name, etcd `version`, apiVersion).
 async fn stored_widgets(etcd: &Etcd) -> Vec<(String, String, String)> {
     let kvs = etcd.range(&format!("/registry/{GROUP}/widgets/")).await.unwrap();

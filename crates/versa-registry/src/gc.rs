@@ -57,6 +57,11 @@ pub struct Node {
 }
 
 impl Node {
+    /// Whether the collector may act on the object, so that the graph keeps it whole.
+    fn acted_on(&self) -> bool {
+        !self.owners.is_empty() || self.has(ORPHAN_FINALIZER) || self.has(FOREGROUND_FINALIZER)
+    }
+
     fn has(&self, finalizer: &str) -> bool {
         self.finalizers.iter().any(|f| f == finalizer)
     }
@@ -106,6 +111,12 @@ pub enum Action {
 
 /// The owner graph: objects by uid, each object's dependents, and which kinds are
 /// cluster-scoped (an owner reference names a kind, not a scope).
+///
+/// Only objects the collector may act on are kept whole (those with `ownerReferences` or an
+/// `orphan` / `foregroundDeletion` finalizer); of every other object — most of a store — only
+/// that its uid exists and in which namespace, in about 24 bytes, so that the graph of a
+/// million objects stays small. Such an object is a solid owner, never waiting, and has nothing
+/// to do itself.
 #[derive(Debug, Default, Clone)]
 pub struct Graph {
     nodes: HashMap<String, Node>,
@@ -113,6 +124,37 @@ pub struct Graph {
     dependents: HashMap<String, Vec<String>>,
     /// `group/kind` of the cluster-scoped kinds (the core group is empty).
     cluster_scoped: HashSet<String>,
+    /// The other objects: uid (a UUID's 16 bytes) → namespace (an index into `namespaces`).
+    present: HashMap<[u8; 16], u32>,
+    namespaces: Vec<String>,
+    namespace_ids: HashMap<String, u32>,
+}
+
+/// A UUID in the canonical lowercase form the API server writes, as its 16 bytes (`None` for
+/// any other text: such an object is kept whole).
+fn uuid_bytes(uid: &str) -> Option<[u8; 16]> {
+    let b = uid.as_bytes();
+    if b.len() != 36 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    let mut nibbles = 0usize;
+    for (i, &c) in b.iter().enumerate() {
+        if matches!(i, 8 | 13 | 18 | 23) {
+            if c != b'-' {
+                return None;
+            }
+            continue;
+        }
+        let v = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        out[nibbles / 2] |= if nibbles.is_multiple_of(2) { v << 4 } else { v };
+        nibbles += 1;
+    }
+    Some(out)
 }
 
 /// `group/kind` of an `apiVersion` and kind.
@@ -134,14 +176,49 @@ impl Graph {
     /// Adds or replaces an object.
     pub fn upsert(&mut self, node: Node) {
         self.remove(&node.uid.clone());
+        if !node.acted_on()
+            && let Some(key) = uuid_bytes(&node.uid)
+        {
+            let id = match self.namespace_ids.get(&node.namespace) {
+                Some(id) => *id,
+                None => {
+                    let id = u32::try_from(self.namespaces.len()).unwrap_or(u32::MAX);
+                    self.namespaces.push(node.namespace.clone());
+                    self.namespace_ids.insert(node.namespace.clone(), id);
+                    id
+                }
+            };
+            self.present.insert(key, id);
+            return;
+        }
         for owner in &node.owners {
             self.dependents.entry(owner.uid.clone()).or_default().push(node.uid.clone());
         }
         self.nodes.insert(node.uid.clone(), node);
     }
 
-    /// Forgets an object (deleted from storage).
+    /// Whether an object with this uid is in the graph (whole or not).
+    pub fn contains(&self, uid: &str) -> bool {
+        self.nodes.contains_key(uid) || uuid_bytes(uid).is_some_and(|k| self.present.contains_key(&k))
+    }
+
+    /// Where the object `uid` is (its namespace) and whether it is being deleted in the
+    /// foreground: what a dependent needs of its owner.
+    fn locate(&self, uid: &str) -> Option<(&str, bool)> {
+        if let Some(node) = self.nodes.get(uid) {
+            return Some((&node.namespace, node.deleting_dependents()));
+        }
+        let id = *self.present.get(&uuid_bytes(uid)?)?;
+        Some((self.namespaces.get(id as usize).map_or("", String::as_str), false))
+    }
+
+    /// Forgets an object (deleted from storage); returns it when it was kept whole.
     pub fn remove(&mut self, uid: &str) -> Option<Node> {
+        if let Some(key) = uuid_bytes(uid)
+            && self.present.remove(&key).is_some()
+        {
+            return None;
+        }
         let node = self.nodes.remove(uid)?;
         for owner in &node.owners {
             if let Some(deps) = self.dependents.get_mut(&owner.uid) {
@@ -154,16 +231,17 @@ impl Graph {
         Some(node)
     }
 
+    /// The object `uid`, when kept whole (one the collector may act on).
     pub fn get(&self, uid: &str) -> Option<&Node> {
         self.nodes.get(uid)
     }
 
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.nodes.len() + self.present.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.nodes.is_empty() && self.present.is_empty()
     }
 
     /// The objects referencing `uid` (existing ones only).
@@ -242,17 +320,17 @@ impl Graph {
                 return;
             }
             let want_ns = if namespaced_owner { node.namespace.as_str() } else { "" };
-            match self.nodes.get(&owner.uid) {
-                Some(found) if found.namespace == want_ns => {
-                    if found.deleting_dependents() {
+            match self.locate(&owner.uid) {
+                Some((namespace, deleting_dependents)) if namespace == want_ns => {
+                    if deleting_dependents {
                         waiting.push(owner.uid.clone());
                     } else {
                         solid = true;
                     }
                 }
-                Some(found) => {
+                Some((namespace, _)) => {
                     // The uid exists, but not where this reference can point.
-                    if !found.namespace.is_empty() && found.namespace != node.namespace {
+                    if !namespace.is_empty() && namespace != node.namespace {
                         out.push(invalid_namespace(node, owner));
                     }
                     dangling.push(owner.uid.clone());
@@ -312,5 +390,56 @@ pub fn describe(graph: &Graph, action: &Action) -> String {
         Action::UnblockOwnerRefs { uid } => format!("unblock ownerReferences of {}", name(uid)),
         Action::RemoveFinalizer { uid, finalizer } => format!("remove finalizer {finalizer} of {}", name(uid)),
         Action::Event { uid, reason, message } => format!("event Warning {reason} on {}: {message}", name(uid)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    fn node(uid: &str, namespace: &str, owners: &[&str]) -> Node {
+        Node {
+            uid: uid.into(),
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: namespace.into(),
+            name: uid.into(),
+            owners: owners
+                .iter()
+                .map(|o| OwnerRef {
+                    api_version: "v1".into(),
+                    kind: "ConfigMap".into(),
+                    name: (*o).into(),
+                    uid: (*o).into(),
+                    block_owner_deletion: false,
+                })
+                .collect(),
+            finalizers: Vec::new(),
+            deleting: false,
+        }
+    }
+
+    const OWNER: &str = "0f8fad5b-d9cb-469f-a165-70867728950e";
+
+    /// An object with no references and no collector's finalizer is kept as its uid and
+    /// namespace only, and still owns, dangles across namespaces, and goes.
+    #[test]
+    fn objects_kept_small_still_own() {
+        let mut g = Graph::default();
+        g.upsert(node(OWNER, "a", &[]));
+        assert!(g.get(OWNER).is_none() && g.contains(OWNER) && g.len() == 1);
+        g.upsert(node("child", "a", &[OWNER]));
+        assert_eq!(g.decide("child"), Vec::new(), "a solid owner");
+        g.upsert(node("stray", "b", &[OWNER]));
+        let actions = g.decide("stray");
+        assert!(matches!(&actions[..], [Action::Event { .. }, Action::Delete { .. }]), "{actions:?}");
+        g.remove(OWNER);
+        assert!(!g.contains(OWNER));
+        assert_eq!(g.decide("child"), vec![Action::Delete { uid: "child".into(), policy: Policy::Background }]);
+        // Not a canonical lowercase UUID: kept whole.
+        assert_eq!(uuid_bytes(&OWNER.to_uppercase()), None);
+        assert_eq!(uuid_bytes("0f8fad5b-d9cb-469f-a165-70867728950"), None);
     }
 }

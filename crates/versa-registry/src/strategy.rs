@@ -317,9 +317,8 @@ impl<'a> Strategy<'a> {
     /// `deletionFinalizersForGarbageCollection`. The explicit options win (`orphanDependents`,
     /// then `propagationPolicy`), else a garbage-collection finalizer the object already has;
     /// custom resources default to `Background`, which needs no finalizer. Without a garbage
-    /// collector (`collected` false: standalone mode, where nothing would ever remove these
-    /// finalizers) nothing changes, as in a kube-apiserver whose garbage collection is
-    /// disabled.
+    /// collector (`collected` false: nothing would ever remove these finalizers) nothing
+    /// changes, as in a kube-apiserver whose garbage collection is disabled.
     pub fn finalizers_for_deletion(
         &self,
         obj: &Value,

@@ -11,7 +11,8 @@
 //!
 //! Several replicas may serve one etcd: every one serves every request, and one, elected
 //! (`leader.rs`), does the work that must happen once — definition status, storage migration,
-//! cleanup of deleted definitions, APIService registration, standalone's namespace controller.
+//! cleanup of deleted definitions, APIService registration, standalone's namespace controller
+//! and garbage collector.
 //! Each replica tells the others which definitions its writes follow (`replicas.rs`), and a
 //! storage migration walks only once they all follow the new storage version.
 //!
@@ -223,7 +224,7 @@ impl ServerConfig {
             metrics: metrics::Metrics::new(),
             conversion: self.conversion,
             migration: self.migration,
-            garbage_collection: cluster.is_some(),
+            garbage_collection: true,
             limits: self.limits,
             inflight: limits::InFlight::new(&self.limits),
             startup,
@@ -272,6 +273,15 @@ impl Prepared {
         tokio::spawn(leader::while_leading(self.state.leadership.clone(), self.state.shutdown.clone(), move |_| {
             controllers::namespaces::run(state.clone())
         }));
+        // Standalone's garbage collector; behind kube-apiserver, kube-controller-manager's.
+        if self.cluster.is_none() {
+            let state = self.state.clone();
+            tokio::spawn(leader::while_leading(
+                self.state.leadership.clone(),
+                self.state.shutdown.clone(),
+                move |_| controllers::garbage_collector::run(state.clone()),
+            ));
+        }
         if let Some(tasks) = self.cluster {
             tasks.spawn(self.state.clone());
         }

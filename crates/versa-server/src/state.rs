@@ -30,8 +30,8 @@ pub struct State {
     /// How storage migrations run.
     pub migration: MigrationOptions,
     /// Whether a garbage collector acts on `ownerReferences` and the `orphan` /
-    /// `foregroundDeletion` finalizers: kube's, in cluster mode. Standalone has none, so deletes
-    /// behave as in a kube-apiserver with garbage collection disabled.
+    /// `foregroundDeletion` finalizers (deletes then add them for `propagationPolicy`): kube's
+    /// in cluster mode, versa's own standalone (`controllers::garbage_collector`).
     pub garbage_collection: bool,
     /// Cluster mode: whether kube-apiserver has been reached and the set-up is done (until then
     /// `/readyz` fails with the reason and other requests get 503).

@@ -2,12 +2,15 @@
 //! ([`definitions`], which every replica runs), following the admission configuration
 //! ([`admission`], every replica too), and the work that must happen once — definition
 //! status, cleanup of deleted definitions, storage [`migration`], the judgement of stored
-//! objects after a definition change ([`stored_objects`]), standalone's [`namespaces`] —
+//! objects after a definition change ([`stored_objects`]), standalone's [`namespaces`] and
+//! [`garbage_collector`] (whose writes go through the API, [`loopback`]) —
 //! which runs only in the term of the replica elected by [`crate::leader`]. [`names`] is the
 //! definitions controller's index of the names each group's definitions hold.
 
 pub mod admission;
 pub mod definitions;
+pub mod garbage_collector;
+pub mod loopback;
 pub mod migration;
 pub mod names;
 pub mod namespaces;

@@ -342,6 +342,22 @@ pub async fn serve(
     req: Request<Incoming>,
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
+    let body = match read_body(body).await {
+        Ok(b) => b,
+        Err(status) => return status.into_response(),
+    };
+    call(state, res, info, parts, body).await
+}
+
+/// [`serve`] with the body read: the entry of in-process clients too (the controllers'
+/// `controllers::loopback`), whose requests take exactly the API's path from here on.
+pub async fn call(
+    state: Arc<State>,
+    res: Arc<Resource>,
+    info: &RequestInfo,
+    parts: http::request::Parts,
+    body: Bytes,
+) -> Response<Body> {
     let Some(version_index) = res.versions.iter().position(|v| v.served && v.name == info.api_version) else {
         return Status::not_found_path().into_response();
     };
@@ -363,10 +379,6 @@ pub async fn serve(
         write,
         user: parts.extensions.get::<Arc<UserInfo>>().cloned().unwrap_or_default(),
         audit: parts.extensions.get::<crate::audit::Record>().cloned(),
-    };
-    let body = match read_body(body).await {
-        Ok(b) => b,
-        Err(status) => return status.into_response(),
     };
     let b = &body[..];
     if let Some(record) = &ctx.audit {
