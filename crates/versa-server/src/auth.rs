@@ -119,14 +119,52 @@ impl Authenticator for ClientCertAuthenticator {
     }
 }
 
-/// Standalone authorization: members of `system:masters` may do anything; nobody else anything.
+/// Standalone authorization: members of `system:masters` may do anything; every authenticated
+/// user may read what kube's bootstrap policy lets `system:authenticated` read (the
+/// `system:discovery` and `system:public-info-viewer` ClusterRoles: discovery, OpenAPI, version
+/// and health), so that kubectl can discover the API and say what it is refused; nobody else
+/// anything.
 #[derive(Debug, Default)]
 pub struct MastersAuthorizer;
 
+/// The non-resource paths kube's `system:discovery` and `system:public-info-viewer` ClusterRoles
+/// let every authenticated user GET (`*` at the end: any path below).
+const DISCOVERY_PATHS: &[&str] = &[
+    "/api",
+    "/api/*",
+    "/apis",
+    "/apis/*",
+    "/openapi",
+    "/openapi/*",
+    "/version",
+    "/version/",
+    "/healthz",
+    "/livez",
+    "/readyz",
+];
+
+/// Whether a non-resource `path` is one of [`DISCOVERY_PATHS`].
+fn discovery_path(path: &str) -> bool {
+    DISCOVERY_PATHS.iter().any(|p| match p.strip_suffix('*') {
+        Some(prefix) => path.starts_with(prefix),
+        None => path == *p,
+    })
+}
+
 impl Authorizer for MastersAuthorizer {
-    fn authorize<'a>(&'a self, user: &'a UserInfo, _request: &'a RequestInfo) -> BoxFuture<'a, Decision> {
-        let allowed = user.groups.iter().any(|g| g == crate::pki::ADMIN_GROUP);
-        Box::pin(async move { if allowed { Decision::Allow(String::new()) } else { Decision::Deny(String::new()) } })
+    fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> BoxFuture<'a, Decision> {
+        let decision = if user.groups.iter().any(|g| g == crate::pki::ADMIN_GROUP) {
+            Decision::Allow(String::new())
+        } else if !request.is_resource_request
+            && request.verb == "get"
+            && user.groups.iter().any(|g| g == AUTHENTICATED_GROUP)
+            && discovery_path(&request.path)
+        {
+            Decision::Allow(String::new())
+        } else {
+            Decision::Deny(String::new())
+        };
+        Box::pin(async move { decision })
     }
 }
 
@@ -174,6 +212,36 @@ impl Auth {
     /// Standalone mode: client certificates from versa's CA; only `system:masters`.
     pub fn standalone() -> Self {
         Auth { authenticator: Arc::new(ClientCertAuthenticator), authorizer: Arc::new(MastersAuthorizer) }
+    }
+
+    /// Standalone mode with more credentials after the certificates (the static tokens of
+    /// `--token-auth-file`).
+    pub fn standalone_with(more: Vec<Arc<dyn Authenticator>>) -> Self {
+        let mut all: Vec<Arc<dyn Authenticator>> = vec![Arc::new(ClientCertAuthenticator)];
+        all.extend(more);
+        Auth { authenticator: Arc::new(Union(all)), ..Auth::standalone() }
+    }
+}
+
+/// Authenticators asked in turn, as kube's union authenticator: the first to know the request's
+/// credentials answers; one that refuses them (a bearer token nobody issued) is a 401 unless a
+/// later one accepts the request.
+#[derive(Debug)]
+pub struct Union(pub Vec<Arc<dyn Authenticator>>);
+
+impl Authenticator for Union {
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> BoxFuture<'a, Result<Option<UserInfo>, AuthError>> {
+        Box::pin(async move {
+            let mut failure = None;
+            for authenticator in &self.0 {
+                match authenticator.authenticate(credentials).await {
+                    Ok(Some(user)) => return Ok(Some(user)),
+                    Ok(None) => {}
+                    Err(e) => failure = Some(e),
+                }
+            }
+            failure.map_or(Ok(None), Err)
+        })
     }
 }
 

@@ -4,7 +4,8 @@
 //! admin credentials. The serving certificate is re-issued from the CA on every start, for the
 //! hosts of that start's listen address, so changing `--listen` never leaves a stale name.
 //!
-//! Private keys are written with mode 0600.
+//! Private keys are written with mode 0600. [`issue_user`] signs a client certificate for any
+//! user and groups with the same CA and renders its kubeconfig (`versa kubeconfig --user`).
 
 use std::path::{Path, PathBuf};
 
@@ -43,6 +44,9 @@ pub enum PkiError {
         #[source]
         source: rcgen::Error,
     },
+    /// A request for a certificate that cannot be issued (a bad name or validity).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// The PEM material a server start needs.
@@ -157,8 +161,65 @@ pub fn issue_serving(ca_cert_pem: &str, ca_key_pem: &str, hosts: &[String]) -> R
     Ok((serving.pem(), key.serialize_pem()))
 }
 
+/// The longest a user's client certificate may be valid: kube's client certificates
+/// (kubeadm's, the CSR signer's default) last a year.
+pub const MAX_USER_DAYS: u32 = 365;
+
+/// A kubeconfig for `user` in `groups`, with a client certificate signed by the CA of the data
+/// directory `dir`, valid from now for `days` (at most [`MAX_USER_DAYS`]), for the server at
+/// `server_url` (`None`: the one the data directory's admin kubeconfig names). The user and
+/// groups are the certificate's subject (CN and O), as kube's x509 authenticator reads them.
+pub fn issue_user(
+    dir: &Path,
+    user: &str,
+    groups: &[String],
+    days: u32,
+    server_url: Option<&str>,
+) -> Result<String, PkiError> {
+    if user.is_empty() || user.contains(char::is_control) {
+        return Err(PkiError::Invalid(format!("{user:?} is not a user name")));
+    }
+    if let Some(group) = groups.iter().find(|g| g.is_empty() || g.contains(char::is_control)) {
+        return Err(PkiError::Invalid(format!("{group:?} is not a group name")));
+    }
+    if days == 0 || days > MAX_USER_DAYS {
+        return Err(PkiError::Invalid(format!("--days must be between 1 and {MAX_USER_DAYS}, not {days}")));
+    }
+    let ca_cert_pem = read(&dir.join(CA_CERT))?;
+    let ca_key = KeyPair::from_pem(&read(&dir.join(CA_KEY))?).map_err(cert_err("CA key"))?;
+    let issuer = Issuer::from_ca_cert_pem(&ca_cert_pem, ca_key).map_err(cert_err("CA certificate"))?;
+    let server = match server_url {
+        Some(url) => url.to_owned(),
+        None => {
+            let admin = read(&dir.join(KUBECONFIG))?;
+            admin
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("server: ").map(str::to_owned))
+                .ok_or_else(|| PkiError::Invalid(format!("{} names no server", dir.join(KUBECONFIG).display())))?
+        }
+    };
+    let key = KeyPair::generate().map_err(cert_err("user key"))?;
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(cert_err("user certificate"))?;
+    let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
+    params.distinguished_name = name(user, &groups);
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let now = time::OffsetDateTime::now_utc();
+    params.not_before = now - time::Duration::minutes(5);
+    params.not_after = now + time::Duration::days(i64::from(days));
+    let cert = params.signed_by(&key, &issuer).map_err(cert_err("user certificate"))?;
+    Ok(render_kubeconfig_for(user, &server, &ca_cert_pem, &cert.pem(), &key.serialize_pem()))
+}
+
 fn render_kubeconfig(server: &str, ca: &str, cert: &str, key: &str) -> String {
+    render_kubeconfig_for(ADMIN_USER, server, ca, cert, key)
+}
+
+/// A kubeconfig of one cluster (`versa`), one user and one context (`versa`).
+fn render_kubeconfig_for(user: &str, server: &str, ca: &str, cert: &str, key: &str) -> String {
     let b64 = |s: &str| STANDARD.encode(s.as_bytes());
+    // The user's entry is named after the user, quoted as YAML (any name is allowed).
+    let user = serde_json::to_string(user).unwrap_or_default();
     format!(
         "apiVersion: v1
 kind: Config
@@ -168,7 +229,7 @@ clusters:
     server: {server}
     certificate-authority-data: {ca}
 users:
-- name: {ADMIN_USER}
+- name: {user}
   user:
     client-certificate-data: {cert}
     client-key-data: {key}
@@ -176,7 +237,7 @@ contexts:
 - name: versa
   context:
     cluster: versa
-    user: {ADMIN_USER}
+    user: {user}
 current-context: versa
 ",
         ca = b64(ca),

@@ -35,6 +35,7 @@ mod leader_elect;
 mod lint;
 mod migrate;
 mod serve;
+mod user;
 mod validate;
 
 /// versa — versioned custom resources for Kubernetes.
@@ -95,6 +96,11 @@ enum Command {
     /// Exit status: 0 when restored, 1 when the snapshot is refused (truncated, corrupt,
     /// foreign, newer) or the directory holds data.
     Restore(backup::RestoreArgs),
+    /// Write a kubeconfig for another user of a standalone server: a client certificate for
+    /// --user and its --group entries, signed by the CA of --data-dir, valid for --days.
+    ///
+    /// Exit status: 0 when written, 1 otherwise.
+    Kubeconfig(user::Args),
 }
 
 fn main() -> ExitCode {
@@ -124,6 +130,15 @@ fn main() -> ExitCode {
         Command::Migrate(args) => return migrate::run(&args),
         Command::Backup(args) => return backup::backup(&args),
         Command::Restore(args) => return backup::restore(&args),
+        Command::Kubeconfig(args) => {
+            return match user::run(&args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    warn!("error: {e:#}");
+                    ExitCode::from(1)
+                }
+            };
+        }
     };
     match outcome {
         Ok(Outcome::AllValid) => ExitCode::SUCCESS,

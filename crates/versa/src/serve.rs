@@ -43,6 +43,11 @@ pub struct Args {
     /// (the first writes; all read). Refused at start, with kube's messages, when invalid.
     #[arg(long, value_name = "FILE")]
     encryption_provider_config: Option<PathBuf>,
+    /// Standalone: static bearer tokens, in kube-apiserver's token file format (CSV
+    /// `token,user,uid,"group1,group2"`). Read at start; refused at start when it does not parse.
+    /// (Behind kube-apiserver, kube authenticates.)
+    #[arg(long, value_name = "FILE")]
+    token_auth_file: Option<PathBuf>,
     /// Embedded storage: how many past events watches can resume from (older resourceVersions
     /// get 410 Expired and clients re-list).
     #[arg(long, default_value_t = 100_000)]
@@ -374,6 +379,17 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let audit = args.audit.config()?;
     let cluster = args.cluster.config().await?;
     let mode = if cluster.is_some() { "cluster" } else { "standalone" };
+    let auth = match &args.token_auth_file {
+        Some(_) if cluster.is_some() => {
+            anyhow::bail!("--token-auth-file is for standalone mode: behind kube-apiserver, kube authenticates")
+        }
+        Some(path) => {
+            let tokens = versa_server::token_file::TokenFile::read(path)
+                .map_err(|e| anyhow::anyhow!("--token-auth-file {}: {e}", path.display()))?;
+            Auth::standalone_with(vec![Arc::new(tokens)])
+        }
+        None => Auth::standalone(),
+    };
     let store = open_store(&args).await?;
     let etcd = match args.storage {
         StorageKind::Etcd => Some(etcd_config(&args)?),
@@ -386,7 +402,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         data_dir: args.data_dir.clone(),
         store,
         key_prefix: args.storage_prefix.clone(),
-        auth: Auth::standalone(),
+        auth,
         cluster,
         conversion: versa_conversion::Options {
             webhook_timeout: std::time::Duration::from_secs(args.conversion_webhook_timeout),

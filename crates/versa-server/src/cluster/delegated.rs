@@ -33,6 +33,7 @@ use crate::auth::{
     AuthError, Authenticator, Authorizer, BoxFuture, ClientCert, Credentials, Decision, UserInfo, add_authenticated,
 };
 use crate::request_info::RequestInfo;
+use crate::token_file::bearer_token;
 
 /// How long TokenReview and SubjectAccessReview answers are reused (kube's default for
 /// delegated authentication and authorization).
@@ -219,13 +220,6 @@ impl DelegatedAuthenticator {
 fn hex_sha256(bytes: &[u8]) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
     digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
-    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 impl Authenticator for DelegatedAuthenticator {
