@@ -18,7 +18,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, MutatingWebhookConfiguration, ValidatingAdmissionPolicy,
     ValidatingAdmissionPolicyBinding, ValidatingWebhookConfiguration,
 };
-use versa_conversion::client::ServiceResolver;
+use versa_webhook::ServiceResolver;
 
 use crate::attributes::Attributes;
 use crate::dispatch::Policy as _;

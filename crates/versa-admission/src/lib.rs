@@ -28,7 +28,7 @@
 //!
 //! [`Configuration::build`] compiles the `admissionregistration.k8s.io/v1` objects once —
 //! rules, selectors, CEL programs (checked as kube checks them), webhook clients (through
-//! versa-conversion's HTTPS client) — and reports what does not compile ([`Problem`]); the
+//! versa-webhook's HTTPS client) — and reports what does not compile ([`Problem`]); the
 //! caller swaps the whole configuration when an object changes. With nothing configured, or
 //! nothing that names the request's resource, a call returns at once.
 //! [`type_checking`] produces the `status.typeChecking` of a ValidatingAdmissionPolicy.
@@ -113,5 +113,5 @@ pub use seams::{
 };
 pub use typecheck::{SchemaResolver, type_checking};
 pub use validating_policy::MAX_AUDIT_ANNOTATION_VALUE_BYTES;
-pub use versa_conversion::client::ServiceResolver;
+pub use versa_webhook::ServiceResolver;
 pub use webhook::DEFAULT_TIMEOUT;

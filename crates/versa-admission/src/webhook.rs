@@ -9,7 +9,7 @@
 //! 1. on a dry run, `sideEffects` must be `None` or `NoneOnDryRun` (400 `admission webhook
 //!    "<name>" does not support dry run` otherwise, whatever the failure policy);
 //! 2. an `AdmissionReview` of the first version of `admissionReviewVersions` kube knows is
-//!    POSTed through the webhook's client (versa-conversion's: caBundle or system roots,
+//!    POSTed through the webhook's client (versa-webhook's: caBundle or system roots,
 //!    `?timeout=`, `timeoutSeconds` bounding the whole call, 10 s by default);
 //! 3. the answer is checked ([`crate::review`]); its audit annotations (`<webhook>/<key>`) and
 //!    warnings are kept;
@@ -36,7 +36,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Status};
 use serde::Serialize;
 use serde_json::Value;
-use versa_conversion::client::{Endpoint, ServiceResolver, WebhookClient};
+use versa_webhook::{Endpoint, ServiceResolver, WebhookClient};
 
 use crate::attributes::Attributes;
 use crate::error::{AdmissionError, Outcome, WebhookCall, go_quote};

@@ -26,7 +26,6 @@
 //! objects).
 
 mod cel;
-pub mod client;
 mod converted;
 mod gv;
 mod lossless;
@@ -55,8 +54,8 @@ use crate::gv::{GroupVersion, str_field};
 use crate::parallel::{PARALLEL_MIN, in_two};
 use crate::webhook::WebhookConverter;
 
-pub use crate::client::MIN_RESPONSE_LIMIT;
 pub use crate::lossless::ANNOTATION as CONVERSION_DATA_ANNOTATION;
+pub use versa_webhook::MIN_RESPONSE_LIMIT;
 
 /// The `Established` condition reason kube sets when the webhook `caBundle` is invalid.
 pub const INVALID_CA_BUNDLE_REASON: &str = "InvalidCABundle";
@@ -178,18 +177,13 @@ pub enum BuildError {
     /// and fails every conversion with this message.)
     #[error("no supported conversion review versions")]
     NoSupportedReviewVersion { versions: Vec<String> },
-    /// The `caBundle` holds no usable certificate.
-    #[error("unable to load root certificates: {reason}")]
-    InvalidCaBundle { reason: String },
-    /// `clientConfig.url` does not parse.
-    #[error("failed calling webhook {}: Unparsable URL: {reason}", go_quote(.webhook_name))]
-    InvalidUrl { webhook_name: String, reason: String },
+    /// The webhook's client cannot be built (a `caBundle` without a usable certificate, a URL
+    /// that does not parse, TLS that cannot be set up).
+    #[error(transparent)]
+    Client(#[from] versa_webhook::ClientError),
     /// Neither `clientConfig.url` nor `clientConfig.service` is set.
     #[error("failed calling webhook {}: webhook configuration must have either service or URL", go_quote(.webhook_name))]
     NoEndpoint { webhook_name: String },
-    /// The TLS client cannot be set up.
-    #[error("cannot set up TLS for the conversion webhook: {0}")]
-    Tls(#[source] rustls::Error),
     /// `spec.conversion.cel` is missing or its rules do not compile (definition validation
     /// refuses such definitions first).
     #[error("invalid CEL conversion rules: {0}")]
@@ -201,7 +195,7 @@ impl BuildError {
     /// `Established=False`, reason [`INVALID_CA_BUNDLE_REASON`], message
     /// [`INVALID_CA_BUNDLE_MESSAGE`].
     pub fn is_invalid_ca_bundle(&self) -> bool {
-        matches!(self, BuildError::InvalidCaBundle { .. })
+        matches!(self, BuildError::Client(versa_webhook::ClientError::InvalidCaBundle { .. }))
     }
 }
 

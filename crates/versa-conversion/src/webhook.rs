@@ -9,11 +9,12 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookClientConfig;
 use ring::rand::SystemRandom;
 use serde_json::Value;
+use versa_webhook::{Endpoint, WebhookClient};
 
 use crate::Converted;
-use crate::client::WebhookClient;
 use crate::converted::Finish;
 use crate::gv::{GroupVersion, gvk_string, str_field};
 use crate::review::{self, ReviewVersion};
@@ -43,7 +44,7 @@ impl WebhookConverter {
         })?;
         let config =
             webhook.client_config.as_ref().ok_or_else(|| BuildError::NoEndpoint { webhook_name: webhook_name() })?;
-        let client = WebhookClient::new(def.name(), config, options.webhook_timeout)?;
+        let client = client_for(def.name(), config, options.webhook_timeout)?;
         Ok(WebhookConverter { client, review, rng: SystemRandom::new(), definition: def.name().to_owned() })
     }
 
@@ -100,5 +101,86 @@ impl WebhookConverter {
                 took_ms = took.as_millis() as u64, "Call conversion webhook"
             );
         }
+    }
+}
+
+/// The client of the webhook of definition `definition` (named in errors the way kube names
+/// the webhook: `conversion_webhook_for_<definition>`). A zero `timeout` means none, as in
+/// client-go.
+fn client_for(definition: &str, config: &WebhookClientConfig, timeout: Duration) -> Result<WebhookClient, BuildError> {
+    let webhook_name = format!("conversion_webhook_for_{definition}");
+    let endpoint = match (&config.service, &config.url) {
+        (Some(svc), _) => {
+            Endpoint::Service { namespace: &svc.namespace, name: &svc.name, port: svc.port, path: svc.path.as_deref() }
+        }
+        (None, Some(url)) => Endpoint::Url(url),
+        (None, None) => return Err(BuildError::NoEndpoint { webhook_name }),
+    };
+    let ca_bundle = config.ca_bundle.as_ref().map(|b| b.0.as_slice());
+    Ok(WebhookClient::for_endpoint(&webhook_name, endpoint, ca_bundle, timeout, None)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(v: serde_json::Value) -> WebhookClientConfig {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn endpoints() {
+        let t = Duration::from_secs(30);
+        let cases = [
+            (
+                serde_json::json!({"service": {"namespace": "default", "name": "example-conversion-webhook-server", "path": "/crdconvert"}}),
+                "https://example-conversion-webhook-server.default.svc:443/crdconvert?timeout=30s",
+            ),
+            (
+                serde_json::json!({"service": {"namespace": "ns", "name": "svc", "port": 1234}}),
+                "https://svc.ns.svc:1234/?timeout=30s",
+            ),
+            (
+                serde_json::json!({"url": "https://my-webhook.example.com:9443/my-webhook-path"}),
+                "https://my-webhook.example.com:9443/my-webhook-path?timeout=30s",
+            ),
+        ];
+        for (cc, want) in cases {
+            let client = client_for("crontabs.example.com", &config(cc), t).unwrap();
+            assert_eq!(client.url(), want);
+        }
+        let none = client_for("x.example.com", &config(serde_json::json!({})), t).unwrap_err();
+        assert_eq!(
+            none.to_string(),
+            r#"failed calling webhook "conversion_webhook_for_x.example.com": webhook configuration must have either service or URL"#
+        );
+        let untimed = client_for("x", &config(serde_json::json!({"url": "https://h/p"})), Duration::ZERO).unwrap();
+        assert_eq!(untimed.url(), "https://h/p");
+        assert_eq!(untimed.authority(), "h:443");
+    }
+
+    #[test]
+    fn ca_bundles() {
+        use base64::Engine as _;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        for (bundle, want) in [
+            ("not pem", "unable to load root certificates: unable to parse bytes as PEM block"),
+            (
+                "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+                "unable to load root certificates: no valid certificate authority data seen",
+            ),
+            (
+                "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+                "unable to load root certificates: failed to parse certificate: x509: malformed certificate",
+            ),
+        ] {
+            let cc = config(serde_json::json!({"url": "https://h/p", "caBundle": b64(bundle)}));
+            let err = client_for("x", &cc, Duration::from_secs(1)).unwrap_err();
+            assert_eq!(err.to_string(), want, "{bundle}");
+            assert!(err.is_invalid_ca_bundle());
+        }
+        // Whitespace is no bundle: the system roots are used.
+        let cc = config(serde_json::json!({"url": "https://h/p", "caBundle": b64(" \n")}));
+        assert!(client_for("x", &cc, Duration::from_secs(1)).is_ok());
     }
 }

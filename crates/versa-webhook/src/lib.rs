@@ -1,5 +1,6 @@
-//! The HTTPS client that calls one webhook: a definition's conversion webhook, or an admission
-//! webhook (`versa-admission` builds its clients with [`WebhookClient::for_endpoint`]).
+//! The HTTPS client that calls one webhook — a definition's conversion webhook (versa-conversion)
+//! or an admission webhook (versa-admission) — the one webhook client of versa
+//! ([`WebhookClient::for_endpoint`]).
 //!
 //! Built once per configuration change: the endpoint (`clientConfig.url`, or
 //! `clientConfig.service` as `https://<name>.<namespace>.svc:<port><path>`, port 443 by default,
@@ -33,7 +34,6 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookClientConfig;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::{PemObject, SectionKind};
 use rustls::{CertificateError, RootCertStore};
@@ -41,10 +41,22 @@ use serde_json::Value;
 use tokio::time::Instant;
 use versa_schema::field::go_quote;
 
-use crate::BuildError;
-
 /// The smallest limit on a webhook's answer, whatever the size of the request.
 pub const MIN_RESPONSE_LIMIT: usize = 64 << 20;
+
+/// Why a webhook's client cannot be built (each message as kube-apiserver gives it).
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The `caBundle` holds no usable certificate.
+    #[error("unable to load root certificates: {reason}")]
+    InvalidCaBundle { reason: String },
+    /// The URL does not parse.
+    #[error("failed calling webhook {}: Unparsable URL: {reason}", go_quote(.webhook_name))]
+    InvalidUrl { webhook_name: String, reason: String },
+    /// The TLS client cannot be set up.
+    #[error("cannot set up TLS for the conversion webhook: {0}")]
+    Tls(#[source] rustls::Error),
+}
 
 /// client-go caps the text of an unstructured error body at this many bytes.
 const MAX_UNSTRUCTURED_TEXT: usize = 2048;
@@ -88,25 +100,6 @@ impl std::fmt::Debug for WebhookClient {
 }
 
 impl WebhookClient {
-    /// A client for the webhook of definition `definition` (named in errors the way kube names
-    /// the webhook: `conversion_webhook_for_<definition>`). A zero `timeout` means none, as in
-    /// client-go.
-    pub(crate) fn new(definition: &str, config: &WebhookClientConfig, timeout: Duration) -> Result<Self, BuildError> {
-        let webhook_name = format!("conversion_webhook_for_{definition}");
-        let endpoint = match (&config.service, &config.url) {
-            (Some(svc), _) => Endpoint::Service {
-                namespace: &svc.namespace,
-                name: &svc.name,
-                port: svc.port,
-                path: svc.path.as_deref(),
-            },
-            (None, Some(url)) => Endpoint::Url(url),
-            (None, None) => return Err(BuildError::NoEndpoint { webhook_name }),
-        };
-        let ca_bundle = config.ca_bundle.as_ref().map(|b| b.0.as_slice());
-        WebhookClient::for_endpoint(&webhook_name, endpoint, ca_bundle, timeout, None)
-    }
-
     /// A client for webhook `webhook_name` (the name errors give it) at `endpoint`, trusting
     /// `ca_bundle` (PEM; the system roots when absent or blank), each call bounded by `timeout`
     /// (zero: none), which the URL also carries as `?timeout=`. With a `resolver`, a Service is
@@ -117,7 +110,7 @@ impl WebhookClient {
         ca_bundle: Option<&[u8]>,
         timeout: Duration,
         resolver: Option<&dyn ServiceResolver>,
-    ) -> Result<Self, BuildError> {
+    ) -> Result<Self, ClientError> {
         // The base URL messages show, where to connect instead (a resolved Service), and the
         // name the certificate must hold then.
         let (base, path, dial, server_name) = match endpoint {
@@ -127,11 +120,11 @@ impl WebhookClient {
                 let host = format!("{name}.{namespace}.svc");
                 let dial = match resolver {
                     Some(r) => {
-                        let port = u16::try_from(port).map_err(|_| BuildError::InvalidUrl {
+                        let port = u16::try_from(port).map_err(|_| ClientError::InvalidUrl {
                             webhook_name: webhook_name.to_owned(),
                             reason: format!("invalid port {port}"),
                         })?;
-                        let resolved = r.resolve(namespace, name, port).map_err(|reason| BuildError::InvalidUrl {
+                        let resolved = r.resolve(namespace, name, port).map_err(|reason| ClientError::InvalidUrl {
                             webhook_name: webhook_name.to_owned(),
                             reason,
                         })?;
@@ -143,12 +136,12 @@ impl WebhookClient {
                 (format!("https://{host}:{port}"), path.unwrap_or_default().to_owned(), dial, server_name)
             }
             Endpoint::Url(url) => {
-                let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| BuildError::InvalidUrl {
+                let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| ClientError::InvalidUrl {
                     webhook_name: webhook_name.to_owned(),
                     reason: e.to_string(),
                 })?;
                 let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
-                    return Err(BuildError::InvalidUrl {
+                    return Err(ClientError::InvalidUrl {
                         webhook_name: webhook_name.to_owned(),
                         reason: format!("{url:?} is not an absolute URL"),
                     });
@@ -167,7 +160,7 @@ impl WebhookClient {
             Some(address) => format!("https://{address}{suffix}"),
             None => url.clone(),
         };
-        let uri: http::Uri = target.parse().map_err(|e: http::uri::InvalidUri| BuildError::InvalidUrl {
+        let uri: http::Uri = target.parse().map_err(|e: http::uri::InvalidUri| ClientError::InvalidUrl {
             webhook_name: webhook_name.to_owned(),
             reason: e.to_string(),
         })?;
@@ -186,7 +179,7 @@ impl WebhookClient {
         let builder = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_only();
         let builder = match server_name {
             Some(name) => {
-                let name = rustls::pki_types::ServerName::try_from(name).map_err(|e| BuildError::InvalidUrl {
+                let name = rustls::pki_types::ServerName::try_from(name).map_err(|e| ClientError::InvalidUrl {
                     webhook_name: webhook_name.to_owned(),
                     reason: e.to_string(),
                 })?;
@@ -206,6 +199,11 @@ impl WebhookClient {
     }
 
     /// The URL called, as messages print it.
+    /// The `host:port` the client connects to.
+    pub fn authority(&self) -> &str {
+        &self.authority
+    }
+
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -265,7 +263,7 @@ fn read_error(cause: &str) -> String {
 }
 
 /// The trust roots and TLS settings for a webhook.
-fn tls_config(ca_bundle: Option<&[u8]>) -> Result<rustls::ClientConfig, BuildError> {
+fn tls_config(ca_bundle: Option<&[u8]>) -> Result<rustls::ClientConfig, ClientError> {
     let roots = match ca_bundle {
         Some(pem) => Arc::new(roots_from_pem(pem)?),
         None => system_roots(),
@@ -273,7 +271,7 @@ fn tls_config(ca_bundle: Option<&[u8]>) -> Result<rustls::ClientConfig, BuildErr
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(BuildError::Tls)?
+        .map_err(ClientError::Tls)?
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(config)
@@ -282,7 +280,7 @@ fn tls_config(ca_bundle: Option<&[u8]>) -> Result<rustls::ClientConfig, BuildErr
 /// The certificates of a `caBundle`. Like Go's `AppendCertsFromPEM`, blocks that are not
 /// certificates or do not parse are skipped; a bundle with no usable certificate is an error,
 /// worded as client-go words it.
-fn roots_from_pem(pem: &[u8]) -> Result<RootCertStore, BuildError> {
+fn roots_from_pem(pem: &[u8]) -> Result<RootCertStore, ClientError> {
     let mut blocks = 0usize;
     let mut certificates = Vec::new();
     for section in <(SectionKind, Vec<u8>)>::pem_slice_iter(pem) {
@@ -306,7 +304,7 @@ fn roots_from_pem(pem: &[u8]) -> Result<RootCertStore, BuildError> {
     } else {
         "no valid certificate authority data seen"
     };
-    Err(BuildError::InvalidCaBundle { reason: reason.to_owned() })
+    Err(ClientError::InvalidCaBundle { reason: reason.to_owned() })
 }
 
 /// The system trust roots, loaded once per process.
@@ -461,7 +459,7 @@ fn clean_path(p: &str) -> String {
 }
 
 /// Go's `time.Duration.String`: `30s`, `1m30s`, `1h0m0s`, `1.5s`, `300ms`, `2µs`, `0s`.
-pub(crate) fn go_duration(d: Duration) -> String {
+fn go_duration(d: Duration) -> String {
     let ns = d.as_nanos();
     /// `n / unit` with the remainder as trimmed decimals.
     fn decimal(n: u128, unit: u128, digits: usize) -> String {
@@ -561,66 +559,5 @@ mod tests {
         for (code, ct, body, want) in cases {
             assert_eq!(unstructured_response_error(*code, ct, body.as_bytes()), *want, "{code} {ct} {body}");
         }
-    }
-
-    fn config(v: serde_json::Value) -> WebhookClientConfig {
-        serde_json::from_value(v).unwrap()
-    }
-
-    #[test]
-    fn endpoints() {
-        let t = Duration::from_secs(30);
-        let cases = [
-            (
-                serde_json::json!({"service": {"namespace": "default", "name": "example-conversion-webhook-server", "path": "/crdconvert"}}),
-                "https://example-conversion-webhook-server.default.svc:443/crdconvert?timeout=30s",
-            ),
-            (
-                serde_json::json!({"service": {"namespace": "ns", "name": "svc", "port": 1234}}),
-                "https://svc.ns.svc:1234/?timeout=30s",
-            ),
-            (
-                serde_json::json!({"url": "https://my-webhook.example.com:9443/my-webhook-path"}),
-                "https://my-webhook.example.com:9443/my-webhook-path?timeout=30s",
-            ),
-        ];
-        for (cc, want) in cases {
-            let client = WebhookClient::new("crontabs.example.com", &config(cc), t).unwrap();
-            assert_eq!(client.url(), want);
-        }
-        let none = WebhookClient::new("x.example.com", &config(serde_json::json!({})), t).unwrap_err();
-        assert_eq!(
-            none.to_string(),
-            r#"failed calling webhook "conversion_webhook_for_x.example.com": webhook configuration must have either service or URL"#
-        );
-        let untimed =
-            WebhookClient::new("x", &config(serde_json::json!({"url": "https://h/p"})), Duration::ZERO).unwrap();
-        assert_eq!(untimed.url(), "https://h/p");
-        assert_eq!(untimed.authority, "h:443");
-    }
-
-    #[test]
-    fn ca_bundles() {
-        use base64::Engine as _;
-        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-        for (bundle, want) in [
-            ("not pem", "unable to load root certificates: unable to parse bytes as PEM block"),
-            (
-                "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
-                "unable to load root certificates: no valid certificate authority data seen",
-            ),
-            (
-                "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
-                "unable to load root certificates: failed to parse certificate: x509: malformed certificate",
-            ),
-        ] {
-            let cc = config(serde_json::json!({"url": "https://h/p", "caBundle": b64(bundle)}));
-            let err = WebhookClient::new("x", &cc, Duration::from_secs(1)).unwrap_err();
-            assert_eq!(err.to_string(), want, "{bundle}");
-            assert!(matches!(err, BuildError::InvalidCaBundle { .. }));
-        }
-        // Whitespace is no bundle: the system roots are used.
-        let cc = config(serde_json::json!({"url": "https://h/p", "caBundle": b64(" \n")}));
-        assert!(WebhookClient::new("x", &cc, Duration::from_secs(1)).is_ok());
     }
 }
