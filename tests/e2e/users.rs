@@ -106,3 +106,127 @@ fn bad_requests_are_refused() {
         "{stderr}"
     );
 }
+
+const WIDGETS: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+/// Waits until kubectl as `kubeconfig` with `args` succeeds (`allowed`) or is refused.
+fn until(kubeconfig: &Path, args: &[&str], allowed: bool) -> String {
+    versa_e2e::wait_for(&format!("{args:?} allowed={allowed}"), std::time::Duration::from_secs(30), || {
+        let out = kubectl(kubeconfig, args);
+        let text = String::from_utf8_lossy(if out.status.success() { &out.stdout } else { &out.stderr }).into_owned();
+        if out.status.success() == allowed { Ok(text) } else { Err(text) }
+    })
+}
+
+/// RBAC objects decide what a user may do, as in kube: a Role and its RoleBinding let alice
+/// read ConfigMaps in one namespace only; a ClusterRole of one custom resource's `status` (and
+/// reading it, which kubectl's patch does first) lets her write the status and nothing else; deleting the binding takes the grant back; kube's
+/// validation refuses a namespaced rule of non-resource URLs.
+#[test]
+fn rbac_objects_grant_and_take_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = d.join("data");
+    let versa = Versa::start(&data);
+    let alice = issue(d, "alice", &["--user", "alice", "--group", "devs", "--data-dir", data.to_str().unwrap()]);
+    ok(versa.kubectl(&["create", "namespace", "team"]));
+    ok(versa.kubectl(&["create", "configmap", "settings", "-n", "team", "--from-literal=a=b"]));
+    let err = fails(kubectl(&alice, &["get", "configmaps", "-n", "team"]));
+    assert!(
+        err.contains(r#"User "alice" cannot list resource "configmaps" in API group "" in the namespace "team""#),
+        "{err}"
+    );
+
+    // kubectl's typed client creates both (protobuf bodies).
+    ok(versa.kubectl(&["create", "role", "cm-reader", "-n", "team", "--verb=get,list,watch", "--resource=configmaps"]));
+    ok(versa.kubectl(&["create", "rolebinding", "alice-reads", "-n", "team", "--role=cm-reader", "--user=alice"]));
+    assert!(until(&alice, &["get", "configmaps", "-n", "team"], true).contains("settings"));
+    let err = fails(kubectl(&alice, &["get", "configmaps", "-n", "default"]));
+    assert!(err.contains(r#"cannot list resource "configmaps" in API group "" in the namespace "default""#), "{err}");
+    let err = fails(kubectl(&alice, &["delete", "configmap", "settings", "-n", "team"]));
+    assert!(err.contains(r#"cannot delete resource "configmaps""#), "{err}");
+
+    // Only the status of widgets.
+    ok(versa.kubectl_file("apply", d, "widgets", WIDGETS));
+    ok(versa.kubectl(&["wait", "--for=condition=Established", "crd/widgets.example.com"]));
+    ok(versa.kubectl_file(
+        "apply",
+        d,
+        "w1",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: team}\nspec: {size: 1}\n",
+    ));
+    ok(versa.kubectl_file(
+        "apply",
+        d,
+        "status-role",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: widget-status}\n\
+         rules:\n- {apiGroups: [example.com], resources: [widgets/status], verbs: [get, patch, update]}\n\
+         - {apiGroups: [example.com], resources: [widgets], verbs: [get]}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: alice-status, namespace: team}\n\
+         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: widget-status}\n\
+         subjects:\n- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}\n",
+    ));
+    let status = [
+        "patch",
+        "widget",
+        "w1",
+        "-n",
+        "team",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"ok":true}}"#,
+    ];
+    until(&alice, &status, true);
+    let err = fails(kubectl(
+        &alice,
+        &["patch", "widget", "w1", "-n", "team", "--type=merge", "-p", r#"{"spec":{"size":2}}"#],
+    ));
+    assert!(
+        err.contains(r#"cannot patch resource "widgets" in API group "example.com" in the namespace "team""#),
+        "{err}"
+    );
+
+    // The binding gone, the grant is gone.
+    ok(versa.kubectl(&["delete", "rolebinding", "alice-reads", "-n", "team"]));
+    until(&alice, &["get", "configmaps", "-n", "team"], false);
+
+    // kube's validation.
+    let err = fails(versa.kubectl_file(
+        "apply",
+        d,
+        "bad-role",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: bad, namespace: team}\n\
+         rules:\n- {nonResourceURLs: [/healthz], verbs: [get]}\n",
+    ));
+    assert!(err.contains("rules[0].nonResourceURLs: Invalid value: [\"/healthz\"]: namespaced rules cannot apply to non-resource URLs"), "{err}");
+    let err = fails(versa.kubectl(&[
+        "patch",
+        "rolebinding",
+        "alice-status",
+        "-n",
+        "team",
+        "--type=merge",
+        "-p",
+        r#"{"roleRef":{"name":"other"}}"#,
+    ]));
+    assert!(err.contains("roleRef: Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"ClusterRole\", Name:\"other\"}: cannot change roleRef"), "{err}");
+}

@@ -153,7 +153,13 @@ fn main() {
         Some(Ok(single)) => SchemaRules::compile(&single),
         _ => SchemaRules::compile(&schema),
     };
-    let kind = ResourceKind { group: "stable.example.com", version: "v1", kind: "CronTab", namespaced: true };
+    let kind = ResourceKind {
+        group: "stable.example.com",
+        version: "v1",
+        kind: "CronTab",
+        namespaced: true,
+        name_rule: versa_schema::names::name_is_dns_subdomain,
+    };
     let corpus: Vec<(Vec<u8>, Value)> =
         (0..1_000).map(|i| (serde_json::to_vec(&object(i, 1)).unwrap_or_default(), object(i, 0))).collect();
     // Sanity: the corpus is valid for the schema and the rules, and the rules do run (a

@@ -235,11 +235,23 @@ fn stages(schema: &Structural, docs: &[Vec<u8>], kind: &ResourceKind<'_>) {
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing useful either way.
     let crontabs: Vec<Value> = (0..1000).map(crontab).collect();
-    let kind = ResourceKind { group: "stable.example.com", version: "v1", kind: "CronTab", namespaced: true };
+    let kind = ResourceKind {
+        group: "stable.example.com",
+        version: "v1",
+        kind: "CronTab",
+        namespaced: true,
+        name_rule: versa_schema::names::name_is_dns_subdomain,
+    };
     run("crontab x1000", &crontab_schema(), &crontabs, &kind);
 
     let depth = 40;
     let deep: Vec<Value> = (0..1000).map(|i| nested(i, depth)).collect();
-    let kind = ResourceKind { group: "deep.example.com", version: "v1", kind: "Deep", namespaced: true };
+    let kind = ResourceKind {
+        group: "deep.example.com",
+        version: "v1",
+        kind: "Deep",
+        namespaced: true,
+        name_rule: versa_schema::names::name_is_dns_subdomain,
+    };
     run(&format!("nested depth {depth} x1000"), &nested_schema(depth), &deep, &kind);
 }

@@ -27,6 +27,10 @@ pub struct ResourceKind<'a> {
     pub kind: &'a str,
     /// Namespaced or cluster-scoped (decides the `metadata.namespace` rule).
     pub namespaced: bool,
+    /// The rule of `metadata.name`: a DNS-1123 subdomain for custom resources
+    /// ([`names::name_is_dns_subdomain`]); kinds of kube's own may have another (RBAC's names are
+    /// path segments: `system:discovery`).
+    pub name_rule: names::NameValidator,
 }
 
 /// What admitting a write produced besides the object itself.
@@ -170,13 +174,7 @@ fn root_meta_errors(obj: &Value, kind: &ResourceKind<'_>, errs: &mut ErrorList) 
     const NO_META: Value = Value::Null;
     let meta = obj.get("metadata").unwrap_or(&NO_META);
     // Absent metadata decodes as empty, like `{}`.
-    metadata::object_meta_errors(
-        meta,
-        &|| Path::new("metadata"),
-        names::name_is_dns_subdomain,
-        Some(kind.namespaced),
-        errs,
-    );
+    metadata::object_meta_errors(meta, &|| Path::new("metadata"), kind.name_rule, Some(kind.namespaced), errs);
 }
 
 /// Gives an object with `metadata.generateName` and no name its name, as the server does on

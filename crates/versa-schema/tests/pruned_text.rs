@@ -134,7 +134,13 @@ fn text_path(text: &str, schema: &Structural) -> Option<Vec<u8>> {
 #[test]
 fn pruned_text_is_the_pruned_tree_written() {
     let mut r = Rng(0x1234_5678_9abc_def1);
-    let kind = ResourceKind { group: "example.com", version: "v1", kind: "Thing", namespaced: true };
+    let kind = ResourceKind {
+        group: "example.com",
+        version: "v1",
+        kind: "Thing",
+        namespaced: true,
+        name_rule: versa_schema::names::name_is_dns_subdomain,
+    };
     let (mut ran, mut fast) = (0, 0);
     let mut failures = Vec::new();
     for i in 0..600 {

@@ -33,6 +33,7 @@ fn seed_examples() {
             version: k["version"].as_str().unwrap(),
             kind: k["kind"].as_str().unwrap(),
             namespaced: k["namespaced"].as_bool().unwrap(),
+            name_rule: versa_schema::names::name_is_dns_subdomain,
         };
         for case in doc["cases"].as_array().unwrap() {
             ran += 1;

@@ -109,6 +109,7 @@ fn the_single_walk_is_the_separate_walks() {
                 version: k["version"].as_str().unwrap_or("v1"),
                 kind: k["kind"].as_str().unwrap_or("Thing"),
                 namespaced: k["namespaced"].as_bool().unwrap_or(true),
+                name_rule: versa_schema::names::name_is_dns_subdomain,
             };
             for case in doc["cases"].as_array().unwrap() {
                 let Some(schema) = case.get("schema").or_else(|| doc.get("schema")) else { continue };
@@ -134,7 +135,13 @@ fn the_single_walk_is_the_separate_walks() {
 #[test]
 fn the_single_walk_is_the_separate_walks_on_generated_schemas() {
     let mut r = Rng(0x2545_f491_4f6c_dd1d);
-    let kind = ResourceKind { group: "example.com", version: "v1", kind: "Thing", namespaced: true };
+    let kind = ResourceKind {
+        group: "example.com",
+        version: "v1",
+        kind: "Thing",
+        namespaced: true,
+        name_rule: versa_schema::names::name_is_dns_subdomain,
+    };
     let mut failures = Vec::new();
     let mut ran = 0;
     for i in 0..400 {

@@ -37,6 +37,7 @@ pub mod pki;
 mod protobuf;
 pub mod query;
 pub mod rbac;
+pub mod rbac_authorizer;
 pub mod replicas;
 pub mod request_info;
 mod rest;

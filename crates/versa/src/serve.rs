@@ -379,7 +379,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let audit = args.audit.config()?;
     let cluster = args.cluster.config().await?;
     let mode = if cluster.is_some() { "cluster" } else { "standalone" };
-    let auth = match &args.token_auth_file {
+    let mut auth = match &args.token_auth_file {
         Some(_) if cluster.is_some() => {
             anyhow::bail!("--token-auth-file is for standalone mode: behind kube-apiserver, kube authenticates")
         }
@@ -391,6 +391,11 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         None => Auth::standalone(),
     };
     let store = open_store(&args).await?;
+    if cluster.is_none() {
+        // Standalone decides with the RBAC objects it stores (behind kube-apiserver, kube does).
+        let keys = versa_storage::Keys::new(&args.storage_prefix);
+        auth.authorizer = Arc::new(versa_server::rbac_authorizer::RbacAuthorizer::start(store.clone(), keys));
+    }
     let etcd = match args.storage {
         StorageKind::Etcd => Some(etcd_config(&args)?),
         StorageKind::Embedded => None,

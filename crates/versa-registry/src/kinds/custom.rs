@@ -46,13 +46,29 @@ pub fn admit(
     ver: &Version,
     obj: &mut Value,
     old: Option<&Value>,
+    part: Part,
+    warnings: &mut Vec<String>,
+    extra: impl FnOnce(&Value, Option<&Value>) -> ErrorList,
+) -> Result<Vec<String>> {
+    admit_named(res, ver, obj, old, part, warnings, versa_schema::names::name_is_dns_subdomain, extra)
+}
+
+/// [`admit`] with the kind's own rule for `metadata.name` (RBAC's names are path segments).
+#[allow(clippy::too_many_arguments, reason = "admit's arguments and the name rule")]
+pub fn admit_named(
+    res: &Resource,
+    ver: &Version,
+    obj: &mut Value,
+    old: Option<&Value>,
     _part: Part,
     warnings: &mut Vec<String>,
+    name_rule: versa_schema::names::NameValidator,
     extra: impl FnOnce(&Value, Option<&Value>) -> ErrorList,
 ) -> Result<Vec<String>> {
     let name = name_of(obj).to_owned();
     let invalid = |errs: ErrorList| Error::invalid(&res.group, &res.kind, &name, errs);
-    let kind = ResourceKind { group: &res.group, version: &ver.name, kind: &res.kind, namespaced: res.namespaced };
+    let kind =
+        ResourceKind { group: &res.group, version: &ver.name, kind: &res.kind, namespaced: res.namespaced, name_rule };
     let Some(schema) = ver.schema().map(|s| &**s) else {
         return Err(Error::internal(format!("no schema for version {}", ver.name)));
     };

@@ -27,6 +27,7 @@ pub mod keys;
 pub mod lease;
 pub mod namespace;
 pub mod patch;
+pub mod rbac;
 pub mod secret;
 
 use serde_json::Value;
@@ -218,6 +219,10 @@ pub static CORE: &[&CoreKind] = &[
     &admission::VALIDATING_BINDINGS,
     &admission::MUTATING_POLICIES,
     &admission::MUTATING_BINDINGS,
+    &rbac::ROLE_KIND,
+    &rbac::CLUSTER_ROLE_KIND,
+    &rbac::ROLE_BINDING_KIND,
+    &rbac::CLUSTER_ROLE_BINDING_KIND,
 ];
 
 /// The core kinds other code names (the namespace controller, the event recorder, admission's

@@ -1,7 +1,7 @@
 //! The messages versa decodes, as tables: for each, its protobuf name and its fields in the Go
 //! struct's order — number, JSON name, type ([`Ty`]) and when Go's `encoding/json` writes it
-//! ([`Rule`]). v1 `Namespace`, `Event`, `Secret`, `ConfigMap`, coordination/v1 `Lease` and meta/v1
-//! `DeleteOptions`, with
+//! ([`Rule`]). v1 `Namespace`, `Event`, `Secret`, `ConfigMap`, coordination/v1 `Lease`, the four
+//! rbac/v1 kinds and meta/v1 `DeleteOptions`, with
 //! everything they contain: `ObjectMeta` in full, owner references, managed fields, times. A
 //! new kind is a new table here and a line in `decode`'s match.
 
@@ -286,4 +286,84 @@ pub(super) static LEASE_SPEC: Message = Message {
         field(6, "strategy", Ty::Str, Pointer),
         field(7, "preferredHolder", Ty::Str, Pointer),
     ],
+};
+
+/// rbac/v1 `Role` (`kubectl create role`, client-go's typed client).
+pub(super) static ROLE: Message = Message {
+    name: "Role",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(2, "rules", Ty::Messages(&POLICY_RULE), Keep),
+    ],
+};
+
+/// rbac/v1 `ClusterRole`.
+pub(super) static CLUSTER_ROLE: Message = Message {
+    name: "ClusterRole",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(2, "rules", Ty::Messages(&POLICY_RULE), Keep),
+        field(3, "aggregationRule", Ty::Message(&AGGREGATION_RULE), Pointer),
+    ],
+};
+
+pub(super) static POLICY_RULE: Message = Message {
+    name: "PolicyRule",
+    fields: &[
+        field(1, "verbs", Ty::Strings, Keep),
+        field(2, "apiGroups", Ty::Strings, Omit),
+        field(3, "resources", Ty::Strings, Omit),
+        field(4, "resourceNames", Ty::Strings, Omit),
+        field(5, "nonResourceURLs", Ty::Strings, Omit),
+    ],
+};
+
+pub(super) static AGGREGATION_RULE: Message = Message {
+    name: "AggregationRule",
+    fields: &[field(1, "clusterRoleSelectors", Ty::Messages(&LABEL_SELECTOR), Omit)],
+};
+
+/// meta/v1 `LabelSelector`.
+pub(super) static LABEL_SELECTOR: Message = Message {
+    name: "LabelSelector",
+    fields: &[
+        field(1, "matchLabels", Ty::Map(&MATCH_LABELS_ENTRY), Omit),
+        field(2, "matchExpressions", Ty::Messages(&LABEL_SELECTOR_REQUIREMENT), Omit),
+    ],
+};
+
+pub(super) static MATCH_LABELS_ENTRY: Message = Message { name: "LabelSelector.MatchLabelsEntry", fields: MAP_ENTRY };
+
+pub(super) static LABEL_SELECTOR_REQUIREMENT: Message = Message {
+    name: "LabelSelectorRequirement",
+    fields: &[
+        field(1, "key", Ty::Str, Keep),
+        field(2, "operator", Ty::Str, Keep),
+        field(3, "values", Ty::Strings, Omit),
+    ],
+};
+
+/// rbac/v1 `RoleBinding` and `ClusterRoleBinding` (one layout).
+pub(super) static ROLE_BINDING: Message = Message {
+    name: "RoleBinding",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(2, "subjects", Ty::Messages(&SUBJECT), Omit),
+        field(3, "roleRef", Ty::Message(&ROLE_REF), Keep),
+    ],
+};
+
+pub(super) static SUBJECT: Message = Message {
+    name: "Subject",
+    fields: &[
+        field(1, "kind", Ty::Str, Keep),
+        field(2, "apiGroup", Ty::Str, Omit),
+        field(3, "name", Ty::Str, Keep),
+        field(4, "namespace", Ty::Str, Omit),
+    ],
+};
+
+pub(super) static ROLE_REF: Message = Message {
+    name: "RoleRef",
+    fields: &[field(1, "apiGroup", Ty::Str, Keep), field(2, "kind", Ty::Str, Keep), field(3, "name", Ty::Str, Keep)],
 };

@@ -5,7 +5,7 @@
 //! read them too. Answers stay JSON (those clients accept both). This module owns the wire
 //! format: the envelope (the magic bytes `k8s\0`, then a `runtime.Unknown` whose `typeMeta`
 //! names the kind and whose `raw` holds the object), and the messages of the kinds it decodes —
-//! v1 `Namespace`, `Event`, `Secret` and `ConfigMap`, coordination/v1 `Lease`, and meta/v1
+//! v1 `Namespace`, `Event`, `Secret` and `ConfigMap`, coordination/v1 `Lease`, rbac/v1, and meta/v1
 //! `DeleteOptions` (the body of a typed client's
 //! DELETE, in whatever group version it names, as kube decodes it) with everything they
 //! contain: `ObjectMeta` in full, owner references, managed fields, times.
@@ -52,7 +52,7 @@ use serde_json::{Map, Value};
 use envelope::{Envelope, MAGIC, PROTOBUF_CONTENT_TYPES};
 pub use error::ProtobufError;
 use error::Result;
-use kinds::{CONFIG_MAP, DELETE_OPTIONS, EVENT, LEASE, NAMESPACE, SECRET};
+use kinds::{CLUSTER_ROLE, CONFIG_MAP, DELETE_OPTIONS, EVENT, LEASE, NAMESPACE, ROLE, ROLE_BINDING, SECRET};
 use message::message;
 
 /// Decodes a Kubernetes protobuf body (magic, `runtime.Unknown` envelope, object) into the
@@ -78,6 +78,9 @@ pub fn decode(body: &[u8]) -> Result<Value> {
         ("v1", "Secret") => &SECRET,
         ("v1", "ConfigMap") => &CONFIG_MAP,
         ("coordination.k8s.io/v1", "Lease") => &LEASE,
+        ("rbac.authorization.k8s.io/v1", "Role") => &ROLE,
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => &CLUSTER_ROLE,
+        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => &ROLE_BINDING,
         // kube decodes DeleteOptions in every group version (it is one message in all of them).
         (_, "DeleteOptions") => &DELETE_OPTIONS,
         _ => return Err(ProtobufError::Kind { api_version: envelope.api_version, kind: envelope.kind }),

@@ -1,0 +1,146 @@
+//! Standalone's authorizer: kube's order of authorizers, in versa's terms — `system:masters`
+//! may do anything (kube's privileged-group authorizer); then the RBAC objects in force
+//! ([`crate::rbac::Policy`]: the Roles, ClusterRoles, RoleBindings and ClusterRoleBindings
+//! stored under `rbac.authorization.k8s.io`); then what kube's bootstrap policy grants every
+//! authenticated user (discovery, OpenAPI, version, health: [`MastersAuthorizer`]'s rule).
+//!
+//! The policy is read from storage, never per request: one list of the group's prefix and one
+//! watch from its revision keep it current (a binding written is in force as soon as the watch
+//! brings it — for the next request, as in kube, which does not re-decide open watches). A
+//! lost watch lists again. Until the first list has been read, requests wait for it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use serde_json::Value;
+use tokio::sync::watch;
+use versa_storage::{Keys, ListOptions, Store};
+
+use crate::auth::{Authorizer, BoxFuture, Decision, MastersAuthorizer, UserInfo};
+use crate::rbac::{Attributes, Policy};
+use crate::request_info::RequestInfo;
+
+/// The group whose objects make the policy.
+const GROUP: &str = "rbac.authorization.k8s.io";
+
+/// Standalone authorization with RBAC (see the module's documentation).
+#[derive(Debug)]
+pub struct RbacAuthorizer {
+    policy: watch::Receiver<Option<Arc<Policy>>>,
+}
+
+impl RbacAuthorizer {
+    /// Starts keeping the policy of `store` (under `keys`) current, on the running runtime.
+    pub fn start(store: Arc<dyn Store>, keys: Keys) -> RbacAuthorizer {
+        let (send, policy) = watch::channel(None);
+        tokio::spawn(keep(store, keys, send));
+        RbacAuthorizer { policy }
+    }
+
+    /// The policy in force, once it has been read.
+    async fn policy(&self) -> Option<Arc<Policy>> {
+        let mut policy = self.policy.clone();
+        let read = policy.wait_for(Option::is_some).await.ok()?;
+        read.clone()
+    }
+}
+
+impl Authorizer for RbacAuthorizer {
+    fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> BoxFuture<'a, Decision> {
+        Box::pin(async move {
+            if let Decision::Allow(reason) = MastersAuthorizer.authorize(user, request).await {
+                return Decision::Allow(reason);
+            }
+            let Some(policy) = self.policy().await else {
+                return Decision::Error("the RBAC policy cannot be read".into());
+            };
+            let attrs = Attributes {
+                user: &user.name,
+                groups: &user.groups,
+                verb: &request.verb,
+                namespace: &request.namespace,
+                resource_request: request.is_resource_request,
+                api_group: &request.api_group,
+                resource: &request.resource,
+                subresource: &request.subresource,
+                name: &request.name,
+                path: &request.path,
+            };
+            let decision = policy.authorize(&attrs);
+            if decision.allowed { Decision::Allow(decision.reason) } else { Decision::Deny(decision.reason) }
+        })
+    }
+}
+
+/// Lists the group, publishes the policy, and follows the watch; again after any failure.
+async fn keep(store: Arc<dyn Store>, keys: Keys, send: watch::Sender<Option<Arc<Policy>>>) {
+    let prefix = format!("{}/{GROUP}/", keys.prefix());
+    loop {
+        if let Err(e) = follow(&*store, &prefix, &send).await {
+            tracing::warn!(error = %e, "reading the RBAC policy; trying again");
+        }
+        if send.is_closed() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// One list and the watch after it, until the watch ends.
+async fn follow(
+    store: &dyn Store,
+    prefix: &str,
+    send: &watch::Sender<Option<Arc<Policy>>>,
+) -> Result<(), versa_storage::Error> {
+    let mut objects = std::collections::BTreeMap::new();
+    let mut options = ListOptions::default();
+    let revision = loop {
+        let page = store.list(prefix, options.clone()).await?;
+        for kv in page.items {
+            objects.insert(kv.key.clone(), kv.value.to_vec());
+        }
+        match page.continue_token {
+            Some(token) => options.continue_token = Some(token),
+            None => break page.revision,
+        }
+    };
+    send.send_replace(Some(Arc::new(policy_of(prefix, &objects))));
+    let mut watch = store.watch(prefix, revision).await?;
+    while let Some(event) = watch.next().await {
+        match event? {
+            versa_storage::WatchEvent::Added(kv) | versa_storage::WatchEvent::Modified { kv, .. } => {
+                objects.insert(kv.key.clone(), kv.value.to_vec());
+            }
+            versa_storage::WatchEvent::Deleted { prev, .. } => {
+                objects.remove(&prev.key);
+            }
+            versa_storage::WatchEvent::Progress { .. } => continue,
+        }
+        send.send_replace(Some(Arc::new(policy_of(prefix, &objects))));
+        if send.is_closed() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// The policy of the stored objects (keyed `<prefix><plural>/…`, `prefix` the group's); one
+/// that does not parse is left out (the write path admitted it, so it does not happen).
+fn policy_of(prefix: &str, objects: &std::collections::BTreeMap<String, Vec<u8>>) -> Policy {
+    let (mut roles, mut cluster_roles, mut role_bindings, mut cluster_role_bindings) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (key, value) in objects {
+        let Ok(object) = serde_json::from_slice::<Value>(value) else { continue };
+        match key.strip_prefix(prefix).and_then(|rest| rest.split('/').next()) {
+            Some("roles") => roles.extend(serde_json::from_value::<Role>(object).ok()),
+            Some("clusterroles") => cluster_roles.extend(serde_json::from_value::<ClusterRole>(object).ok()),
+            Some("rolebindings") => role_bindings.extend(serde_json::from_value::<RoleBinding>(object).ok()),
+            Some("clusterrolebindings") => {
+                cluster_role_bindings.extend(serde_json::from_value::<ClusterRoleBinding>(object).ok())
+            }
+            _ => {}
+        }
+    }
+    Policy::new(roles, cluster_roles, role_bindings, cluster_role_bindings)
+}
