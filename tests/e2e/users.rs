@@ -205,6 +205,19 @@ fn rbac_objects_grant_and_take_back() {
         "{err}"
     );
 
+    // kubectl auth can-i asks the same authorizer (SelfSubjectAccessReviews).
+    let can = |args: &[&str]| {
+        let out = kubectl(&alice, &[&["auth", "can-i"], args].concat());
+        let said = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if said.is_empty() { String::from_utf8_lossy(&out.stderr).into_owned() } else { said }
+    };
+    assert_eq!(can(&["list", "configmaps", "-n", "team"]), "yes");
+    assert_eq!(can(&["list", "configmaps", "-n", "default"]), "no");
+    assert_eq!(can(&["patch", "widgets.example.com", "--subresource=status", "-n", "team"]), "yes");
+    assert_eq!(can(&["patch", "widgets.example.com", "-n", "team"]), "no");
+    assert_eq!(can(&["get", "/apis"]), "yes");
+    assert_eq!(can(&["get", "/metrics"]), "no");
+
     // The binding gone, the grant is gone.
     ok(versa.kubectl(&["delete", "rolebinding", "alice-reads", "-n", "team"]));
     until(&alice, &["get", "configmaps", "-n", "team"], false);

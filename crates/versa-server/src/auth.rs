@@ -122,8 +122,8 @@ impl Authenticator for ClientCertAuthenticator {
 /// Standalone authorization: members of `system:masters` may do anything; every authenticated
 /// user may read what kube's bootstrap policy lets `system:authenticated` read (the
 /// `system:discovery` and `system:public-info-viewer` ClusterRoles: discovery, OpenAPI, version
-/// and health), so that kubectl can discover the API and say what it is refused; nobody else
-/// anything.
+/// and health), so that kubectl can discover the API and say what it is refused, and ask what
+/// it may do (`system:basic-user`: SelfSubjectAccessReviews); nobody else anything.
 #[derive(Debug, Default)]
 pub struct MastersAuthorizer;
 
@@ -160,6 +160,14 @@ impl Authorizer for MastersAuthorizer {
             && user.groups.iter().any(|g| g == AUTHENTICATED_GROUP)
             && discovery_path(&request.path)
         {
+            Decision::Allow(String::new())
+        } else if request.is_resource_request
+            && request.verb == "create"
+            && request.api_group == "authorization.k8s.io"
+            && request.resource == "selfsubjectaccessreviews"
+            && user.groups.iter().any(|g| g == AUTHENTICATED_GROUP)
+        {
+            // kube's `system:basic-user`: anyone may ask what they may do.
             Decision::Allow(String::new())
         } else {
             Decision::Deny(String::new())

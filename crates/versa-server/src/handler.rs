@@ -257,6 +257,18 @@ async fn authorized(
         });
         return Status::forbidden(forbidden_message(&user, info, &reason), details).into_response();
     }
+    if info.is_resource_request
+        && info.api_group == crate::access_review::GROUP
+        && info.resource == crate::access_review::SELF_SUBJECT_ACCESS_REVIEWS
+        && info.verb == "create"
+    {
+        let (parts, body) = req.into_parts();
+        let answer = match crate::rest::read_body(body).await {
+            Ok(body) => crate::access_review::self_subject_access_review(&state, &user, &parts.headers, &body).await,
+            Err(status) => Err(status),
+        };
+        return answer.unwrap_or_else(Status::into_response);
+    }
     if info.is_resource_request {
         // Who asks travels with the request to the REST layer (admission needs it).
         let mut req = req;

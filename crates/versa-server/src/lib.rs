@@ -19,6 +19,7 @@
 //! Every request: TLS (client certificate optional at the handshake) → authenticate → authorize
 //! → route (see `handler.rs`). Errors are `metav1.Status` objects (`status.rs`).
 
+pub mod access_review;
 pub mod admission;
 pub mod audit;
 pub mod auth;

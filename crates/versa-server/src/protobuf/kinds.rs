@@ -367,3 +367,49 @@ pub(super) static ROLE_REF: Message = Message {
     name: "RoleRef",
     fields: &[field(1, "apiGroup", Ty::Str, Keep), field(2, "kind", Ty::Str, Keep), field(3, "name", Ty::Str, Keep)],
 };
+
+/// authorization/v1 `SelfSubjectAccessReview` (`kubectl auth can-i`, client-go's typed client).
+pub(super) static SELF_SUBJECT_ACCESS_REVIEW: Message = Message {
+    name: "SelfSubjectAccessReview",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(2, "spec", Ty::Message(&SELF_SUBJECT_ACCESS_REVIEW_SPEC), Keep),
+        field(3, "status", Ty::Message(&SUBJECT_ACCESS_REVIEW_STATUS), Keep),
+    ],
+};
+
+pub(super) static SELF_SUBJECT_ACCESS_REVIEW_SPEC: Message = Message {
+    name: "SelfSubjectAccessReviewSpec",
+    fields: &[
+        field(1, "resourceAttributes", Ty::Message(&RESOURCE_ATTRIBUTES), Pointer),
+        field(2, "nonResourceAttributes", Ty::Message(&NON_RESOURCE_ATTRIBUTES), Pointer),
+    ],
+};
+
+pub(super) static RESOURCE_ATTRIBUTES: Message = Message {
+    name: "ResourceAttributes",
+    fields: &[
+        field(1, "namespace", Ty::Str, Omit),
+        field(2, "verb", Ty::Str, Omit),
+        field(3, "group", Ty::Str, Omit),
+        field(4, "version", Ty::Str, Omit),
+        field(5, "resource", Ty::Str, Omit),
+        field(6, "subresource", Ty::Str, Omit),
+        field(7, "name", Ty::Str, Omit),
+    ],
+};
+
+pub(super) static NON_RESOURCE_ATTRIBUTES: Message = Message {
+    name: "NonResourceAttributes",
+    fields: &[field(1, "path", Ty::Str, Omit), field(2, "verb", Ty::Str, Omit)],
+};
+
+pub(super) static SUBJECT_ACCESS_REVIEW_STATUS: Message = Message {
+    name: "SubjectAccessReviewStatus",
+    fields: &[
+        field(1, "allowed", Ty::Bool, Keep),
+        field(4, "denied", Ty::Bool, Omit),
+        field(2, "reason", Ty::Str, Omit),
+        field(3, "evaluationError", Ty::Str, Omit),
+    ],
+};

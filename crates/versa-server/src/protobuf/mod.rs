@@ -52,7 +52,10 @@ use serde_json::{Map, Value};
 use envelope::{Envelope, MAGIC, PROTOBUF_CONTENT_TYPES};
 pub use error::ProtobufError;
 use error::Result;
-use kinds::{CLUSTER_ROLE, CONFIG_MAP, DELETE_OPTIONS, EVENT, LEASE, NAMESPACE, ROLE, ROLE_BINDING, SECRET};
+use kinds::{
+    CLUSTER_ROLE, CONFIG_MAP, DELETE_OPTIONS, EVENT, LEASE, NAMESPACE, ROLE, ROLE_BINDING, SECRET,
+    SELF_SUBJECT_ACCESS_REVIEW,
+};
 use message::message;
 
 /// Decodes a Kubernetes protobuf body (magic, `runtime.Unknown` envelope, object) into the
@@ -81,6 +84,7 @@ pub fn decode(body: &[u8]) -> Result<Value> {
         ("rbac.authorization.k8s.io/v1", "Role") => &ROLE,
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => &CLUSTER_ROLE,
         ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => &ROLE_BINDING,
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => &SELF_SUBJECT_ACCESS_REVIEW,
         // kube decodes DeleteOptions in every group version (it is one message in all of them).
         (_, "DeleteOptions") => &DELETE_OPTIONS,
         _ => return Err(ProtobufError::Kind { api_version: envelope.api_version, kind: envelope.kind }),
