@@ -33,6 +33,9 @@ use serde_json::{Value, json};
 
 type Scenario = fn(&Plane);
 
+/// Named scenarios of a plane.
+type Scenarios = &'static [(&'static str, Scenario)];
+
 /// Scenarios that run beside each other.
 const SHARED: &[(&str, Scenario)] = &[
     ("chart_installs_and_its_apiservice_is_available", chart_installs_and_its_apiservice_is_available),
@@ -74,8 +77,7 @@ fn main() {
     let mut failed = false;
     // Each plane: its kube-apiserver flags, the scenarios that run beside each other, and those
     // that run one at a time after them.
-    let planes: [(&[&str], &[(&'static str, Scenario)], &[(&'static str, Scenario)]); 2] =
-        [(&[], SHARED, ALONE), (OLDER_FLAGS, OLDER, &[])];
+    let planes: [(&[&str], Scenarios, Scenarios); 2] = [(&[], SHARED, ALONE), (OLDER_FLAGS, OLDER, &[])];
     for (flags, shared, alone) in planes {
         let plane: &'static OnceLock<Result<Plane, String>> = Box::leak(Box::new(OnceLock::new()));
         let wanted = shared

@@ -153,25 +153,16 @@ fn discovery_path(path: &str) -> bool {
 
 impl Authorizer for MastersAuthorizer {
     fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> BoxFuture<'a, Decision> {
-        let decision = if user.groups.iter().any(|g| g == crate::pki::ADMIN_GROUP) {
-            Decision::Allow(String::new())
-        } else if !request.is_resource_request
-            && request.verb == "get"
-            && user.groups.iter().any(|g| g == AUTHENTICATED_GROUP)
-            && discovery_path(&request.path)
-        {
-            Decision::Allow(String::new())
-        } else if request.is_resource_request
-            && request.verb == "create"
-            && request.api_group == "authorization.k8s.io"
-            && request.resource == "selfsubjectaccessreviews"
-            && user.groups.iter().any(|g| g == AUTHENTICATED_GROUP)
-        {
+        let authenticated = user.groups.iter().any(|g| g == AUTHENTICATED_GROUP);
+        let allowed = user.groups.iter().any(|g| g == crate::pki::ADMIN_GROUP)
+            || (authenticated && !request.is_resource_request && request.verb == "get" && discovery_path(&request.path))
             // kube's `system:basic-user`: anyone may ask what they may do.
-            Decision::Allow(String::new())
-        } else {
-            Decision::Deny(String::new())
-        };
+            || (authenticated
+                && request.is_resource_request
+                && request.verb == "create"
+                && request.api_group == "authorization.k8s.io"
+                && request.resource == "selfsubjectaccessreviews");
+        let decision = if allowed { Decision::Allow(String::new()) } else { Decision::Deny(String::new()) };
         Box::pin(async move { decision })
     }
 }

@@ -154,7 +154,7 @@ impl KindRules for Rbac {
     }
 }
 
-fn strings_of<'a>(v: Option<&'a Value>) -> Vec<&'a str> {
+fn strings_of(v: Option<&Value>) -> Vec<&str> {
     v.and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
 }
 
