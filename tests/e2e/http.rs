@@ -1641,8 +1641,8 @@ async fn metrics_exposition() {
         "apiserver_request_duration_seconds_bucket{",
         // The definitions API's two faces (ResourceDefinition, CustomResourceDefinition),
         // Namespaces, Events (core and events.k8s.io), Secrets, ConfigMaps, Leases, the six
-        // admission configuration kinds and the crontabs.
-        "versa_served_resources 15",
+        // admission configuration kinds, the four RBAC kinds and the crontabs.
+        "versa_served_resources 19",
         "versa_storage_up 1",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
