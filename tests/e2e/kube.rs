@@ -447,7 +447,8 @@ fn rbac_of_kube_allows_and_denies(plane: &Plane) {
 /// ConfigMap of kube's, is deleted.
 fn garbage_collector_of_kube_deletes_dependents(plane: &Plane) {
     let group = "gc.e2e.example.com";
-    let ns = "gc-e2e";
+    // Not gc_cascade's namespace: the two scenarios run beside each other.
+    let ns = "gc-kube";
     define_crontabs(plane, group);
     namespace(plane, ns);
     plane.ok(&["-n", ns, "create", "configmap", "owner", "--from-literal=a=b"]);
