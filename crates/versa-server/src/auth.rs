@@ -119,6 +119,30 @@ impl Authenticator for ClientCertAuthenticator {
     }
 }
 
+/// Several authenticators asked in order, as kube's union authenticator: the first user found
+/// wins; when none finds one, the first failure (a presented credential that is wrong) is the
+/// answer, else "no credentials".
+#[derive(Debug)]
+pub struct UnionAuthenticator(pub Vec<Arc<dyn Authenticator>>);
+
+impl Authenticator for UnionAuthenticator {
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> BoxFuture<'a, Result<Option<UserInfo>, AuthError>> {
+        Box::pin(async move {
+            let mut failure = None;
+            for authenticator in &self.0 {
+                match authenticator.authenticate(credentials).await {
+                    Ok(Some(user)) => return Ok(Some(user)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                    }
+                }
+            }
+            failure.map_or(Ok(None), Err)
+        })
+    }
+}
+
 /// Standalone authorization: members of `system:masters` may do anything; nobody else anything.
 #[derive(Debug, Default)]
 pub struct MastersAuthorizer;
@@ -174,6 +198,13 @@ impl Auth {
     /// Standalone mode: client certificates from versa's CA; only `system:masters`.
     pub fn standalone() -> Self {
         Auth { authenticator: Arc::new(ClientCertAuthenticator), authorizer: Arc::new(MastersAuthorizer) }
+    }
+
+    /// Standalone mode with more authenticators (a token file) after the client certificates.
+    pub fn standalone_with(more: Vec<Arc<dyn Authenticator>>) -> Self {
+        let mut all: Vec<Arc<dyn Authenticator>> = vec![Arc::new(ClientCertAuthenticator)];
+        all.extend(more);
+        Auth { authenticator: Arc::new(UnionAuthenticator(all)), authorizer: Arc::new(MastersAuthorizer) }
     }
 }
 

@@ -45,6 +45,7 @@ pub mod spill;
 pub mod state;
 pub mod status;
 pub mod tls;
+pub mod token_file;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -43,6 +43,10 @@ pub struct Args {
     /// (the first writes; all read). Refused at start, with kube's messages, when invalid.
     #[arg(long, value_name = "FILE")]
     encryption_provider_config: Option<PathBuf>,
+    /// Standalone: kube-apiserver's static token file, CSV records `token,user,uid[,"g1,g2"]`;
+    /// clients send `Authorization: Bearer TOKEN`. Read once at start.
+    #[arg(long, value_name = "FILE")]
+    token_auth_file: Option<PathBuf>,
     /// Embedded storage: how many past events watches can resume from (older resourceVersions
     /// get 410 Expired and clients re-list).
     #[arg(long, default_value_t = 100_000)]
@@ -368,6 +372,14 @@ fn etcd_config(args: &Args) -> anyhow::Result<versa_storage_etcd::EtcdConfig> {
     Ok(config)
 }
 
+/// Standalone authentication: versa's client certificates, then `--token-auth-file`'s tokens.
+fn standalone_auth(args: &Args) -> anyhow::Result<Auth> {
+    let Some(path) = &args.token_auth_file else { return Ok(Auth::standalone()) };
+    let tokens = versa_server::token_file::TokenFileAuthenticator::load(path)
+        .with_context(|| format!("--token-auth-file {}", path.display()))?;
+    Ok(Auth::standalone_with(vec![Arc::new(tokens)]))
+}
+
 async fn serve(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("cannot create data directory {}", args.data_dir.display()))?;
@@ -386,7 +398,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         data_dir: args.data_dir.clone(),
         store,
         key_prefix: args.storage_prefix.clone(),
-        auth: Auth::standalone(),
+        auth: standalone_auth(&args)?,
         cluster,
         conversion: versa_conversion::Options {
             webhook_timeout: std::time::Duration::from_secs(args.conversion_webhook_timeout),
