@@ -1,6 +1,7 @@
 //! Users of a standalone server (issue 38, authentication): the real kubectl as alice, with a
 //! client certificate `versa kubeconfig` issued, and as bob, with a token of
-//! `--token-auth-file`; a token the file does not hold is 401. Until RBAC lands only `system:masters` may do
+//! `--token-auth-file`; a token the file does not hold is 401; ServiceAccounts as kubectl
+//! manages them. Until RBAC lands only `system:masters` may do
 //! anything, so who the server thinks a user is shows in kube's 403 text.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
@@ -87,4 +88,27 @@ fn a_malformed_token_file_stops_the_start_with_kubes_message() {
     let want =
         format!("token file '{}' must have at least 3 columns (token, user name, user uid), found 2", tokens.display());
     assert!(stderr.contains(&want), "{stderr}");
+}
+
+#[test]
+fn kubectl_manages_service_accounts() {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(&dir.path().join("data"));
+    // `kubectl create serviceaccount` sends protobuf with the typed client.
+    ok(versa.kubectl(&["create", "serviceaccount", "robot"]));
+    ok(versa.kubectl(&["patch", "sa", "robot", "-p", r#"{"automountServiceAccountToken":false}"#]));
+    let read = ok(versa.kubectl(&[
+        "get",
+        "sa",
+        "robot",
+        "-o",
+        "jsonpath={.metadata.namespace} {.automountServiceAccountToken}",
+    ]));
+    assert_eq!(read, "default false");
+    let invalid = fails(versa.kubectl(&["create", "sa", "Bad_Name"]));
+    assert!(
+        invalid.contains("metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"),
+        "{invalid}"
+    );
+    ok(versa.kubectl(&["delete", "sa", "robot"]));
 }

@@ -28,6 +28,7 @@ pub mod lease;
 pub mod namespace;
 pub mod patch;
 pub mod secret;
+pub mod serviceaccount;
 
 use serde_json::Value;
 use versa_schema::ErrorList;
@@ -202,6 +203,7 @@ pub static CORE: &[&CoreKind] = &[
     &secret::KIND,
     &configmap::KIND,
     &lease::KIND,
+    &serviceaccount::KIND,
     &admission::VALIDATING_WEBHOOKS,
     &admission::MUTATING_WEBHOOKS,
     &admission::VALIDATING_POLICIES,

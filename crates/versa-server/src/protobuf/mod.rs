@@ -52,7 +52,7 @@ use serde_json::{Map, Value};
 use envelope::{Envelope, MAGIC, PROTOBUF_CONTENT_TYPES};
 pub use error::ProtobufError;
 use error::Result;
-use kinds::{CONFIG_MAP, DELETE_OPTIONS, EVENT, LEASE, NAMESPACE, SECRET};
+use kinds::{CONFIG_MAP, DELETE_OPTIONS, EVENT, LEASE, NAMESPACE, SECRET, SERVICE_ACCOUNT};
 use message::message;
 
 /// Decodes a Kubernetes protobuf body (magic, `runtime.Unknown` envelope, object) into the
@@ -77,6 +77,7 @@ pub fn decode(body: &[u8]) -> Result<Value> {
         ("v1", "Event") => &EVENT,
         ("v1", "Secret") => &SECRET,
         ("v1", "ConfigMap") => &CONFIG_MAP,
+        ("v1", "ServiceAccount") => &SERVICE_ACCOUNT,
         ("coordination.k8s.io/v1", "Lease") => &LEASE,
         // kube decodes DeleteOptions in every group version (it is one message in all of them).
         (_, "DeleteOptions") => &DELETE_OPTIONS,
