@@ -165,7 +165,7 @@ fn namespaces_as_kube_has_them() {
     let resources = ok(versa.kubectl(&["api-resources", "--api-group=", "-o", "name"]));
     assert_eq!(
         resources.split_whitespace().collect::<Vec<_>>(),
-        ["configmaps", "events", "namespaces", "secrets"],
+        ["configmaps", "events", "namespaces", "secrets", "serviceaccounts"],
         "{resources}"
     );
     let newer = ok(versa.kubectl(&["api-resources", "--api-group=events.k8s.io", "-o", "name"]));

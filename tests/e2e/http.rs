@@ -1640,9 +1640,9 @@ async fn metrics_exposition() {
         r#"apiserver_request_total{verb="POST",group="stable.example.com",version="v1",resource="crontabs",subresource="",scope="namespace",code="201"} 1"#,
         "apiserver_request_duration_seconds_bucket{",
         // The definitions API's two faces (ResourceDefinition, CustomResourceDefinition),
-        // Namespaces, Events (core and events.k8s.io), Secrets, ConfigMaps, Leases, the six
-        // admission configuration kinds, the four RBAC kinds and the crontabs.
-        "versa_served_resources 19",
+        // Namespaces, Events (core and events.k8s.io), Secrets, ConfigMaps, ServiceAccounts,
+        // Leases, the six admission configuration kinds, the four RBAC kinds and the crontabs.
+        "versa_served_resources 20",
         "versa_storage_up 1",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");

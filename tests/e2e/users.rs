@@ -1,110 +1,116 @@
-//! Standalone versa for more than one person (issue 38): `versa kubeconfig --user` issues a
-//! kubeconfig with a client certificate from the data directory's CA, and `--token-auth-file`
-//! takes kube's static token file. kubectl as each is seen as that user (kube's 403 names them;
-//! `system:masters` may do anything); an unknown token is kube's 401; a token file kube refuses
-//! stops the start.
+//! Users of a standalone server (issue 38, authentication): the real kubectl as alice, with a
+//! client certificate `versa kubeconfig` issued, and as bob, with a token of
+//! `--token-auth-file`; a token the file does not hold is 401; ServiceAccounts as kubectl
+//! manages them. Until RBAC lands only `system:masters` may do
+//! anything, so who the server thinks a user is shows in kube's 403 text.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use versa_e2e::{Versa, fails, kubectl, ok, versa_bin};
 
-const TOKENS: &str = "bob-token,bob,1001,\"devs,ops\"\nroot-token,root,0,system:masters\n";
-
-/// `versa kubeconfig` with `args`, written to `<dir>/<name>.kubeconfig`.
-fn issue(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
-    let path = dir.join(format!("{name}.kubeconfig"));
-    let out = Command::new(versa_bin()).arg("kubeconfig").args(args).arg("-o").arg(&path).output().unwrap();
-    assert!(out.status.success(), "versa kubeconfig {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    path
-}
-
-/// A kubeconfig of the same server and CA as `admin`, with `token` as its only credential.
-fn token_kubeconfig(admin: &Path, dir: &Path, name: &str, token: &str) -> PathBuf {
-    let text = std::fs::read_to_string(admin).unwrap();
-    let field = |key: &str| text.lines().find_map(|l| l.trim().strip_prefix(key).map(|v| v.trim().to_owned())).unwrap();
-    let kubeconfig = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: versa\n  cluster:\n    server: {}\n    certificate-authority-data: {}\n\
-         users:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: versa\n  context:\n    cluster: versa\n    user: {name}\n\
-         current-context: versa\n",
-        field("server:"),
-        field("certificate-authority-data:"),
-    );
-    let path = dir.join(format!("{name}.kubeconfig"));
-    std::fs::write(&path, kubeconfig).unwrap();
-    path
-}
-
-#[test]
-fn users_by_certificate_and_by_token() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let tokens = d.join("tokens.csv");
-    std::fs::write(&tokens, TOKENS).unwrap();
-    let data = d.join("data");
-    let versa = Versa::start_with(&data, &["--token-auth-file", tokens.to_str().unwrap()]);
-    let data_dir = data.to_str().unwrap();
-
-    // A certificate for alice: she is alice, and not allowed (only system:masters is, until
-    // RBAC grants her more).
-    let alice = issue(d, "alice", &["--user", "alice", "--group", "devs", "--data-dir", data_dir]);
-    let err = fails(kubectl(&alice, &["get", "namespaces"]));
-    assert!(
-        err.contains(r#"namespaces is forbidden: User "alice" cannot list resource "namespaces" in API group "" at the cluster scope"#),
-        "{err}"
-    );
-    // A certificate in system:masters may do anything.
-    let carol = issue(d, "carol", &["--user", "carol", "--group", "system:masters", "--data-dir", data_dir]);
-    assert!(ok(kubectl(&carol, &["get", "namespaces"])).contains("default"));
-
-    // Tokens of the file: bob is bob; root is in system:masters.
-    let bob = token_kubeconfig(&versa.kubeconfig(), d, "bob", "bob-token");
-    let err = fails(kubectl(&bob, &["get", "namespaces"]));
-    assert!(err.contains(r#"User "bob" cannot list resource "namespaces""#), "{err}");
-    let root = token_kubeconfig(&versa.kubeconfig(), d, "root", "root-token");
-    assert!(ok(kubectl(&root, &["get", "namespaces"])).contains("default"));
-    // A token nobody issued: kube's 401.
-    let stranger = token_kubeconfig(&versa.kubeconfig(), d, "stranger", "not-a-token");
-    let err = fails(kubectl(&stranger, &["get", "namespaces"]));
-    assert!(err.contains("error: You must be logged in to the server (Unauthorized)"), "{err}");
-}
-
-#[test]
-fn bad_requests_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let versa = Versa::start(&d.join("data"));
-    let data_dir = d.join("data");
-
-    // A certificate valid for longer than a year, or for no user, is not issued.
-    for (args, want) in [
-        (vec!["--user", "alice", "--days", "400"], "--days must be between 1 and 365, not 400"),
-        (vec!["--user", ""], "\"\" is not a user name"),
-    ] {
-        let out =
-            Command::new(versa_bin()).arg("kubeconfig").args(&args).arg("--data-dir").arg(&data_dir).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success() && stderr.contains(want), "{args:?}: {stderr}");
+/// `versa kubeconfig` for `user` in `groups`, written to `<dir>/<user>.kubeconfig`.
+fn issue(versa: &Versa, dir: &Path, user: &str, groups: &[&str]) -> std::path::PathBuf {
+    let path = dir.join(format!("{user}.kubeconfig"));
+    let mut command = Command::new(versa_bin());
+    command.args(["kubeconfig", "--user", user, "--days", "2", "--data-dir"]).arg(&versa.data_dir);
+    for group in groups {
+        command.args(["--group", group]);
     }
-    drop(versa);
+    let output = command.arg("-o").arg(&path).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    path
+}
 
-    // A token file kube refuses stops the start, with kube's message.
-    let tokens = d.join("tokens.csv");
+#[test]
+fn kubectl_with_an_issued_certificate_is_that_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(&dir.path().join("data"));
+    let alice = issue(&versa, dir.path(), "alice", &["devs"]);
+    let denied = fails(kubectl(&alice, &["get", "--raw", "/api/v1/namespaces/default/configmaps"]));
+    assert!(
+        denied.contains(
+            "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""
+        ),
+        "{denied}"
+    );
+    // A user in system:masters may do anything.
+    let root = issue(&versa, dir.path(), "root", &["devs", "system:masters"]);
+    ok(kubectl(&root, &["create", "configmap", "made-by-root"]));
+    assert!(ok(kubectl(&root, &["get", "configmaps"])).contains("made-by-root"));
+}
+
+/// A kubeconfig for the server of `versa` with a bearer token.
+fn with_token(versa: &Versa, dir: &Path, name: &str, token: &str) -> std::path::PathBuf {
+    let admin = std::fs::read_to_string(versa.kubeconfig()).unwrap();
+    let cluster: String = admin.lines().take_while(|l| !l.starts_with("users:")).map(|l| format!("{l}\n")).collect();
+    let text = format!(
+        "{cluster}users:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: versa\n  context:\n    cluster: versa\n    user: {name}\ncurrent-context: versa\n"
+    );
+    let path = dir.join(format!("{name}.kubeconfig"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn kubectl_with_a_token_of_the_token_file_is_that_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, "bob-token,bob,uid-bob,\"devs,ops\"\nroot-token,root,uid-root,system:masters\n").unwrap();
+    let versa = Versa::start_with(&dir.path().join("data"), &["--token-auth-file", tokens.to_str().unwrap()]);
+    let bob = with_token(&versa, dir.path(), "bob", "bob-token");
+    let denied = fails(kubectl(&bob, &["get", "--raw", "/api/v1/namespaces/default/configmaps"]));
+    assert!(denied.contains("User \"bob\" cannot list resource \"configmaps\""), "{denied}");
+    let root = with_token(&versa, dir.path(), "root", "root-token");
+    ok(kubectl(&root, &["create", "configmap", "made-by-token"]));
+    // A token the file does not hold: 401, as kube answers it.
+    let stranger = with_token(&versa, dir.path(), "stranger", "no-such-token");
+    let unauthorized = fails(kubectl(&stranger, &["get", "--raw", "/api/v1/namespaces/default/configmaps"]));
+    assert!(unauthorized.contains("Unauthorized"), "{unauthorized}");
+}
+
+#[test]
+fn a_malformed_token_file_stops_the_start_with_kubes_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.csv");
     std::fs::write(&tokens, "bob-token,bob\n").unwrap();
-    let out = Command::new(versa_bin())
+    let output = Command::new(versa_bin())
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(d.join("other"))
+        .arg(dir.path().join("data"))
         .arg("--token-auth-file")
         .arg(&tokens)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let want =
+        format!("token file '{}' must have at least 3 columns (token, user name, user uid), found 2", tokens.display());
+    assert!(stderr.contains(&want), "{stderr}");
+}
+
+#[test]
+fn kubectl_manages_service_accounts() {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(&dir.path().join("data"));
+    // `kubectl create serviceaccount` sends protobuf with the typed client.
+    ok(versa.kubectl(&["create", "serviceaccount", "robot"]));
+    ok(versa.kubectl(&["patch", "sa", "robot", "-p", r#"{"automountServiceAccountToken":false}"#]));
+    let read = ok(versa.kubectl(&[
+        "get",
+        "sa",
+        "robot",
+        "-o",
+        "jsonpath={.metadata.namespace} {.automountServiceAccountToken}",
+    ]));
+    assert_eq!(read, "default false");
+    let invalid = fails(versa.kubectl(&["create", "sa", "Bad_Name"]));
     assert!(
-        !out.status.success() && stderr.contains("must have at least 3 columns (token, user name, user uid), found 2"),
-        "{stderr}"
+        invalid.contains("metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"),
+        "{invalid}"
     );
+    ok(versa.kubectl(&["delete", "sa", "robot"]));
 }
 
 const WIDGETS: &str = r#"apiVersion: apiextensions.k8s.io/v1
@@ -146,7 +152,7 @@ fn rbac_objects_grant_and_take_back() {
     let d = dir.path();
     let data = d.join("data");
     let versa = Versa::start(&data);
-    let alice = issue(d, "alice", &["--user", "alice", "--group", "devs", "--data-dir", data.to_str().unwrap()]);
+    let alice = issue(&versa, d, "alice", &["devs"]);
     ok(versa.kubectl(&["create", "namespace", "team"]));
     ok(versa.kubectl(&["create", "configmap", "settings", "-n", "team", "--from-literal=a=b"]));
     let err = fails(kubectl(&alice, &["get", "configmaps", "-n", "team"]));

@@ -119,6 +119,30 @@ impl Authenticator for ClientCertAuthenticator {
     }
 }
 
+/// Several authenticators asked in order, as kube's union authenticator: the first user found
+/// wins; when none finds one, the first failure (a presented credential that is wrong) is the
+/// answer, else "no credentials".
+#[derive(Debug)]
+pub struct UnionAuthenticator(pub Vec<Arc<dyn Authenticator>>);
+
+impl Authenticator for UnionAuthenticator {
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> BoxFuture<'a, Result<Option<UserInfo>, AuthError>> {
+        Box::pin(async move {
+            let mut failure = None;
+            for authenticator in &self.0 {
+                match authenticator.authenticate(credentials).await {
+                    Ok(Some(user)) => return Ok(Some(user)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                    }
+                }
+            }
+            failure.map_or(Ok(None), Err)
+        })
+    }
+}
+
 /// Standalone authorization: members of `system:masters` may do anything; every authenticated
 /// user may read what kube's bootstrap policy lets `system:authenticated` read (the
 /// `system:discovery` and `system:public-info-viewer` ClusterRoles: discovery, OpenAPI, version
@@ -213,34 +237,11 @@ impl Auth {
         Auth { authenticator: Arc::new(ClientCertAuthenticator), authorizer: Arc::new(MastersAuthorizer) }
     }
 
-    /// Standalone mode with more credentials after the certificates (the static tokens of
-    /// `--token-auth-file`).
+    /// Standalone mode with more authenticators (a token file) after the client certificates.
     pub fn standalone_with(more: Vec<Arc<dyn Authenticator>>) -> Self {
         let mut all: Vec<Arc<dyn Authenticator>> = vec![Arc::new(ClientCertAuthenticator)];
         all.extend(more);
-        Auth { authenticator: Arc::new(Union(all)), ..Auth::standalone() }
-    }
-}
-
-/// Authenticators asked in turn, as kube's union authenticator: the first to know the request's
-/// credentials answers; one that refuses them (a bearer token nobody issued) is a 401 unless a
-/// later one accepts the request.
-#[derive(Debug)]
-pub struct Union(pub Vec<Arc<dyn Authenticator>>);
-
-impl Authenticator for Union {
-    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> BoxFuture<'a, Result<Option<UserInfo>, AuthError>> {
-        Box::pin(async move {
-            let mut failure = None;
-            for authenticator in &self.0 {
-                match authenticator.authenticate(credentials).await {
-                    Ok(Some(user)) => return Ok(Some(user)),
-                    Ok(None) => {}
-                    Err(e) => failure = Some(e),
-                }
-            }
-            failure.map_or(Ok(None), Err)
-        })
+        Auth { authenticator: Arc::new(UnionAuthenticator(all)), authorizer: Arc::new(MastersAuthorizer) }
     }
 }
 

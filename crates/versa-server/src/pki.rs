@@ -4,8 +4,7 @@
 //! admin credentials. The serving certificate is re-issued from the CA on every start, for the
 //! hosts of that start's listen address, so changing `--listen` never leaves a stale name.
 //!
-//! Private keys are written with mode 0600. [`issue_user`] signs a client certificate for any
-//! user and groups with the same CA and renders its kubeconfig (`versa kubeconfig --user`).
+//! Private keys are written with mode 0600.
 
 use std::path::{Path, PathBuf};
 
@@ -38,15 +37,16 @@ pub enum PkiError {
         #[source]
         source: std::io::Error,
     },
+    #[error("a certificate holds at most {MAX_USER_GROUPS} groups")]
+    TooManyGroups,
+    #[error("the issued certificate's subject does not read back as the user and groups asked for")]
+    Subject,
     #[error("{what}: {source}")]
     Cert {
         what: &'static str,
         #[source]
         source: rcgen::Error,
     },
-    /// A request for a certificate that cannot be issued (a bad name or validity).
-    #[error("{0}")]
-    Invalid(String),
 }
 
 /// The PEM material a server start needs.
@@ -106,7 +106,7 @@ pub fn load_or_create(dir: &Path, hosts: &[String], server_url: &str) -> Result<
     let kubeconfig = dir.join(KUBECONFIG);
     let admin_cert = read(&dir.join(ADMIN_CERT))?;
     let admin_key = read(&dir.join(ADMIN_KEY))?;
-    write(&kubeconfig, &render_kubeconfig(server_url, &ca_cert_pem, &admin_cert, &admin_key), true)?;
+    write(&kubeconfig, &render_kubeconfig(server_url, &ca_cert_pem, ADMIN_USER, &admin_cert, &admin_key), true)?;
     Ok(Pki { ca_cert_pem, serving_cert_pem, serving_key_pem, kubeconfig })
 }
 
@@ -161,65 +161,128 @@ pub fn issue_serving(ca_cert_pem: &str, ca_key_pem: &str, hosts: &[String]) -> R
     Ok((serving.pem(), key.serialize_pem()))
 }
 
-/// The longest a user's client certificate may be valid: kube's client certificates
-/// (kubeadm's, the CSR signer's default) last a year.
-pub const MAX_USER_DAYS: u32 = 365;
+/// The longest validity [`issue_user_kubeconfig`] grants (ten years): a user certificate
+/// cannot be revoked, so it should expire.
+pub const MAX_USER_CERT_DAYS: u32 = 3650;
 
-/// A kubeconfig for `user` in `groups`, with a client certificate signed by the CA of the data
-/// directory `dir`, valid from now for `days` (at most [`MAX_USER_DAYS`]), for the server at
-/// `server_url` (`None`: the one the data directory's admin kubeconfig names). The user and
-/// groups are the certificate's subject (CN and O), as kube's x509 authenticator reads them.
-pub fn issue_user(
+/// A kubeconfig for `user` in `groups`, with a new client certificate signed by the CA in `dir`
+/// (which must exist: `versa serve` creates it on first start). The certificate is valid from
+/// five minutes ago (clock skew, as kube's CSR signer backdates) for `days` days, at most
+/// [`MAX_USER_CERT_DAYS`]; the subject is CN=`user`, one O per group, as kube's x509
+/// authenticator reads it.
+pub fn issue_user_kubeconfig(
     dir: &Path,
     user: &str,
     groups: &[String],
     days: u32,
-    server_url: Option<&str>,
+    server_url: &str,
 ) -> Result<String, PkiError> {
-    if user.is_empty() || user.contains(char::is_control) {
-        return Err(PkiError::Invalid(format!("{user:?} is not a user name")));
-    }
-    if let Some(group) = groups.iter().find(|g| g.is_empty() || g.contains(char::is_control)) {
-        return Err(PkiError::Invalid(format!("{group:?} is not a group name")));
-    }
-    if days == 0 || days > MAX_USER_DAYS {
-        return Err(PkiError::Invalid(format!("--days must be between 1 and {MAX_USER_DAYS}, not {days}")));
+    if groups.len() > MAX_USER_GROUPS {
+        return Err(PkiError::TooManyGroups);
     }
     let ca_cert_pem = read(&dir.join(CA_CERT))?;
     let ca_key = KeyPair::from_pem(&read(&dir.join(CA_KEY))?).map_err(cert_err("CA key"))?;
-    let issuer = Issuer::from_ca_cert_pem(&ca_cert_pem, ca_key).map_err(cert_err("CA certificate"))?;
-    let server = match server_url {
-        Some(url) => url.to_owned(),
-        None => {
-            let admin = read(&dir.join(KUBECONFIG))?;
-            admin
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("server: ").map(str::to_owned))
-                .ok_or_else(|| PkiError::Invalid(format!("{} names no server", dir.join(KUBECONFIG).display())))?
-        }
-    };
+    let issuer =
+        Issuer::from_ca_cert_pem(&ca_cert_pem, OrganizationsSigner(ca_key)).map_err(cert_err("CA certificate"))?;
     let key = KeyPair::generate().map_err(cert_err("user key"))?;
     let mut params = CertificateParams::new(Vec::<String>::new()).map_err(cert_err("user certificate"))?;
-    let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
-    params.distinguished_name = name(user, &groups);
+    params.distinguished_name.push(DnType::CommonName, user);
+    for (i, group) in groups.iter().enumerate() {
+        params.distinguished_name.push(OrganizationsSigner::placeholder(i), group.as_str());
+    }
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    let now = time::OffsetDateTime::now_utc();
-    params.not_before = now - time::Duration::minutes(5);
-    params.not_after = now + time::Duration::days(i64::from(days));
-    let cert = params.signed_by(&key, &issuer).map_err(cert_err("user certificate"))?;
-    Ok(render_kubeconfig_for(user, &server, &ca_cert_pem, &cert.pem(), &key.serialize_pem()))
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let epoch = rcgen::date_time_ymd(1970, 1, 1);
+    let backdate = std::time::Duration::from_secs(5 * 60);
+    let validity = std::time::Duration::from_secs(u64::from(days.min(MAX_USER_CERT_DAYS)) * 24 * 60 * 60);
+    params.not_before = epoch + now.saturating_sub(backdate);
+    params.not_after = epoch + now + validity;
+    // The placeholders are rewritten to O in the certificate exactly as in what was signed; a
+    // certificate whose subject then reads back other than asked (random bytes elsewhere that
+    // matched a placeholder) is issued again with a new serial number and key.
+    for _ in 0..4 {
+        let cert = params.signed_by(&key, &issuer).map_err(cert_err("user certificate"))?;
+        let der = OrganizationsSigner::rewrite(cert.der());
+        if subject_reads(&der, user, groups) {
+            let pem = pem_block("CERTIFICATE", &der);
+            return Ok(render_kubeconfig(server_url, &ca_cert_pem, user, &pem, &key.serialize_pem()));
+        }
+    }
+    Err(PkiError::Subject)
 }
 
-fn render_kubeconfig(server: &str, ca: &str, cert: &str, key: &str) -> String {
-    render_kubeconfig_for(ADMIN_USER, server, ca, cert, key)
+/// The most groups [`issue_user_kubeconfig`] writes into one certificate.
+pub const MAX_USER_GROUPS: usize = 27;
+
+/// rcgen keeps one value per attribute type in a name, and kube reads each group from its own
+/// O attribute. So the groups are written under placeholder attribute types 2.5.4.100 to
+/// 2.5.4.126 (unassigned; DER `06 03 55 04 xx`, the same length as O's `06 03 55 04 0a`), and
+/// this signer signs the to-be-signed certificate with each placeholder replaced by O; the
+/// issued DER gets the same same-length replacement, so the signature matches it.
+struct OrganizationsSigner(KeyPair);
+
+impl OrganizationsSigner {
+    const FIRST: u8 = 100;
+
+    fn placeholder(i: usize) -> DnType {
+        DnType::CustomDnType(vec![2, 5, 4, u64::from(Self::FIRST) + i as u64])
+    }
+
+    fn rewrite(der: &[u8]) -> Vec<u8> {
+        let mut out = der.to_vec();
+        let last = Self::FIRST + MAX_USER_GROUPS as u8;
+        let mut i = 0;
+        while i + 5 <= out.len() {
+            if out[i..i + 4] == [0x06, 0x03, 0x55, 0x04] && (Self::FIRST..last).contains(&out[i + 4]) {
+                out[i + 4] = 0x0a;
+                i += 5;
+            } else {
+                i += 1;
+            }
+        }
+        out
+    }
 }
 
-/// A kubeconfig of one cluster (`versa`), one user and one context (`versa`).
-fn render_kubeconfig_for(user: &str, server: &str, ca: &str, cert: &str, key: &str) -> String {
+impl rcgen::PublicKeyData for OrganizationsSigner {
+    fn der_bytes(&self) -> &[u8] {
+        self.0.der_bytes()
+    }
+
+    fn algorithm(&self) -> &'static rcgen::SignatureAlgorithm {
+        self.0.algorithm()
+    }
+}
+
+impl rcgen::SigningKey for OrganizationsSigner {
+    fn sign(&self, msg: &[u8]) -> Result<Vec<u8>, rcgen::Error> {
+        self.0.sign(&Self::rewrite(msg))
+    }
+}
+
+/// Whether the certificate's subject is CN=`user` with exactly `groups` as O, in order.
+fn subject_reads(der: &[u8], user: &str, groups: &[String]) -> bool {
+    let Ok((_, cert)) = x509_parser::parse_x509_certificate(der) else { return false };
+    let subject = cert.subject();
+    let cns: Vec<_> = subject.iter_common_name().map(|c| c.as_str().ok()).collect();
+    let orgs: Vec<_> = subject.iter_organization().map(|o| o.as_str().ok()).collect();
+    cns == [Some(user)] && orgs.iter().copied().eq(groups.iter().map(|g| Some(g.as_str())))
+}
+
+fn pem_block(label: &str, der: &[u8]) -> String {
+    let body = STANDARD.encode(der);
+    let mut pem = format!("-----BEGIN {label}-----\n");
+    for line in body.as_bytes().chunks(64) {
+        pem.push_str(&String::from_utf8_lossy(line));
+        pem.push('\n');
+    }
+    pem.push_str(&format!("-----END {label}-----\n"));
+    pem
+}
+
+fn render_kubeconfig(server: &str, ca: &str, user: &str, cert: &str, key: &str) -> String {
     let b64 = |s: &str| STANDARD.encode(s.as_bytes());
-    // The user's entry is named after the user, quoted as YAML (any name is allowed).
-    let user = serde_json::to_string(user).unwrap_or_default();
     format!(
         "apiVersion: v1
 kind: Config
@@ -250,6 +313,11 @@ current-context: versa
 mod tests {
     use super::*;
 
+    fn pem_der(pem: &str) -> Vec<u8> {
+        let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        STANDARD.decode(body).unwrap()
+    }
+
     #[test]
     fn created_once_and_reused() {
         let dir = tempfile::tempdir().unwrap();
@@ -262,6 +330,18 @@ mod tests {
         assert_ne!(first.serving_cert_pem, second.serving_cert_pem, "serving certificates are per start");
         let kubeconfig = std::fs::read_to_string(&second.kubeconfig).unwrap();
         assert!(kubeconfig.contains("server: https://127.0.0.1:9443"), "{kubeconfig}");
+        let alice =
+            issue_user_kubeconfig(dir.path(), "alice", &["devs".into(), "ops".into()], 30, "https://h:1").unwrap();
+        let cert_b64 = alice.lines().find_map(|l| l.trim().strip_prefix("client-certificate-data: ")).unwrap();
+        let cert_pem = String::from_utf8(STANDARD.decode(cert_b64).unwrap()).unwrap();
+        let der = pem_der(&cert_pem);
+        let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
+        let subject = cert.subject();
+        assert_eq!(subject.iter_common_name().next().unwrap().as_str().unwrap(), "alice");
+        let orgs: Vec<_> = subject.iter_organization().map(|o| o.as_str().unwrap()).collect();
+        assert_eq!(orgs, ["devs", "ops"]);
+        let days = (cert.validity().not_after.timestamp() - cert.validity().not_before.timestamp()) / 86400;
+        assert_eq!(days, 30, "30 days and the five minutes' backdating");
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt as _;

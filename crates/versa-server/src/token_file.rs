@@ -1,185 +1,189 @@
-//! Static bearer tokens from a file, as kube-apiserver's `--token-auth-file` reads it
-//! (`k8s.io/apiserver/pkg/authentication/token/tokenfile`): CSV records `token,user,uid` with an
-//! optional fourth column of comma-separated groups (quoted when there is more than one:
-//! `"devs,ops"`), Go's `encoding/csv` rules (quotes, `""` escapes, blank lines skipped, records of
-//! any length), at least three columns a record. A record with an empty token is skipped; of two
-//! records with the same token the later wins (kube logs both cases). The file is read once, at
-//! start; a file that does not parse stops the start with kube's message.
+//! kube-apiserver's static token file (`--token-auth-file`): CSV records
+//! `token,user,uid[,"group1,group2"]` read once at start, as kube's `tokenfile.NewCSV` reads
+//! them with Go's `encoding/csv` — quoted fields (`""` is a quote, newlines allowed inside),
+//! any number of fields per record, blank lines skipped, no comments; a record with fewer than
+//! three fields stops the start with kube's message; an empty token is skipped and a repeated
+//! token replaces the earlier one (kube warns of both). Requests present the token as
+//! `Authorization: Bearer TOKEN`; a bearer token the file does not hold is a failed
+//! authentication (401), not an anonymous request.
 //!
-//! A request's `Authorization: Bearer <token>` naming a token of the file is that user (with
-//! `system:authenticated`); one naming no token of the file is a 401.
+//! Input safety: the file is the admin's own, read at start; its size is bounded only by memory.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::auth::{AuthError, Authenticator, BoxFuture, Credentials, UserInfo, add_authenticated};
+use crate::auth::{AuthError, Authenticator, BoxFuture, Credentials, UserInfo};
+
+/// Errors reading a token file; the texts are kube-apiserver's.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenFileError {
+    #[error("open {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("token file '{path}' must have at least 3 columns (token, user name, user uid), found {found}")]
+    Columns { path: PathBuf, found: usize },
+    /// Go's `csv.ParseError` text.
+    /// Go's `csv.ParseError` text; `record` is `record on line N; ` when the record began on an
+    /// earlier line.
+    #[error("{record}parse error on line {line}, column {column}: {what}")]
+    Parse { record: String, line: usize, column: usize, what: &'static str },
+}
 
 /// The users of a token file, by token.
-#[derive(Default)]
-pub struct TokenFile {
+#[derive(Debug, Default)]
+pub struct TokenFileAuthenticator {
     tokens: HashMap<String, UserInfo>,
 }
 
-impl std::fmt::Debug for TokenFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the tokens themselves.
-        f.debug_struct("TokenFile").field("tokens", &self.tokens.len()).finish()
-    }
-}
-
-impl TokenFile {
-    /// Reads the file at `path`.
-    pub fn read(path: &Path) -> Result<TokenFile, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("open {}: {e}", path.display()))?;
-        TokenFile::parse(&text, &path.display().to_string())
+impl TokenFileAuthenticator {
+    /// Reads the token file at `path`.
+    pub fn load(path: &Path) -> Result<Self, TokenFileError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| TokenFileError::Open { path: path.to_path_buf(), source })?;
+        Self::parse(path, &text)
     }
 
     /// Parses a token file's text (`path` names it in errors).
-    pub fn parse(text: &str, path: &str) -> Result<TokenFile, String> {
+    pub fn parse(path: &Path, text: &str) -> Result<Self, TokenFileError> {
         let mut tokens = HashMap::new();
-        for record in records(text)? {
+        for (number, record) in read_csv(text)?.into_iter().enumerate() {
             if record.len() < 3 {
-                return Err(format!(
-                    "token file '{path}' must have at least 3 columns (token, user name, user uid), found {}",
-                    record.len()
-                ));
+                return Err(TokenFileError::Columns { path: path.to_path_buf(), found: record.len() });
             }
             if record[0].is_empty() {
+                tracing::warn!(file = %path.display(), record = number + 1, "empty token in the token file");
                 continue;
             }
-            let mut groups: Vec<String> = match record.get(3) {
-                Some(groups) => groups.split(',').map(str::to_owned).collect(),
-                None => Vec::new(),
-            };
-            add_authenticated(&mut groups);
-            let user = UserInfo { name: record[1].clone(), uid: record[2].clone(), groups, ..Default::default() };
-            tokens.insert(record[0].clone(), user);
+            let mut user = UserInfo { name: record[1].clone(), uid: record[2].clone(), ..Default::default() };
+            if let Some(groups) = record.get(3) {
+                user.groups = groups.split(',').map(str::to_string).collect();
+            }
+            if tokens.insert(record[0].clone(), user).is_some() {
+                tracing::warn!(file = %path.display(), record = number + 1, "duplicate token in the token file");
+            }
         }
-        Ok(TokenFile { tokens })
+        Ok(TokenFileAuthenticator { tokens })
     }
 
-    /// The user of `token`, if the file has it.
-    pub fn user(&self, token: &str) -> Option<&UserInfo> {
-        self.tokens.get(token)
+    /// The user of `token`, with `system:authenticated` added as kube's authenticator chain does.
+    pub fn user(&self, token: &str) -> Option<UserInfo> {
+        let mut user = self.tokens.get(token)?.clone();
+        crate::auth::add_authenticated(&mut user.groups);
+        Some(user)
     }
 }
 
-/// The token of an `Authorization: Bearer <token>` header, as kube's bearer-token
-/// authenticator reads it (the scheme in any case; nothing for an empty token).
+/// The bearer token of a request, as kube's bearertoken authenticator reads the header: the
+/// scheme `Bearer` (any case), one space, a non-empty token up to the next space.
 pub fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
-    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    let token = token.trim();
+    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let mut parts = value.splitn(3, ' ');
+    let scheme = parts.next()?;
+    let token = parts.next()?;
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-impl Authenticator for TokenFile {
+impl Authenticator for TokenFileAuthenticator {
     fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> BoxFuture<'a, Result<Option<UserInfo>, AuthError>> {
-        let answer = match bearer_token(credentials.headers) {
+        let result = match bearer_token(credentials.headers) {
             None => Ok(None),
-            Some(token) => match self.user(token) {
-                Some(user) => Ok(Some(user.clone())),
-                None => Err(AuthError("invalid bearer token".into())),
-            },
+            Some(token) => self.user(token).map(Some).ok_or_else(|| AuthError("invalid bearer token".into())),
         };
-        Box::pin(async move { answer })
+        Box::pin(async move { result })
     }
 }
 
-/// The records of a CSV text as Go's `encoding/csv` reads them with any number of fields a
-/// record: `,` between fields, `"`-quoted fields with `""` for a quote (and commas and line
-/// breaks inside), `\r\n` or `\n` line ends, blank lines skipped. Errors in Go's words.
-fn records(text: &str) -> Result<Vec<Vec<String>>, String> {
+/// Records of CSV text as Go's `encoding/csv` reads them (comma-separated, no comment
+/// character, lazy quotes off, `\r\n` read as `\n`).
+fn read_csv(text: &str) -> Result<Vec<Vec<String>>, TokenFileError> {
+    let text = text.replace("\r\n", "\n");
     let mut records = Vec::new();
-    let mut chars = text.chars().peekable();
-    let mut line = 1usize;
-    while chars.peek().is_some() {
-        // A blank line is no record.
-        if matches!(chars.peek(), Some('\n')) {
-            chars.next();
-            line += 1;
+    let mut lines = text.split_inclusive('\n').enumerate().peekable();
+    while let Some((index, line)) = lines.next() {
+        let mut line_number = index + 1;
+        let start = line_number;
+        let parse_error = |line: usize, column: usize, what: &'static str| TokenFileError::Parse {
+            record: if line == start { String::new() } else { format!("record on line {start}; ") },
+            line,
+            column,
+            what,
+        };
+        if line == "\n" {
             continue;
         }
-        if chars.peek() == Some(&'\r') {
-            let mut ahead = chars.clone();
-            ahead.next();
-            if ahead.peek() == Some(&'\n') {
-                chars.next();
-                chars.next();
-                line += 1;
+        let mut line = line.to_string();
+        let mut fields = Vec::new();
+        let mut pos = 0; // byte offset in `line`
+        loop {
+            let rest = &line[pos..];
+            if !rest.starts_with('"') {
+                // An unquoted field runs to the next comma or the end of the line.
+                let end = rest.find([',', '\n']).unwrap_or(rest.len());
+                let field = &rest[..end];
+                if let Some(quote) = field.find('"') {
+                    let column = line[..pos + quote].chars().count() + 1;
+                    return Err(parse_error(line_number, column, "bare \" in non-quoted-field"));
+                }
+                fields.push(field.to_string());
+                pos += end;
+                if line[pos..].starts_with(',') {
+                    pos += 1;
+                    continue;
+                }
+                break;
+            }
+            // A quoted field: `""` is a quote; it may continue on the following lines.
+            let mut field = String::new();
+            pos += 1;
+            loop {
+                let rest = &line[pos..];
+                match rest.find('"') {
+                    Some(q) => {
+                        field.push_str(&rest[..q]);
+                        pos += q + 1;
+                        let after = &line[pos..];
+                        if after.starts_with('"') {
+                            field.push('"');
+                            pos += 1;
+                        } else if after.starts_with(',') || after.starts_with('\n') || after.is_empty() {
+                            break;
+                        } else {
+                            // Go names the closing quote's column.
+                            let column = line[..pos].chars().count();
+                            return Err(parse_error(line_number, column, "extraneous or missing \" in quoted-field"));
+                        }
+                    }
+                    None => {
+                        field.push_str(rest);
+                        match lines.next() {
+                            Some((next_index, next)) => {
+                                line_number = next_index + 1;
+                                line = next.to_string();
+                                pos = 0;
+                            }
+                            None => {
+                                let column = line.chars().count() + 1;
+                                return Err(parse_error(
+                                    line_number,
+                                    column,
+                                    "extraneous or missing \" in quoted-field",
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            fields.push(field);
+            if line[pos..].starts_with(',') {
+                pos += 1;
                 continue;
             }
+            break;
         }
-        let record_line = line;
-        let mut record = Vec::new();
-        let mut field = String::new();
-        let mut column = 0usize;
-        loop {
-            match chars.next() {
-                None => {
-                    record.push(std::mem::take(&mut field));
-                    break;
-                }
-                Some('\n') => {
-                    record.push(std::mem::take(&mut field));
-                    line += 1;
-                    break;
-                }
-                Some('\r') if chars.peek() == Some(&'\n') => {}
-                Some(',') => {
-                    column += 1;
-                    record.push(std::mem::take(&mut field));
-                }
-                Some('"') if field.is_empty() => {
-                    column += 1;
-                    // A quoted field, to its closing quote.
-                    loop {
-                        match chars.next() {
-                            None => {
-                                let at = format!("parse error on line {line}, column {}", column + 1);
-                                let at = if line == record_line {
-                                    at
-                                } else {
-                                    format!("record on line {record_line}; {at}")
-                                };
-                                return Err(format!("{at}: extraneous or missing \" in quoted-field"));
-                            }
-                            Some('"') if chars.peek() == Some(&'"') => {
-                                chars.next();
-                                field.push('"');
-                            }
-                            Some('"') => break,
-                            Some(c) => {
-                                if c == '\n' {
-                                    line += 1;
-                                }
-                                field.push(c);
-                            }
-                        }
-                    }
-                    match chars.peek() {
-                        None | Some(',' | '\n' | '\r') => {}
-                        Some(_) => {
-                            return Err(format!(
-                                "parse error on line {line}, column {}: extraneous or missing \" in quoted-field",
-                                column + 1
-                            ));
-                        }
-                    }
-                }
-                Some('"') => {
-                    return Err(format!(
-                        "parse error on line {line}, column {}: bare \" in non-quoted-field",
-                        column + 1
-                    ));
-                }
-                Some(c) => {
-                    column += 1;
-                    field.push(c);
-                }
-            }
-        }
-        records.push(record);
+        records.push(fields);
     }
     Ok(records)
 }
@@ -188,61 +192,56 @@ fn records(text: &str) -> Result<Vec<Vec<String>>, String> {
 mod tests {
     use super::*;
 
-    fn user(name: &str, uid: &str, groups: &[&str]) -> UserInfo {
-        let mut groups: Vec<String> = groups.iter().map(|g| (*g).to_owned()).collect();
-        add_authenticated(&mut groups);
-        UserInfo { name: name.into(), uid: uid.into(), groups, ..Default::default() }
-    }
-
-    /// `(name, file, token, the user it is)`.
+    /// Cases in `tests/data/token_file.yaml`: a file's text and the users it gives by token, or
+    /// the start-up error.
     #[test]
-    fn files_and_their_users() {
-        let cases: &[(&str, &str, &str, Option<UserInfo>)] = &[
-            ("three columns", "t1,bob,1001\n", "t1", Some(user("bob", "1001", &[]))),
-            ("one group", "t1,bob,1001,devs\n", "t1", Some(user("bob", "1001", &["devs"]))),
-            ("quoted groups", "t1,bob,1001,\"devs,ops\"\n", "t1", Some(user("bob", "1001", &["devs", "ops"]))),
-            ("extra columns are ignored", "t1,bob,1001,devs,more\n", "t1", Some(user("bob", "1001", &["devs"]))),
-            ("blank lines and CRLF", "\n\r\nt1,bob,1001\r\nt2,alice,1002\r\n", "t2", Some(user("alice", "1002", &[]))),
-            ("the later of two wins", "t1,bob,1\nt1,carol,2\n", "t1", Some(user("carol", "2", &[]))),
-            ("an empty token is skipped", ",bob,1\n", "", None),
-            ("a quote inside a quoted field", "t1,\"o\"\"brien\",1\n", "t1", Some(user("o\"brien", "1", &[]))),
-            ("spaces are kept", "t1, bob,1\n", "t1", Some(user(" bob", "1", &[]))),
-            ("an unknown token", "t1,bob,1\n", "t2", None),
-            ("no final newline", "t1,bob,1", "t1", Some(user("bob", "1", &[]))),
-        ];
-        for (name, text, token, want) in cases {
-            let file = TokenFile::parse(text, "tokens.csv").unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(file.user(token), want.as_ref(), "{name}");
+    fn token_file_cases() {
+        #[derive(serde::Deserialize)]
+        struct Case {
+            name: String,
+            file: String,
+            #[serde(default)]
+            users: std::collections::BTreeMap<String, Option<User>>,
+            #[serde(default)]
+            error: Option<String>,
         }
-    }
-
-    /// `(name, file, kube's error)`.
-    #[test]
-    fn files_kube_refuses() {
-        let cases = [
-            (
-                "two columns",
-                "t1,bob\n",
-                "token file 'tokens.csv' must have at least 3 columns (token, user name, user uid), found 2",
-            ),
-            ("a bare quote", "t1,b\"ob,1\n", "parse error on line 1, column 5: bare \" in non-quoted-field"),
-        ];
-        for (name, text, want) in cases {
-            let err = TokenFile::parse(text, "tokens.csv").err().unwrap_or_else(|| panic!("{name}: parsed"));
-            assert_eq!(err, want, "{name}");
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct User {
+            name: String,
+            uid: String,
+            groups: Vec<String>,
+        }
+        let text = include_str!("../tests/data/token_file.yaml");
+        let cases: Vec<Case> = serde_saphyr::from_str(text).unwrap();
+        for case in cases {
+            let parsed = TokenFileAuthenticator::parse(Path::new("tokens.csv"), &case.file);
+            match (parsed, &case.error) {
+                (Err(e), Some(want)) => assert_eq!(&e.to_string(), want, "{}", case.name),
+                (Err(e), None) => panic!("{}: {e}", case.name),
+                (Ok(_), Some(want)) => panic!("{}: wanted {want}", case.name),
+                (Ok(auth), None) => {
+                    for (token, want) in &case.users {
+                        let got = auth.user(token).map(|u| User { name: u.name, uid: u.uid, groups: u.groups });
+                        assert_eq!(&got, want, "{}: token {token}", case.name);
+                    }
+                }
+            }
         }
     }
 
     #[test]
     fn bearer_tokens() {
-        let headers = |v: &str| {
-            let mut h = http::HeaderMap::new();
-            h.insert(http::header::AUTHORIZATION, v.parse().unwrap());
-            h
-        };
-        assert_eq!(bearer_token(&headers("Bearer abc")), Some("abc"));
-        assert_eq!(bearer_token(&headers("bearer abc")), Some("abc"));
-        assert_eq!(bearer_token(&headers("Bearer ")), None);
-        assert_eq!(bearer_token(&headers("Basic abc")), None);
+        let cases = [
+            ("Bearer abc", Some("abc")),
+            ("bearer abc def", Some("abc")),
+            ("Bearer  abc", None),
+            ("Basic abc", None),
+            ("Bearer", None),
+        ];
+        for (header, want) in cases {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(http::header::AUTHORIZATION, header.parse().unwrap());
+            assert_eq!(bearer_token(&headers), want, "{header}");
+        }
     }
 }

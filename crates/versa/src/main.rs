@@ -1,6 +1,6 @@
 //! The `versa` binary: the server (`versa serve`) and the offline tools for definition authors
 //! (`versa lint`, `versa validate`, `versa convert`, `versa diff`) and for admins (`versa migrate`,
-//! `versa backup`, `versa restore`).
+//! `versa backup`, `versa restore`, `versa kubeconfig`).
 //! Only this crate picks concrete implementations (the storage backend among them); the commands themselves are thin
 //! layers over the pure crates, so that `versa validate` runs exactly the server's code.
 
@@ -35,7 +35,7 @@ mod leader_elect;
 mod lint;
 mod migrate;
 mod serve;
-mod user;
+mod user_kubeconfig;
 mod validate;
 
 /// versa — versioned custom resources for Kubernetes.
@@ -96,11 +96,11 @@ enum Command {
     /// Exit status: 0 when restored, 1 when the snapshot is refused (truncated, corrupt,
     /// foreign, newer) or the directory holds data.
     Restore(backup::RestoreArgs),
-    /// Write a kubeconfig for another user of a standalone server: a client certificate for
-    /// --user and its --group entries, signed by the CA of --data-dir, valid for --days.
+    /// Write a kubeconfig for a user of a standalone server: a new client certificate for
+    /// --user and each --group, signed by the CA in --data-dir, valid for --days.
     ///
     /// Exit status: 0 when written, 1 otherwise.
-    Kubeconfig(user::Args),
+    Kubeconfig(user_kubeconfig::Args),
 }
 
 fn main() -> ExitCode {
@@ -131,7 +131,7 @@ fn main() -> ExitCode {
         Command::Backup(args) => return backup::backup(&args),
         Command::Restore(args) => return backup::restore(&args),
         Command::Kubeconfig(args) => {
-            return match user::run(&args) {
+            return match user_kubeconfig::run(&args) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     warn!("error: {e:#}");

@@ -373,23 +373,25 @@ fn etcd_config(args: &Args) -> anyhow::Result<versa_storage_etcd::EtcdConfig> {
     Ok(config)
 }
 
+/// Standalone authentication: versa's client certificates, then `--token-auth-file`'s tokens.
+fn standalone_auth(args: &Args) -> anyhow::Result<Auth> {
+    let Some(path) = &args.token_auth_file else { return Ok(Auth::standalone()) };
+    let tokens = versa_server::token_file::TokenFileAuthenticator::load(path)
+        .with_context(|| format!("--token-auth-file {}", path.display()))?;
+    Ok(Auth::standalone_with(vec![Arc::new(tokens)]))
+}
+
 async fn serve(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("cannot create data directory {}", args.data_dir.display()))?;
     let audit = args.audit.config()?;
     let cluster = args.cluster.config().await?;
     let mode = if cluster.is_some() { "cluster" } else { "standalone" };
-    let mut auth = match &args.token_auth_file {
-        Some(_) if cluster.is_some() => {
-            anyhow::bail!("--token-auth-file is for standalone mode: behind kube-apiserver, kube authenticates")
-        }
-        Some(path) => {
-            let tokens = versa_server::token_file::TokenFile::read(path)
-                .map_err(|e| anyhow::anyhow!("--token-auth-file {}: {e}", path.display()))?;
-            Auth::standalone_with(vec![Arc::new(tokens)])
-        }
-        None => Auth::standalone(),
-    };
+    if cluster.is_some() && args.token_auth_file.is_some() {
+        anyhow::bail!("--token-auth-file is for standalone mode: behind kube-apiserver, kube authenticates");
+    }
+    // Read before the store is opened: a bad token file stops the start with nothing touched.
+    let mut auth = standalone_auth(&args)?;
     let store = open_store(&args).await?;
     if cluster.is_none() {
         // Standalone decides with the RBAC objects it stores (behind kube-apiserver, kube does).

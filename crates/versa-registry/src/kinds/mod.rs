@@ -29,6 +29,7 @@ pub mod namespace;
 pub mod patch;
 pub mod rbac;
 pub mod secret;
+pub mod serviceaccount;
 
 use serde_json::Value;
 use versa_schema::ErrorList;
@@ -213,6 +214,7 @@ pub static CORE: &[&CoreKind] = &[
     &secret::KIND,
     &configmap::KIND,
     &lease::KIND,
+    &serviceaccount::KIND,
     &admission::VALIDATING_WEBHOOKS,
     &admission::MUTATING_WEBHOOKS,
     &admission::VALIDATING_POLICIES,

@@ -413,3 +413,17 @@ pub(super) static SUBJECT_ACCESS_REVIEW_STATUS: Message = Message {
         field(3, "evaluationError", Ty::Str, Omit),
     ],
 };
+
+/// core/v1 `ServiceAccount` (`kubectl create serviceaccount` sends it with the typed client).
+pub(super) static SERVICE_ACCOUNT: Message = Message {
+    name: "ServiceAccount",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(2, "secrets", Ty::Messages(&OBJECT_REFERENCE), Omit),
+        field(3, "imagePullSecrets", Ty::Messages(&LOCAL_OBJECT_REFERENCE), Omit),
+        field(4, "automountServiceAccountToken", Ty::Bool, Pointer),
+    ],
+};
+
+pub(super) static LOCAL_OBJECT_REFERENCE: Message =
+    Message { name: "LocalObjectReference", fields: &[field(1, "name", Ty::Str, Omit)] };

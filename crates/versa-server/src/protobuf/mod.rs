@@ -54,7 +54,7 @@ pub use error::ProtobufError;
 use error::Result;
 use kinds::{
     CLUSTER_ROLE, CONFIG_MAP, DELETE_OPTIONS, EVENT, LEASE, NAMESPACE, ROLE, ROLE_BINDING, SECRET,
-    SELF_SUBJECT_ACCESS_REVIEW,
+    SELF_SUBJECT_ACCESS_REVIEW, SERVICE_ACCOUNT,
 };
 use message::message;
 
@@ -80,6 +80,7 @@ pub fn decode(body: &[u8]) -> Result<Value> {
         ("v1", "Event") => &EVENT,
         ("v1", "Secret") => &SECRET,
         ("v1", "ConfigMap") => &CONFIG_MAP,
+        ("v1", "ServiceAccount") => &SERVICE_ACCOUNT,
         ("coordination.k8s.io/v1", "Lease") => &LEASE,
         ("rbac.authorization.k8s.io/v1", "Role") => &ROLE,
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => &CLUSTER_ROLE,
