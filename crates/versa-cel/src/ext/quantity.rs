@@ -75,9 +75,9 @@ pub(crate) fn call<'a>(
 
 fn member_call<'a>(function: &str, q: Quantity, rest: &[Value<'a>]) -> Res<'a> {
     let overflow = || EvalError::new("quantity overflow");
-    let as_int = |q: Quantity| (q.nanos % NANO == 0).then(|| i64::try_from(q.nanos / NANO).ok()).flatten();
+    let as_int = |q: Quantity| q.as_int64();
     let other = |v: &Value<'_>| match v {
-        Value::Int(i) => i128::from(*i).checked_mul(NANO).map(|nanos| Quantity { nanos }),
+        Value::Int(i) => Some(Quantity::from_int(*i)),
         v => quantity_of(v),
     };
     match (function, rest) {
@@ -87,8 +87,8 @@ fn member_call<'a>(function: &str, q: Quantity, rest: &[Value<'a>]) -> Res<'a> {
         ("asApproximateFloat", []) => Ok(Value::Double(q.nanos as f64 / NANO as f64)),
         ("add" | "sub", [v]) => {
             let o = other(v).ok_or_else(|| no_overload(function))?;
-            let r = if function == "add" { q.nanos.checked_add(o.nanos) } else { q.nanos.checked_sub(o.nanos) };
-            Ok(opaque(Opaque::Quantity(Quantity { nanos: r.ok_or_else(overflow)? })))
+            let r = q.add(&o, function == "sub").ok_or_else(overflow)?;
+            Ok(opaque(Opaque::Quantity(r)))
         }
         ("isGreaterThan" | "isLessThan" | "compareTo", [v]) => {
             let o = quantity_of(v).ok_or_else(|| no_overload(function))?;

@@ -9,10 +9,100 @@ const ERR_FORMAT_WRONG: &str =
 const ERR_NUMERIC: &str = "unable to parse numeric part of quantity";
 const ERR_SUFFIX: &str = "unable to parse quantity's suffix";
 
-/// A quantity's exact value, in units of 10^-9.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// A quantity's exact value, in units of 10^-9, and how Kubernetes would hold it.
+#[derive(Clone, Copy, Debug)]
 pub struct Quantity {
     pub nanos: i128,
+    /// apimachinery's `int64Amount` (value × 10^scale) when Kubernetes holds the quantity in one,
+    /// `None` when it holds an `inf.Dec`. Only `AsInt64` (CEL's `asInteger`/`isInteger`) looks at
+    /// it: it refuses every `inf.Dec` and every negative scale, even of a whole value (`1000m`).
+    pub int: Option<(i64, i32)>,
+}
+
+impl PartialEq for Quantity {
+    fn eq(&self, other: &Self) -> bool {
+        self.nanos == other.nanos
+    }
+}
+
+impl Eq for Quantity {}
+
+impl PartialOrd for Quantity {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Quantity {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.nanos.cmp(&other.nanos)
+    }
+}
+
+impl Quantity {
+    /// A whole number as `resource.NewQuantity` makes it.
+    pub fn from_int(i: i64) -> Quantity {
+        Quantity { nanos: i128::from(i) * NANO, int: Some((i, 0)) }
+    }
+
+    /// apimachinery's `Quantity.AsInt64`.
+    pub fn as_int64(&self) -> Option<i64> {
+        match self.int? {
+            (value, 0) => Some(value),
+            (_, scale) if scale < 0 => None,
+            (value, scale) => value.checked_mul(10i64.checked_pow(scale as u32)?),
+        }
+    }
+
+    /// apimachinery's `Quantity.Add` (`negate` for `Sub`): exact, held as an `int64Amount` while
+    /// `int64Amount.Add` manages, else as an `inf.Dec`.
+    pub fn add(&self, other: &Quantity, negate: bool) -> Option<Quantity> {
+        let nanos = if negate { self.nanos.checked_sub(other.nanos)? } else { self.nanos.checked_add(other.nanos)? };
+        let int = match (self.int, other.int) {
+            (Some(a), Some((v, s))) => int_add(a, (if negate { v.wrapping_neg() } else { v }, s)),
+            _ => None,
+        };
+        Some(Quantity { nanos, int })
+    }
+}
+
+/// apimachinery's `int64Amount.Add`.
+fn int_add((av, asc): (i64, i32), (bv, bsc): (i64, i32)) -> Option<(i64, i32)> {
+    let scaled = |v: i64, by: i32| v.checked_mul(10i64.checked_pow(u32::try_from(by).ok()?)?);
+    if bv == 0 {
+        Some((av, asc))
+    } else if av == 0 {
+        Some((bv, bsc))
+    } else if asc == bsc {
+        Some((av.checked_add(bv)?, asc))
+    } else if asc > bsc {
+        Some((scaled(av, asc - bsc)?.checked_add(bv)?, bsc))
+    } else {
+        Some((av.checked_add(scaled(bv, bsc - asc)?)?, asc))
+    }
+}
+
+/// Whether `ParseQuantity` takes its fast path (an `int64Amount`), and with what.
+fn parsed_int(positive: bool, num: &str, denom: &str, exponent: i64, format: Format) -> Option<(i64, i32)> {
+    let (precision, mut scale, mantissa) = match format {
+        Format::BinarySi if exponent >= 0 && denom.is_empty() => {
+            let mantissa = 1i64.checked_shl(u32::try_from(exponent).ok()?)?;
+            (15 - num.len() as i64 - (exponent as f32 * 3.0 / 10.0) as i64 - 1, 0, mantissa)
+        }
+        Format::BinarySi => (-1, 0, 1),
+        _ => (18 - (num.len() + denom.len()) as i64, exponent, 1),
+    };
+    if precision < 0 {
+        return None;
+    }
+    scale -= denom.len() as i64;
+    if scale < -9 {
+        return None;
+    }
+    let digits = format!("{num}{denom}");
+    let value: i64 = if digits.is_empty() { 0 } else { digits.parse().ok()? };
+    let result = value.checked_mul(mantissa)?;
+    Some((if positive { result } else { -result }, i32::try_from(scale).ok()?))
 }
 
 impl fmt::Display for Quantity {
@@ -71,7 +161,8 @@ pub fn parse(s: &str) -> Result<Quantity, &'static str> {
         }
     };
     let magnitude = if capped { magnitude.min(cap) } else { magnitude };
-    Ok(Quantity { nanos: if positive { magnitude } else { -magnitude } })
+    let int = parsed_int(positive, num, denom, exponent, format);
+    Ok(Quantity { nanos: if positive { magnitude } else { -magnitude }, int })
 }
 
 fn pow10(p: i64) -> Option<i128> {
