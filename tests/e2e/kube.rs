@@ -446,8 +446,9 @@ fn rbac_of_kube_allows_and_denies(plane: &Plane) {
 /// kube-controller-manager's garbage collector deletes a custom object whose owner, a
 /// ConfigMap of kube's, is deleted.
 fn garbage_collector_of_kube_deletes_dependents(plane: &Plane) {
-    let group = "gc.e2e.example.com";
-    // Not gc_cascade's namespace: the two scenarios run beside each other.
+    // Not gc_cascade's group and namespace: the two scenarios run beside each other, and this
+    // group is versa's (its APIService would take gc_cascade's CRDs' group version over).
+    let group = "gckube.e2e.example.com";
     let ns = "gc-kube";
     define_crontabs(plane, group);
     namespace(plane, ns);
