@@ -14,17 +14,14 @@ mod client;
 #[path = "corpus.rs"]
 mod corpus;
 
-use std::io::{BufRead as _, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use client::Client;
 use serde_json::Value;
 
-struct Server(Child);
-
-/// CPU seconds from `/proc/<pid>/stat`: the process's own (`self_only`), or what its waited-for
+/// CPU seconds from `/proc/<pid>/stat`: the process's own, or (`children`) what its waited-for
 /// children used (kubectl, once it has exited). Clock ticks of 1/100 s, as Linux reports them.
 fn cpu_seconds(pid: &str, children: bool) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -33,34 +30,6 @@ fn cpu_seconds(pid: &str, children: bool) -> f64 {
     let at = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
     // utime, stime are fields 14 and 15 of stat (11 and 12 here); cutime, cstime 16 and 17.
     if children { (at(13) + at(14)) / 100.0 } else { (at(11) + at(12)) / 100.0 }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `versa serve` built next to this benchmark (or `VERSA_BENCH_BIN`); its address.
-fn start(data_dir: &Path) -> (Server, String) {
-    let versa = std::env::var_os("VERSA_BENCH_BIN").map_or_else(versa_e2e::versa_bin, PathBuf::from);
-    let mut child = Command::new(&versa)
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let address = loop {
-        let line = lines.next().expect("versa exited before serving").unwrap();
-        if let Some(url) = line.strip_prefix("versa is serving on https://") {
-            break url.to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    (Server(child), address)
 }
 
 /// How many of the copies' groups (`g0000.` …) aggregated discovery lists.
@@ -122,10 +91,10 @@ async fn main() {
     );
 
     let data = tmp.path().join("data");
-    let (server, address) = start(&data);
-    let versa_pid = server.0.id().to_string();
-    let kubeconfig = data.join("admin.kubeconfig");
-    let c = Client::admin(&data, &address);
+    let versa = versa_e2e::Versa::start(&data);
+    let versa_pid = versa.child.id().to_string();
+    let kubeconfig = versa.kubeconfig();
+    let c = Client::admin(&data, &versa.address);
 
     let (versa_before, kubectl_before) = (cpu_seconds(&versa_pid, false), cpu_seconds("self", true));
     let started = Instant::now();

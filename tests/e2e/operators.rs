@@ -60,12 +60,11 @@ fn reconciled(versa: &Versa, name: &str, n: usize) {
     });
 }
 
-#[test]
-fn a_controller_runtime_operator_reconciles_elects_and_hands_over() {
-    let bin = go_program("operator", false);
+/// A standalone versa (in a temporary directory) with the operator's two definitions
+/// Established.
+fn versa_with_the_operators_crds() -> (tempfile::TempDir, Versa) {
     let dir = tempfile::tempdir().unwrap();
     let versa = Versa::start(&dir.path().join("data"));
-    let kubeconfig = versa.kubeconfig();
     let crds = operator_dir().join("crds");
     ok(versa.kubectl(&["apply", "-f", crds.to_str().unwrap()]));
     ok(versa.kubectl(&[
@@ -74,6 +73,14 @@ fn a_controller_runtime_operator_reconciles_elects_and_hands_over() {
         "crd/parents.ops.example.com",
         "crd/children.ops.example.com",
     ]));
+    (dir, versa)
+}
+
+#[test]
+fn a_controller_runtime_operator_reconciles_elects_and_hands_over() {
+    let bin = go_program("operator", false);
+    let (dir, versa) = versa_with_the_operators_crds();
+    let kubeconfig = versa.kubeconfig();
 
     let mut first = operator(&bin, &kubeconfig, "first");
     first.wait_for("first leading", |l| l == "leading first");
@@ -306,17 +313,8 @@ fn kube_rs_operator(kubeconfig: &Path, id: &str, said: std::sync::mpsc::Sender<S
 
 #[test]
 fn a_kube_rs_operator_owns_finalizes_elects_and_hands_over() {
-    let dir = tempfile::tempdir().unwrap();
-    let versa = Versa::start(&dir.path().join("data"));
+    let (dir, versa) = versa_with_the_operators_crds();
     let kubeconfig = versa.kubeconfig();
-    let crds = operator_dir().join("crds");
-    ok(versa.kubectl(&["apply", "-f", crds.to_str().unwrap()]));
-    ok(versa.kubectl(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/parents.ops.example.com",
-        "crd/children.ops.example.com",
-    ]));
 
     let (said, heard) = std::sync::mpsc::channel();
     let first = kube_rs_operator(&kubeconfig, "first", said.clone());

@@ -9,11 +9,11 @@
 //! brings it — for the next request, as in kube, which does not re-decide open watches). A
 //! lost watch lists again. Until the first list has been read, requests wait for it.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use serde_json::Value;
 use tokio::sync::watch;
 use versa_storage::{Keys, ListOptions, Store};
 
@@ -87,37 +87,63 @@ async fn keep(store: Arc<dyn Store>, keys: Keys, send: watch::Sender<Option<Arc<
     }
 }
 
+/// One stored RBAC object, parsed once, when it is listed or its event arrives.
+#[derive(Clone)]
+enum Object {
+    Role(Role),
+    ClusterRole(ClusterRole),
+    RoleBinding(RoleBinding),
+    ClusterRoleBinding(ClusterRoleBinding),
+}
+
+impl Object {
+    /// The object of `key` (`<prefix><plural>/…`, `prefix` the group's); `None` for one that
+    /// does not parse (the write path admitted it, so it does not happen).
+    fn parse(prefix: &str, key: &str, value: &[u8]) -> Option<Object> {
+        Some(match key.strip_prefix(prefix)?.split('/').next()? {
+            "roles" => Object::Role(serde_json::from_slice(value).ok()?),
+            "clusterroles" => Object::ClusterRole(serde_json::from_slice(value).ok()?),
+            "rolebindings" => Object::RoleBinding(serde_json::from_slice(value).ok()?),
+            "clusterrolebindings" => Object::ClusterRoleBinding(serde_json::from_slice(value).ok()?),
+            _ => return None,
+        })
+    }
+}
+
 /// One list and the watch after it, until the watch ends.
 async fn follow(
     store: &dyn Store,
     prefix: &str,
     send: &watch::Sender<Option<Arc<Policy>>>,
 ) -> Result<(), versa_storage::Error> {
-    let mut objects = std::collections::BTreeMap::new();
+    let mut objects = BTreeMap::new();
     let mut options = ListOptions::default();
     let revision = loop {
         let page = store.list(prefix, options.clone()).await?;
         for kv in page.items {
-            objects.insert(kv.key.clone(), kv.value.to_vec());
+            objects.extend(Object::parse(prefix, &kv.key, &kv.value).map(|o| (kv.key, o)));
         }
         match page.continue_token {
             Some(token) => options.continue_token = Some(token),
             None => break page.revision,
         }
     };
-    send.send_replace(Some(Arc::new(policy_of(prefix, &objects))));
+    send.send_replace(Some(Arc::new(policy_of(&objects))));
     let mut watch = store.watch(prefix, revision).await?;
     while let Some(event) = watch.next().await {
         match event? {
             versa_storage::WatchEvent::Added(kv) | versa_storage::WatchEvent::Modified { kv, .. } => {
-                objects.insert(kv.key.clone(), kv.value.to_vec());
+                match Object::parse(prefix, &kv.key, &kv.value) {
+                    Some(object) => objects.insert(kv.key, object),
+                    None => objects.remove(&kv.key),
+                };
             }
             versa_storage::WatchEvent::Deleted { prev, .. } => {
                 objects.remove(&prev.key);
             }
             versa_storage::WatchEvent::Progress { .. } => continue,
         }
-        send.send_replace(Some(Arc::new(policy_of(prefix, &objects))));
+        send.send_replace(Some(Arc::new(policy_of(&objects))));
         if send.is_closed() {
             return Ok(());
         }
@@ -125,21 +151,16 @@ async fn follow(
     Ok(())
 }
 
-/// The policy of the stored objects (keyed `<prefix><plural>/…`, `prefix` the group's); one
-/// that does not parse is left out (the write path admitted it, so it does not happen).
-fn policy_of(prefix: &str, objects: &std::collections::BTreeMap<String, Vec<u8>>) -> Policy {
+/// The policy of the stored objects.
+fn policy_of(objects: &BTreeMap<String, Object>) -> Policy {
     let (mut roles, mut cluster_roles, mut role_bindings, mut cluster_role_bindings) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (key, value) in objects {
-        let Ok(object) = serde_json::from_slice::<Value>(value) else { continue };
-        match key.strip_prefix(prefix).and_then(|rest| rest.split('/').next()) {
-            Some("roles") => roles.extend(serde_json::from_value::<Role>(object).ok()),
-            Some("clusterroles") => cluster_roles.extend(serde_json::from_value::<ClusterRole>(object).ok()),
-            Some("rolebindings") => role_bindings.extend(serde_json::from_value::<RoleBinding>(object).ok()),
-            Some("clusterrolebindings") => {
-                cluster_role_bindings.extend(serde_json::from_value::<ClusterRoleBinding>(object).ok())
-            }
-            _ => {}
+    for object in objects.values().cloned() {
+        match object {
+            Object::Role(o) => roles.push(o),
+            Object::ClusterRole(o) => cluster_roles.push(o),
+            Object::RoleBinding(o) => role_bindings.push(o),
+            Object::ClusterRoleBinding(o) => cluster_role_bindings.push(o),
         }
     }
     Policy::new(roles, cluster_roles, role_bindings, cluster_role_bindings)
