@@ -23,6 +23,8 @@ mod kube_cases;
 mod kube_diff;
 #[path = "kube_plane.rs"]
 mod kube_plane;
+#[path = "kube_rbac.rs"]
+mod kube_rbac;
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -50,6 +52,7 @@ const SHARED: &[(&str, Scenario)] = &[
     ("data_cases_state_kubes_answers", data_cases_state_kubes_answers),
     ("scheduled_backup_runs_as_its_service_account", scheduled_backup_runs_as_its_service_account),
     ("rbac_cases_state_kubes_decisions", rbac_cases_state_kubes_decisions),
+    ("users_and_rbac_match_kube", kube_rbac::users_and_rbac_match_kube),
 ];
 
 /// Scenarios that stop versa: after the others, one at a time.

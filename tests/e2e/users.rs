@@ -247,5 +247,5 @@ fn rbac_objects_grant_and_take_back() {
         "-p",
         r#"{"roleRef":{"name":"other"}}"#,
     ]));
-    assert!(err.contains("roleRef: Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"ClusterRole\", Name:\"other\"}: cannot change roleRef"), "{err}");
+    assert!(err.contains("roleRef: Invalid value: {\"APIGroup\":\"rbac.authorization.k8s.io\",\"Kind\":\"ClusterRole\",\"Name\":\"other\"}: cannot change roleRef"), "{err}");
 }

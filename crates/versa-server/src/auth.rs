@@ -105,6 +105,12 @@ pub enum Decision {
 /// Decides whether a user may make a request.
 pub trait Authorizer: Send + Sync + std::fmt::Debug {
     fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> BoxFuture<'a, Decision>;
+
+    /// The RBAC policy the authorizer decides with, when it is standalone's RBAC authorizer:
+    /// what SelfSubjectRulesReviews list and the escalation check compares with.
+    fn policy(&self) -> BoxFuture<'_, Option<Arc<crate::rbac::Policy>>> {
+        Box::pin(async { None })
+    }
 }
 
 /// Standalone authentication: a client certificate issued by versa's CA; its CN is the user,

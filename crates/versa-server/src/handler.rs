@@ -257,14 +257,10 @@ async fn authorized(
         });
         return Status::forbidden(forbidden_message(&user, info, &reason), details).into_response();
     }
-    if info.is_resource_request
-        && info.api_group == crate::access_review::GROUP
-        && info.resource == crate::access_review::SELF_SUBJECT_ACCESS_REVIEWS
-        && info.verb == "create"
-    {
+    if let Some(review) = crate::reviews::Review::of(info) {
         let (parts, body) = req.into_parts();
         let answer = match crate::rest::read_body(body).await {
-            Ok(body) => crate::access_review::self_subject_access_review(&state, &user, &parts.headers, &body).await,
+            Ok(body) => crate::reviews::answer(&state, review, &user, info, &parts.headers, &body).await,
             Err(status) => Err(status),
         };
         return answer.unwrap_or_else(Status::into_response);

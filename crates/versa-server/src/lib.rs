@@ -19,7 +19,6 @@
 //! Every request: TLS (client certificate optional at the handshake) → authenticate → authorize
 //! → route (see `handler.rs`). Errors are `metav1.Status` objects (`status.rs`).
 
-pub mod access_review;
 pub mod admission;
 pub mod audit;
 pub mod auth;
@@ -38,10 +37,10 @@ pub mod pki;
 mod protobuf;
 pub mod query;
 pub mod rbac;
-pub mod rbac_authorizer;
 pub mod replicas;
 pub mod request_info;
 mod rest;
+pub mod reviews;
 pub mod selector;
 mod server;
 pub mod spill;
@@ -283,6 +282,13 @@ impl Prepared {
                 self.state.leadership.clone(),
                 self.state.shutdown.clone(),
                 move |_| controllers::garbage_collector::run(state.clone()),
+            ));
+            // kube's default RBAC policy and ClusterRole aggregation.
+            let state = self.state.clone();
+            tokio::spawn(leader::while_leading(
+                self.state.leadership.clone(),
+                self.state.shutdown.clone(),
+                move |_| controllers::rbac::run(state.clone()),
             ));
         }
         if let Some(tasks) = self.cluster {

@@ -1,11 +1,13 @@
 //! RBAC decisions case by case (`tests/data/rbac.yaml`): the objects in force and, for each
-//! request, kube's RBAC authorizer's answer and reason (`versa_server::rbac`).
+//! request, kube's RBAC authorizer's answer and reason (`versa_server::rbac`), aggregated
+//! ClusterRoles first given their rules as the aggregation controller would.
 
 #![allow(clippy::unwrap_used, clippy::panic, reason = "tests")]
 
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use serde::Deserialize;
 use serde_json::Value;
-use versa_server::rbac::{Attributes, Policy};
+use versa_server::rbac::{Attributes, Policy, aggregation};
 
 #[derive(Deserialize)]
 struct File {
@@ -39,9 +41,14 @@ fn rbac_cases() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rbac.yaml");
     let file: File = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let of = |kind: &'static str| file.objects.iter().filter(move |o| o["kind"] == kind).cloned();
+    // Aggregated ClusterRoles hold what the aggregation controller writes into them.
+    let mut cluster_roles: Vec<ClusterRole> = of("ClusterRole").map(|o| serde_json::from_value(o).unwrap()).collect();
+    for (name, rules) in aggregation::stale(&cluster_roles) {
+        cluster_roles.iter_mut().find(|r| r.metadata.name.as_deref() == Some(&name)).unwrap().rules = Some(rules);
+    }
     let policy = Policy::new(
         of("Role").map(|o| serde_json::from_value(o).unwrap()).collect(),
-        of("ClusterRole").map(|o| serde_json::from_value(o).unwrap()).collect(),
+        cluster_roles,
         of("RoleBinding").map(|o| serde_json::from_value(o).unwrap()).collect(),
         of("ClusterRoleBinding").map(|o| serde_json::from_value(o).unwrap()).collect(),
     );

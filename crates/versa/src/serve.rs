@@ -396,7 +396,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     if cluster.is_none() {
         // Standalone decides with the RBAC objects it stores (behind kube-apiserver, kube does).
         let keys = versa_storage::Keys::new(&args.storage_prefix);
-        auth.authorizer = Arc::new(versa_server::rbac_authorizer::RbacAuthorizer::start(store.clone(), keys));
+        auth.authorizer = Arc::new(versa_server::rbac::authorizer::RbacAuthorizer::start(store.clone(), keys));
     }
     let etcd = match args.storage {
         StorageKind::Etcd => Some(etcd_config(&args)?),

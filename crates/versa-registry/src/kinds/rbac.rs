@@ -293,14 +293,9 @@ fn validate_binding(obj: &Value, old: Option<&Value>, namespaced: bool) -> Error
     if let Some(old) = old {
         let old_ref = old.get("roleRef").cloned().unwrap_or(Value::Null);
         if old_ref != role_ref {
-            // kube prints the Go struct (`%#v`).
-            let go = format!(
-                "rbac.RoleRef{{APIGroup:{:?}, Kind:{:?}, Name:{:?}}}",
-                api_group,
-                kind,
-                field(&role_ref, "name")
-            );
-            errs.push(FieldError::invalid(path, BadValue::Raw(go), "cannot change roleRef"));
+            // kube prints its internal struct as JSON: Go field names, no json tags.
+            let go = json!({"APIGroup": api_group, "Kind": kind, "Name": field(&role_ref, "name")});
+            errs.push(FieldError::invalid(path, BadValue::Json(go), "cannot change roleRef"));
         }
     }
     errs

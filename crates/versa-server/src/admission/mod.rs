@@ -278,6 +278,32 @@ impl Admitter<'_> {
     }
 }
 
+impl Admitter<'_> {
+    /// Standalone RBAC's escalation prevention for a write of an RBAC object (see
+    /// [`crate::rbac::escalation`]); nothing where RBAC is not versa's.
+    async fn no_escalation(
+        &self,
+        attrs: &versa_registry::store::Attributes<'_>,
+        object: &Value,
+        old: Option<&Value>,
+    ) -> Result<(), Status> {
+        if self.res.group != crate::rbac::escalation::GROUP || !attrs.subresource.is_empty() {
+            return Ok(());
+        }
+        let authorizer = &*self.state.auth.authorizer;
+        let Some(policy) = authorizer.policy().await else { return Ok(()) };
+        let write = crate::rbac::escalation::Write {
+            user: self.user,
+            resource: &self.res.plural,
+            namespace: attrs.namespace.unwrap_or_default(),
+            name: attrs.name,
+            object,
+            old,
+        };
+        crate::rbac::escalation::check(authorizer, &policy, &write).await
+    }
+}
+
 impl versa_registry::store::Admission for Admitter<'_> {
     type Error = Status;
 
@@ -317,6 +343,9 @@ impl versa_registry::store::Admission for Admitter<'_> {
         old: Option<&Value>,
         warnings: &mut Vec<String>,
     ) -> Result<(), Status> {
+        if let Some(object) = object {
+            self.no_escalation(attrs, object, old).await?;
+        }
         validate(&self.request(attrs), operation, object, old, warnings).await
     }
 }

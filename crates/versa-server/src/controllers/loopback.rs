@@ -78,29 +78,47 @@ impl Loopback {
 
     /// GET of one object.
     pub async fn get(&self, obj: &ObjectRef) -> Answer {
-        self.request(Method::GET, obj.res.clone(), obj.namespace.as_deref(), &obj.name, None, Bytes::new()).await
+        self.request(Method::GET, obj.res.clone(), obj.namespace.as_deref(), &obj.name, None, Bytes::new(), None).await
     }
 
     /// DELETE of one object with `options` (a `DeleteOptions` document).
     pub async fn delete(&self, obj: &ObjectRef, options: &Value) -> Answer {
         let body = Bytes::from(serde_json::to_vec(options).unwrap_or_default());
         let json = Some("application/json");
-        self.request(Method::DELETE, obj.res.clone(), obj.namespace.as_deref(), &obj.name, json, body).await
+        self.request(Method::DELETE, obj.res.clone(), obj.namespace.as_deref(), &obj.name, json, body, None).await
     }
 
     /// A JSON merge patch of one object.
     pub async fn merge_patch(&self, obj: &ObjectRef, patch: &Value) -> Answer {
         let body = Bytes::from(serde_json::to_vec(patch).unwrap_or_default());
         let merge = Some("application/merge-patch+json");
-        self.request(Method::PATCH, obj.res.clone(), obj.namespace.as_deref(), &obj.name, merge, body).await
+        self.request(Method::PATCH, obj.res.clone(), obj.namespace.as_deref(), &obj.name, merge, body, None).await
+    }
+
+    /// A server-side apply of `object` to one object by `field_manager`, forcing conflicts
+    /// (as kube's controllers apply).
+    pub async fn apply(&self, obj: &ObjectRef, object: &Value, field_manager: &str) -> Answer {
+        let body = Bytes::from(serde_json::to_vec(object).unwrap_or_default());
+        let apply = Some("application/apply-patch+yaml");
+        let query = format!("fieldManager={field_manager}&force=true");
+        self.request(Method::PATCH, obj.res.clone(), obj.namespace.as_deref(), &obj.name, apply, body, Some(&query))
+            .await
+    }
+
+    /// A PUT of `object` (with its `resourceVersion`: a conflict when it moved).
+    pub async fn update(&self, obj: &ObjectRef, object: &Value) -> Answer {
+        let body = Bytes::from(serde_json::to_vec(object).unwrap_or_default());
+        let json = Some("application/json");
+        self.request(Method::PUT, obj.res.clone(), obj.namespace.as_deref(), &obj.name, json, body, None).await
     }
 
     /// A create of `object` in `namespace` of `res`.
     pub async fn create(&self, res: Arc<Resource>, namespace: Option<&str>, object: &Value) -> Answer {
         let body = Bytes::from(serde_json::to_vec(object).unwrap_or_default());
-        self.request(Method::POST, res, namespace, "", Some("application/json"), body).await
+        self.request(Method::POST, res, namespace, "", Some("application/json"), body, None).await
     }
 
+    #[allow(clippy::too_many_arguments, reason = "one request's parts")]
     async fn request(
         &self,
         method: Method,
@@ -109,6 +127,7 @@ impl Loopback {
         name: &str,
         content_type: Option<&str>,
         body: Bytes,
+        query: Option<&str>,
     ) -> Answer {
         let Some(version) = request_version(&res) else {
             return failure(StatusCode::NOT_FOUND, format!("{} serves no version", res.plural));
@@ -124,10 +143,14 @@ impl Loopback {
             path.push('/');
             path.push_str(name);
         }
-        let info = crate::request_info::parse(&method, &path, None);
+        let info = crate::request_info::parse(&method, &path, query);
+        let uri = match query {
+            Some(q) => format!("{path}?{q}"),
+            None => path.clone(),
+        };
         let mut builder = Request::builder()
             .method(method)
-            .uri(&path)
+            .uri(&uri)
             .header(header::ACCEPT, "application/json")
             .header(header::USER_AGENT, self.user_agent);
         if let Some(ct) = content_type {

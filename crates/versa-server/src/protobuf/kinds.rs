@@ -386,6 +386,68 @@ pub(super) static SELF_SUBJECT_ACCESS_REVIEW_SPEC: Message = Message {
     ],
 };
 
+/// authorization/v1 `SubjectAccessReview` and `LocalSubjectAccessReview` (one message shape).
+pub(super) static SUBJECT_ACCESS_REVIEW: Message = Message {
+    name: "SubjectAccessReview",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(2, "spec", Ty::Message(&SUBJECT_ACCESS_REVIEW_SPEC), Keep),
+        field(3, "status", Ty::Message(&SUBJECT_ACCESS_REVIEW_STATUS), Keep),
+    ],
+};
+
+pub(super) static SUBJECT_ACCESS_REVIEW_SPEC: Message = Message {
+    name: "SubjectAccessReviewSpec",
+    fields: &[
+        field(1, "resourceAttributes", Ty::Message(&RESOURCE_ATTRIBUTES), Pointer),
+        field(2, "nonResourceAttributes", Ty::Message(&NON_RESOURCE_ATTRIBUTES), Pointer),
+        field(3, "user", Ty::Str, Omit),
+        field(4, "groups", Ty::Strings, Omit),
+        field(6, "uid", Ty::Str, Omit),
+    ],
+};
+
+/// authorization/v1 `SelfSubjectRulesReview` (`kubectl auth can-i --list`).
+pub(super) static SELF_SUBJECT_RULES_REVIEW: Message = Message {
+    name: "SelfSubjectRulesReview",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(2, "spec", Ty::Message(&SELF_SUBJECT_RULES_REVIEW_SPEC), Keep),
+        field(3, "status", Ty::Message(&SUBJECT_RULES_REVIEW_STATUS), Keep),
+    ],
+};
+
+/// A rules review's status, as clients send it: empty but for Go's `incomplete: false`.
+pub(super) static SUBJECT_RULES_REVIEW_STATUS: Message = Message {
+    name: "SubjectRulesReviewStatus",
+    fields: &[field(3, "incomplete", Ty::Bool, Keep), field(4, "evaluationError", Ty::Str, Omit)],
+};
+
+pub(super) static SELF_SUBJECT_RULES_REVIEW_SPEC: Message =
+    Message { name: "SelfSubjectRulesReviewSpec", fields: &[field(1, "namespace", Ty::Str, Omit)] };
+
+/// authentication/v1 `SelfSubjectReview` (`kubectl auth whoami`): metadata and an empty status.
+pub(super) static SELF_SUBJECT_REVIEW: Message = Message {
+    name: "SelfSubjectReview",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(2, "status", Ty::Message(&SELF_SUBJECT_REVIEW_STATUS), Keep),
+    ],
+};
+
+/// A self review's status, as clients send it: an empty user.
+pub(super) static SELF_SUBJECT_REVIEW_STATUS: Message =
+    Message { name: "SelfSubjectReviewStatus", fields: &[field(1, "userInfo", Ty::Message(&USER_INFO), Keep)] };
+
+pub(super) static USER_INFO: Message = Message {
+    name: "UserInfo",
+    fields: &[
+        field(1, "username", Ty::Str, Omit),
+        field(2, "uid", Ty::Str, Omit),
+        field(3, "groups", Ty::Strings, Omit),
+    ],
+};
+
 pub(super) static RESOURCE_ATTRIBUTES: Message = Message {
     name: "ResourceAttributes",
     fields: &[

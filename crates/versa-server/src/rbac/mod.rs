@@ -1,8 +1,11 @@
-//! Kubernetes RBAC decisions (`rbac.authorization.k8s.io/v1`), as kube-apiserver's RBAC
-//! authorizer makes them (`plugin/pkg/auth/authorizer/rbac`), over a [`Policy`]: the Roles,
-//! ClusterRoles, RoleBindings and ClusterRoleBindings in force. Pure: the objects in, a decision
-//! and kube's reason out; where they come from (standalone's stored RBAC objects) is the
-//! caller's (issue 38).
+//! Kubernetes RBAC (`rbac.authorization.k8s.io/v1`) in standalone versa: the decisions kube's
+//! RBAC authorizer makes (`plugin/pkg/auth/authorizer/rbac`), over a [`Policy`] — the Roles,
+//! ClusterRoles, RoleBindings and ClusterRoleBindings in force. This module is pure: objects in,
+//! decisions, rules and kube's reasons out. Around it: [`authorizer`] keeps the policy of the
+//! stored objects current; [`escalation`] refuses roles and bindings that grant more than their
+//! writer holds; [`aggregation`] computes what the aggregation controller writes into aggregated
+//! ClusterRoles; [`bootstrap`] is kube's default policy (`cluster-admin`, `admin`, `edit`,
+//! `view`, discovery, basic user) and its reconciliation at start.
 //!
 //! - Every ClusterRoleBinding whose subjects include the user is visited, then — for a request
 //!   in a namespace — that namespace's RoleBindings; the first rule of a bound role that allows
@@ -14,10 +17,16 @@
 //!   a non-resource request when its verbs and URLs (`*`, a `prefix*`) match.
 //! - Subjects: a `User` by name, a `Group` by membership, a `ServiceAccount` as the user
 //!   `system:serviceaccount:<namespace>:<name>` (its namespace defaulting to the binding's).
-//! - Aggregated ClusterRoles (`aggregationRule`): their rules are the rules of every ClusterRole
-//!   whose labels match one of the selectors, as kube's aggregation controller writes them.
+//! - A ClusterRole's rules are the stored ones: for an aggregated ClusterRole, what the
+//!   aggregation controller wrote (as in kube, whose authorizer reads only `rules`).
+
+pub mod aggregation;
+pub mod authorizer;
+pub mod bootstrap;
+pub mod escalation;
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::ControlFlow;
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -56,8 +65,7 @@ pub struct Decision {
 }
 
 impl Policy {
-    /// The policy of these objects; aggregated ClusterRoles get the rules of the ClusterRoles
-    /// their selectors match.
+    /// The policy of these objects.
     pub fn new(
         roles: Vec<Role>,
         cluster_roles: Vec<ClusterRole>,
@@ -69,20 +77,8 @@ impl Policy {
             let key = (role.metadata.namespace.unwrap_or_default(), role.metadata.name.unwrap_or_default());
             policy.roles.insert(key, role.rules.unwrap_or_default());
         }
-        for role in &cluster_roles {
-            let rules = match &role.aggregation_rule {
-                Some(aggregation) => {
-                    let selectors = aggregation.cluster_role_selectors.as_deref().unwrap_or_default();
-                    cluster_roles
-                        .iter()
-                        .filter(|other| other.metadata.name != role.metadata.name)
-                        .filter(|other| selectors.iter().any(|s| selects(s, other.metadata.labels.as_ref())))
-                        .flat_map(|other| other.rules.iter().flatten().cloned())
-                        .collect()
-                }
-                None => role.rules.clone().unwrap_or_default(),
-            };
-            policy.cluster_roles.insert(role.metadata.name.clone().unwrap_or_default(), rules);
+        for role in cluster_roles {
+            policy.cluster_roles.insert(role.metadata.name.unwrap_or_default(), role.rules.unwrap_or_default());
         }
         for binding in role_bindings {
             policy
@@ -97,43 +93,20 @@ impl Policy {
     /// kube's RBAC authorizer.
     pub fn authorize(&self, attrs: &Attributes<'_>) -> Decision {
         let mut errors = Vec::new();
-        for binding in &self.cluster_role_bindings {
-            let subjects = binding.subjects.as_deref().unwrap_or_default();
-            let Some(subject) = subjects.iter().find(|s| applies(attrs, s, "")) else { continue };
-            match self.rules(&binding.role_ref.kind, &binding.role_ref.name, "") {
-                Ok(rules) if rules.iter().any(|r| allows(attrs, r)) => {
-                    let name = binding.metadata.name.as_deref().unwrap_or_default();
-                    return allowed(format!(
-                        "ClusterRoleBinding {} of {} {} to {}",
-                        quote(name),
-                        binding.role_ref.kind,
-                        quote(&binding.role_ref.name),
-                        describe(subject, "")
-                    ));
-                }
-                Ok(_) => {}
-                Err(e) => errors.push(e),
+        let mut decided = None;
+        self.visit(attrs.user, attrs.groups, attrs.namespace, |visit| match visit {
+            Visit::Rule(source, rule) if allows(attrs, rule) => {
+                decided = Some(format!("RBAC: allowed by {source}"));
+                ControlFlow::Break(())
             }
-        }
-        if !attrs.namespace.is_empty() {
-            for binding in self.role_bindings.get(attrs.namespace).into_iter().flatten() {
-                let subjects = binding.subjects.as_deref().unwrap_or_default();
-                let Some(subject) = subjects.iter().find(|s| applies(attrs, s, attrs.namespace)) else { continue };
-                match self.rules(&binding.role_ref.kind, &binding.role_ref.name, attrs.namespace) {
-                    Ok(rules) if rules.iter().any(|r| allows(attrs, r)) => {
-                        let name = binding.metadata.name.as_deref().unwrap_or_default();
-                        return allowed(format!(
-                            "RoleBinding {} of {} {} to {}",
-                            quote(&format!("{name}/{}", attrs.namespace)),
-                            binding.role_ref.kind,
-                            quote(&binding.role_ref.name),
-                            describe(subject, attrs.namespace)
-                        ));
-                    }
-                    Ok(_) => {}
-                    Err(e) => errors.push(e),
-                }
+            Visit::Rule(..) => ControlFlow::Continue(()),
+            Visit::Error(e) => {
+                errors.push(e);
+                ControlFlow::Continue(())
             }
+        });
+        if let Some(reason) = decided {
+            return Decision { allowed: true, reason };
         }
         let reason = match errors.len() {
             0 => String::new(),
@@ -143,8 +116,76 @@ impl Policy {
         Decision { allowed: false, reason }
     }
 
-    /// The rules of the role a binding refers to, or kube's error for it.
-    fn rules(&self, kind: &str, name: &str, namespace: &str) -> Result<&[PolicyRule], String> {
+    /// Every rule the user holds in `namespace` (cluster-wide ones only when it is empty), and
+    /// the errors met (bindings to roles that do not exist): kube's `RulesFor`, which
+    /// SelfSubjectRulesReviews and the escalation check read.
+    pub fn rules_for(&self, user: &str, groups: &[String], namespace: &str) -> (Vec<PolicyRule>, Vec<String>) {
+        let (mut rules, mut errors) = (Vec::new(), Vec::new());
+        self.visit(user, groups, namespace, |visit| {
+            match visit {
+                Visit::Rule(_, rule) => rules.push(rule.clone()),
+                Visit::Error(e) => errors.push(e),
+            }
+            ControlFlow::Continue(())
+        });
+        (rules, errors)
+    }
+
+    /// Visits the rules of every binding that applies to the user, in kube's order: the
+    /// ClusterRoleBindings, then `namespace`'s RoleBindings; until `visitor` breaks.
+    fn visit(
+        &self,
+        user: &str,
+        groups: &[String],
+        namespace: &str,
+        mut visitor: impl FnMut(Visit<'_>) -> ControlFlow<()>,
+    ) {
+        for binding in &self.cluster_role_bindings {
+            let subjects = binding.subjects.as_deref().unwrap_or_default();
+            let Some(subject) = subjects.iter().find(|s| applies(user, groups, s, "")) else { continue };
+            match self.rules(&binding.role_ref.kind, &binding.role_ref.name, "") {
+                Ok(rules) => {
+                    let source = Source::Cluster(binding, subject);
+                    for rule in rules {
+                        if visitor(Visit::Rule(&source, rule)).is_break() {
+                            return;
+                        }
+                    }
+                }
+                Err(e) => {
+                    if visitor(Visit::Error(e)).is_break() {
+                        return;
+                    }
+                }
+            }
+        }
+        if namespace.is_empty() {
+            return;
+        }
+        for binding in self.role_bindings.get(namespace).into_iter().flatten() {
+            let subjects = binding.subjects.as_deref().unwrap_or_default();
+            let Some(subject) = subjects.iter().find(|s| applies(user, groups, s, namespace)) else { continue };
+            match self.rules(&binding.role_ref.kind, &binding.role_ref.name, namespace) {
+                Ok(rules) => {
+                    let source = Source::Namespaced(binding, subject);
+                    for rule in rules {
+                        if visitor(Visit::Rule(&source, rule)).is_break() {
+                            return;
+                        }
+                    }
+                }
+                Err(e) => {
+                    if visitor(Visit::Error(e)).is_break() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The rules of the role a binding refers to (`kind` `Role` or `ClusterRole`), or kube's
+    /// error for it (`… not found`).
+    pub fn rules(&self, kind: &str, name: &str, namespace: &str) -> Result<&[PolicyRule], String> {
         match kind {
             "Role" => self
                 .roles
@@ -161,12 +202,48 @@ impl Policy {
     }
 }
 
-fn allowed(source: String) -> Decision {
-    Decision { allowed: true, reason: format!("RBAC: allowed by {source}") }
+/// What a visit brings: a rule and the binding it comes from, or an error.
+enum Visit<'p> {
+    Rule(&'p Source<'p>, &'p PolicyRule),
+    Error(String),
+}
+
+/// The binding a rule comes from, and the subject it names that is the user; displayed as kube
+/// describes it in a reason.
+enum Source<'p> {
+    Cluster(&'p ClusterRoleBinding, &'p Subject),
+    Namespaced(&'p RoleBinding, &'p Subject),
+}
+
+impl std::fmt::Display for Source<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Cluster(binding, subject) => write!(
+                f,
+                "ClusterRoleBinding {} of {} {} to {}",
+                quote(binding.metadata.name.as_deref().unwrap_or_default()),
+                binding.role_ref.kind,
+                quote(&binding.role_ref.name),
+                describe(subject, "")
+            ),
+            Source::Namespaced(binding, subject) => {
+                let namespace = binding.metadata.namespace.as_deref().unwrap_or_default();
+                let name = binding.metadata.name.as_deref().unwrap_or_default();
+                write!(
+                    f,
+                    "RoleBinding {} of {} {} to {}",
+                    quote(&format!("{name}/{namespace}")),
+                    binding.role_ref.kind,
+                    quote(&binding.role_ref.name),
+                    describe(subject, namespace)
+                )
+            }
+        }
+    }
 }
 
 /// Go's `%q`.
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 
@@ -180,13 +257,13 @@ fn describe(subject: &Subject, binding_namespace: &str) -> String {
 }
 
 /// Whether a binding's subject is the user.
-fn applies(attrs: &Attributes<'_>, subject: &Subject, namespace: &str) -> bool {
+fn applies(user: &str, groups: &[String], subject: &Subject, namespace: &str) -> bool {
     match subject.kind.as_str() {
-        "User" => attrs.user == subject.name,
-        "Group" => attrs.groups.contains(&subject.name),
+        "User" => user == subject.name,
+        "Group" => groups.contains(&subject.name),
         "ServiceAccount" => {
             let ns = subject.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or(namespace);
-            !ns.is_empty() && attrs.user == format!("system:serviceaccount:{ns}:{}", subject.name)
+            !ns.is_empty() && user == format!("system:serviceaccount:{ns}:{}", subject.name)
         }
         _ => false,
     }
@@ -221,7 +298,7 @@ pub fn allows(attrs: &Attributes<'_>, rule: &PolicyRule) -> bool {
 }
 
 /// Whether a label selector (matchLabels and matchExpressions) selects `labels`.
-fn selects(selector: &LabelSelector, labels: Option<&BTreeMap<String, String>>) -> bool {
+pub(crate) fn selects(selector: &LabelSelector, labels: Option<&BTreeMap<String, String>>) -> bool {
     let empty = BTreeMap::new();
     let labels = labels.unwrap_or(&empty);
     let by_labels = selector.match_labels.iter().flatten().all(|(k, v)| labels.get(k).is_some_and(|have| have == v));
