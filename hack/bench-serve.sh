@@ -6,7 +6,7 @@
 # an update, what a server-side apply costs next to a merge patch of the same change, and what a
 # validating webhook and a ValidatingAdmissionPolicy add to a create. Not a test: numbers vary with the machine and its load; ratios less so.
 #
-# Arguments pick scenarios: definitions, get, create, list, conversion, cel, apply, admission (default: all),
+# Arguments pick scenarios: definitions, get, create, list, conversion, cel, apply, admission, rbac (default: all),
 # and million (only when named: a million objects of one definition — paginated LIST, a watch,
 # RSS as they are created, a storage migration of them all; minutes). Environment:
 #   VERSA_BENCH_SECONDS      measured seconds per server and throughput scenario (default 5)

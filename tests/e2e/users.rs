@@ -1,8 +1,8 @@
 //! Users of a standalone server (issue 38, authentication): the real kubectl as alice, with a
 //! client certificate `versa kubeconfig` issued, and as bob, with a token of
 //! `--token-auth-file`; a token the file does not hold is 401; ServiceAccounts as kubectl
-//! manages them. Until RBAC lands only `system:masters` may do
-//! anything, so who the server thinks a user is shows in kube's 403 text.
+//! manages them; RBAC objects granting and taking back (kube-apiserver judges the same users and
+//! objects in `kube_rbac.rs`). Who the server thinks a user is shows in kube's 403 text.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
 
@@ -224,9 +224,23 @@ fn rbac_objects_grant_and_take_back() {
     assert_eq!(can(&["get", "/apis"]), "yes");
     assert_eq!(can(&["get", "/metrics"]), "no");
 
-    // The binding gone, the grant is gone.
+    // The binding gone, the grant is gone — for new requests: a watch opened while it was in
+    // force goes on (kube decides a request once, when it starts).
+    let mut watch = versa_e2e::Printing::start(Command::new("kubectl").arg("--kubeconfig").arg(&alice).args([
+        "get",
+        "configmaps",
+        "-n",
+        "team",
+        "-w",
+        "-o",
+        "name",
+    ]));
+    watch.wait_for("the watch's first list", |l| l.contains("configmap/settings"));
     ok(versa.kubectl(&["delete", "rolebinding", "alice-reads", "-n", "team"]));
     until(&alice, &["get", "configmaps", "-n", "team"], false);
+    ok(versa.kubectl(&["create", "configmap", "after", "-n", "team"]));
+    watch.wait_for("an event after the binding went", |l| l.contains("configmap/after"));
+    watch.kill();
 
     // kube's validation.
     let err = fails(versa.kubectl_file(

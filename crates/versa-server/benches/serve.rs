@@ -119,6 +119,9 @@ mod million;
 /// The definitions scenario: definitions at scale.
 #[path = "serve/definitions.rs"]
 mod definitions;
+/// The RBAC scenario: GET and LIST decided by RBAC against system:masters.
+#[path = "serve/rbac.rs"]
+mod rbac;
 
 /// The CronTab definition the throughput scenarios use.
 const GROUP: &str = "stable.example.com";
@@ -166,9 +169,10 @@ impl Settings {
                         | "cel"
                         | "apply"
                         | "admission"
+                        | "rbac"
                         | "million"
                 ),
-                "unknown scenario {s:?}: pick from definitions, get, create, list, conversion, cel, apply, admission, million"
+                "unknown scenario {s:?}: pick from definitions, get, create, list, conversion, cel, apply, admission, rbac, million"
             );
         }
         Settings {
@@ -229,6 +233,9 @@ fn main() {
     }
     if settings.wants("admission") {
         admission::admission(&settings, &server_rt, &client_rt);
+    }
+    if settings.wants("rbac") {
+        rbac::rbac(&settings, &server_rt, &client_rt);
     }
     if settings.named("million") {
         million::million(&settings, &server_rt, &client_rt);
@@ -1253,14 +1260,29 @@ impl Versa {
 
     /// [`Versa::start`] with migrations paced as `migration` says.
     fn start_with(rt: &Runtime, migration: versa_server::state::MigrationOptions) -> Versa {
+        Self::start_authorized(rt, migration, false)
+    }
+
+    /// [`Versa::start`] deciding by RBAC, as `versa serve` standalone does.
+    fn start_rbac(rt: &Runtime) -> Versa {
+        Self::start_authorized(rt, Default::default(), true)
+    }
+
+    fn start_authorized(rt: &Runtime, migration: versa_server::state::MigrationOptions, rbac: bool) -> Versa {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.path(), Default::default()).unwrap());
+        let mut auth = Auth::standalone();
+        if rbac {
+            let keys = versa_storage::Keys::new("/registry");
+            let _entered = rt.enter();
+            auth.authorizer = Arc::new(versa_server::rbac::authorizer::RbacAuthorizer::start(store.clone(), keys));
+        }
         let config = ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: dir.path().to_path_buf(),
             store,
             key_prefix: "/registry".into(),
-            auth: Auth::standalone(),
+            auth,
             cluster: None,
             conversion: Default::default(),
             migration,
@@ -1492,14 +1514,33 @@ struct Conn {
 
 impl Client {
     fn new(data_dir: &Path, addr: SocketAddr) -> Client {
+        let chain: Vec<_> =
+            CertificateDer::pem_file_iter(data_dir.join(pki::ADMIN_CERT)).unwrap().map(Result::unwrap).collect();
+        let key = PrivateKeyDer::from_pem_file(data_dir.join(pki::ADMIN_KEY)).unwrap();
+        Self::of(data_dir, addr, chain, key)
+    }
+
+    /// A client with the certificate and key of a kubeconfig `versa kubeconfig` issues.
+    fn with_identity(data_dir: &Path, addr: SocketAddr, kubeconfig: &str) -> Client {
+        let doc: Value = serde_saphyr::from_str(kubeconfig).unwrap();
+        let user = &doc["users"][0]["user"];
+        let decode = |k: &str| base64::engine::general_purpose::STANDARD.decode(user[k].as_str().unwrap()).unwrap();
+        let chain = CertificateDer::pem_slice_iter(&decode("client-certificate-data")).map(Result::unwrap).collect();
+        let key = PrivateKeyDer::from_pem_slice(&decode("client-key-data")).unwrap();
+        Self::of(data_dir, addr, chain, key)
+    }
+
+    fn of(
+        data_dir: &Path,
+        addr: SocketAddr,
+        chain: Vec<CertificateDer<'static>>,
+        key: PrivateKeyDer<'static>,
+    ) -> Client {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut roots = rustls::RootCertStore::empty();
         for ca in CertificateDer::pem_file_iter(data_dir.join(pki::CA_CERT)).unwrap() {
             roots.add(ca.unwrap()).unwrap();
         }
-        let chain: Vec<_> =
-            CertificateDer::pem_file_iter(data_dir.join(pki::ADMIN_CERT)).unwrap().map(Result::unwrap).collect();
-        let key = PrivateKeyDer::from_pem_file(data_dir.join(pki::ADMIN_KEY)).unwrap();
         let mut config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .unwrap()
