@@ -161,6 +161,67 @@ pub fn aggregated(defs: &[&ResourceDefinition]) -> Value {
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
 }
 
+/// The review groups standalone versa answers (`crate::reviews::LISTED`), added to `/apis` —
+/// the `APIGroupList`, or with `aggregated` the `APIGroupDiscoveryList` — after the groups of
+/// the definitions, as kube lists its built-in groups.
+pub fn add_review_groups(doc: &mut Value, aggregated: bool) {
+    let mut groups: Vec<&str> = crate::reviews::LISTED.iter().map(|(g, ..)| *g).collect();
+    groups.dedup();
+    let (key, entries): (&str, Vec<Value>) = if aggregated {
+        let entries = groups
+            .iter()
+            .map(|group| {
+                let resources: Vec<Value> = crate::reviews::LISTED
+                    .iter()
+                    .filter(|(g, ..)| g == group)
+                    .map(|(_, plural, kind, namespaced)| {
+                        json!({"resource": plural, "responseKind": {"group": group, "version": "v1", "kind": kind},
+                            "scope": if *namespaced { "Namespaced" } else { "Cluster" },
+                            "singularResource": kind.to_lowercase(), "verbs": ["create"]})
+                    })
+                    .collect();
+                json!({"metadata": {"name": group, "creationTimestamp": null},
+                    "versions": [{"version": "v1", "resources": resources, "freshness": "Current"}]})
+            })
+            .collect();
+        ("items", entries)
+    } else {
+        ("groups", groups.iter().map(|group| group_body(group, &["v1".to_owned()])).collect())
+    };
+    if let Some(list) = doc.get_mut(key).and_then(Value::as_array_mut) {
+        list.extend(entries);
+    }
+}
+
+/// `/apis/<group>` or `/apis/<group>/<version>` of a review group (`version` none for the
+/// first), as kube serves them; `None` for any other path.
+pub fn review_doc(group: &str, version: Option<&str>) -> Option<Value> {
+    if !crate::reviews::LISTED.iter().any(|(g, ..)| *g == group) {
+        return None;
+    }
+    let Some(version) = version else {
+        let mut doc = group_body(group, &["v1".to_owned()]);
+        if let Value::Object(m) = &mut doc {
+            m.insert("kind".into(), json!("APIGroup"));
+            m.insert("apiVersion".into(), json!("v1"));
+        }
+        return Some(doc);
+    };
+    if version != "v1" {
+        return None;
+    }
+    let resources: Vec<Value> = crate::reviews::LISTED
+        .iter()
+        .filter(|(g, ..)| *g == group)
+        .map(|(_, plural, kind, namespaced)| {
+            json!({"name": plural, "singularName": kind.to_lowercase(), "namespaced": namespaced, "kind": kind,
+                "verbs": ["create"]})
+        })
+        .collect();
+    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{group}/v1"),
+        "resources": resources}))
+}
+
 /// The documents of one group, as JSON: built on first use from the group's definitions, and
 /// kept with the group until it changes.
 #[derive(Debug, Default)]

@@ -317,10 +317,14 @@ async fn authorized(
             } else if let Some(rest) = trimmed.strip_prefix("/apis/")
                 && !rest.is_empty()
             {
+                let review = |group: &str, version: Option<&str>| {
+                    let doc = discovery::review_doc(group, version).filter(|_| lists_reviews(&state))?;
+                    Some(Bytes::from(serde_json::to_vec(&doc).unwrap_or_default()))
+                };
                 match rest.split_once('/') {
-                    None => docs(rest).and_then(|d| d.group.clone()),
+                    None => docs(rest).and_then(|d| d.group.clone()).or_else(|| review(rest, None)),
                     Some((group, version)) if !group.is_empty() && !version.contains('/') => {
-                        docs(group).and_then(|d| d.version(version))
+                        docs(group).and_then(|d| d.version(version)).or_else(|| review(group, Some(version)))
                     }
                     Some(_) => None,
                 }
@@ -416,13 +420,18 @@ fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Respo
         return bytes_response(StatusCode::OK, content_type, doc);
     }
     // Built once per snapshot, kept compressed; each answer shares the bytes.
+    let reviews = lists_reviews(state);
+    let with_reviews = |mut doc: serde_json::Value| {
+        if reviews {
+            discovery::add_review_groups(&mut doc, aggregated);
+        }
+        discovery::gzip_json(&doc)
+    };
     let (content_type, gzip) = if aggregated {
-        let doc =
-            snapshot.discovery.aggregated.get_or_init(|| discovery::gzip_json(&discovery::aggregated(&split().1)));
+        let doc = snapshot.discovery.aggregated.get_or_init(|| with_reviews(discovery::aggregated(&split().1)));
         (AGGREGATED_CONTENT_TYPE, doc)
     } else {
-        let doc =
-            snapshot.discovery.group_list.get_or_init(|| discovery::gzip_json(&discovery::group_list(&split().1)));
+        let doc = snapshot.discovery.group_list.get_or_init(|| with_reviews(discovery::group_list(&split().1)));
         ("application/json", doc)
     };
     let mut response = if accepts_gzip(headers) {
@@ -434,6 +443,12 @@ fn discovery_root(state: &State, path: &str, headers: &http::HeaderMap) -> Respo
     };
     response.headers_mut().insert(header::VARY, header::HeaderValue::from_static("Accept, Accept-Encoding"));
     response
+}
+
+/// Whether discovery lists the review groups: standalone, where versa answers them (behind
+/// kube-apiserver, kube does, and versa's discovery is merged into kube's).
+fn lists_reviews(state: &State) -> bool {
+    state.registry.core(versa_registry::kinds::rbac::CLUSTER_ROLES).is_some()
 }
 
 /// `/openapi/v2`, as kube-openapi serves it: JSON, or gnostic's `openapi.v2.Document` protobuf

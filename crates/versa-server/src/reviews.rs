@@ -40,6 +40,16 @@ pub enum Review {
     SelfSubject,
 }
 
+/// The review resources as discovery lists them (kube's: create only, never stored, so no
+/// storage version hash), group by group: `(group, plural, kind, namespaced)`.
+pub const LISTED: &[(&str, &str, &str, bool)] = &[
+    (AUTHENTICATION, "selfsubjectreviews", "SelfSubjectReview", false),
+    (AUTHORIZATION, "localsubjectaccessreviews", "LocalSubjectAccessReview", true),
+    (AUTHORIZATION, "selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
+    (AUTHORIZATION, "selfsubjectrulesreviews", "SelfSubjectRulesReview", false),
+    (AUTHORIZATION, "subjectaccessreviews", "SubjectAccessReview", false),
+];
+
 impl Review {
     /// The review `info` creates, if any.
     pub fn of(info: &RequestInfo) -> Option<Review> {
