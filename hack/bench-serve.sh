@@ -4,9 +4,9 @@
 # of many definitions (RSS per definition, time until a burst of them is discoverable, time for
 # a new one to be Established and discoverable; also many in one group), LISTs converted by None and by a webhook, what the seed's CEL rules add to
 # an update, what a server-side apply costs next to a merge patch of the same change, and what a
-# validating webhook and a ValidatingAdmissionPolicy add to a create. Not a test: numbers vary with the machine and its load; ratios less so.
+# validating webhook and a ValidatingAdmissionPolicy add to a create, what RBAC adds to a GET and a LIST (100 roles, 1,000 bindings) next to system:masters, and a create of a Secret encrypted at rest next to one that is not. Not a test: numbers vary with the machine and its load; ratios less so.
 #
-# Arguments pick scenarios: definitions, get, create, list, conversion, cel, apply, admission, rbac (default: all),
+# Arguments pick scenarios: definitions, get, create, list, conversion, cel, apply, admission, rbac, encryption (default: all),
 # and million (only when named: a million objects of one definition — paginated LIST, a watch,
 # RSS as they are created, a storage migration of them all; minutes). Environment:
 #   VERSA_BENCH_SECONDS      measured seconds per server and throughput scenario (default 5)

@@ -13,12 +13,18 @@
 //! isn't: `.
 //!
 //! A [`Pattern`] is compiled once, when a schema is lowered; a pattern that cannot be compiled
-//! keeps its error so that definition validation can report it.
+//! keeps its error so that definition validation can report it. Compiled expressions are
+//! shared process-wide by source text ([`shared`]): published definitions repeat the same
+//! patterns (Kubernetes quantities, DNS names, durations) many times, and a compiled `regex` is
+//! tens of KiB — most of a lowered schema's bytes before this (issue 41's heap profile).
 //!
 //! Input safety: patterns come from definition authors. Nesting is limited to Go's 1000, counted
 //! repetitions to Go's 1000 (also for products of nested counts, as Go checks), and the compiled
 //! program to [`SIZE_LIMIT`] bytes; parsing is iterative except for class bodies, which do not
 //! nest in Go syntax.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use regex::{Regex, RegexBuilder};
 
@@ -37,7 +43,7 @@ const MAX_REPEAT: u64 = 1000;
 #[derive(Clone, Debug)]
 pub struct Pattern {
     source: String,
-    compiled: Result<Regex, String>,
+    compiled: Result<Arc<Regex>, String>,
     /// The same pattern as a scan, when it is one character class repeated over the whole
     /// string (see [`ClassRun`]).
     run: Option<ClassRun>,
@@ -46,7 +52,7 @@ pub struct Pattern {
 impl Pattern {
     /// Compiles `source` with RE2 semantics.
     pub fn new(source: &str) -> Pattern {
-        let compiled = compile(source);
+        let compiled = shared(source);
         let run = match &compiled {
             Ok(re) => ClassRun::of(re.as_str()),
             Err(_) => None,
@@ -61,7 +67,7 @@ impl Pattern {
 
     /// The compiled expression, or `None` when the pattern is invalid.
     pub fn regex(&self) -> Option<&Regex> {
-        self.compiled.as_ref().ok()
+        self.compiled.as_ref().ok().map(|r| &**r)
     }
 
     /// Why the pattern does not compile, if it does not.
@@ -161,6 +167,28 @@ impl ClassRun {
         }
         n >= u64::from(self.min) && self.max.is_none_or(|max| n <= u64::from(max))
     }
+}
+
+/// `source` compiled, shared with every other live [`Pattern`] of the same text (a `regex`
+/// matches from any number of threads; each keeps its own search cache). Entries of patterns no
+/// longer in use are dropped as the table grows, so it holds at most twice what is live.
+fn shared(source: &str) -> Result<Arc<Regex>, String> {
+    static TABLE: OnceLock<Mutex<(HashMap<String, Weak<Regex>>, usize)>> = OnceLock::new();
+    let table = TABLE.get_or_init(Default::default);
+    if let Some(re) = table.lock().ok().and_then(|t| t.0.get(source).and_then(Weak::upgrade)) {
+        return Ok(re);
+    }
+    // Compiled outside the lock: a large pattern takes milliseconds.
+    let re = Arc::new(compile(source)?);
+    if let Ok(mut guard) = table.lock() {
+        let (map, pruned_at) = &mut *guard;
+        map.insert(source.to_owned(), Arc::downgrade(&re));
+        if map.len() > 2 * (*pruned_at).max(64) {
+            map.retain(|_, weak| weak.strong_count() > 0);
+            *pruned_at = map.len();
+        }
+    }
+    Ok(re)
 }
 
 /// Compiles a Go RE2 pattern into a `regex::Regex` with the same meaning.

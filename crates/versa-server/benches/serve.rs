@@ -119,6 +119,9 @@ mod million;
 /// The definitions scenario: definitions at scale.
 #[path = "serve/definitions.rs"]
 mod definitions;
+/// The encryption scenario: creates encrypted at rest against the plain store.
+#[path = "serve/encryption.rs"]
+mod encryption;
 /// The RBAC scenario: GET and LIST decided by RBAC against system:masters.
 #[path = "serve/rbac.rs"]
 mod rbac;
@@ -170,9 +173,10 @@ impl Settings {
                         | "apply"
                         | "admission"
                         | "rbac"
+                        | "encryption"
                         | "million"
                 ),
-                "unknown scenario {s:?}: pick from definitions, get, create, list, conversion, cel, apply, admission, rbac, million"
+                "unknown scenario {s:?}: pick from definitions, get, create, list, conversion, cel, apply, admission, rbac, encryption, million"
             );
         }
         Settings {
@@ -236,6 +240,9 @@ fn main() {
     }
     if settings.wants("rbac") {
         rbac::rbac(&settings, &server_rt, &client_rt);
+    }
+    if settings.wants("encryption") {
+        encryption::encryption(&settings, &server_rt, &client_rt);
     }
     if settings.named("million") {
         million::million(&settings, &server_rt, &client_rt);
@@ -1269,8 +1276,18 @@ impl Versa {
     }
 
     fn start_authorized(rt: &Runtime, migration: versa_server::state::MigrationOptions, rbac: bool) -> Versa {
+        Self::start_on(rt, migration, rbac, |store| store)
+    }
+
+    /// [`Versa::start`] on the embedded store as `wrap` wraps it (e.g. encrypted at rest).
+    fn start_on(
+        rt: &Runtime,
+        migration: versa_server::state::MigrationOptions,
+        rbac: bool,
+        wrap: impl FnOnce(Arc<dyn Store>) -> Arc<dyn Store>,
+    ) -> Versa {
         let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.path(), Default::default()).unwrap());
+        let store: Arc<dyn Store> = wrap(Arc::new(EmbeddedStore::open(dir.path(), Default::default()).unwrap()));
         let mut auth = Auth::standalone();
         if rbac {
             let keys = versa_storage::Keys::new("/registry");

@@ -1,5 +1,5 @@
 //! The CEL `authorizer` of admission policies and `matchConditions`, answered by the server's
-//! own authorizer — standalone's (`system:masters` may do anything), or in cluster mode the
+//! own authorizer — standalone's (`system:masters`, then RBAC: `crate::rbac`), or in cluster mode the
 //! delegated one, which asks kube-apiserver with a SubjectAccessReview and keeps each answer
 //! for `cluster::delegated::CACHE_TTL` (kube's delegated cache), never longer.
 //!
