@@ -254,6 +254,12 @@ impl<'a> Coster<'a> {
                 self.paths.insert(e.id, path);
                 CostEstimate::fixed(1)
             }
+            // A selection naming a type (`google.protobuf.Duration`, `net.IP`): cel-go's
+            // checker rewrites it into one identifier, estimated as identifiers are.
+            ExprKind::Select { .. } if let crate::plan::Step::TypeName(t) = self.compiled.plan.step(e.id) => {
+                self.paths.insert(e.id, vec![(*t).to_owned()]);
+                CostEstimate::fixed(1)
+            }
             ExprKind::Select { operand, field, test_only } => {
                 // `has()` costs nothing of its own: Kubernetes turns cel-go's presence test
                 // cost off (`PresenceTestHasCost(false)`).

@@ -20,7 +20,7 @@
 //! # Cost
 //!
 //! Every step is charged as cel-go's `interpreter/runtimecost.go` charges it: identifiers and field
-//! selections 1, literals 0, list and map literals 10 and 30, logical operators and the ternary
+//! selections 1, literals and type names (constants to cel-go's planner) 0, list and map literals 10 and 30, logical operators and the ternary
 //! nothing, calls 1 unless a size-dependent rule applies (string equality and ordering, `+` on
 //! strings, `contains`, `startsWith`/`endsWith`, `matches`, `in` on a list). The [`CostTracker`]
 //! stops the evaluation as soon as the cost of this call exceeds the per-call limit
@@ -276,6 +276,18 @@ impl<'a, 'e> Interp<'a, 'e> {
                 _ => Ok(literal(l)),
             },
             ExprKind::Ident(name) => {
+                // A type name is a constant to cel-go's planner (the checker resolved it), and
+                // constants cost nothing.
+                let type_name = match self.plan.step(e.id) {
+                    Step::TypeName(t) => Some(*t),
+                    Step::None if !self.is_variable(name.trim_start_matches('.')) => {
+                        type_name(name.trim_start_matches('.'))
+                    }
+                    _ => None,
+                };
+                if let Some(t) = type_name {
+                    return Ok(Value::Type(Str::Borrowed(t)));
+                }
                 self.charge(1)?;
                 match self.plan.step(e.id) {
                     Step::Scope(i) => match self.scopes.get(*i) {
@@ -290,7 +302,6 @@ impl<'a, 'e> Interp<'a, 'e> {
                         Some(v) => Ok(v.clone()),
                         None => self.lookup(name.trim_start_matches('.')),
                     },
-                    Step::TypeName(t) => Ok(Value::Type(Str::Borrowed(t))),
                     _ => self.lookup(name.trim_start_matches('.')),
                 }
             }
@@ -323,7 +334,6 @@ impl<'a, 'e> Interp<'a, 'e> {
     fn eval_select(&mut self, e: &'e Expr, operand: &'e Expr, field: &str, test_only: bool) -> Res<'a> {
         let step = self.plan.step(e.id);
         if let Step::TypeName(t) = step {
-            self.charge(1)?;
             return Ok(Value::Type(Str::Borrowed(t)));
         }
         // A variable with a dotted name, bound as such.
@@ -341,7 +351,6 @@ impl<'a, 'e> Interp<'a, 'e> {
             && let Some(t) = type_name(&q)
             && qualified_name(operand).is_some_and(|o| !self.is_variable(&o))
         {
-            self.charge(1)?;
             return Ok(Value::Type(Str::Borrowed(t)));
         }
         if let Some((name, lazy)) = self.lazy

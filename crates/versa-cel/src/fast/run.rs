@@ -44,10 +44,7 @@ impl<'r> Run<'r> {
             Node::Bool(b) => Fv::Bool(*b),
             Node::Int(i) => Fv::Int(*i),
             Node::Str(s) => Fv::Str(s),
-            Node::TypeName(t) => {
-                self.charge(1)?;
-                Fv::Type(t)
-            }
+            Node::TypeName(t) => Fv::Type(t),
             Node::SelfVar => {
                 self.charge(1)?;
                 self.self_value.ok_or(Bail)?
