@@ -13,7 +13,7 @@
 //!
 //! Exactness on the path that does not give up: every operation is one the general evaluator
 //! performs with the same operands, charged what it charges (`runtimecost.go`: identifiers and
-//! selections 1, literals 0, list literals 10, logical operators and the ternary nothing, calls
+//! selections 1 unless only resolved as attributes (`eval::attribute`), literals 0, list literals 10, logical operators and the ternary nothing, calls
 //! their size-dependent cost), and the result is the general evaluator's whenever it is not an
 //! error. What is not covered gives up: equality of lists, maps and objects; doubles, unsigned
 //! and bytes values; optionals; the Kubernetes libraries; two-variable comprehensions. Debug
