@@ -21,9 +21,10 @@
 //!
 //! Every step is charged as cel-go's `interpreter/runtimecost.go` charges it: identifiers and field
 //! selections 1 (as cel-go's attributes: less where it only resolves them, see `attribute`),
-//! literals and type names (constants to cel-go's planner) 0, list and map literals 10 and 30, logical operators and the ternary
-//! nothing, calls 1 unless a size-dependent rule applies (string equality and ordering, `+` on
-//! strings, `contains`, `startsWith`/`endsWith`, `matches`, `in` on a list). The [`CostTracker`]
+//! literals and type names (constants to cel-go's planner) 0, list and map literals 10 and 30,
+//! logical operators and the ternary nothing, calls 1 unless a size-dependent rule applies
+//! (string equality and ordering, `+` on strings, `contains`, `startsWith`/`endsWith`, `matches`,
+//! `in` on a list). The [`CostTracker`]
 //! stops the evaluation as soon as the cost of this call exceeds the per-call limit
 //! ([`PER_CALL_LIMIT`](crate::runtime::PER_CALL_LIMIT) for CRD rules: `operation cancelled: actual
 //! cost limit exceeded`) or the remaining per-object budget (`validation failed due to running out
