@@ -38,6 +38,8 @@ const REGEX_STRING_LENGTH_COST_FACTOR: f64 = 0.25;
 const LIST_CREATE_BASE_COST: u64 = 10;
 const MAP_CREATE_BASE_COST: u64 = 30;
 const STRUCT_CREATE_BASE_COST: u64 = 40;
+/// The longest name of a format (`cel.MaxFormatSize`).
+const MAX_FORMAT_SIZE: u64 = 64;
 
 /// A range of cost units (cel-go `CostEstimate`); arithmetic saturates.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -252,6 +254,12 @@ impl<'a> Coster<'a> {
             ExprKind::Ident(name) => {
                 let path = self.local(name).map_or_else(|| vec![name.clone()], |v| v.path.clone());
                 self.paths.insert(e.id, path);
+                CostEstimate::fixed(1)
+            }
+            // A selection naming a type (`google.protobuf.Duration`, `net.IP`): cel-go's
+            // checker rewrites it into one identifier, estimated as identifiers are.
+            ExprKind::Select { .. } if let crate::plan::Step::TypeName(t) = self.compiled.plan.step(e.id) => {
+                self.paths.insert(e.id, vec![(*t).to_owned()]);
                 CostEstimate::fixed(1)
             }
             ExprKind::Select { operand, field, test_only } => {
@@ -677,9 +685,39 @@ impl<'a> Coster<'a> {
                     .scale(crate::opaque::format::MAX_NAME_FORMAT_REGEX_SIZE * REGEX_STRING_LENGTH_COST_FACTOR),
                 None,
             ),
-            (op::EQUALS, None, [l, _]) if matches!(self.ty(l), Type::Opaque(_)) => (fixed(1), None),
+            // Equality of two values of one library type: 1, but for URLs (0.1 per byte of the
+            // right side's computed size: Kubernetes sizes both sides by it) and formats (of at
+            // most `MaxFormatSize` bytes).
+            (op::EQUALS, None, [l, r]) if matches!(self.ty(l), Type::Opaque(_)) && self.ty(l) == self.ty(r) => {
+                match self.ty(l) {
+                    Type::Opaque(crate::opaque::URL_TYPE) => {
+                        let size = self.computed_size(r).unwrap_or(fixed(1));
+                        (CostEstimate { min: 1, max: size.max }.scale(STF), None)
+                    }
+                    Type::Opaque(crate::opaque::FORMAT_TYPE) => {
+                        (CostEstimate { min: 1, max: MAX_FORMAT_SIZE }.scale(STF), None)
+                    }
+                    _ => (fixed(1), None),
+                }
+            }
             _ => return None,
         })
+    }
+
+    /// cel-go `AstNode.ComputedSize`: a size computed for a call or comprehension, or a
+    /// literal's; no path or type is consulted.
+    fn computed_size(&self, e: &Expr) -> Option<SizeEstimate> {
+        if let Some(s) = self.sizes.get(&e.id) {
+            return Some(*s);
+        }
+        Some(CostEstimate::fixed(match &e.kind {
+            ExprKind::Literal(Literal::String(s)) => s.chars().count() as u64,
+            ExprKind::Literal(Literal::Bytes(b)) => b.len() as u64,
+            ExprKind::Literal(_) => 1,
+            ExprKind::List { elements, .. } => elements.len() as u64,
+            ExprKind::Map { entries } => entries.len() as u64,
+            _ => return None,
+        }))
     }
 
     /// cel-go `sizeOrUnknown`: [`Self::size_opt`], or unbounded.
@@ -691,19 +729,8 @@ impl<'a> Coster<'a> {
     /// 1 for scalars, a variable's own (an accumulator's or binding's initializer's), else
     /// unknown.
     fn size_opt(&self, e: &Expr) -> Option<SizeEstimate> {
-        if let Some(s) = self.sizes.get(&e.id) {
-            return Some(*s);
-        }
-        let literal = match &e.kind {
-            ExprKind::Literal(Literal::String(s)) => Some(s.chars().count() as u64),
-            ExprKind::Literal(Literal::Bytes(b)) => Some(b.len() as u64),
-            ExprKind::Literal(_) => Some(1),
-            ExprKind::List { elements, .. } => Some(elements.len() as u64),
-            ExprKind::Map { entries } => Some(entries.len() as u64),
-            _ => None,
-        };
-        if let Some(n) = literal {
-            return Some(CostEstimate::fixed(n));
+        if let Some(s) = self.computed_size(e) {
+            return Some(s);
         }
         if let Some(p) = self.path(e)
             && let Some(max) = self.schema_size(p)

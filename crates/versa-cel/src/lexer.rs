@@ -5,6 +5,7 @@
 //! (`\a \b \f \n \r \t \v \\ \' \" \` \?`, `\xHH`, `\uHHHH`, `\UHHHHHHHH`, octal `\NNN`), raw
 //! (`r'...'`) and triple-quoted (`'''...'''`, `"""..."""`) forms and the `b` prefix. Numbers
 //! are kept as text; the parser folds a leading `-` into them and reports out-of-range values.
+//! Backtick-quoted identifiers are lexed as cel-go lexes them, for the parser to refuse.
 
 use crate::ast::Location;
 use crate::error::CompileError;
@@ -13,6 +14,9 @@ use crate::error::CompileError;
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Tok {
     Ident(String),
+    /// A backtick-quoted identifier (`` `a-b` ``, cel-go's `ESC_IDENTIFIER`), with its quotes:
+    /// lexed as cel-go lexes it, refused by the parser as Kubernetes' environment refuses it.
+    EscIdent(String),
     /// Decimal or hexadecimal digits of an int literal (the `0x` prefix kept).
     Int(String),
     /// Digits of a uint literal, without the `u` suffix.
@@ -55,7 +59,7 @@ impl Tok {
     /// The token as cel-go's ANTLR error messages quote it.
     pub(crate) fn describe(&self) -> String {
         match self {
-            Tok::Ident(s) | Tok::Int(s) | Tok::Double(s) => s.clone(),
+            Tok::Ident(s) | Tok::EscIdent(s) | Tok::Int(s) | Tok::Double(s) => s.clone(),
             Tok::Uint(s) => format!("{s}u"),
             Tok::Str(_) => "<string>".into(),
             Tok::Bytes(_) => "<bytes>".into(),
@@ -147,6 +151,7 @@ impl Lexer<'_> {
                 b'0'..=b'9' => self.number()?,
                 b'.' if self.peek(1).is_some_and(|c| c.is_ascii_digit()) => self.number()?,
                 b'\'' | b'"' => self.string(start, false, false)?,
+                b'`' => self.escaped_ident(start)?,
                 c if c == b'_' || c.is_ascii_alphabetic() => {
                     while self.peek(0).is_some_and(|c| c == b'_' || c.is_ascii_alphanumeric()) {
                         self.pos += 1;
@@ -203,6 +208,22 @@ impl Lexer<'_> {
         }
         self.push(Tok::Eof, self.src.len());
         Ok(())
+    }
+
+    /// `` '`' (LETTER | DIGIT | '_' | '.' | '-' | '/' | ' ')+ '`' ``. What does not match is a
+    /// recognition error quoting the text up to and including the first character that fails.
+    fn escaped_ident(&mut self, start: usize) -> LexResult<()> {
+        self.pos += 1;
+        while self.peek(0).is_some_and(|c| c.is_ascii_alphanumeric() || b"_.-/ ".contains(&c)) {
+            self.pos += 1;
+        }
+        if self.peek(0) == Some(b'`') && self.pos > start + 1 {
+            self.pos += 1;
+            self.push(Tok::EscIdent(self.src[start..self.pos].to_owned()), start);
+            return Ok(());
+        }
+        let end = self.src[self.pos..].chars().next().map_or(self.pos, |c| self.pos + c.len_utf8());
+        Err((start, format!("token recognition error at: '{}'", &self.src[start..end])))
     }
 
     /// `DIGIT+ ('.' DIGIT+)? EXPONENT? | '.' DIGIT+ EXPONENT? | DIGIT+ EXPONENT` for doubles,

@@ -160,6 +160,12 @@ impl Parser<'_> {
         self.error_at(self.offset(), format!("Syntax error: {what} '{t}' expecting {expecting}"))
     }
 
+    /// A backtick-quoted field name where one may stand: Kubernetes' environment does not enable
+    /// cel-go's `EnableIdentifierEscapeSyntax`.
+    fn escaped_ident_error(&self) -> CompileError {
+        self.error_at(self.offset(), "unsupported syntax: '`'")
+    }
+
     fn expect(&mut self, tok: &Tok) -> PResult<Token> {
         if self.peek() == tok { Ok(self.bump()) } else { Err(self.unexpected(&format_expected(&[&tok.describe()]))) }
     }
@@ -319,8 +325,10 @@ impl Parser<'_> {
         let dot = self.bump().offset;
         let optional = self.eat(&Tok::Question);
         let name_off = self.offset();
-        let Tok::Ident(name) = self.peek().clone() else {
-            return Err(self.unexpected("IDENTIFIER"));
+        let name = match self.peek() {
+            Tok::Ident(name) => name.clone(),
+            Tok::EscIdent(_) => return Err(self.escaped_ident_error()),
+            _ => return Err(self.unexpected("IDENTIFIER")),
         };
         self.bump();
         if !optional && self.peek() == &Tok::LParen {
@@ -549,6 +557,10 @@ impl Parser<'_> {
             let optional = self.eat(&Tok::Question);
             let field = match self.bump().tok {
                 Tok::Ident(f) => f,
+                Tok::EscIdent(_) => {
+                    self.pos -= 1;
+                    return Err(self.escaped_ident_error());
+                }
                 _ => {
                     self.pos -= 1;
                     return Err(self.unexpected("IDENTIFIER"));

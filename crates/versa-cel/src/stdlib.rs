@@ -442,7 +442,7 @@ fn as_index(k: &Value<'_>) -> Option<i64> {
 }
 
 /// `c[k]`, or `c[?k]` when `optional`; an optional container makes the result optional.
-fn index<'a>(c: &Value<'a>, k: &Value<'a>, optional: bool) -> Res<'a> {
+pub(crate) fn index<'a>(c: &Value<'a>, k: &Value<'a>, optional: bool) -> Res<'a> {
     match c {
         Value::Optional(None) => Ok(Value::Optional(None)),
         Value::Optional(Some(inner)) => index(inner, k, true),

@@ -240,9 +240,11 @@ impl<'a, 'e> Interp<'a, 'e> {
         let is_accu = |e: &Expr| matches!(&e.kind, ExprKind::Ident(n) if n == accu_var);
         match (kind, args.as_slice()) {
             // `filter ? <step> : @result`
+            // (cel-go only resolves the branches: `@result` costs nothing there.)
             (StepKind::Conditional, [cond, then, otherwise]) if is_accu(otherwise) => match self.eval_catching(cond)? {
+                Ok(Value::Bool(true)) if self.is_attribute(then) => self.branch_catching(then),
                 Ok(Value::Bool(true)) => self.eval_step(then, accu_var, seen),
-                Ok(Value::Bool(false)) => self.eval_catching(otherwise),
+                Ok(Value::Bool(false)) => self.branch_catching(otherwise),
                 Ok(_) => Ok(Err(no_overload(op::CONDITIONAL))),
                 Err(e) => Ok(Err(e)),
             },
@@ -297,6 +299,15 @@ impl<'a, 'e> Interp<'a, 'e> {
                 Ok(stdlib::map_insert(map, values, Some(seen)))
             }
             _ => self.eval_catching(step),
+        }
+    }
+
+    /// A ternary's branch ([`Interp::branch`]), a CEL error as a value and a cancellation as an
+    /// error.
+    fn branch_catching(&mut self, e: &'e Expr) -> Result<Res<'a>, EvalError> {
+        match self.branch(e) {
+            Err(err) if err.is_cancellation() => Err(err),
+            other => Ok(other),
         }
     }
 

@@ -20,9 +20,11 @@
 //! # Cost
 //!
 //! Every step is charged as cel-go's `interpreter/runtimecost.go` charges it: identifiers and field
-//! selections 1, literals 0, list and map literals 10 and 30, logical operators and the ternary
-//! nothing, calls 1 unless a size-dependent rule applies (string equality and ordering, `+` on
-//! strings, `contains`, `startsWith`/`endsWith`, `matches`, `in` on a list). The [`CostTracker`]
+//! selections 1 (as cel-go's attributes: less where it only resolves them, see `attribute`),
+//! literals and type names (constants to cel-go's planner) 0, list and map literals 10 and 30,
+//! logical operators and the ternary nothing, calls 1 unless a size-dependent rule applies
+//! (string equality and ordering, `+` on strings, `contains`, `startsWith`/`endsWith`, `matches`,
+//! `in` on a list). The [`CostTracker`]
 //! stops the evaluation as soon as the cost of this call exceeds the per-call limit
 //! ([`PER_CALL_LIMIT`](crate::runtime::PER_CALL_LIMIT) for CRD rules: `operation cancelled: actual
 //! cost limit exceeded`) or the remaining per-object budget (`validation failed due to running out
@@ -32,10 +34,8 @@
 
 use std::sync::Arc;
 
-use serde_json::Value as Json;
-
 use crate::CompiledExpression;
-use crate::ast::{Expr, ExprId, ExprKind, Literal, MapEntry};
+use crate::ast::{Expr, ExprId, ExprKind, MapEntry};
 use crate::plan::{Plan, Special, Step, literal, qualified_name, type_name};
 use crate::runtime::{CallContext, CostTracker, EvalError, LiteralPatterns, no_overload};
 use crate::stdlib::{self, Builtin};
@@ -43,6 +43,7 @@ use crate::types::Type;
 use crate::value::{Map, Str, Value, equals};
 
 mod activation;
+mod attribute;
 mod comprehension;
 
 pub use activation::Activation;
@@ -212,7 +213,7 @@ impl<'a, 'e> Interp<'a, 'e> {
         }
         match &e.kind {
             ExprKind::Literal(_) | ExprKind::Ident(_) => self.leaf(e),
-            ExprKind::Select { operand, field, test_only } => self.eval_select(e, operand, field, *test_only),
+            ExprKind::Select { operand, field, test_only } => self.eval_select(e, operand, field, *test_only, false),
             ExprKind::Call { function, target, args } => self.eval_call(e.id, function, target.as_deref(), args),
             ExprKind::List { elements, optional_indices } => {
                 let mut out = Vec::with_capacity(elements.len());
@@ -275,26 +276,42 @@ impl<'a, 'e> Interp<'a, 'e> {
                 Step::Literal(v) => Ok(v.clone()),
                 _ => Ok(literal(l)),
             },
-            ExprKind::Ident(name) => {
-                self.charge(1)?;
-                match self.plan.step(e.id) {
-                    Step::Scope(i) => match self.scopes.get(*i) {
-                        Some((_, v)) => v.clone(),
-                        None => self.lookup(name.trim_start_matches('.')),
-                    },
-                    Step::SelfVar => match &self.act.self_value {
-                        Some(v) => Ok(v.clone()),
-                        None => self.lookup(name.trim_start_matches('.')),
-                    },
-                    Step::OldSelfVar => match &self.act.old_self {
-                        Some(v) => Ok(v.clone()),
-                        None => self.lookup(name.trim_start_matches('.')),
-                    },
-                    Step::TypeName(t) => Ok(Value::Type(Str::Borrowed(t))),
-                    _ => self.lookup(name.trim_start_matches('.')),
-                }
-            }
+            ExprKind::Ident(name) => self.ident(e, name, true),
             _ => self.eval(e),
+        }
+    }
+
+    /// The identifier `e` (`name`): a type name (a constant, free), or a variable, charged 1
+    /// when `charge` (evaluated rather than only resolved as an attribute).
+    #[inline(always)]
+    fn ident(&mut self, e: &'e Expr, name: &str, charge: bool) -> Res<'a> {
+        // A type name is a constant to cel-go's planner (the checker resolved it), and
+        // constants cost nothing.
+        let type_name = match self.plan.step(e.id) {
+            Step::TypeName(t) => Some(*t),
+            Step::None if !self.is_variable(name.trim_start_matches('.')) => type_name(name.trim_start_matches('.')),
+            _ => None,
+        };
+        if let Some(t) = type_name {
+            return Ok(Value::Type(Str::Borrowed(t)));
+        }
+        if charge {
+            self.charge(1)?;
+        }
+        match self.plan.step(e.id) {
+            Step::Scope(i) => match self.scopes.get(*i) {
+                Some((_, v)) => v.clone(),
+                None => self.lookup(name.trim_start_matches('.')),
+            },
+            Step::SelfVar => match &self.act.self_value {
+                Some(v) => Ok(v.clone()),
+                None => self.lookup(name.trim_start_matches('.')),
+            },
+            Step::OldSelfVar => match &self.act.old_self {
+                Some(v) => Ok(v.clone()),
+                None => self.lookup(name.trim_start_matches('.')),
+            },
+            _ => self.lookup(name.trim_start_matches('.')),
         }
     }
 
@@ -318,74 +335,6 @@ impl<'a, 'e> Interp<'a, 'e> {
             Some(t) => Ok(Value::Type(Str::Borrowed(t))),
             None => Err(EvalError::new(format!("no such attribute(s): {name}"))),
         }
-    }
-
-    fn eval_select(&mut self, e: &'e Expr, operand: &'e Expr, field: &str, test_only: bool) -> Res<'a> {
-        let step = self.plan.step(e.id);
-        if let Step::TypeName(t) = step {
-            self.charge(1)?;
-            return Ok(Value::Type(Str::Borrowed(t)));
-        }
-        // A variable with a dotted name, bound as such.
-        if self.act.dotted
-            && !test_only
-            && let Some(q) = qualified_name(e)
-            && let Some(v) = self.act.get(&q)
-        {
-            self.charge(1)?;
-            return Ok(v.clone());
-        }
-        if !test_only
-            && matches!(step, Step::None)
-            && let Some(q) = qualified_name(e)
-            && let Some(t) = type_name(&q)
-            && qualified_name(operand).is_some_and(|o| !self.is_variable(&o))
-        {
-            self.charge(1)?;
-            return Ok(Value::Type(Str::Borrowed(t)));
-        }
-        if let Some((name, lazy)) = self.lazy
-            && let ExprKind::Ident(ident) = &operand.kind
-            && ident.trim_start_matches('.') == name
-            && !matches!(self.plan.step(operand.id), Step::Scope(_))
-            && !self.scopes.iter().any(|(n, _)| *n == name)
-        {
-            // The identifier and the selection, as for any other variable.
-            self.charge(2)?;
-            if test_only {
-                return Ok(Value::Bool(lazy.has(field)));
-            }
-            if !lazy.has(field) {
-                return Err(EvalError::new(format!("no such key: {field}")));
-            }
-            return lazy.field(field, self.act);
-        }
-        let v = self.operand(operand)?;
-        self.charge(1)?;
-        // A field the checker resolved, on a value of the type it was resolved on: one lookup
-        // in the JSON object by property name, no lookup in the object type.
-        if let Some(Step::Field(Some(r))) = self.fields.map(|p| p.step(e.id))
-            && let Value::Object(o) = &v
-            && std::ptr::eq(o.ty, Arc::as_ptr(&r.object))
-        {
-            let json = match o.indexed(r.slot) {
-                Some(indexed) => indexed,
-                None => o.json.get(&r.property),
-            };
-            let found = match json {
-                None | Some(Json::Null) => None,
-                Some(j) => Some(Value::from_json(j, &r.ty)?),
-            };
-            return match (found, test_only) {
-                (found, true) => Ok(Value::Bool(found.is_some())),
-                (Some(v), false) => Ok(v),
-                (None, false) => Err(EvalError::new(format!("no such key: {field}"))),
-            };
-        }
-        if test_only {
-            return has_field(&v, field).map(Value::Bool);
-        }
-        select(v, field)
     }
 
     fn eval_map(&mut self, entries: &'e [MapEntry]) -> Res<'a> {
@@ -424,6 +373,11 @@ impl<'a, 'e> Interp<'a, 'e> {
     }
 
     fn eval_call(&mut self, id: ExprId, function: &str, target: Option<&'e Expr>, args: &'e [Expr]) -> Res<'a> {
+        if let (None, [x, k]) = (target, args)
+            && let Some(attribute::AttributeCall::Index { optional }) = self.attribute_call(id, function)
+        {
+            return self.eval_index(x, k, optional, false);
+        }
         let step = self.plan.step(id);
         if let Step::Builtin(b) = step {
             return self.eval_builtin(id, *b, target, args);
@@ -439,8 +393,8 @@ impl<'a, 'e> Interp<'a, 'e> {
             }
             (Some(Special::Conditional), None, [cond, t, f]) => {
                 return match self.eval(cond)? {
-                    Value::Bool(true) => self.eval(t),
-                    Value::Bool(false) => self.eval(f),
+                    Value::Bool(true) => self.branch(t),
+                    Value::Bool(false) => self.branch(f),
                     _ => Err(no_overload(function)),
                 };
             }
@@ -450,12 +404,7 @@ impl<'a, 'e> Interp<'a, 'e> {
                 return Ok(Value::Bool(!matches!(v, Ok(Value::Bool(false)))));
             }
             (Some(Special::OptSelect), None, [operand, field]) => {
-                let ExprKind::Literal(Literal::String(field)) = &field.kind else {
-                    return Err(EvalError::new("unsupported optional field selection"));
-                };
-                let v = self.eval(operand)?;
-                self.charge(1)?;
-                return optional_select(v, field);
+                return self.eval_opt_select(operand, field, false);
             }
             (Some(Special::OptOr | Special::OptOrValue), Some(t), [alt]) => {
                 // cel-go evaluates `or` and `orValue` itself, and charges nothing for them.
@@ -538,48 +487,10 @@ impl<'a, 'e> Interp<'a, 'e> {
     }
 }
 
-/// `v.field`.
-fn select<'a>(v: Value<'a>, field: &str) -> Res<'a> {
-    match v {
-        Value::Object(o) => o.field(field)?.ok_or_else(|| EvalError::new(format!("no such key: {field}"))),
-        Value::Map(m) => {
-            m.get(&Value::String(Str::Borrowed(field)))?.ok_or_else(|| EvalError::new(format!("no such key: {field}")))
-        }
-        // Selection on an optional continues the optional chain.
-        Value::Optional(_) => optional_select(v, field),
-        other => Err(EvalError::new(format!("type '{}' does not support field selection", &*other.type_name()))),
-    }
-}
-
-/// `v.?field`: `optional.of(v.field)` when present, else `optional.none()`.
-fn optional_select<'a>(v: Value<'a>, field: &str) -> Res<'a> {
-    let found = match v {
-        Value::Optional(None) => None,
-        Value::Optional(Some(inner)) => return optional_select((*inner).clone(), field),
-        Value::Object(o) => o.field(field)?,
-        Value::Map(m) => m.get(&Value::String(Str::Borrowed(field)))?,
-        other => {
-            return Err(EvalError::new(format!("type '{}' does not support field selection", &*other.type_name())));
-        }
-    };
-    Ok(Value::Optional(found.map(Arc::new)))
-}
-
-/// `has(v.field)`.
-fn has_field(v: &Value<'_>, field: &str) -> Result<bool, EvalError> {
-    match v {
-        Value::Object(o) => Ok(o.field(field)?.is_some()),
-        Value::Map(m) => Ok(m.get(&Value::String(Str::Borrowed(field)))?.is_some()),
-        Value::Optional(None) => Ok(false),
-        Value::Optional(Some(inner)) => has_field(inner, field),
-        other => Err(EvalError::new(format!("invalid type for field selection: {}", &*other.type_name()))),
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value as Json, json};
 
     use super::*;
     use crate::types::DeclType;
@@ -651,6 +562,10 @@ mod tests {
             "self.s.matches('^[a-c]+$') && self.s.find('b') == 'b'",
             "optional.of(self.n).hasValue() && optional.none().orValue(1) == 1",
             "self.ios > 1",
+            // Attributes: ternary branches and attribute indexes are only resolved.
+            "(self.n > 2 ? self.o : oldSelf.o).a == 1 && self.l[self.o.a] == 2",
+            "[5, 6][self.o.a] == 6 && self.m[self.n > 0 ? 'k' : 'j'] == 'v'",
+            "self.?m.?missing.orValue('') == '' && self.l[?7].orValue(0) == 0",
         ] {
             let [planned, general] = run_both(source, schema.clone(), &value);
             assert_eq!(planned, general, "{source}");

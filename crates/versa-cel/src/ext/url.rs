@@ -4,8 +4,8 @@
 //! Parsing is Go's `url.ParseRequestURI`: an absolute URI or an absolute path, no fragment
 //! handling (a `#` stays in the path), the scheme lower-cased, `user@` and `host:port`
 //! authority with Go's host-character and port checks, percent escapes validated. Error
-//! texts are Go's (`parse "x": invalid URI for request`). Parsing costs 0.1 per code point,
-//! the accessors 1.
+//! texts are Go's (`parse "x": invalid URI for request`). `url()` costs 0.1 per code point,
+//! `isURL` and the accessors 1 (Kubernetes' cost estimator has no rule for `isURL`).
 
 use super::{Res, as_opaque, charged, list_of_strings, parse_string, text};
 use crate::opaque::{Opaque, URL_TYPE, url::parse};
@@ -30,10 +30,15 @@ pub(crate) fn call<'a>(
     args: &[Value<'a>],
 ) -> Option<Res<'a>> {
     match (function, member) {
-        ("url" | "isURL", false) => {
+        ("url", false) => {
             let s = args.first().and_then(text)?;
             let parsed = || parse(s).map_err(|e| format!("URL parse error during conversion from string: {e}"));
-            Some(parse_string(calls, &args[0], function == "isURL", parsed, Opaque::Url))
+            Some(parse_string(calls, &args[0], false, parsed, Opaque::Url))
+        }
+        // Kubernetes' cost estimator has no rule for `isURL`: cel-go's default, 1.
+        ("isURL", false) => {
+            let s = args.first().and_then(text)?;
+            Some(charged(calls, 1, || Ok(Value::Bool(parse(s).is_ok()))))
         }
         ("getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath" | "getQuery", true) => {
             let Some(Opaque::Url(u)) = args.first().and_then(as_opaque) else { return None };

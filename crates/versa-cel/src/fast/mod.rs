@@ -13,11 +13,12 @@
 //!
 //! Exactness on the path that does not give up: every operation is one the general evaluator
 //! performs with the same operands, charged what it charges (`runtimecost.go`: identifiers and
-//! selections 1, literals 0, list literals 10, logical operators and the ternary nothing, calls
-//! their size-dependent cost), and the result is the general evaluator's whenever it is not an
-//! error. What is not covered gives up: equality of lists, maps and objects; doubles, unsigned
-//! and bytes values; optionals; the Kubernetes libraries; two-variable comprehensions. Debug
-//! builds evaluate every fast result again the general way and compare value and cost.
+//! selections 1 unless only resolved as attributes (`eval::attribute`), literals 0, list
+//! literals 10, logical operators and the ternary nothing, calls their size-dependent cost), and
+//! the result is the general evaluator's whenever it is not an error. What is not covered gives
+//! up: equality of lists, maps and objects; doubles, unsigned and bytes values; optionals; the
+//! Kubernetes libraries; two-variable comprehensions. Debug builds evaluate every fast result
+//! again the general way and compare value and cost.
 //!
 //! Bounded like the general evaluator: the tree follows the parsed expression (whose depth the
 //! parser limits), loops run over finite lists, and the cost limit is checked at every charge.

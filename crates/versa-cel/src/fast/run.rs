@@ -44,10 +44,7 @@ impl<'r> Run<'r> {
             Node::Bool(b) => Fv::Bool(*b),
             Node::Int(i) => Fv::Int(*i),
             Node::Str(s) => Fv::Str(s),
-            Node::TypeName(t) => {
-                self.charge(1)?;
-                Fv::Type(t)
-            }
+            Node::TypeName(t) => Fv::Type(t),
             Node::SelfVar => {
                 self.charge(1)?;
                 self.self_value.ok_or(Bail)?
@@ -60,11 +57,7 @@ impl<'r> Run<'r> {
                 self.charge(1)?;
                 *self.locals.get(*i).ok_or(Bail)?
             }
-            Node::Field { operand, field, test_only } => {
-                let v = self.eval(operand)?;
-                self.charge(1)?;
-                self.field(v, field, *test_only)?
-            }
+            Node::Field { operand, field, test_only } => self.select(operand, field, *test_only, false)?,
             Node::VarField { var, field, test_only } => self.var_field(*var, field, *test_only)?,
             Node::And(l, r) | Node::Or(l, r) => {
                 let decisive = matches!(n, Node::Or(..));
@@ -80,8 +73,8 @@ impl<'r> Run<'r> {
             Node::Conditional(parts) => {
                 let [c, t, f] = &**parts;
                 match self.eval(c)? {
-                    Fv::Bool(true) => self.eval(t)?,
-                    Fv::Bool(false) => self.eval(f)?,
+                    Fv::Bool(true) => self.branch(t)?,
+                    Fv::Bool(false) => self.branch(f)?,
                     _ => return Err(Bail),
                 }
             }
@@ -90,6 +83,7 @@ impl<'r> Run<'r> {
                 self.charge(1)?;
                 Fv::Bool(!matches!(v, Fv::Bool(false)))
             }
+            Node::Call(Builtin::Index, operands) => self.index(operands, false)?,
             Node::Call(b, operands) => match &**operands {
                 [x] => {
                     let x = self.operand(x)?;
@@ -147,9 +141,67 @@ impl<'r> Run<'r> {
         }
     }
 
-    /// `var.field` (or `has(var.field)`): the identifier and the selection.
+    /// Resolves an attribute node without the charge for evaluating it (`eval::attribute`);
+    /// evaluates any other.
+    fn resolve(&mut self, n: &'r Node) -> Fast<Fv<'r>> {
+        match n {
+            Node::SelfVar => self.self_value.ok_or(Bail),
+            Node::OldSelfVar => self.old_self.ok_or(Bail),
+            Node::Local(i) => self.locals.get(*i).copied().ok_or(Bail),
+            Node::VarField { var, field, test_only } => self.var_field_charged(*var, field, *test_only, 1),
+            Node::Field { operand, field, test_only } => self.select(operand, field, *test_only, true),
+            Node::Call(Builtin::Index, operands) => self.index(operands, true),
+            _ => self.eval(n),
+        }
+    }
+
+    /// A branch of the ternary, which cel-go only resolves.
+    fn branch(&mut self, n: &'r Node) -> Fast<Fv<'r>> {
+        if is_attribute(n) { self.resolve(n) } else { self.eval(n) }
+    }
+
+    /// The operand of a qualifier: an attribute evaluated (resolved when `resolving`), or the
+    /// root of a relative attribute, which costs 1 more when evaluated.
+    fn qualified(&mut self, n: &'r Node, resolving: bool) -> Fast<Fv<'r>> {
+        if is_attribute(n) {
+            return if resolving { self.resolve(n) } else { self.eval(n) };
+        }
+        let v = self.eval(n)?;
+        if !resolving {
+            self.charge(1)?;
+        }
+        Ok(v)
+    }
+
+    /// `operand.field` (`has(operand.field)`, whose operand is only resolved).
+    fn select(
+        &mut self,
+        operand: &'r Node,
+        field: &'r ResolvedField,
+        test_only: bool,
+        resolving: bool,
+    ) -> Fast<Fv<'r>> {
+        let v = self.qualified(operand, resolving || test_only)?;
+        self.charge(1)?;
+        self.field(v, field, test_only)
+    }
+
+    /// `x[k]`: the operand, the key (resolved when it is an attribute), the qualifier.
+    fn index(&mut self, operands: &'r [Node], resolving: bool) -> Fast<Fv<'r>> {
+        let [x, k] = operands else { return Err(Bail) };
+        let x = self.qualified(x, resolving)?;
+        let k = if is_attribute(k) { self.resolve(k)? } else { self.operand(k)? };
+        self.builtin(Builtin::Index, &[x, k])
+    }
+
+    /// `var.field` (or `has(var.field)`): the identifier and the selection (only the selection
+    /// for `has()`).
     fn var_field(&mut self, var: Var, field: &'r ResolvedField, test_only: bool) -> Fast<Fv<'r>> {
-        self.charge(2)?;
+        self.var_field_charged(var, field, test_only, if test_only { 1 } else { 2 })
+    }
+
+    fn var_field_charged(&mut self, var: Var, field: &'r ResolvedField, test_only: bool, cost: u64) -> Fast<Fv<'r>> {
+        self.charge(cost)?;
         let v = match var {
             Var::Itself => self.self_value,
             Var::Old => self.old_self,
@@ -368,4 +420,18 @@ impl<'r> Run<'r> {
             _ => false,
         })
     }
+}
+
+/// Whether cel-go plans the node as an attribute (`eval::attribute`).
+fn is_attribute(n: &Node) -> bool {
+    matches!(
+        n,
+        Node::SelfVar
+            | Node::OldSelfVar
+            | Node::Local(_)
+            | Node::Field { .. }
+            | Node::VarField { .. }
+            | Node::Conditional(_)
+            | Node::Call(Builtin::Index, _)
+    )
 }

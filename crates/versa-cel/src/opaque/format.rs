@@ -43,8 +43,8 @@ pub static FORMATS: &[NamedFormat] = &[
             Ok(_) => Vec::new(),
             Err(e) => vec![e],
         },
-        // govalidator's URL regex, which Kubernetes uses as the estimate.
-        max_regex_size: 1067,
+        // The length Kubernetes 1.36 gives govalidator's URL regex (`urlLength`).
+        max_regex_size: 1103,
     },
     NamedFormat { key: "uuid", validate: |s| openapi("uuid", "does not match the UUID format", s), max_regex_size: 70 },
     NamedFormat { key: "byte", validate: |s| openapi("byte", "invalid base64", s), max_regex_size: 84 },
