@@ -269,6 +269,19 @@ async fn authorized(
         };
         return answer.unwrap_or_else(Status::into_response);
     }
+    if info.is_resource_request
+        && info.api_group == crate::service_account::token_review::GROUP
+        && info.resource == crate::service_account::token_review::TOKEN_REVIEWS
+        && info.verb == "create"
+        && state.service_accounts.is_some()
+    {
+        let (parts, body) = req.into_parts();
+        let answer = match crate::rest::read_body(body).await {
+            Ok(body) => crate::service_account::token_review::token_review(&state, &parts.headers, &body).await,
+            Err(status) => Err(status),
+        };
+        return answer.unwrap_or_else(Status::into_response);
+    }
     if info.is_resource_request {
         // Who asks travels with the request to the REST layer (admission needs it).
         let mut req = req;

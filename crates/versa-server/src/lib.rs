@@ -44,6 +44,7 @@ pub mod request_info;
 mod rest;
 pub mod selector;
 mod server;
+pub mod service_account;
 pub mod spill;
 pub mod state;
 pub mod status;
@@ -196,6 +197,7 @@ impl ServerConfig {
                 (leadership, Some(campaign), Some(lease_name))
             }
         };
+        let mut service_accounts = None;
         let (tls, trust, auth, kubeconfig, cluster, startup) = match self.cluster {
             None => {
                 let pki = pki::load_or_create(&self.data_dir, &hosts, &server_url)?;
@@ -203,7 +205,19 @@ impl ServerConfig {
                 let trust = tls::ClientTrust::new();
                 trust.set(Some(&pki.ca_cert_pem), None)?;
                 let tls = tls::server_config(tls::ServingCert::new(serving))?;
-                (tls, trust, self.auth, Some(pki.kubeconfig), None, None)
+                // ServiceAccount tokens: signed with the data directory's key, checked after
+                // every other authenticator.
+                let issuer = Arc::new(service_account::Issuer::load_or_create(&self.data_dir)?);
+                let accounts = service_account::authenticator::ServiceAccountAuthenticator::new(
+                    issuer,
+                    self.store.clone(),
+                    versa_storage::Keys::new(&self.key_prefix),
+                );
+                let mut auth = self.auth;
+                auth.authenticator =
+                    Arc::new(auth::UnionAuthenticator(vec![auth.authenticator, Arc::new(accounts.clone())]));
+                service_accounts = Some(accounts);
+                (tls, trust, auth, Some(pki.kubeconfig), None, None)
             }
             Some(config) => {
                 let prepared = cluster::prepare(config, &hosts).await?;
@@ -216,6 +230,7 @@ impl ServerConfig {
             store: self.store,
             keys: versa_storage::Keys::new(&self.key_prefix),
             auth,
+            service_accounts,
             // Standalone, the definitions are CustomResourceDefinitions too, and Namespaces
             // and Events are served; behind kube-apiserver those are kube's.
             registry: if cluster.is_some() {

@@ -142,6 +142,12 @@ pub trait KindRules: std::fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether objects of the kind have the `token` subresource (ServiceAccounts: kube's
+    /// TokenRequest).
+    fn has_token_subresource(&self) -> bool {
+        false
+    }
+
     /// Whether objects are converted between versions at the storage boundary (the definitions
     /// API has one version per face).
     fn converts(&self) -> bool {

@@ -54,7 +54,7 @@ pub use error::ProtobufError;
 use error::Result;
 use kinds::{
     CLUSTER_ROLE, CONFIG_MAP, DELETE_OPTIONS, EVENT, LEASE, NAMESPACE, ROLE, ROLE_BINDING, SECRET,
-    SELF_SUBJECT_ACCESS_REVIEW, SERVICE_ACCOUNT,
+    SELF_SUBJECT_ACCESS_REVIEW, SERVICE_ACCOUNT, TOKEN_REQUEST, TOKEN_REVIEW,
 };
 use message::message;
 
@@ -86,6 +86,8 @@ pub fn decode(body: &[u8]) -> Result<Value> {
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => &CLUSTER_ROLE,
         ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => &ROLE_BINDING,
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => &SELF_SUBJECT_ACCESS_REVIEW,
+        ("authentication.k8s.io/v1", "TokenRequest") => &TOKEN_REQUEST,
+        ("authentication.k8s.io/v1", "TokenReview") => &TOKEN_REVIEW,
         // kube decodes DeleteOptions in every group version (it is one message in all of them).
         (_, "DeleteOptions") => &DELETE_OPTIONS,
         _ => return Err(ProtobufError::Kind { api_version: envelope.api_version, kind: envelope.kind }),
