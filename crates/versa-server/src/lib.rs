@@ -299,6 +299,13 @@ impl Prepared {
                 self.state.shutdown.clone(),
                 move |_| controllers::garbage_collector::run(state.clone()),
             ));
+            // Every namespace's `default` ServiceAccount; behind kube-apiserver, kube's.
+            let state = self.state.clone();
+            tokio::spawn(leader::while_leading(
+                self.state.leadership.clone(),
+                self.state.shutdown.clone(),
+                move |_| controllers::service_accounts::run(state.clone()),
+            ));
         }
         if let Some(tasks) = self.cluster {
             tasks.spawn(self.state.clone());

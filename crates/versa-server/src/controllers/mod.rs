@@ -2,8 +2,8 @@
 //! ([`definitions`], which every replica runs), following the admission configuration
 //! ([`admission`], every replica too), and the work that must happen once — definition
 //! status, cleanup of deleted definitions, storage [`migration`], the judgement of stored
-//! objects after a definition change ([`stored_objects`]), standalone's [`namespaces`] and
-//! [`garbage_collector`] (whose writes go through the API, [`loopback`]) —
+//! objects after a definition change ([`stored_objects`]), standalone's [`namespaces`],
+//! [`service_accounts`] and [`garbage_collector`] (whose writes go through the API, [`loopback`]) —
 //! which runs only in the term of the replica elected by [`crate::leader`]. [`names`] is the
 //! definitions controller's index of the names each group's definitions hold.
 
@@ -14,4 +14,5 @@ pub mod loopback;
 pub mod migration;
 pub mod names;
 pub mod namespaces;
+pub mod service_accounts;
 pub mod stored_objects;

@@ -10,10 +10,10 @@ pub async fn create(ctx: &Ctx, body: &[u8]) -> Answer {
     let accounts = ctx.state.service_accounts.as_ref().ok_or_else(|| ctx.not_found())?;
     let namespace = ctx.namespace.as_deref().ok_or_else(|| Status::bad_request("namespace is required"))?;
     let request = token_request::decode(&ctx.headers, body)?;
-    if let Some(record) = &ctx.audit {
-        if record.level() >= crate::audit::Level::Request {
-            record.request_body(request.clone());
-        }
+    if let Some(record) = &ctx.audit
+        && record.level() >= crate::audit::Level::Request
+    {
+        record.request_body(request.clone());
     }
     let lookup = StoreLookup { store: ctx.state.store.as_ref(), keys: &ctx.state.keys };
     let (code, answer) = token_request::create(accounts.issuer(), &lookup, namespace, &ctx.name, request).await?;

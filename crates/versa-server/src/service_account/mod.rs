@@ -132,23 +132,20 @@ pub enum BoundKind {
 }
 
 impl Claims {
-    /// The claims of a token for ServiceAccount `namespace/name` (uid `uid`), issued at `now`
+    /// The claims of a token for ServiceAccount `account` (name and uid) in `namespace`, issued at `now`
     /// (Unix seconds) for `expiration_seconds`, for `audiences`, bound to `bound` if given.
     pub fn new(
         namespace: &str,
-        name: &str,
-        uid: &str,
+        account: Ref,
         audiences: Vec<String>,
         now: i64,
         expiration_seconds: i64,
         bound: Option<(BoundKind, Ref)>,
         jti: String,
     ) -> Claims {
-        let mut kubernetes = KubernetesClaim {
-            namespace: namespace.to_owned(),
-            serviceaccount: Ref { name: name.to_owned(), uid: uid.to_owned() },
-            ..Default::default()
-        };
+        let mut kubernetes =
+            KubernetesClaim { namespace: namespace.to_owned(), serviceaccount: account, ..Default::default() };
+        let sub = format!("{USER_PREFIX}{namespace}:{}", kubernetes.serviceaccount.name);
         match bound {
             Some((BoundKind::Pod, r)) => kubernetes.pod = Some(r),
             Some((BoundKind::Secret, r)) => kubernetes.secret = Some(r),
@@ -163,7 +160,7 @@ impl Claims {
             jti,
             kubernetes,
             nbf: now,
-            sub: format!("{USER_PREFIX}{namespace}:{name}"),
+            sub,
         }
     }
 }

@@ -8,15 +8,19 @@ fn issuer() -> Issuer {
     Issuer::from_key(&rcgen::KeyPair::generate().unwrap())
 }
 
+fn robot() -> Ref {
+    Ref { name: "robot".into(), uid: "uid-1".into() }
+}
+
 fn claims(expiration: i64) -> Claims {
-    Claims::new("team", "robot", "uid-1", vec![ISSUER.into()], NOW, expiration, None, "jti-1".into())
+    Claims::new("team", robot(), vec![ISSUER.into()], NOW, expiration, None, "jti-1".into())
 }
 
 /// The claims' JSON is kube's (the names, `kubernetes.io` nested, no empty bound objects).
 #[test]
 fn claims_are_kubes() {
     let bound = Some((BoundKind::Secret, Ref { name: "s".into(), uid: "uid-2".into() }));
-    let c = Claims::new("team", "robot", "uid-1", vec!["api".into()], NOW, 3600, bound, "jti-1".into());
+    let c = Claims::new("team", robot(), vec!["api".into()], NOW, 3600, bound, "jti-1".into());
     assert_eq!(
         serde_json::to_value(&c).unwrap(),
         serde_json::json!({
@@ -74,7 +78,7 @@ fn tokens_are_checked_as_kube_checks_them() {
 #[test]
 fn the_user_of_a_token() {
     let bound = Some((BoundKind::Pod, Ref { name: "p".into(), uid: "uid-3".into() }));
-    let c = Claims::new("team", "robot", "uid-1", vec![], NOW, 600, bound, "jti-1".into());
+    let c = Claims::new("team", robot(), vec![], NOW, 600, bound, "jti-1".into());
     let user = authenticator::user(&c);
     assert_eq!(user.name, "system:serviceaccount:team:robot");
     assert_eq!(user.uid, "uid-1");

@@ -109,7 +109,15 @@ pub async fn create(
         None => None,
     };
     let now = unix_now();
-    let claims = Claims::new(namespace, name, &uid, audiences, now, expiration, bound, versa_registry::meta::new_uid());
+    let claims = Claims::new(
+        namespace,
+        Ref { name: name.to_owned(), uid: uid.clone() },
+        audiences,
+        now,
+        expiration,
+        bound,
+        versa_registry::meta::new_uid(),
+    );
     let token = issuer.sign(&claims).map_err(|e| Status::internal(format!("failed to generate token: {e}")))?;
     let at = |seconds: i64| {
         jiff::Timestamp::from_second(seconds).map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()).unwrap_or_default()
