@@ -66,6 +66,15 @@ fn kubectl_with_a_service_account_token() {
     let missing = fails(versa.kubectl(&["create", "token", "nobody", "-n", "team"]));
     assert!(missing.contains("serviceaccounts \"nobody\" not found"), "{missing}");
 
+    // Discovery lists the subresource as kube does.
+    let v1: serde_json::Value = serde_json::from_str(&ok(versa.kubectl(&["get", "--raw", "/api/v1"]))).unwrap();
+    let entry = v1["resources"].as_array().unwrap().iter().find(|r| r["name"] == "serviceaccounts/token").unwrap();
+    assert_eq!(
+        entry,
+        &serde_json::json!({"name": "serviceaccounts/token", "singularName": "", "namespaced": true,
+            "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]})
+    );
+
     let robot = with_token(&versa, d, "robot", &token);
     let denied = fails(kubectl(&robot, &["get", "configmaps", "-n", "team"]));
     assert!(
