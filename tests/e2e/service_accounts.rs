@@ -117,7 +117,23 @@ fn kubectl_with_a_service_account_token() {
     let unauthorized = fails(kubectl(&with_token(&versa, d, "forged", &forged), &["get", "configmaps", "-n", "team"]));
     assert!(unauthorized.contains("Unauthorized"), "{unauthorized}");
     let status = review(&versa, d, &forged);
-    assert!(status.get("authenticated").is_none() && status["error"] == "invalid signature", "{status}");
+    assert_eq!(
+        status,
+        serde_json::json!({"user": {}, "error": "[invalid bearer token, go-jose/go-jose: error in cryptographic primitive]"})
+    );
+    assert_eq!(review(&versa, d, "no-such-token"), serde_json::json!({"user": {}, "error": "invalid bearer token"}));
+
+    // A token bound to a Secret lives as long as the Secret.
+    let bind = ["create", "token", "robot", "-n", "team", "--bound-object-kind=Secret", "--bound-object-name=key"];
+    let missing = fails(versa.kubectl(&bind));
+    assert!(missing.contains("secrets \"key\" not found"), "{missing}");
+    ok(versa.kubectl(&["create", "secret", "generic", "key", "-n", "team"]));
+    let bound = ok(versa.kubectl(&bind)).trim().to_owned();
+    let status = review(&versa, d, &bound);
+    assert_eq!(status["authenticated"], true, "{status}");
+    ok(versa.kubectl(&["delete", "secret", "key", "-n", "team"]));
+    let status = review(&versa, d, &bound);
+    assert_eq!(status["error"], "[invalid bearer token, service account token has been invalidated]", "{status}");
 
     // Deleted, then recreated with another uid: the token is revoked.
     ok(versa.kubectl(&["delete", "serviceaccount", "robot", "-n", "team"]));
@@ -127,7 +143,7 @@ fn kubectl_with_a_service_account_token() {
     let unauthorized = fails(kubectl(&robot, &["get", "configmaps", "-n", "team"]));
     assert!(unauthorized.contains("Unauthorized"), "{unauthorized}");
     let status = review(&versa, d, &token);
-    assert!(status["error"].as_str().unwrap().starts_with("service account UID ("), "{status}");
+    assert!(status["error"].as_str().unwrap().starts_with("[invalid bearer token, service account UID ("), "{status}");
     // The signing key outlives a restart: a new token of the new robot works after one.
     let token = ok(versa.kubectl(&["create", "token", "robot", "-n", "team", "--duration=1h"])).trim().to_owned();
     let data = versa.data_dir.clone();

@@ -168,7 +168,8 @@ impl Claims {
 /// Why a token of ours is refused; the texts are kube's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TokenError {
-    #[error("invalid signature")]
+    /// kube's JWT library's text (go-jose), which kube passes on (TokenReview's `status.error`).
+    #[error("go-jose/go-jose: error in cryptographic primitive")]
     Signature,
     #[error("token audiences {token:?} is invalid for the target audiences {target:?}")]
     Audience { token: Vec<String>, target: Vec<String> },

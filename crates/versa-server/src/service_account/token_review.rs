@@ -4,7 +4,9 @@
 //! request bearing it would be — ServiceAccount tokens for those audiences, then every other
 //! authenticator (the token file), which knows no audiences and so answers only for the API's.
 //! The answer is `201` with the spec as sent and `status.authenticated`, `status.user`,
-//! `status.audiences` or `status.error`; nothing is stored. Who may create one is the
+//! `status.audiences` or `status.error` (texts as kube-apiserver 1.36 gave them, e.g. `[invalid
+//! bearer token, service account token has expired]`); nothing is stored. (kube also writes
+//! `metadata.managedFields` for the review; versa does not.) Who may create one is the
 //! authorizer's decision, as for every request. The body is JSON, YAML or protobuf.
 
 use http::{Response, StatusCode};
@@ -52,7 +54,7 @@ pub async fn token_review(state: &State, headers: &http::HeaderMap, body: &[u8])
     }
     let answer = json!({
         "kind": "TokenReview", "apiVersion": "authentication.k8s.io/v1",
-        "metadata": {"creationTimestamp": null}, "spec": spec, "status": status,
+        "metadata": {}, "spec": spec, "status": status,
     });
     let mut response = Response::new(crate::body::full(answer.to_string()));
     *response.status_mut() = StatusCode::CREATED;
@@ -66,7 +68,8 @@ async fn review_token(state: &State, token: &str, audiences: &[String]) -> Resul
         match accounts.authenticate_token(token, audiences).await {
             Ok(Some(found)) => return Ok(found),
             Ok(None) => {}
-            Err(e) => return Err(e.to_string()),
+            // kube's request authenticator adds its own failure to the token's.
+            Err(e) => return Err(format!("[invalid bearer token, {e}]")),
         }
     }
     // Every other authenticator knows only the API's audiences (kube's audience-agnostic
