@@ -16,6 +16,9 @@ pub async fn create(ctx: &Ctx, body: &[u8]) -> Answer {
         record.request_body(request.clone());
     }
     let lookup = StoreLookup { store: ctx.state.store.as_ref(), keys: &ctx.state.keys };
-    let (code, answer) = token_request::create(accounts.issuer(), &lookup, namespace, &ctx.name, request).await?;
-    Ok(ctx.respond(code, &answer))
+    let issued = token_request::create(accounts.issuer(), &lookup, namespace, &ctx.name, request).await?;
+    if let Some(record) = &ctx.audit {
+        record.annotate(token_request::ISSUED_CREDENTIAL_ID, &issued.credential_id);
+    }
+    Ok(ctx.respond(issued.code, &issued.answer))
 }

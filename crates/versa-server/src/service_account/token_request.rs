@@ -36,27 +36,41 @@ pub trait Lookup {
     ) -> impl std::future::Future<Output = Result<Option<Value>, Status>> + Send;
 }
 
+/// The audit annotation kube gives a TokenRequest: the issued token's credential id.
+pub const ISSUED_CREDENTIAL_ID: &str = "authentication.kubernetes.io/issued-credential-id";
+
+/// What a TokenRequest answers: the status code, the TokenRequest, and the issued token's
+/// credential id (`JTI=<jti>`, for the audit event).
+#[derive(Debug)]
+pub struct Issued {
+    pub code: StatusCode,
+    pub answer: Value,
+    pub credential_id: String,
+}
+
 /// Issues the token the TokenRequest `body` (decoded) asks for ServiceAccount `namespace/name`.
-/// Returns the answer object, with the status code to send.
 pub async fn create(
     issuer: &Issuer,
     lookup: &impl Lookup,
     namespace: &str,
     name: &str,
     mut request: Value,
-) -> Result<(StatusCode, Value), Status> {
+) -> Result<Issued, Status> {
     let text = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_owned();
     let (req_name, req_namespace, req_uid) =
         (text(&request, "/metadata/name"), text(&request, "/metadata/namespace"), text(&request, "/metadata/uid"));
     if !req_name.is_empty() && req_name != name {
-        let errs =
-            invalid(Path::new("metadata").child("name"), &req_name, "must match the service account name if specified");
+        let errs = invalid(
+            Path::new("metadata").child("name"),
+            json!(req_name),
+            "must match the service account name if specified",
+        );
         return Err(Status::invalid(GROUP, KIND, name, &errs));
     }
     if !req_namespace.is_empty() && req_namespace != namespace {
         let errs = invalid(
             Path::new("metadata").child("namespace"),
-            &req_namespace,
+            json!(req_namespace),
             "must match the service account namespace if specified",
         );
         return Err(Status::invalid(GROUP, KIND, name, &errs));
@@ -93,13 +107,10 @@ pub async fn create(
     let seconds = Path::new("spec").child("expirationSeconds");
     let mut errs = ErrorList::new();
     if expiration < MIN_EXPIRATION_SECONDS {
-        errs.0.extend(
-            invalid(seconds.clone(), &expiration.to_string(), "may not specify a duration less than 10 minutes").0,
-        );
+        errs.0.extend(invalid(seconds.clone(), json!(expiration), "may not specify a duration less than 10 minutes").0);
     }
     if expiration > MAX_EXPIRATION_SECONDS {
-        errs.0
-            .extend(invalid(seconds, &expiration.to_string(), "may not specify a duration larger than 2^32 seconds").0);
+        errs.0.extend(invalid(seconds, json!(expiration), "may not specify a duration larger than 2^32 seconds").0);
     }
     if !errs.0.is_empty() {
         return Err(Status::invalid(GROUP, KIND, "", &errs));
@@ -132,7 +143,7 @@ pub async fn create(
     request["kind"] = json!(KIND);
     request["apiVersion"] = json!(format!("{GROUP}/v1"));
     request["status"] = json!({"token": token, "expirationTimestamp": at(now.saturating_add(expiration))});
-    Ok((StatusCode::CREATED, request))
+    Ok(Issued { code: StatusCode::CREATED, answer: request, credential_id: format!("JTI={}", claims.jti) })
 }
 
 /// The object a token is bound to, checked as kube checks it.
@@ -182,8 +193,8 @@ async fn bind(
     Ok((bound, Ref { name, uid }))
 }
 
-fn invalid(path: Path, value: &str, detail: &str) -> ErrorList {
-    ErrorList(vec![FieldError::invalid(path, BadValue::Raw(value.to_owned()), detail)])
+fn invalid(path: Path, value: Value, detail: &str) -> ErrorList {
+    ErrorList(vec![FieldError::invalid(path, BadValue::Json(value), detail)])
 }
 
 /// Decodes a TokenRequest body (JSON, YAML or protobuf).
@@ -204,5 +215,107 @@ impl Lookup for StoreLookup<'_> {
         let key = self.keys.object("", plural, namespace, name);
         let kv = self.store.get(&key).await.map_err(Status::from_storage)?;
         Ok(kv.and_then(|kv| serde_json::from_slice(&kv.value).ok()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    /// Objects by (plural, name), in namespace `team` (or none for nodes).
+    struct Objects(HashMap<(&'static str, &'static str), Value>);
+
+    impl Lookup for Objects {
+        async fn get(&self, plural: &str, _namespace: Option<&str>, name: &str) -> Result<Option<Value>, Status> {
+            Ok(self.0.iter().find(|((p, n), _)| *p == plural && *n == name).map(|(_, v)| v.clone()))
+        }
+    }
+
+    fn objects() -> Objects {
+        Objects(HashMap::from([
+            (("serviceaccounts", "robot"), json!({"metadata": {"name": "robot", "uid": "sa-uid"}})),
+            (("secrets", "key"), json!({"metadata": {"name": "key", "uid": "secret-uid"}})),
+            (
+                ("pods", "web"),
+                json!({"metadata": {"name": "web", "uid": "pod-uid"}, "spec": {"serviceAccountName": "other"}}),
+            ),
+        ]))
+    }
+
+    /// Requests for `team/robot` and kube's answers: the error's status code and message, or
+    /// the spec and claims of the token issued.
+    #[test]
+    fn token_requests() {
+        let issuer = Issuer::from_key(&rcgen::KeyPair::generate().unwrap());
+        let refused = [
+            (
+                json!({"metadata": {"name": "other"}}),
+                422,
+                "TokenRequest.authentication.k8s.io \"robot\" is invalid: metadata.name: Invalid value: \"other\": must match the service account name if specified",
+            ),
+            (
+                json!({"metadata": {"uid": "x"}}),
+                409,
+                "Operation cannot be fulfilled on TokenRequest.authentication.k8s.io \"robot\": the UID in the token request (x) does not match the UID of the service account (sa-uid)",
+            ),
+            (
+                json!({"spec": {"expirationSeconds": 599}}),
+                422,
+                "TokenRequest.authentication.k8s.io \"\" is invalid: spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes",
+            ),
+            (
+                json!({"spec": {"expirationSeconds": 4294967297_i64}}),
+                422,
+                "TokenRequest.authentication.k8s.io \"\" is invalid: spec.expirationSeconds: Invalid value: 4294967297: may not specify a duration larger than 2^32 seconds",
+            ),
+            (
+                json!({"spec": {"boundObjectRef": {"kind": "Deployment", "apiVersion": "apps/v1", "name": "d"}}}),
+                400,
+                "cannot bind token to object of type apps/v1, Kind=Deployment",
+            ),
+            (
+                json!({"spec": {"boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "gone"}}}),
+                404,
+                "secrets \"gone\" not found",
+            ),
+            (
+                json!({"spec": {"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web"}}}),
+                400,
+                "cannot bind token for serviceaccount \"robot\" to pod running with different serviceaccount name.",
+            ),
+            (
+                json!({"spec": {"boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "key", "uid": "old"}}}),
+                409,
+                "Operation cannot be fulfilled on Secret \"key\": the UID in the bound object reference (old) does not match the UID in record. The object might have been deleted and then recreated",
+            ),
+        ];
+        let run = |request: Value, account: &'static str| {
+            let objects = objects();
+            let issuer = &issuer;
+            async move { create(issuer, &objects, "team", account, request).await }
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        for (request, code, message) in refused {
+            let status = runtime.block_on(run(request.clone(), "robot")).unwrap_err();
+            assert_eq!((status.code.as_u16(), status.message.as_str()), (code, message), "{request}");
+        }
+        let missing = runtime.block_on(run(json!({}), "nobody")).unwrap_err();
+        assert_eq!(missing.message, "serviceaccounts \"nobody\" not found");
+
+        let request = json!({"spec": {"boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "key"}}});
+        let issued = runtime.block_on(run(request, "robot")).unwrap();
+        assert_eq!(issued.code, StatusCode::CREATED);
+        let answer = issued.answer;
+        assert_eq!(answer["metadata"]["uid"], "sa-uid");
+        assert_eq!(answer["spec"]["expirationSeconds"], 3600);
+        assert_eq!(answer["spec"]["audiences"], json!([super::super::ISSUER]));
+        let token = answer["status"]["token"].as_str().unwrap();
+        let (claims, _) = issuer.verify(token, unix_now(), &[]).unwrap().unwrap();
+        assert_eq!(claims.exp - claims.iat, 3600);
+        assert_eq!(issued.credential_id, format!("JTI={}", claims.jti));
+        assert_eq!(claims.kubernetes.secret, Some(Ref { name: "key".into(), uid: "secret-uid".into() }));
+        assert_eq!(claims.sub, "system:serviceaccount:team:robot");
     }
 }
