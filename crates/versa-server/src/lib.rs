@@ -2,7 +2,8 @@
 //!
 //! Start-up follows config → complete → run: [`ServerConfig`] names what the operator chose (the
 //! binary picks the storage backend and passes it in as `Arc<dyn Store>`); [`ServerConfig::complete`]
-//! loads or creates the PKI in the data directory, builds TLS and binds the listener;
+//! loads or creates the PKI (and, standalone, the ServiceAccount token key) in the data
+//! directory, builds TLS and binds the listener;
 //! [`Prepared::run`] serves until the shutdown future resolves, then drains connections.
 //!
 //! Two modes: **standalone** (versa's own CA in the data directory, an admin kubeconfig, only

@@ -2,8 +2,8 @@
 //! (custom resources and the definitions API alike).
 //!
 //! [`serve`] routes a resource request to a verb handler: `read.rs` (get, list), `watch.rs`,
-//! `write.rs` (create, update, patch, delete, deletecollection), `scale.rs` and `token.rs`. They are HTTP
-//! adapters over the registry: objects cross the storage boundary through
+//! `write.rs` (create, update, patch, delete, deletecollection), `scale.rs` and `token.rs`
+//! (ServiceAccounts' TokenRequests). They are HTTP adapters over the registry: objects cross the storage boundary through
 //! [`Ctx::boundary`] (`versa_registry::storage`) and are admitted by [`Ctx::strategy`]
 //! (`versa_registry::strategy`). Every answer is JSON (or YAML, or a Table, when asked) and
 //! every error a `metav1.Status`.
