@@ -14,7 +14,9 @@
 //!   `storageVersionHash` is base64 of the first 8 bytes of
 //!   sha256(`<group>/<storage version>/<spec.names.kind>`), set only when the storage version
 //!   is served. `<plural>/status` (kind of the resource) and `<plural>/scale` (`autoscaling/v1`
-//!   `Scale`) follow each resource that has them, with verbs `get patch update`.
+//!   `Scale`) follow each resource that has them, with verbs `get patch update`; a core kind
+//!   with a `token` subresource (ServiceAccounts) lists `<plural>/token`, an
+//!   `authentication.k8s.io/v1` `TokenRequest`, with verb `create`, as kube does.
 //! - Order: groups by name (CRD groups all have group priority 1000 in aggregated discovery, so
 //!   kube sorts them by name too), resources by plural (aggregated discovery sorts so; the
 //!   legacy per-version list is in informer order upstream, i.e. unspecified).
@@ -47,6 +49,8 @@ pub const AGGREGATED_V2_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8
 const VERBS: [&str; 8] = ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"];
 const TERMINATING_VERBS: [&str; 5] = ["delete", "deletecollection", "get", "list", "watch"];
 const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
+/// The kind a `token` subresource takes and answers (group, version, kind).
+const TOKEN_REQUEST: (&str, &str, &str) = ("authentication.k8s.io", "v1", "TokenRequest");
 
 /// `/api`: `APIVersions` — `v1` when the core kinds are served (standalone mode), else none
 /// (behind kube-apiserver the core group is kube's).
@@ -111,6 +115,17 @@ pub fn resource_list(defs: &[&ResourceDefinition], group: &str, version: &str) -
                 "namespaced": view.namespaced,
                 "kind": view.names.kind,
                 "verbs": SUBRESOURCE_VERBS,
+            }));
+        }
+        if view.has_token() {
+            resources.push(json!({
+                "name": format!("{}/token", view.names.plural),
+                "singularName": "",
+                "namespaced": view.namespaced,
+                "group": TOKEN_REQUEST.0,
+                "version": TOKEN_REQUEST.1,
+                "kind": TOKEN_REQUEST.2,
+                "verbs": ["create"],
             }));
         }
         if view.has_scale() {
@@ -316,6 +331,13 @@ fn aggregated_resource(view: &View<'_>, group: &str, version: &str) -> Value {
             "verbs": SUBRESOURCE_VERBS,
         }));
     }
+    if view.has_token() {
+        subresources.push(json!({
+            "subresource": "token",
+            "responseKind": {"group": TOKEN_REQUEST.0, "version": TOKEN_REQUEST.1, "kind": TOKEN_REQUEST.2},
+            "verbs": ["create"],
+        }));
+    }
     if view.has_scale() {
         subresources.push(json!({
             "subresource": "scale",
@@ -376,6 +398,7 @@ fn served_in<'d>(defs: &[&'d ResourceDefinition], group: &str, version: &str) ->
 
 /// What discovery needs of one definition at one served version.
 struct View<'d> {
+    group: &'d str,
     names: &'d CustomResourceDefinitionNames,
     version: &'d CustomResourceDefinitionVersion,
     namespaced: bool,
@@ -399,6 +422,7 @@ impl<'d> View<'d> {
             .filter(|_| !def.spec.names.kind.is_empty())
             .map(|v| storage_version_hash(&def.spec.group, &v.name, &def.spec.names.kind));
         View {
+            group: &def.spec.group,
             names,
             version,
             namespaced: def.spec.scope == "Namespaced",
@@ -421,6 +445,12 @@ impl<'d> View<'d> {
 
     fn has_status(&self) -> bool {
         self.version.subresources.as_ref().is_some_and(|s| s.status.is_some())
+    }
+
+    /// Whether the resource is a core kind with the `token` subresource (ServiceAccounts).
+    fn has_token(&self) -> bool {
+        self.group.is_empty()
+            && versa_registry::kinds::core_kind_named(&self.names.kind).is_some_and(|k| k.rules.has_token_subresource())
     }
 
     fn has_scale(&self) -> bool {

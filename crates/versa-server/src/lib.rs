@@ -2,7 +2,8 @@
 //!
 //! Start-up follows config → complete → run: [`ServerConfig`] names what the operator chose (the
 //! binary picks the storage backend and passes it in as `Arc<dyn Store>`); [`ServerConfig::complete`]
-//! loads or creates the PKI in the data directory, builds TLS and binds the listener;
+//! loads or creates the PKI (and, standalone, the ServiceAccount token key) in the data
+//! directory, builds TLS and binds the listener;
 //! [`Prepared::run`] serves until the shutdown future resolves, then drains connections.
 //!
 //! Two modes: **standalone** (versa's own CA in the data directory, an admin kubeconfig, only
@@ -43,6 +44,7 @@ mod rest;
 pub mod reviews;
 pub mod selector;
 mod server;
+pub mod service_account;
 pub mod spill;
 pub mod state;
 pub mod status;
@@ -195,6 +197,7 @@ impl ServerConfig {
                 (leadership, Some(campaign), Some(lease_name))
             }
         };
+        let mut service_accounts = None;
         let (tls, trust, auth, kubeconfig, cluster, startup) = match self.cluster {
             None => {
                 let pki = pki::load_or_create(&self.data_dir, &hosts, &server_url)?;
@@ -202,7 +205,19 @@ impl ServerConfig {
                 let trust = tls::ClientTrust::new();
                 trust.set(Some(&pki.ca_cert_pem), None)?;
                 let tls = tls::server_config(tls::ServingCert::new(serving))?;
-                (tls, trust, self.auth, Some(pki.kubeconfig), None, None)
+                // ServiceAccount tokens: signed with the data directory's key, checked after
+                // every other authenticator.
+                let issuer = Arc::new(service_account::Issuer::load_or_create(&self.data_dir)?);
+                let accounts = service_account::authenticator::ServiceAccountAuthenticator::new(
+                    issuer,
+                    self.store.clone(),
+                    versa_storage::Keys::new(&self.key_prefix),
+                );
+                let mut auth = self.auth;
+                auth.authenticator =
+                    Arc::new(auth::UnionAuthenticator(vec![auth.authenticator, Arc::new(accounts.clone())]));
+                service_accounts = Some(accounts);
+                (tls, trust, auth, Some(pki.kubeconfig), None, None)
             }
             Some(config) => {
                 let prepared = cluster::prepare(config, &hosts).await?;
@@ -215,6 +230,7 @@ impl ServerConfig {
             store: self.store,
             keys: versa_storage::Keys::new(&self.key_prefix),
             auth,
+            service_accounts,
             // Standalone, the definitions are CustomResourceDefinitions too, and Namespaces
             // and Events are served; behind kube-apiserver those are kube's.
             registry: if cluster.is_some() {
@@ -289,6 +305,13 @@ impl Prepared {
                 self.state.leadership.clone(),
                 self.state.shutdown.clone(),
                 move |_| controllers::rbac::run(state.clone()),
+            ));
+            // Every namespace's `default` ServiceAccount; behind kube-apiserver, kube's.
+            let state = self.state.clone();
+            tokio::spawn(leader::while_leading(
+                self.state.leadership.clone(),
+                self.state.shutdown.clone(),
+                move |_| controllers::service_accounts::run(state.clone()),
             ));
         }
         if let Some(tasks) = self.cluster {

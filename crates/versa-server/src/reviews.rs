@@ -8,7 +8,8 @@
 //! - SelfSubjectRulesReview ("what may I do in this namespace?", `kubectl auth can-i --list`):
 //!   the rules of every binding that applies (kube's `RulesFor`); where versa does not decide
 //!   by RBAC, none, marked incomplete.
-//! - `authentication.k8s.io/v1` SelfSubjectReview ("who am I?", `kubectl auth whoami`).
+//! - `authentication.k8s.io/v1` SelfSubjectReview ("who am I?", `kubectl auth whoami`), and
+//!   TokenReview ("whose is this token?", `crate::service_account::token_review`).
 //!
 //! Who may create which is RBAC's to say (kube's `system:basic-user` lets every authenticated
 //! user create the self reviews; `system:auth-delegator` the others). Bodies are JSON, YAML
@@ -38,12 +39,14 @@ pub enum Review {
     LocalSubjectAccess,
     SelfSubjectRules,
     SelfSubject,
+    Token,
 }
 
 /// The review resources as discovery lists them (kube's: create only, never stored, so no
 /// storage version hash), group by group: `(group, plural, kind, namespaced)`.
 pub const LISTED: &[(&str, &str, &str, bool)] = &[
     (AUTHENTICATION, "selfsubjectreviews", "SelfSubjectReview", false),
+    (AUTHENTICATION, "tokenreviews", "TokenReview", false),
     (AUTHORIZATION, "localsubjectaccessreviews", "LocalSubjectAccessReview", true),
     (AUTHORIZATION, "selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
     (AUTHORIZATION, "selfsubjectrulesreviews", "SelfSubjectRulesReview", false),
@@ -62,6 +65,7 @@ impl Review {
             (AUTHORIZATION, "localsubjectaccessreviews", false) => Review::LocalSubjectAccess,
             (AUTHORIZATION, "selfsubjectrulesreviews", true) => Review::SelfSubjectRules,
             (AUTHENTICATION, "selfsubjectreviews", true) => Review::SelfSubject,
+            (AUTHENTICATION, "tokenreviews", true) => Review::Token,
             _ => return None,
         })
     }
@@ -73,11 +77,12 @@ impl Review {
             Review::LocalSubjectAccess => "LocalSubjectAccessReview",
             Review::SelfSubjectRules => "SelfSubjectRulesReview",
             Review::SelfSubject => "SelfSubjectReview",
+            Review::Token => "TokenReview",
         }
     }
 
     fn group(self) -> &'static str {
-        if self == Review::SelfSubject { AUTHENTICATION } else { AUTHORIZATION }
+        if matches!(self, Review::SelfSubject | Review::Token) { AUTHENTICATION } else { AUTHORIZATION }
     }
 }
 
@@ -90,6 +95,9 @@ pub async fn answer(
     headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<Response<Body>, Status> {
+    if review == Review::Token {
+        return crate::service_account::token_review::token_review(state, headers, body).await;
+    }
     let format = codec::body_format_builtin(headers)?;
     let sent = codec::decode_object(body, format, review.kind())?.value;
     let spec = sent.get("spec").cloned().unwrap_or_else(|| json!({}));
@@ -151,6 +159,8 @@ pub async fn answer(
             }
             rules(state, user, &namespace).await
         }
+        // Answered above.
+        Review::Token => return Err(Status::internal("a TokenReview is answered by its own module")),
         Review::SelfSubject => {
             let mut info = json!({"username": user.name});
             if !user.uid.is_empty() {

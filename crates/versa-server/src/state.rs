@@ -22,6 +22,9 @@ pub struct State {
     pub store: Arc<dyn Store>,
     pub keys: Keys,
     pub auth: Auth,
+    /// Standalone: ServiceAccount tokens — their issuer (the `token` subresource) and their
+    /// authenticator (TokenReviews); behind kube-apiserver, kube's.
+    pub service_accounts: Option<crate::service_account::authenticator::ServiceAccountAuthenticator>,
     pub registry: Registry,
     pub openapi: Mutex<OpenApiCache>,
     pub metrics: Metrics,

@@ -142,6 +142,12 @@ pub trait KindRules: std::fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether objects of the kind have the `token` subresource (ServiceAccounts: kube's
+    /// TokenRequest).
+    fn has_token_subresource(&self) -> bool {
+        false
+    }
+
     /// Whether objects are converted between versions at the storage boundary (the definitions
     /// API has one version per face).
     fn converts(&self) -> bool {
@@ -227,14 +233,15 @@ pub static CORE: &[&CoreKind] = &[
     &rbac::CLUSTER_ROLE_BINDING_KIND,
 ];
 
-/// The core kinds other code names (the namespace controller, the event recorder, admission's
-/// namespace lookups); a kind nobody names needs no line here.
+/// The core kinds other code names (the namespace and ServiceAccount controllers, the event
+/// recorder, admission's namespace lookups); a kind nobody names needs no line here.
 #[allow(non_upper_case_globals, reason = "they read as the kinds they name: `Builtin::Namespace`")]
 impl Builtin {
     pub const Namespace: Builtin = namespace::BUILTIN;
     pub const Event: Builtin = event::BUILTIN;
     pub const EventV1: Builtin = event::BUILTIN_V1;
     pub const Secret: Builtin = secret::BUILTIN;
+    pub const ServiceAccount: Builtin = serviceaccount::BUILTIN;
 }
 
 /// The registered core kind of the resource's kind (`Secret`, or `Event.events.k8s.io` outside

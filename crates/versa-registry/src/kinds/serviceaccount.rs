@@ -60,6 +60,10 @@ impl KindRules for ServiceAccount {
         false
     }
 
+    fn has_token_subresource(&self) -> bool {
+        true
+    }
+
     fn admit(
         &self,
         res: &Resource,

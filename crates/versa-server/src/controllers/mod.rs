@@ -3,8 +3,8 @@
 //! ([`admission`], every replica too), and the work that must happen once — definition
 //! status, cleanup of deleted definitions, storage [`migration`], the judgement of stored
 //! objects after a definition change ([`stored_objects`]), standalone's [`namespaces`],
-//! [`garbage_collector`] and [`rbac`] (default policy, aggregation; whose writes go through the
-//! API, [`loopback`]) —
+//! [`service_accounts`], [`garbage_collector`] and [`rbac`] (default policy, aggregation; whose
+//! writes go through the API, [`loopback`]) —
 //! which runs only in the term of the replica elected by [`crate::leader`]. [`names`] is the
 //! definitions controller's index of the names each group's definitions hold.
 
@@ -16,4 +16,5 @@ pub mod migration;
 pub mod names;
 pub mod namespaces;
 pub mod rbac;
+pub mod service_accounts;
 pub mod stored_objects;

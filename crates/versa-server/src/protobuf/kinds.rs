@@ -435,18 +435,9 @@ pub(super) static SELF_SUBJECT_REVIEW: Message = Message {
     ],
 };
 
-/// A self review's status, as clients send it: an empty user.
+/// A self review's status, as clients send it: an empty user (`USER_INFO`, TokenReview's too).
 pub(super) static SELF_SUBJECT_REVIEW_STATUS: Message =
     Message { name: "SelfSubjectReviewStatus", fields: &[field(1, "userInfo", Ty::Message(&USER_INFO), Keep)] };
-
-pub(super) static USER_INFO: Message = Message {
-    name: "UserInfo",
-    fields: &[
-        field(1, "username", Ty::Str, Omit),
-        field(2, "uid", Ty::Str, Omit),
-        field(3, "groups", Ty::Strings, Omit),
-    ],
-};
 
 pub(super) static RESOURCE_ATTRIBUTES: Message = Message {
     name: "ResourceAttributes",
@@ -474,6 +465,75 @@ pub(super) static SUBJECT_ACCESS_REVIEW_STATUS: Message = Message {
         field(2, "reason", Ty::Str, Omit),
         field(3, "evaluationError", Ty::Str, Omit),
     ],
+};
+
+/// authentication/v1 `TokenRequest` (`kubectl create token` sends it with the typed client).
+pub(super) static TOKEN_REQUEST: Message = Message {
+    name: "TokenRequest",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(2, "spec", Ty::Message(&TOKEN_REQUEST_SPEC), Keep),
+        field(3, "status", Ty::Message(&TOKEN_REQUEST_STATUS), Keep),
+    ],
+};
+
+pub(super) static TOKEN_REQUEST_STATUS: Message = Message {
+    name: "TokenRequestStatus",
+    fields: &[field(1, "token", Ty::Str, Keep), field(2, "expirationTimestamp", Ty::Time, Keep)],
+};
+
+pub(super) static TOKEN_REQUEST_SPEC: Message = Message {
+    name: "TokenRequestSpec",
+    fields: &[
+        field(1, "audiences", Ty::Strings, Keep),
+        field(4, "expirationSeconds", Ty::Int64, Pointer),
+        field(3, "boundObjectRef", Ty::Message(&BOUND_OBJECT_REFERENCE), Pointer),
+    ],
+};
+
+pub(super) static BOUND_OBJECT_REFERENCE: Message = Message {
+    name: "BoundObjectReference",
+    fields: &[
+        field(1, "kind", Ty::Str, Omit),
+        field(2, "apiVersion", Ty::Str, Omit),
+        field(3, "name", Ty::Str, Omit),
+        field(4, "uid", Ty::Str, Omit),
+    ],
+};
+
+/// authentication/v1 `TokenReview` (client-go's typed client). Of the status's user, which
+/// clients send empty, the `extra` map is not read.
+pub(super) static TOKEN_REVIEW: Message = Message {
+    name: "TokenReview",
+    fields: &[
+        field(1, "metadata", Ty::Message(&OBJECT_META), Keep),
+        field(2, "spec", Ty::Message(&TOKEN_REVIEW_SPEC), Keep),
+        field(3, "status", Ty::Message(&TOKEN_REVIEW_STATUS), Keep),
+    ],
+};
+
+pub(super) static TOKEN_REVIEW_STATUS: Message = Message {
+    name: "TokenReviewStatus",
+    fields: &[
+        field(1, "authenticated", Ty::Bool, Omit),
+        field(2, "user", Ty::Message(&USER_INFO), Omit),
+        field(4, "audiences", Ty::Strings, Omit),
+        field(3, "error", Ty::Str, Omit),
+    ],
+};
+
+pub(super) static USER_INFO: Message = Message {
+    name: "UserInfo",
+    fields: &[
+        field(1, "username", Ty::Str, Omit),
+        field(2, "uid", Ty::Str, Omit),
+        field(3, "groups", Ty::Strings, Omit),
+    ],
+};
+
+pub(super) static TOKEN_REVIEW_SPEC: Message = Message {
+    name: "TokenReviewSpec",
+    fields: &[field(1, "token", Ty::Str, Omit), field(2, "audiences", Ty::Strings, Omit)],
 };
 
 /// core/v1 `ServiceAccount` (`kubectl create serviceaccount` sends it with the typed client).

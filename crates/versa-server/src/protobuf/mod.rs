@@ -55,6 +55,7 @@ use error::Result;
 use kinds::{
     CLUSTER_ROLE, CONFIG_MAP, DELETE_OPTIONS, EVENT, LEASE, NAMESPACE, ROLE, ROLE_BINDING, SECRET,
     SELF_SUBJECT_ACCESS_REVIEW, SELF_SUBJECT_REVIEW, SELF_SUBJECT_RULES_REVIEW, SERVICE_ACCOUNT, SUBJECT_ACCESS_REVIEW,
+    TOKEN_REQUEST, TOKEN_REVIEW,
 };
 use message::message;
 
@@ -89,6 +90,8 @@ pub fn decode(body: &[u8]) -> Result<Value> {
         ("authorization.k8s.io/v1", "SubjectAccessReview" | "LocalSubjectAccessReview") => &SUBJECT_ACCESS_REVIEW,
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => &SELF_SUBJECT_RULES_REVIEW,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => &SELF_SUBJECT_REVIEW,
+        ("authentication.k8s.io/v1", "TokenRequest") => &TOKEN_REQUEST,
+        ("authentication.k8s.io/v1", "TokenReview") => &TOKEN_REVIEW,
         // kube decodes DeleteOptions in every group version (it is one message in all of them).
         (_, "DeleteOptions") => &DELETE_OPTIONS,
         _ => return Err(ProtobufError::Kind { api_version: envelope.api_version, kind: envelope.kind }),

@@ -2,8 +2,8 @@
 //! (custom resources and the definitions API alike).
 //!
 //! [`serve`] routes a resource request to a verb handler: `read.rs` (get, list), `watch.rs`,
-//! `write.rs` (create, update, patch, delete, deletecollection) and `scale.rs`. They are HTTP
-//! adapters over the registry: objects cross the storage boundary through
+//! `write.rs` (create, update, patch, delete, deletecollection), `scale.rs` and `token.rs`
+//! (ServiceAccounts' TokenRequests). They are HTTP adapters over the registry: objects cross the storage boundary through
 //! [`Ctx::boundary`] (`versa_registry::storage`) and are admitted by [`Ctx::strategy`]
 //! (`versa_registry::strategy`). Every answer is JSON (or YAML, or a Table, when asked) and
 //! every error a `metav1.Status`.
@@ -11,6 +11,7 @@
 mod fields;
 mod read;
 mod scale;
+mod token;
 mod watch;
 mod write;
 
@@ -435,6 +436,10 @@ async fn other(ctx: &mut Ctx, info: &RequestInfo, method: &Method, b: &[u8]) -> 
         },
         ("finalize", false) if versa_registry::kinds::of(&ctx.res).is_namespace() => match *method {
             Method::PUT => write::update(ctx, b, Part::Finalize).await,
+            _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
+        },
+        ("token", false) if versa_registry::kinds::of(&ctx.res).has_token_subresource() => match *method {
+            Method::POST => token::create(ctx, b).await,
             _ => Err(Status::method_not_supported(&ctx.res.group, &ctx.res.plural, &info.verb)),
         },
         // An unknown (or disabled) subresource of an object: kube answers as for a missing
