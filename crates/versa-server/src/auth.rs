@@ -111,6 +111,11 @@ pub trait Authorizer: Send + Sync + std::fmt::Debug {
     fn policy(&self) -> BoxFuture<'_, Option<Arc<crate::rbac::Policy>>> {
         Box::pin(async { None })
     }
+
+    /// Why the authorizer cannot decide as it should yet (`/readyz` fails with it), if so.
+    fn not_ready(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// Standalone authentication: a client certificate issued by versa's CA; its CN is the user,

@@ -624,7 +624,8 @@ fn bytes_response(code: StatusCode, content_type: &'static str, bytes: impl Into
 }
 
 /// `/healthz`, `/livez`, `/readyz` (ready once storage answers, the definitions and the
-/// admission configuration are loaded and, in cluster mode, kube-apiserver has been reached).
+/// admission configuration are loaded, standalone's default RBAC policy is in force and, in
+/// cluster mode, kube-apiserver has been reached).
 async fn health(state: &State, method: &Method, path: &str) -> Option<Response<Body>> {
     let check = path.trim_end_matches('/');
     if !matches!(check, "/healthz" | "/livez" | "/readyz") {
@@ -648,6 +649,10 @@ async fn health(state: &State, method: &Method, path: &str) -> Option<Response<B
         }
         if !state.admission.is_loaded() {
             let body = "[-]admission configuration not loaded yet\nreadyz check failed\n".to_string();
+            return Some(text_response(StatusCode::INTERNAL_SERVER_ERROR, body));
+        }
+        if let Some(check) = state.auth.authorizer.not_ready() {
+            let body = format!("[-]poststarthook/{check} failed: not finished\nreadyz check failed\n");
             return Some(text_response(StatusCode::INTERNAL_SERVER_ERROR, body));
         }
     }

@@ -29,6 +29,9 @@ const GROUP: &str = "rbac.authorization.k8s.io";
 #[derive(Debug)]
 pub struct RbacAuthorizer {
     policy: watch::Receiver<Option<Arc<Policy>>>,
+    /// Latched once the policy in force holds kube's default bindings (what kube's
+    /// `poststarthook/rbac/bootstrap-roles` readiness check waits for).
+    ready: std::sync::atomic::AtomicBool,
 }
 
 impl RbacAuthorizer {
@@ -36,7 +39,7 @@ impl RbacAuthorizer {
     pub fn start(store: Arc<dyn Store>, keys: Keys) -> RbacAuthorizer {
         let (send, policy) = watch::channel(None);
         tokio::spawn(keep(store, keys, send));
-        RbacAuthorizer { policy }
+        RbacAuthorizer { policy, ready: std::sync::atomic::AtomicBool::new(false) }
     }
 
     /// The policy in force, once it has been read.
@@ -75,6 +78,22 @@ impl Authorizer for RbacAuthorizer {
 
     fn policy(&self) -> BoxFuture<'_, Option<Arc<Policy>>> {
         Box::pin(self.current())
+    }
+
+    fn not_ready(&self) -> Option<&'static str> {
+        use std::sync::atomic::Ordering;
+        if self.ready.load(Ordering::Relaxed) {
+            return None;
+        }
+        // The default bindings are written in order; the last one in place means all are.
+        let last = super::bootstrap::LAST_BINDING;
+        let ready = self.policy.borrow().as_ref().is_some_and(|p| p.has_cluster_role_binding(last));
+        if ready {
+            self.ready.store(true, Ordering::Relaxed);
+            None
+        } else {
+            Some("rbac/bootstrap-roles")
+        }
     }
 }
 

@@ -18,6 +18,9 @@ use serde::Deserialize;
 
 use super::escalation::uncovered;
 
+/// The last default ClusterRoleBinding written: once it is in the policy, all are (readiness).
+pub const LAST_BINDING: &str = "system:public-info-viewer";
+
 /// The annotation that keeps an object from being reconciled when `"false"`.
 pub const AUTO_UPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
 
@@ -155,6 +158,7 @@ mod tests {
             assert!(names.iter().any(|n| n == name), "{name}");
         }
         assert_eq!(defaults.cluster_role_bindings.len(), 4);
+        assert_eq!(defaults.cluster_role_bindings[3].metadata.name.as_deref(), Some(LAST_BINDING));
         let admin = &defaults.cluster_roles[0];
         assert_eq!(admin.metadata.annotations.as_ref().unwrap()[AUTO_UPDATE], "true");
     }

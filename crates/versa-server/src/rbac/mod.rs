@@ -148,6 +148,11 @@ impl Policy {
         policy
     }
 
+    /// Whether a ClusterRoleBinding of this name is in force.
+    pub fn has_cluster_role_binding(&self, name: &str) -> bool {
+        self.cluster_role_bindings.all.iter().any(|b| b.metadata.name.as_deref() == Some(name))
+    }
+
     /// kube's RBAC authorizer.
     pub fn authorize(&self, attrs: &Attributes<'_>) -> Decision {
         let mut errors = Vec::new();
