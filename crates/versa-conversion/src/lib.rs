@@ -116,8 +116,15 @@ pub enum ConversionError {
     /// An object's `apiVersion` is not one of the definition's group-versions.
     #[error("request to convert CR from an invalid group/version: {0}")]
     InvalidSource(String),
-    /// The webhook could not be called, or its `ConversionReview` answer was refused (a
-    /// failed result, a wrong uid, an answer that does not decode).
+    /// The webhook could not be called, or answered an HTTP error.
+    #[error("conversion webhook for {gvk} failed: {error}")]
+    WebhookCall {
+        gvk: String,
+        #[source]
+        error: versa_webhook::PostError,
+    },
+    /// The webhook's `ConversionReview` answer was refused (a failed result, a wrong uid, an
+    /// answer that does not decode).
     #[error("conversion webhook for {gvk} failed: {reason}")]
     WebhookFailed { gvk: String, reason: String },
     /// The webhook answered another number of objects than it was sent.

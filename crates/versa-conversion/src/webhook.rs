@@ -73,7 +73,7 @@ impl WebhookConverter {
         let started = Instant::now();
         let answer = self.client.post(body.clone()).await;
         self.trace(&uid, &desired_api_version, originals.len(), started.elapsed(), answer.is_ok());
-        let answer = answer.map_err(|reason| failed(reason.to_string()))?;
+        let answer = answer.map_err(|error| ConversionError::WebhookCall { gvk: gvk.clone(), error })?;
         let converted = review::converted_objects(self.review, &uid, &answer).map_err(failed)?;
         if converted.len() != originals.len() {
             return Err(ConversionError::WrongCount { gvk, returned: converted.len(), expected: originals.len() });
