@@ -150,6 +150,14 @@ impl AdmissionError {
     }
 }
 
+/// A lookup or a conversion the server could not answer: kube's 500 `Internal error occurred:
+/// <text>` (a merge failure is reported by the policy instead, never through this).
+impl From<crate::seams::HostError> for AdmissionError {
+    fn from(e: crate::seams::HostError) -> AdmissionError {
+        AdmissionError::internal(e.to_string())
+    }
+}
+
 /// `apierrors.NewForbidden(qualifiedResource, name, err)`'s status.
 pub(crate) fn forbidden_status(group: &str, resource: &str, name: &str, err: &str) -> Status {
     let qualified = if group.is_empty() { resource.to_owned() } else { format!("{resource}.{group}") };

@@ -108,8 +108,8 @@ pub use error::{AdmissionError, Outcome, PATCH_ANNOTATION_PREFIX, PolicyCheck, W
 pub use expression::{MATCH_CONDITIONS_BUDGET, MAX_MESSAGE_EXPRESSION_BYTES, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET};
 pub use lifecycle::{IMMORTAL_NAMESPACES, namespace_lifecycle};
 pub use seams::{
-    Authorize, AuthzCheck, AuthzDecision, AuthzUser, BoxFuture, Host, NamespaceLookup, ParamKind, ParamLookup,
-    ParamScope, Resources, StructuredMerge,
+    Authorize, AuthzCheck, AuthzDecision, AuthzUser, BoxError, BoxFuture, Host, HostError, NamespaceLookup, ParamKind,
+    ParamLookup, ParamScope, Resources, StructuredMerge,
 };
 pub use typecheck::{SchemaResolver, type_checking};
 pub use validating_policy::MAX_AUDIT_ANNOTATION_VALUE_BYTES;

@@ -36,7 +36,7 @@ pub async fn namespace_lifecycle(attrs: &Attributes, namespaces: &dyn NamespaceL
     if attrs.resource.group == "authorization.k8s.io" && attrs.resource.resource == "localsubjectaccessreviews" {
         return Ok(());
     }
-    let Some(ns) = namespaces.namespace(&attrs.namespace).await.map_err(AdmissionError::internal)? else {
+    let Some(ns) = namespaces.namespace(&attrs.namespace).await? else {
         return Err(AdmissionError::not_found("", "namespaces", &attrs.namespace));
     };
     let terminating = ns.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating");

@@ -166,7 +166,7 @@ impl<'h> RequestState<'h> {
         if let Some(done) = &self.namespace {
             return done.clone();
         }
-        let found = self.host.namespaces.namespace(&attrs.namespace).await.map_err(AdmissionError::internal);
+        let found = self.host.namespaces.namespace(&attrs.namespace).await.map_err(AdmissionError::from);
         self.namespace = Some(found.clone());
         found
     }

@@ -330,9 +330,7 @@ async fn run_invocations<'p>(
         }
         if let Some(object) = changed {
             let object = match &converted {
-                Some(_) => {
-                    state.host.resources.convert(&object, &attrs.kind).await.map_err(AdmissionError::internal)?
-                }
+                Some(_) => state.host.resources.convert(&object, &attrs.kind).await?,
                 None => object,
             };
             attrs.object = Some(object);

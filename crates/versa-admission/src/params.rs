@@ -53,10 +53,10 @@ pub(crate) async fn collect(
         if param_ref.selector.is_some() {
             return Err("paramRef.name and paramRef.selector are mutually exclusive".into());
         }
-        host.params.get(kind, lookup_namespace, name).await?.into_iter().collect()
+        host.params.get(kind, lookup_namespace, name).await.map_err(|e| e.to_string())?.into_iter().collect()
     } else if let Some(selector) = &param_ref.selector {
         let selector = Selector::compile(Some(selector))?;
-        let all = host.params.list(kind, lookup_namespace).await?;
+        let all = host.params.list(kind, lookup_namespace).await.map_err(|e| e.to_string())?;
         all.into_iter().filter(|p| selector.matches(labels_of(p))).collect()
     } else {
         return Err("one of name or selector must be provided".into());

@@ -19,11 +19,38 @@ use crate::attributes::{GroupVersionKind, GroupVersionResource};
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// The error a server's own failure is carried in (a storage error, a converter's error).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why the server could not answer what the chain asked of it. The chain reports each as
+/// kube does (a 500 `Internal error occurred: <text>` for a lookup or a conversion; a merge
+/// failure as the policy's `error applying patch: <text>`); `Display` is that text.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The store, or a cache of kube-apiserver's objects, could not be read.
+    #[error("{0}")]
+    Read(#[source] BoxError),
+    /// The objects asked for are not available yet (a cache still being filled), or their
+    /// kind is not followed: the message says which.
+    #[error("{0}")]
+    NotReady(String),
+    /// No served resource has the kind a conversion was asked for.
+    #[error("no served resource of kind {0}")]
+    UnknownKind(GroupVersionKind),
+    /// The converter failed (a conversion webhook, CEL rules), or answered no object.
+    #[error("{0}")]
+    Conversion(#[source] BoxError),
+    /// The structured merge refused the configuration (kube's text, e.g. `invalid
+    /// ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.x`).
+    #[error("{0}")]
+    Merge(#[source] BoxError),
+}
+
 /// Namespaces, for namespaceSelectors and policies' `namespaceObject`.
 pub trait NamespaceLookup: Send + Sync {
     /// The Namespace `name` as JSON (a `v1` Namespace), `Ok(None)` when there is none. An
     /// `Err` is reported as an internal error.
-    fn namespace<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Arc<Value>>, String>>;
+    fn namespace<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Arc<Value>>, HostError>>;
 }
 
 /// Whether a parameter kind's resource is namespaced.
@@ -53,14 +80,14 @@ pub trait ParamLookup: Send + Sync {
         kind: &'a ParamKind,
         namespace: Option<&'a str>,
         name: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Arc<Value>>, String>>;
+    ) -> BoxFuture<'a, Result<Option<Arc<Value>>, HostError>>;
     /// Every parameter object of `kind` (in `namespace` for a namespaced kind); the chain
     /// filters them by the binding's selector.
     fn list<'a>(
         &'a self,
         kind: &'a ParamKind,
         namespace: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, String>>;
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, HostError>>;
 }
 
 /// Resources and versions, for `matchPolicy: Equivalent` (kube's `EquivalentResourceMapper`
@@ -75,7 +102,7 @@ pub trait Resources: Send + Sync {
     fn kind_for(&self, resource: &GroupVersionResource, subresource: &str) -> Option<GroupVersionKind>;
     /// `object` converted to version `to` (the kind's version; the object's own `apiVersion`
     /// says where it is). The error is reported as an internal error.
-    fn convert<'a>(&'a self, object: &'a Value, to: &'a GroupVersionKind) -> BoxFuture<'a, Result<Value, String>>;
+    fn convert<'a>(&'a self, object: &'a Value, to: &'a GroupVersionKind) -> BoxFuture<'a, Result<Value, HostError>>;
 }
 
 /// Who may do what, for the CEL `authorizer` variable (versa-cel's authorization library):
@@ -89,10 +116,11 @@ pub use versa_cel::opaque::authz::{Authorize, AuthzCheck, AuthzDecision, AuthzUs
 /// (structured-merge-diff's `Merge` by the object's schema; the server's versa-merge).
 pub trait StructuredMerge: Send + Sync {
     /// Merges `configuration` (with the object's `apiVersion` and `kind`) into `object` by the
-    /// schema of `kind`: `None` when the kind's schema is not known; the error is kube's text
-    /// (`invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.x`,
-    /// `failed to merge patch: ...`).
-    fn merge(&self, kind: &GroupVersionKind, object: &Value, configuration: &Value) -> Option<Result<Value, String>>;
+    /// schema of `kind`: `None` when the kind's schema is not known; the error is a
+    /// [`HostError::Merge`] whose text is kube's (`invalid ApplyConfiguration: may not mutate
+    /// atomic arrays, maps or structs: .spec.x`, `failed to merge patch: ...`).
+    fn merge(&self, kind: &GroupVersionKind, object: &Value, configuration: &Value)
+    -> Option<Result<Value, HostError>>;
 }
 
 /// The server's implementations, for one call into the chain. Without an authorizer, an

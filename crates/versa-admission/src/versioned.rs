@@ -43,7 +43,7 @@ impl Versions {
             let o = o.clone();
             async move {
                 match o {
-                    Some(o) => host.resources.convert(&o, kind).await.map(Some).map_err(AdmissionError::internal),
+                    Some(o) => host.resources.convert(&o, kind).await.map(Some).map_err(AdmissionError::from),
                     None => Ok(None),
                 }
             }

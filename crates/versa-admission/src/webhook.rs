@@ -553,12 +553,7 @@ async fn mutate_round(
                     );
                     // Back at the request's version.
                     let patched = match &converted {
-                        Some(_) => state
-                            .host
-                            .resources
-                            .convert(&patched, &attrs.kind)
-                            .await
-                            .map_err(AdmissionError::internal)?,
+                        Some(_) => state.host.resources.convert(&patched, &attrs.kind).await?,
                         None => patched,
                     };
                     attrs.object = Some(patched);

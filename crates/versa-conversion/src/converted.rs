@@ -25,9 +25,36 @@ use serde_json::{Map, Value};
 use versa_schema::names::{validate_annotations, validate_labels};
 use versa_schema::{Path, Structural};
 
-use crate::Converted;
 use crate::gv::{GroupVersion, go_type, gvk_string, meta_str, str_field};
 use crate::parallel::{PARALLEL_MIN, in_two};
+use crate::{ConversionError, Converted};
+
+/// Why an object a conversion webhook returned was refused. `Display` is kube's text, naming
+/// (`gvk`) the group, version and kind of the object being converted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidObject {
+    /// Not a JSON object with a `kind`: the decoding error as kube returns it, without naming
+    /// the object (`Object 'Kind' is missing in '{...}'`, `unexpected end of JSON input`).
+    #[error("{0}")]
+    Undecodable(String),
+    /// At another group-version than the one asked for.
+    #[error(
+        "conversion webhook for {gvk} returned invalid object at index 0: invalid groupVersion (expected {expected}, received {received})"
+    )]
+    WrongGroupVersion { gvk: String, expected: String, received: String },
+    /// Of another kind.
+    #[error(
+        "conversion webhook for {gvk} returned invalid object at index 0: invalid kind (expected {expected}, received {received})"
+    )]
+    WrongKind { gvk: String, expected: String, received: String },
+    /// A field the webhook must not change was changed (`must have the same name: a != b`).
+    #[error("conversion webhook for {gvk} returned invalid object: {reason}")]
+    Changed { gvk: String, reason: String },
+    /// Its metadata could not be restored (`missing metadata in converted object`, labels or
+    /// annotations that are not valid).
+    #[error("conversion webhook for {gvk} returned invalid metadata: {reason}")]
+    InvalidMetadata { gvk: String, reason: String },
+}
 
 /// What is done to each converted object once checked: the caller's pruning and coercion
 /// (`finish`), and — for a read that wants text — the target schema that lets an object be
@@ -50,7 +77,7 @@ pub(crate) fn check(
     written: &[&[u8]],
     converted: &[&RawValue],
     finish: Finish<'_>,
-) -> Result<Vec<Converted>, String> {
+) -> Result<Vec<Converted>, ConversionError> {
     // The text path's output buffers are allocated here, and what it leaves of the originals
     // is freed here: on the caller's thread, which allocated the originals and frees the
     // output, since freeing another thread's memory costs the allocator several times more.
@@ -63,7 +90,7 @@ pub(crate) fn check(
         let mut spent = Vec::with_capacity(part.originals.len());
         let written = part.written.iter().copied().chain(std::iter::repeat(&[][..]));
         let buffers = part.buffers.into_iter().chain(std::iter::repeat_with(Vec::new));
-        let converted: Result<Vec<Converted>, String> = part
+        let converted: Result<Vec<Converted>, InvalidObject> = part
             .originals
             .into_iter()
             .zip(written.zip(buffers))
@@ -73,14 +100,15 @@ pub(crate) fn check(
         (converted, spent)
     };
     if first.originals.len() < PARALLEL_MIN || first.converted.len() != first.originals.len() {
-        return run(first).0;
+        return Ok(run(first).0?);
     }
     // The two halves at once: checking and pruning the objects is most of a webhook
     // conversion's own cost.
     let second = first.split_off(first.originals.len() / 2);
     let ((first, spent), second) = in_two(first, second, run);
     drop(spent);
-    let (second, spent) = second.ok_or("conversion: a helper thread failed")?;
+    let helper_failed = || ConversionError::Internal("conversion: a helper thread failed".into());
+    let (second, spent) = second.ok_or_else(helper_failed)?;
     drop(spent);
     // The first error in object order.
     let mut out = first?;
@@ -123,7 +151,7 @@ fn one(
     buffer: Vec<u8>,
     finish: Finish<'_>,
     spent: &mut Vec<Value>,
-) -> Result<Converted, String> {
+) -> Result<Converted, InvalidObject> {
     if let Some(schema) = finish.text {
         #[cfg(debug_assertions)]
         let copy = original.clone();
@@ -255,33 +283,28 @@ fn tree(
     mut original: Value,
     converted: &RawValue,
     finish: &(dyn Fn(&mut Value) + Sync),
-) -> Result<Value, String> {
+) -> Result<Value, InvalidObject> {
     let original = &mut original;
     // Named only when something is wrong (it is a string per object otherwise).
     let gvk = || gvk_string(str_field(original, "apiVersion"), str_field(original, "kind"));
     // kube returns the decoding error as it is, without naming the object.
-    let parsed: Value = serde_json::from_str(converted.get()).map_err(|e| e.to_string())?;
-    let mut converted = decode(parsed)?;
+    let parsed: Value = serde_json::from_str(converted.get()).map_err(|e| InvalidObject::Undecodable(e.to_string()))?;
+    let mut converted = decode(parsed).map_err(InvalidObject::Undecodable)?;
     let got = GroupVersion::parse(str_field(&converted, "apiVersion"));
     if got != desired {
-        return Err(format!(
-            "conversion webhook for {} returned invalid object at index 0: invalid groupVersion (expected {desired}, received {got})",
-            gvk()
-        ));
+        let (expected, received) = (desired.to_string(), got.to_string());
+        return Err(InvalidObject::WrongGroupVersion { gvk: gvk(), expected, received });
     }
     let (want_kind, got_kind) = (str_field(original, "kind"), str_field(&converted, "kind"));
     if want_kind != got_kind {
-        return Err(format!(
-            "conversion webhook for {} returned invalid object at index 0: invalid kind (expected {want_kind}, received {got_kind})",
-            gvk()
-        ));
+        let (expected, received) = (want_kind.to_owned(), got_kind.to_owned());
+        return Err(InvalidObject::WrongKind { gvk: gvk(), expected, received });
     }
-    validate(original, &converted)
-        .map_err(|e| format!("conversion webhook for {} returned invalid object: {e}", gvk()))?;
+    validate(original, &converted).map_err(|reason| InvalidObject::Changed { gvk: gvk(), reason })?;
     let original_meta = original.as_object_mut().and_then(|o| o.remove("metadata"));
-    restore_object_meta(original_meta, &mut converted).map_err(|e| {
+    restore_object_meta(original_meta, &mut converted).map_err(|reason| {
         let gvk = gvk_string(str_field(original, "apiVersion"), str_field(original, "kind"));
-        format!("conversion webhook for {gvk} returned invalid metadata: {e}")
+        InvalidObject::InvalidMetadata { gvk, reason }
     })?;
     finish(&mut converted);
     Ok(converted)
@@ -433,16 +456,17 @@ mod tests {
     /// [`schema`]), and for one that does not; both must give the same objects, or the same
     /// error.
     fn run_both(originals: &[Value], texts: Vec<String>) -> Result<Vec<Converted>, String> {
+        let check = |o, w: &[&[u8]], r: &[&RawValue], f| check(DESIRED, o, w, r, f).map_err(|e| e.to_string());
         let raws: Vec<&RawValue> = texts.iter().map(|t| serde_json::from_str(t).unwrap()).collect();
         let schema = schema();
         let prune = |v: &mut Value| versa_schema::pipeline::prune_and_coerce(v, &schema);
-        let as_values = check(DESIRED, originals.to_vec(), &[], &raws, Finish { tree: &prune, text: None });
+        let as_values = check(originals.to_vec(), &[], &raws, Finish { tree: &prune, text: None });
         // With the originals' metadata as the review wrote it, and without.
         let metadata: Vec<Vec<u8>> = originals.iter().map(|o| serde_json::to_vec(&o["metadata"]).unwrap()).collect();
         let written: Vec<&[u8]> = metadata.iter().map(Vec::as_slice).collect();
         let text = Finish { tree: &prune, text: Some(&schema) };
-        let for_reading = check(DESIRED, originals.to_vec(), &written, &raws, text);
-        let without_written = check(DESIRED, originals.to_vec(), &[], &raws, text);
+        let for_reading = check(originals.to_vec(), &written, &raws, text);
+        let without_written = check(originals.to_vec(), &[], &raws, text);
         let as_json = |r: &Result<Vec<Converted>, String>| {
             r.clone().map(|all| {
                 all.iter()

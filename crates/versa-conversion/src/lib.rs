@@ -54,6 +54,7 @@ use crate::gv::{GroupVersion, str_field};
 use crate::parallel::{PARALLEL_MIN, in_two};
 use crate::webhook::WebhookConverter;
 
+pub use crate::converted::InvalidObject;
 pub use crate::lossless::ANNOTATION as CONVERSION_DATA_ANNOTATION;
 pub use versa_webhook::MIN_RESPONSE_LIMIT;
 
@@ -107,16 +108,41 @@ enum Strategy {
 /// e.g. `conversion webhook for stable.example.com/v1, Kind=CronTab failed: Post "https://...": ...`
 /// — naming, as kube does, the group, version and kind of the object being converted (the
 /// version it is at), not the target.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
-pub struct ConversionError {
-    pub message: String,
-}
-
-impl ConversionError {
-    fn new(message: impl Into<String>) -> Self {
-        ConversionError { message: message.into() }
-    }
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConversionError {
+    /// The version asked for is not one of the definition's.
+    #[error("request to convert CR to an invalid group/version: {0}")]
+    InvalidTarget(String),
+    /// An object's `apiVersion` is not one of the definition's group-versions.
+    #[error("request to convert CR from an invalid group/version: {0}")]
+    InvalidSource(String),
+    /// The webhook could not be called, or answered an HTTP error.
+    #[error("conversion webhook for {gvk} failed: {error}")]
+    WebhookCall {
+        gvk: String,
+        #[source]
+        error: versa_webhook::PostError,
+    },
+    /// The webhook's `ConversionReview` answer was refused (a failed result, a wrong uid, an
+    /// answer that does not decode).
+    #[error("conversion webhook for {gvk} failed: {reason}")]
+    WebhookFailed { gvk: String, reason: String },
+    /// The webhook answered another number of objects than it was sent.
+    #[error("conversion webhook for {gvk} returned {returned} objects, expected {expected}")]
+    WrongCount { gvk: String, returned: usize, expected: usize },
+    /// An object the webhook answered was refused.
+    #[error(transparent)]
+    InvalidObject(#[from] InvalidObject),
+    /// The CEL rules failed on an object, or no rules lead between the two versions (the
+    /// rules' own text).
+    #[error("{0}")]
+    Rules(String),
+    /// A `Webhook` converter was asked to convert without a runtime ([`Converter::convert_sync`]).
+    #[error("a Webhook conversion needs its webhook")]
+    NeedsWebhook,
+    /// The converter's own failure (a helper thread that failed, an object it lost).
+    #[error("{0}")]
+    Internal(String),
 }
 
 /// An object converted for a read ([`Converter::convert_for_reading`]): a value, or — for an
@@ -288,7 +314,7 @@ impl Converter {
     pub async fn convert(&self, objects: Vec<Value>, to_version: &str) -> Result<Vec<Value>, ConversionError> {
         let converted = self.run(objects, to_version, false).await?;
         // Without text asked for, every object is a value.
-        converted.into_iter().map(|c| c.into_value().map_err(|e| ConversionError::new(e.to_string()))).collect()
+        converted.into_iter().map(|c| c.into_value().map_err(|e| ConversionError::Internal(e.to_string()))).collect()
     }
 
     /// [`Converter::convert`] for a read that answers with JSON: an object a webhook converted
@@ -309,15 +335,15 @@ impl Converter {
         use std::future::Future;
         use std::task::{Context, Poll, Waker};
         if matches!(self.strategy, Strategy::Webhook(_)) {
-            return Err(ConversionError::new("a Webhook conversion needs its webhook"));
+            return Err(ConversionError::NeedsWebhook);
         }
         // Nothing awaits without a webhook: the first poll finishes it.
         let run = std::pin::pin!(self.convert(vec![obj], to_version));
         match run.poll(&mut Context::from_waker(Waker::noop())) {
             Poll::Ready(result) => {
-                result?.pop().ok_or_else(|| ConversionError::new("the converter returned no object"))
+                result?.pop().ok_or_else(|| ConversionError::Internal("the converter returned no object".into()))
             }
-            Poll::Pending => Err(ConversionError::new("the conversion did not finish")),
+            Poll::Pending => Err(ConversionError::Internal("the conversion did not finish".into())),
         }
     }
 
@@ -329,14 +355,14 @@ impl Converter {
     ) -> Result<Vec<Converted>, ConversionError> {
         let target = GroupVersion { group: &self.group, version: to_version };
         if !self.has_version(to_version) {
-            return Err(ConversionError::new(format!("request to convert CR to an invalid group/version: {target}")));
+            return Err(ConversionError::InvalidTarget(target.to_string()));
         }
         // kube-apiserver converts stored and request objects one at a time, so its users see the
         // single-object message (not `request to convert CR list failed, list index ...`).
         for obj in &objects {
             let gv = GroupVersion::parse(str_field(obj, "apiVersion"));
             if gv.group != self.group || !self.has_version(gv.version) {
-                return Err(ConversionError::new(format!("request to convert CR from an invalid group/version: {gv}")));
+                return Err(ConversionError::InvalidSource(gv.to_string()));
             }
         }
         let desired = target.to_string();
@@ -385,7 +411,10 @@ impl Converter {
                     let second = objects.split_off(objects.len() / 2);
                     let (first, second) = in_two(objects, second, work);
                     let mut all = first?;
-                    all.extend(second.ok_or_else(|| ConversionError::new("conversion: a helper thread failed"))??);
+                    all.extend(
+                        second
+                            .ok_or_else(|| ConversionError::Internal("conversion: a helper thread failed".into()))??,
+                    );
                     all
                 } else {
                     work(objects)?
@@ -410,7 +439,7 @@ impl Converter {
             let schema =
                 self.schemas.get(to_version).map(Arc::as_ref).filter(|_| text && self.prune).filter(|_| coerced());
             let finish = Finish { tree: &tree, text: schema };
-            let converted = webhook.convert(sent, target, finish).await.map_err(ConversionError::new)?;
+            let converted = webhook.convert(sent, target, finish).await?;
             for (i, obj) in send.into_iter().zip(converted) {
                 out[i] = obj;
             }
@@ -510,9 +539,9 @@ impl Converter {
     /// The rules' conversion from `from` to `to`, hop by hop ([`CelConverter::route`]), each
     /// hop's result pruned and coerced with its version's schema.
     fn cel_hops(&self, rules: &CelConverter, mut obj: Value, from: &str, to: &str) -> Result<Value, ConversionError> {
-        for step in rules.route(from, to).map_err(ConversionError::new)?.steps() {
+        for step in rules.route(from, to).map_err(ConversionError::Rules)?.steps() {
             match step.hop {
-                Hop::Rules(pair) => rules.apply(pair, &mut obj, step.api_version).map_err(ConversionError::new)?,
+                Hop::Rules(pair) => rules.apply(pair, &mut obj, step.api_version).map_err(ConversionError::Rules)?,
                 Hop::None => set_api_version(&mut obj, step.api_version),
             }
             self.coerce(&mut obj, step.version);

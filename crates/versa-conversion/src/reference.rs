@@ -76,11 +76,11 @@ impl Converter {
         from: &str,
         to: &str,
     ) -> Result<Value, ConversionError> {
-        for step in rules.route(from, to).map_err(ConversionError::new)?.steps() {
+        for step in rules.route(from, to).map_err(ConversionError::Rules)?.steps() {
             let desired = GroupVersion { group: &self.group, version: step.version }.to_string();
             match step.hop {
                 Hop::Rules(pair) => {
-                    apply_as_first_written(rules, pair, &mut obj, &desired).map_err(ConversionError::new)?
+                    apply_as_first_written(rules, pair, &mut obj, &desired).map_err(ConversionError::Rules)?
                 }
                 Hop::None => crate::set_api_version(&mut obj, &desired),
             }
@@ -295,8 +295,8 @@ fn check(doc: &Value, per_version: usize) -> Compared {
     let versions: Vec<String> = def.spec.versions.iter().map(|v| v.name.clone()).collect();
     let compared = std::cell::RefCell::new(Compared::default());
     let same = |what: &str, obj: &Value, to: &str| -> Option<Value> {
-        let new = converter.convert_sync(obj.clone(), to).map_err(|e| e.message);
-        let old = converter.convert_as_first_written(obj.clone(), to).map_err(|e| e.message);
+        let new = converter.convert_sync(obj.clone(), to).map_err(|e| e.to_string());
+        let old = converter.convert_as_first_written(obj.clone(), to).map_err(|e| e.to_string());
         assert_eq!(new, old, "{}: {what}: {obj} to {to}", def.name());
         let mut c = compared.borrow_mut();
         c.conversions += 1;

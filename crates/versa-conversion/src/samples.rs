@@ -102,12 +102,12 @@ fn try_one(
         Ok(c) => c,
         Err(e) => {
             // Name the rule's own field when the message names one.
-            let at = rule_path(at, &e.message);
+            let at = rule_path(at, &e.to_string());
             let expr = rule_expression(def, &at);
             return Some(Error::invalid(
                 at,
                 expr.as_str(),
-                format!("fails on a generated {from} object: {}; the object: {}", e.message, shown()),
+                format!("fails on a generated {from} object: {e}; the object: {}", shown()),
             ));
         }
     };
@@ -134,7 +134,7 @@ fn try_one(
             return Some(Error::invalid(
                 at.clone(),
                 format!("{from} -> {to}"),
-                format!("the way back to {from} fails: {}; the object: {}", e.message, shown()),
+                format!("the way back to {from} fails: {e}; the object: {}", shown()),
             ));
         }
     };

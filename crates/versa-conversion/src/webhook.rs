@@ -18,7 +18,7 @@ use crate::Converted;
 use crate::converted::Finish;
 use crate::gv::{GroupVersion, gvk_string, str_field};
 use crate::review::{self, ReviewVersion};
-use crate::{BuildError, Options};
+use crate::{BuildError, ConversionError, Options};
 
 /// A definition's conversion webhook, ready to call.
 #[derive(Debug)]
@@ -59,11 +59,11 @@ impl WebhookConverter {
         originals: Vec<Value>,
         desired: GroupVersion<'_>,
         finish: Finish<'_>,
-    ) -> Result<Vec<Converted>, String> {
+    ) -> Result<Vec<Converted>, ConversionError> {
         let gvk =
             originals.first().map(|o| gvk_string(str_field(o, "apiVersion"), str_field(o, "kind"))).unwrap_or_default();
-        let uid = review::new_uid(&self.rng)
-            .map_err(|_| format!("conversion webhook for {gvk} failed: cannot generate a request uid"))?;
+        let failed = |reason: String| ConversionError::WebhookFailed { gvk: gvk.clone(), reason };
+        let uid = review::new_uid(&self.rng).map_err(|_| failed("cannot generate a request uid".into()))?;
         let desired_api_version = desired.to_string();
         let refs: Vec<&Value> = originals.iter().collect();
         let (body, spans) = review::request_body(self.review, &uid, &desired_api_version, &refs);
@@ -73,15 +73,10 @@ impl WebhookConverter {
         let started = Instant::now();
         let answer = self.client.post(body.clone()).await;
         self.trace(&uid, &desired_api_version, originals.len(), started.elapsed(), answer.is_ok());
-        let answer = answer.map_err(|reason| format!("conversion webhook for {gvk} failed: {reason}"))?;
-        let converted = review::converted_objects(self.review, &uid, &answer)
-            .map_err(|reason| format!("conversion webhook for {gvk} failed: {reason}"))?;
+        let answer = answer.map_err(|error| ConversionError::WebhookCall { gvk: gvk.clone(), error })?;
+        let converted = review::converted_objects(self.review, &uid, &answer).map_err(failed)?;
         if converted.len() != originals.len() {
-            return Err(format!(
-                "conversion webhook for {gvk} returned {} objects, expected {}",
-                converted.len(),
-                originals.len()
-            ));
+            return Err(ConversionError::WrongCount { gvk, returned: converted.len(), expected: originals.len() });
         }
         let written: Vec<&[u8]> = spans.into_iter().map(|r| body.get(r).unwrap_or_default()).collect();
         crate::converted::check(desired, originals, &written, &converted, finish)

@@ -32,6 +32,12 @@ use serde_json::Value;
 /// How deeply brackets may nest inside one path; deeper paths are refused.
 pub const MAX_NESTING: usize = 32;
 
+/// A JSONPath expression that does not parse; `Display` is client-go's message
+/// (`unterminated array`, `unrecognized character in action: ...`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(String);
+
 /// A parsed JSONPath expression (the inside of one `{...}` template action).
 #[derive(Debug, Clone, PartialEq)]
 pub struct JsonPath {
@@ -40,10 +46,10 @@ pub struct JsonPath {
 
 impl JsonPath {
     /// Parses `path` exactly as client-go parses the template `{path}`.
-    pub fn parse(path: &str) -> Result<JsonPath, String> {
-        let nodes = parse_action(path, 0)?;
+    pub fn parse(path: &str) -> Result<JsonPath, ParseError> {
+        let nodes = parse_action(path, 0).map_err(ParseError)?;
         if let Some(lit) = nodes.iter().find(|n| matches!(n, Node::Literal(_))) {
-            return Err(format!("unsupported literal {lit:?} outside a filter"));
+            return Err(ParseError(format!("unsupported literal {lit:?} outside a filter")));
         }
         Ok(JsonPath { nodes })
     }
@@ -872,7 +878,7 @@ mod tests {
             (".a \"x\"", "unsupported literal Literal(Str(\"x\")) outside a filter"),
         ];
         for (path, want) in cases {
-            assert_eq!(JsonPath::parse(path).map(|_| ()), Err(want.to_string()), "{path}");
+            assert_eq!(JsonPath::parse(path).map(|_| ()).map_err(|e| e.to_string()), Err(want.to_string()), "{path}");
         }
         let deep = format!(".a{}", "[?(@.b".repeat(40));
         assert!(JsonPath::parse(&deep).is_err());

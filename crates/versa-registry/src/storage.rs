@@ -126,7 +126,7 @@ impl<'a> Boundary<'a> {
         };
         let seconds = started.elapsed().as_secs_f64();
         self.observer.conversion(res.definition.name(), converter.strategy(), result.is_ok(), seconds);
-        result.map_err(|e| Error::Conversion(e.message))
+        result.map_err(|e| Error::Conversion(e.to_string()))
     }
 
     /// The wanted form of a stored object.

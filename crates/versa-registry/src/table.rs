@@ -52,17 +52,32 @@ pub enum IncludeObject {
     Object,
 }
 
+/// A Table that cannot be made as asked; `Display` is kube-apiserver's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TableError {
+    /// `?includeObject=` is not one of kube's values (a 400, `ValidateTableOptions`).
+    #[error(
+        "Unable to convert to Table as requested: includeObject: Invalid value: {0:?}: must be 'Metadata', 'Object', 'None', or empty"
+    )]
+    InvalidIncludeObject(String),
+    /// An `additionalPrinterColumns` JSONPath that does not parse.
+    #[error("unrecognized column definition {json_path:?}")]
+    UnrecognizedColumn {
+        json_path: String,
+        #[source]
+        error: jsonpath::ParseError,
+    },
+}
+
 impl IncludeObject {
     /// Parses `includeObject`; the error is kube-apiserver's 400 message
     /// (`ValidateTableOptions`).
-    pub fn parse(value: &str) -> Result<IncludeObject, String> {
+    pub fn parse(value: &str) -> Result<IncludeObject, TableError> {
         match value {
             "" | "Metadata" => Ok(IncludeObject::Metadata),
             "None" => Ok(IncludeObject::None),
             "Object" => Ok(IncludeObject::Object),
-            other => Err(format!(
-                "Unable to convert to Table as requested: includeObject: Invalid value: {other:?}: must be 'Metadata', 'Object', 'None', or empty"
-            )),
+            other => Err(TableError::InvalidIncludeObject(other.to_owned())),
         }
     }
 }
@@ -121,7 +136,7 @@ impl TableConvertor {
     /// column when there are none). A column whose JSONPath does not parse is an error
     /// (`unrecognized column definition "<jsonPath>"`); see [`TableConvertor::lenient`] for what
     /// kube-apiserver then serves.
-    pub fn new(columns: &[CustomResourceColumnDefinition]) -> Result<TableConvertor, String> {
+    pub fn new(columns: &[CustomResourceColumnDefinition]) -> Result<TableConvertor, TableError> {
         let (convertor, err) = Self::lenient(columns);
         match err {
             Some(e) => Err(e),
@@ -131,7 +146,7 @@ impl TableConvertor {
 
     /// What kube-apiserver serves: the columns up to the first one whose JSONPath does not parse,
     /// and that error (which it only logs).
-    pub fn lenient(columns: &[CustomResourceColumnDefinition]) -> (TableConvertor, Option<String>) {
+    pub fn lenient(columns: &[CustomResourceColumnDefinition]) -> (TableConvertor, Option<TableError>) {
         let defaulted;
         let columns = if columns.is_empty() {
             defaulted = [default_age_column()];
@@ -151,8 +166,8 @@ impl TableConvertor {
         for col in columns {
             let path = match JsonPath::parse(&col.json_path) {
                 Ok(path) => path,
-                Err(_) => {
-                    error = Some(format!("unrecognized column definition {:?}", col.json_path));
+                Err(e) => {
+                    error = Some(TableError::UnrecognizedColumn { json_path: col.json_path.clone(), error: e });
                     break;
                 }
             };
@@ -766,7 +781,10 @@ mod tests {
             col(json!({"name": "Bad", "type": "string", "jsonPath": ".spec.items["})),
             col(json!({"name": "After", "type": "string", "jsonPath": ".spec.image"})),
         ];
-        assert_eq!(TableConvertor::new(&cols).unwrap_err(), "unrecognized column definition \".spec.items[\"");
+        assert_eq!(
+            TableConvertor::new(&cols).unwrap_err().to_string(),
+            "unrecognized column definition \".spec.items[\""
+        );
         let (t, err) = TableConvertor::lenient(&cols);
         assert!(err.is_some());
         let definitions = t.column_definitions();
@@ -780,7 +798,7 @@ mod tests {
         assert_eq!(IncludeObject::parse("Object"), Ok(IncludeObject::Object));
         assert_eq!(IncludeObject::parse("None"), Ok(IncludeObject::None));
         assert_eq!(
-            IncludeObject::parse("all").unwrap_err(),
+            IncludeObject::parse("all").unwrap_err().to_string(),
             "Unable to convert to Table as requested: includeObject: Invalid value: \"all\": must be 'Metadata', 'Object', 'None', or empty"
         );
         assert_eq!(

@@ -57,14 +57,14 @@ impl Versions for MergeVersions<'_> {
         let converter = self.res.converter().map_err(str::to_owned)?;
         let started = Instant::now();
         let converted = if converter.is_deterministic() {
-            converter.convert_sync(obj.clone(), version).map_err(|e| e.message)
+            converter.convert_sync(obj.clone(), version).map_err(|e| e.to_string())
         } else {
             let handle = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
             if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
                 return Err("a conversion webhook cannot be called from a single-threaded runtime".into());
             }
             let all = tokio::task::block_in_place(|| handle.block_on(converter.convert(vec![obj.clone()], version)));
-            all.map_err(|e| e.message)
+            all.map_err(|e| e.to_string())
                 .and_then(|mut all| all.pop().ok_or_else(|| "the conversion returned no object".into()))
         };
         let seconds = started.elapsed().as_secs_f64();

@@ -72,31 +72,52 @@ impl ElectionConfig {
     }
 
     /// The checks client-go's `NewLeaderElector` makes, with its messages.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ElectionConfigError> {
+        use ElectionConfigError as E;
         if self.lease_duration <= self.renew_deadline {
-            return Err("leaseDuration must be greater than renewDeadline".into());
+            return Err(E::LeaseNotAfterRenew);
         }
         if self.renew_deadline.as_secs_f64() <= JITTER_FACTOR * self.retry_period.as_secs_f64() {
-            return Err("renewDeadline must be greater than retryPeriod*JitterFactor".into());
+            return Err(E::RenewNotAfterRetry);
         }
         if self.lease_duration.is_zero() {
-            return Err("leaseDuration must be greater than zero".into());
+            return Err(E::ZeroLease);
         }
         if self.renew_deadline.is_zero() {
-            return Err("renewDeadline must be greater than zero".into());
+            return Err(E::ZeroRenew);
         }
         if self.retry_period.is_zero() {
-            return Err("retryPeriod must be greater than zero".into());
+            return Err(E::ZeroRetry);
         }
         if self.lease_duration.as_secs() < 1 {
             // The record counts whole seconds.
-            return Err("leaseDuration must be at least one second".into());
+            return Err(E::LeaseUnderOneSecond);
         }
         if self.identity.is_empty() {
-            return Err("Lock identity is empty".into());
+            return Err(E::EmptyIdentity);
         }
         Ok(())
     }
+}
+
+/// An [`ElectionConfig`] client-go would refuse, with its message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ElectionConfigError {
+    #[error("leaseDuration must be greater than renewDeadline")]
+    LeaseNotAfterRenew,
+    #[error("renewDeadline must be greater than retryPeriod*JitterFactor")]
+    RenewNotAfterRetry,
+    #[error("leaseDuration must be greater than zero")]
+    ZeroLease,
+    #[error("renewDeadline must be greater than zero")]
+    ZeroRenew,
+    #[error("retryPeriod must be greater than zero")]
+    ZeroRetry,
+    /// Not client-go's: the Lease record counts whole seconds.
+    #[error("leaseDuration must be at least one second")]
+    LeaseUnderOneSecond,
+    #[error("Lock identity is empty")]
+    EmptyIdentity,
 }
 
 /// Where record times come from.
@@ -703,7 +724,7 @@ mod tests {
         let with = |f: fn(&mut ElectionConfig)| {
             let mut c = ok.clone();
             f(&mut c);
-            c.validate().unwrap_err()
+            c.validate().unwrap_err().to_string()
         };
         assert_eq!(with(|c| c.renew_deadline = secs(15)), "leaseDuration must be greater than renewDeadline");
         assert_eq!(with(|c| c.retry_period = secs(9)), "renewDeadline must be greater than retryPeriod*JitterFactor");

@@ -58,6 +58,30 @@ pub enum ClientError {
     Tls(#[source] rustls::Error),
 }
 
+/// A call that failed. `Display` is client-go's text for the failure: what kube prints after
+/// `conversion webhook for ... failed: ` or `failed calling webhook "<name>": failed to call
+/// webhook: `.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PostError {
+    /// No answer within the call's timeout (Go's `url.Error` around `context deadline exceeded`).
+    #[error("Post {}: context deadline exceeded", go_quote(.url))]
+    Timeout { url: String },
+    /// The request could not be sent or its answer not received (Go's `url.Error`: the
+    /// connection refused, the TLS handshake failed, ...).
+    #[error("Post {}: {cause}", go_quote(.url))]
+    Transport { url: String, cause: String },
+    /// The answer's body could not be read (or not in time, or it was too large).
+    #[error("unexpected error when reading response body. Please retry. Original error: {cause}")]
+    ReadBody { cause: String },
+    /// The webhook answered a status outside 200–206: the message of the `Status` it answered,
+    /// or client-go's generic server-response text.
+    #[error("{message}")]
+    Status { code: u16, message: String },
+    /// A 2xx answer with no body.
+    #[error("0-length response with status code: {code} and content type: {content_type}")]
+    Empty { code: u16, content_type: String },
+}
+
 /// client-go caps the text of an unstructured error body at this many bytes.
 const MAX_UNSTRUCTURED_TEXT: usize = 2048;
 
@@ -209,10 +233,10 @@ impl WebhookClient {
     }
 
     /// POSTs `body` (JSON) and returns the answer's body when the status is 2xx and the body is
-    /// not empty. The error is client-go's text for the failure (`Post "<url>": ...`, a
+    /// not empty. The error says what failed; its `Display` is client-go's text (`Post "<url>": ...`, a
     /// server-response message, ...): what kube prints after `conversion webhook for ... failed: `
     /// or `failed calling webhook "<name>": failed to call webhook: `.
-    pub async fn post(&self, body: Bytes) -> Result<Bytes, String> {
+    pub async fn post(&self, body: Bytes) -> Result<Bytes, PostError> {
         let deadline = self.timeout.map(|t| Instant::now() + t);
         let limit = MIN_RESPONSE_LIMIT.max(body.len().saturating_mul(4));
         let request = http::Request::post(self.uri.clone())
@@ -220,33 +244,34 @@ impl WebhookClient {
             .header(ACCEPT, "application/json, */*")
             .header(USER_AGENT, AGENT)
             .body(Full::new(body))
-            .map_err(|e| self.transport(&e.to_string()))?;
+            .map_err(|e| self.transport(e.to_string()))?;
         let response = match within(deadline, self.client.request(request)).await {
-            None => return Err(self.transport("context deadline exceeded")),
-            Some(Err(e)) => return Err(self.transport(&describe(&e, &self.authority))),
+            None => return Err(PostError::Timeout { url: self.url.clone() }),
+            Some(Err(e)) => return Err(self.transport(describe(&e, &self.authority))),
             Some(Ok(r)) => r,
         };
         let status = response.status().as_u16();
         let content_type =
             response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").trim().to_owned();
         let body = match within(deadline, Limited::new(response.into_body(), limit).collect()).await {
-            None => return Err(read_error("context deadline exceeded")),
-            Some(Err(e)) => return Err(read_error(&e.to_string())),
+            None => return Err(PostError::ReadBody { cause: "context deadline exceeded".into() }),
+            Some(Err(e)) => return Err(PostError::ReadBody { cause: e.to_string() }),
             Some(Ok(collected)) => collected.to_bytes(),
         };
         if !(200..=206).contains(&status) {
-            return Err(unstructured_response_error(status, &content_type, &body));
+            let message = unstructured_response_error(status, &content_type, &body);
+            return Err(PostError::Status { code: status, message });
         }
         if body.is_empty() {
             let shown = if content_type.is_empty() { "application/json" } else { content_type.as_str() };
-            return Err(format!("0-length response with status code: {status} and content type: {shown}"));
+            return Err(PostError::Empty { code: status, content_type: shown.to_owned() });
         }
         Ok(body)
     }
 
     /// Go's `url.Error` for the POST.
-    fn transport(&self, cause: &str) -> String {
-        format!("Post {}: {cause}", go_quote(&self.url))
+    fn transport(&self, cause: String) -> PostError {
+        PostError::Transport { url: self.url.clone(), cause }
     }
 }
 
@@ -256,10 +281,6 @@ async fn within<F: std::future::Future>(deadline: Option<Instant>, fut: F) -> Op
         Some(d) => tokio::time::timeout_at(d, fut).await.ok(),
         None => Some(fut.await),
     }
-}
-
-fn read_error(cause: &str) -> String {
-    format!("unexpected error when reading response body. Please retry. Original error: {cause}")
 }
 
 /// The trust roots and TLS settings for a webhook.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use versa_admission::{
     Authorize, AuthzCheck, AuthzDecision, AuthzUser, BoxFuture, GroupVersionKind, GroupVersionResource, Host,
-    NamespaceLookup, ParamKind, ParamLookup, ParamScope, Resources, StructuredMerge,
+    HostError, NamespaceLookup, ParamKind, ParamLookup, ParamScope, Resources, StructuredMerge,
 };
 
 /// A test file of `tests/data/`, as JSON.
@@ -41,7 +41,12 @@ pub struct FakeHost {
 /// A stand-in for the schema's structured merge: maps merge key by key, anything else is
 /// replaced; `spec.selector` is atomic.
 impl StructuredMerge for FakeHost {
-    fn merge(&self, _kind: &GroupVersionKind, object: &Value, configuration: &Value) -> Option<Result<Value, String>> {
+    fn merge(
+        &self,
+        _kind: &GroupVersionKind,
+        object: &Value,
+        configuration: &Value,
+    ) -> Option<Result<Value, HostError>> {
         fn merge(into: &mut Value, from: &Value) {
             match (into, from) {
                 (Value::Object(a), Value::Object(b)) => {
@@ -58,9 +63,8 @@ impl StructuredMerge for FakeHost {
             }
         }
         if configuration.pointer("/spec/selector").is_some() {
-            return Some(Err(
-                "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.selector".into(),
-            ));
+            let text = "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.selector";
+            return Some(Err(HostError::Merge(text.into())));
         }
         let mut out = object.clone();
         merge(&mut out, configuration);
@@ -115,7 +119,7 @@ impl FakeHost {
 }
 
 impl NamespaceLookup for FakeHost {
-    fn namespace<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Arc<Value>>, String>> {
+    fn namespace<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Arc<Value>>, HostError>> {
         Box::pin(async move { Ok(self.namespaces.get(name).cloned()) })
     }
 }
@@ -138,7 +142,7 @@ impl ParamLookup for FakeHost {
         kind: &'a ParamKind,
         namespace: Option<&'a str>,
         name: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Arc<Value>>, String>> {
+    ) -> BoxFuture<'a, Result<Option<Arc<Value>>, HostError>> {
         Box::pin(async move {
             Ok(self
                 .params
@@ -157,7 +161,7 @@ impl ParamLookup for FakeHost {
         &'a self,
         kind: &'a ParamKind,
         namespace: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, HostError>> {
         Box::pin(async move {
             Ok(self
                 .params
@@ -186,10 +190,10 @@ impl Resources for FakeHost {
         self.equivalents.iter().find(|(r, _)| r == resource).map(|(_, k)| k.clone())
     }
 
-    fn convert<'a>(&'a self, object: &'a Value, to: &'a GroupVersionKind) -> BoxFuture<'a, Result<Value, String>> {
+    fn convert<'a>(&'a self, object: &'a Value, to: &'a GroupVersionKind) -> BoxFuture<'a, Result<Value, HostError>> {
         Box::pin(async move {
             if let Some(e) = &self.conversion_error {
-                return Err(e.clone());
+                return Err(HostError::Conversion(e.clone().into()));
             }
             let mut o = object.clone();
             o["apiVersion"] = json!(to.api_version());

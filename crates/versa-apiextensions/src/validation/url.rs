@@ -21,15 +21,25 @@ pub struct Url {
     pub fragment: String,
 }
 
-/// Parses `raw` as Go's `url.Parse` does; the error is Go's text, `parse "<url>": ...`.
-pub fn parse(raw: &str) -> Result<Url, String> {
+/// A URL Go's parser refuses (Go's `url.Error`): `Display` is Go's text, `parse "<url>": <reason>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("parse {}: {reason}", go_quote(.url))]
+pub struct UrlError {
+    /// The URL as Go names it (without its fragment when the part before it is refused).
+    pub url: String,
+    /// Go's reason (`invalid character " " in host name`, `missing protocol scheme`, ...).
+    pub reason: String,
+}
+
+/// Parses `raw` as Go's `url.Parse` does.
+pub fn parse(raw: &str) -> Result<Url, UrlError> {
     let (rest, fragment) = match raw.split_once('#') {
         Some((u, f)) => (u, Some(f)),
         None => (raw, None),
     };
-    let mut url = parse_without_fragment(rest, false).map_err(|e| format!("parse {}: {e}", go_quote(rest)))?;
+    let mut url = parse_without_fragment(rest, false).map_err(|reason| UrlError { url: rest.to_owned(), reason })?;
     if let Some(f) = fragment {
-        url.fragment = unescape(f, Mode::Fragment).map_err(|e| format!("parse {}: {e}", go_quote(raw)))?;
+        url.fragment = unescape(f, Mode::Fragment).map_err(|reason| UrlError { url: raw.to_owned(), reason })?;
     }
     Ok(url)
 }
@@ -47,8 +57,8 @@ enum Mode {
 }
 
 /// Go's `url.ParseRequestURI`: no fragment, and an absolute URL or an absolute path.
-pub fn parse_request_uri(raw: &str) -> Result<Url, String> {
-    parse_without_fragment(raw, true).map_err(|e| format!("parse {}: {e}", go_quote(raw)))
+pub fn parse_request_uri(raw: &str) -> Result<Url, UrlError> {
+    parse_without_fragment(raw, true).map_err(|reason| UrlError { url: raw.to_owned(), reason })
 }
 
 /// Go's `parse`; `via_request` as `ParseRequestURI` calls it.
@@ -277,12 +287,24 @@ mod tests {
 
     #[test]
     fn go_errors() {
-        assert_eq!(parse("://x").unwrap_err(), r#"parse "://x": missing protocol scheme"#);
-        assert_eq!(parse("https://a b/").unwrap_err(), r#"parse "https://a b/": invalid character " " in host name"#);
-        assert_eq!(parse("https://a:b/").unwrap_err(), r#"parse "https://a:b/": invalid port ":b" after host"#);
-        assert_eq!(parse("https://a/%zz").unwrap_err(), r#"parse "https://a/%zz": invalid URL escape "%zz""#);
+        assert_eq!(parse("://x").unwrap_err().to_string(), r#"parse "://x": missing protocol scheme"#);
+        assert_eq!(
+            parse("https://a b/").unwrap_err().to_string(),
+            r#"parse "https://a b/": invalid character " " in host name"#
+        );
+        assert_eq!(
+            parse("https://a:b/").unwrap_err().to_string(),
+            r#"parse "https://a:b/": invalid port ":b" after host"#
+        );
+        assert_eq!(
+            parse("https://a/%zz").unwrap_err().to_string(),
+            r#"parse "https://a/%zz": invalid URL escape "%zz""#
+        );
         assert_eq!(parse("a:b/c").map(|u| u.scheme), Ok("a".to_owned()));
-        assert_eq!(parse("1a:b").unwrap_err(), r#"parse "1a:b": first path segment in URL cannot contain colon"#);
+        assert_eq!(
+            parse("1a:b").unwrap_err().to_string(),
+            r#"parse "1a:b": first path segment in URL cannot contain colon"#
+        );
     }
 
     #[test]
@@ -295,10 +317,10 @@ mod tests {
         assert_eq!(u.fragment, "frag");
         assert_eq!(parse("example.com/path").unwrap().host, "");
         assert_eq!(parse("HTTPS:opaque").unwrap().scheme, "https");
-        assert_eq!(parse(":x").unwrap_err(), r#"parse ":x": missing protocol scheme"#);
-        assert_eq!(parse("https://a%zz").unwrap_err(), r#"parse "https://a%zz": invalid URL escape "%zz""#);
+        assert_eq!(parse(":x").unwrap_err().to_string(), r#"parse ":x": missing protocol scheme"#);
+        assert_eq!(parse("https://a%zz").unwrap_err().to_string(), r#"parse "https://a%zz": invalid URL escape "%zz""#);
         assert_eq!(
-            parse("https://host:port/").unwrap_err(),
+            parse("https://host:port/").unwrap_err().to_string(),
             r#"parse "https://host:port/": invalid port ":port" after host"#
         );
         assert!(parse("https://h\n").is_err());
@@ -310,7 +332,7 @@ mod tests {
         assert_eq!((u.scheme.as_str(), u.host.as_str()), ("https", "github.com"));
         assert!(parse_request_uri("not a url").is_err());
         assert_eq!(parse_request_uri("/path").unwrap().host, "");
-        assert_eq!(parse_request_uri("").unwrap_err(), r#"parse "": empty url"#);
+        assert_eq!(parse_request_uri("").unwrap_err().to_string(), r#"parse "": empty url"#);
         assert!(parse_request_uri("https://h/#frag").is_ok_and(|u| u.fragment.is_empty()));
     }
 }

@@ -154,18 +154,30 @@ fn validate_spec(obj: &Value) -> ErrorList {
     errs
 }
 
+/// The layout of a `metav1.MicroTime` (kube's `RFC3339Micro`).
+const MICRO_TIME_LAYOUT: &str = "2006-01-02T15:04:05.000000Z07:00";
+
+/// A time that is not a `metav1.MicroTime`: Go's `time.ParseError`, whose `Display` is Go's
+/// text (`parsing time "<text>" as "<layout>": cannot parse "<rest>" as "<element>"`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("parsing time {text:?} as {MICRO_TIME_LAYOUT:?}: cannot parse {rest:?} as {element:?}")]
+pub struct MicroTimeError {
+    /// The whole text.
+    pub text: String,
+    /// What was left of it where parsing stopped.
+    pub rest: String,
+    /// The layout element it did not match (`2006`, `.000000`, `Z07:00`).
+    pub element: &'static str,
+}
+
 /// A `metav1.MicroTime` as kube decodes it (Go's `time.Parse` with
-/// `2006-01-02T15:04:05.000000Z07:00`) and writes it back (in UTC, at microseconds); the
-/// error is Go's.
-pub fn parse_micro_time(text: &str) -> std::result::Result<String, String> {
-    const LAYOUT: &str = "2006-01-02T15:04:05.000000Z07:00";
-    let go_error = |rest: &str, element: &str| {
-        format!("parsing time {text:?} as {LAYOUT:?}: cannot parse {rest:?} as {element:?}")
-    };
+/// `2006-01-02T15:04:05.000000Z07:00`) and writes it back (in UTC, at microseconds).
+pub fn parse_micro_time(text: &str) -> std::result::Result<String, MicroTimeError> {
+    let go_error = |rest: &str, element| MicroTimeError { text: text.to_owned(), rest: rest.to_owned(), element };
     // Up to the seconds: the layout's fixed part, checked by jiff below; first the fraction,
     // whose digits Go counts exactly.
     let Some(seconds_end) = text.get(..19).map(|_| 19) else {
-        return Err(format!("parsing time {text:?} as {LAYOUT:?}: cannot parse {text:?} as \"2006\""));
+        return Err(go_error(text, "2006"));
     };
     let rest = &text[seconds_end..];
     let digits = rest.strip_prefix('.').map(|r| r.bytes().take_while(u8::is_ascii_digit).count());
@@ -176,8 +188,7 @@ pub fn parse_micro_time(text: &str) -> std::result::Result<String, String> {
     if zone != "Z" && !(zone.len() == 6 && zone.as_bytes().first().is_some_and(|b| matches!(b, b'+' | b'-'))) {
         return Err(go_error(zone, "Z07:00"));
     }
-    let parsed: jiff::Timestamp =
-        text.parse().map_err(|_| format!("parsing time {text:?} as {LAYOUT:?}: cannot parse {text:?} as \"2006\""))?;
+    let parsed: jiff::Timestamp = text.parse().map_err(|_| go_error(text, "2006"))?;
     Ok(parsed.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
 }
 
@@ -205,7 +216,11 @@ mod tests {
             match want {
                 Ok(want) => assert_eq!(got.unwrap(), want, "{text}"),
                 Err(tail) => {
-                    assert_eq!(got.unwrap_err(), format!("parsing time {text:?} as {layout}: {tail}"), "{text}")
+                    assert_eq!(
+                        got.unwrap_err().to_string(),
+                        format!("parsing time {text:?} as {layout}: {tail}"),
+                        "{text}"
+                    )
                 }
             }
         }

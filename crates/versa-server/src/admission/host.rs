@@ -11,8 +11,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use versa_admission::seams::StructuredMerge;
 use versa_admission::{
-    BoxFuture, GroupVersionKind, GroupVersionResource, NamespaceLookup, ParamKind, ParamLookup, ParamScope, Resources,
-    SchemaResolver,
+    BoxFuture, GroupVersionKind, GroupVersionResource, HostError, NamespaceLookup, ParamKind, ParamLookup, ParamScope,
+    Resources, SchemaResolver,
 };
 use versa_registry::fields::Manager;
 use versa_registry::storage::Boundary;
@@ -47,10 +47,12 @@ impl StoreHost<'_> {
     }
 
     /// An object read through `res`'s boundary at `version`.
-    async fn read(&self, res: &Resource, version: &str, key: &str) -> Result<Option<Arc<Value>>, String> {
-        let Some(kv) = self.state.store.get(key).await.map_err(|e| e.to_string())? else { return Ok(None) };
-        let obj =
-            Boundary::new(res, version, &self.state.metrics).from_storage(&kv).await.map_err(|e| e.to_string())?;
+    async fn read(&self, res: &Resource, version: &str, key: &str) -> Result<Option<Arc<Value>>, HostError> {
+        let Some(kv) = self.state.store.get(key).await.map_err(|e| HostError::Read(e.into()))? else {
+            return Ok(None);
+        };
+        let boundary = Boundary::new(res, version, &self.state.metrics);
+        let obj = boundary.from_storage(&kv).await.map_err(|e| HostError::Read(e.into()))?;
         Ok(Some(Arc::new(obj)))
     }
 }
@@ -61,7 +63,7 @@ fn split_api_version(api_version: &str) -> (&str, &str) {
 }
 
 impl NamespaceLookup for StoreHost<'_> {
-    fn namespace<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Arc<Value>>, String>> {
+    fn namespace<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<Arc<Value>>, HostError>> {
         Box::pin(async move {
             if let Some(kube) = self.state.admission.kube_namespace(name) {
                 return Ok(kube);
@@ -89,7 +91,7 @@ impl ParamLookup for StoreHost<'_> {
         kind: &'a ParamKind,
         namespace: Option<&'a str>,
         name: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Arc<Value>>, String>> {
+    ) -> BoxFuture<'a, Result<Option<Arc<Value>>, HostError>> {
         Box::pin(async move {
             let (group, version) = split_api_version(&kind.api_version);
             let Some(res) = self.by_kind(group, &kind.kind).cloned() else {
@@ -105,7 +107,7 @@ impl ParamLookup for StoreHost<'_> {
         &'a self,
         kind: &'a ParamKind,
         namespace: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<Arc<Value>>, HostError>> {
         Box::pin(async move {
             let (group, version) = split_api_version(&kind.api_version);
             let Some(res) = self.by_kind(group, &kind.kind).cloned() else {
@@ -121,8 +123,8 @@ impl ParamLookup for StoreHost<'_> {
             let mut token = None;
             loop {
                 let options = ListOptions { limit: 500, continue_token: token.take(), revision: 0 };
-                let page = self.state.store.list(&prefix, options).await.map_err(|e| e.to_string())?;
-                let objects = boundary.from_storage_batch(&page.items).await.map_err(|e| e.to_string())?;
+                let page = self.state.store.list(&prefix, options).await.map_err(|e| HostError::Read(e.into()))?;
+                let objects = boundary.from_storage_batch(&page.items).await.map_err(|e| HostError::Read(e.into()))?;
                 out.extend(objects.into_iter().map(Arc::new));
                 match page.continue_token {
                     Some(t) => token = Some(t),
@@ -152,12 +154,13 @@ impl Resources for StoreHost<'_> {
         })
     }
 
-    fn convert<'a>(&'a self, object: &'a Value, to: &'a GroupVersionKind) -> BoxFuture<'a, Result<Value, String>> {
+    fn convert<'a>(&'a self, object: &'a Value, to: &'a GroupVersionKind) -> BoxFuture<'a, Result<Value, HostError>> {
         Box::pin(async move {
-            let res = self.by_kind(&to.group, &to.kind).ok_or_else(|| format!("no served resource of kind {to}"))?;
+            let res = self.by_kind(&to.group, &to.kind).ok_or_else(|| HostError::UnknownKind(to.clone()))?;
             let boundary = Boundary::new(res, &to.version, &self.state.metrics);
-            let mut converted = boundary.convert(vec![object.clone()], &to.version).await.map_err(|e| e.to_string())?;
-            converted.pop().ok_or_else(|| "the converter returned no object".to_owned())
+            let converted = boundary.convert(vec![object.clone()], &to.version).await;
+            let mut converted = converted.map_err(|e| HostError::Conversion(e.into()))?;
+            converted.pop().ok_or_else(|| HostError::Conversion("the converter returned no object".into()))
         })
     }
 }
@@ -176,7 +179,12 @@ impl SchemaResolver for StoreHost<'_> {
 }
 
 impl StructuredMerge for StoreHost<'_> {
-    fn merge(&self, kind: &GroupVersionKind, object: &Value, configuration: &Value) -> Option<Result<Value, String>> {
+    fn merge(
+        &self,
+        kind: &GroupVersionKind,
+        object: &Value,
+        configuration: &Value,
+    ) -> Option<Result<Value, HostError>> {
         let res = self.by_kind(&kind.group, &kind.kind)?;
         let strategy = Strategy::at(res, &kind.version)?;
         strategy.ver.schema()?;
@@ -186,7 +194,8 @@ impl StructuredMerge for StoreHost<'_> {
         let manager = Manager { name: "mutating-admission-policy".into(), subresource: "" };
         let mut live = object.clone();
         let managed = live.get_mut("metadata").and_then(Value::as_object_mut).and_then(|m| m.remove("managedFields"));
-        let merged = strategy.apply(&manager, Some(&live), configuration, true, &()).map_err(|e| e.to_string());
+        let merged = strategy.apply(&manager, Some(&live), configuration, true, &());
+        let merged = merged.map_err(|e| HostError::Merge(e.into()));
         Some(merged.map(|mut merged| {
             if let Some(meta) = merged.get_mut("metadata").and_then(Value::as_object_mut) {
                 match &managed {

@@ -18,7 +18,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use versa_admission::{ParamKind, ParamScope};
+use versa_admission::{HostError, ParamKind, ParamScope};
 
 /// The followed kinds.
 #[derive(Debug, Default)]
@@ -49,7 +49,7 @@ impl KubeParams {
     }
 
     /// The object `name` of `kind` (in `namespace` when namespaced).
-    pub fn get(&self, kind: &ParamKind, namespace: Option<&str>, name: &str) -> Result<Option<Arc<Value>>, String> {
+    pub fn get(&self, kind: &ParamKind, namespace: Option<&str>, name: &str) -> Result<Option<Arc<Value>>, HostError> {
         let followed = self.synced(kind)?;
         let mut reference = ObjectRef::new_with(name, followed.resource.clone());
         if let Some(ns) = namespace.filter(|_| followed.scope == ParamScope::Namespaced) {
@@ -59,7 +59,7 @@ impl KubeParams {
     }
 
     /// Every object of `kind` (in `namespace` when namespaced).
-    pub fn list(&self, kind: &ParamKind, namespace: Option<&str>) -> Result<Vec<Arc<Value>>, String> {
+    pub fn list(&self, kind: &ParamKind, namespace: Option<&str>) -> Result<Vec<Arc<Value>>, HostError> {
         let followed = self.synced(kind)?;
         let namespace = namespace.filter(|_| followed.scope == ParamScope::Namespaced);
         let objects = followed.store.state().into_iter();
@@ -67,10 +67,12 @@ impl KubeParams {
         Ok(objects.filter_map(|o| serde_json::to_value(&*o).ok()).map(Arc::new).collect())
     }
 
-    fn synced(&self, kind: &ParamKind) -> Result<Arc<Followed>, String> {
-        let followed = self.followed(kind).ok_or_else(|| format!("paramKind {} is not followed", show(kind)))?;
+    fn synced(&self, kind: &ParamKind) -> Result<Arc<Followed>, HostError> {
+        let not_followed = || HostError::NotReady(format!("paramKind {} is not followed", show(kind)));
+        let followed = self.followed(kind).ok_or_else(not_followed)?;
         if !followed.synced.load(Ordering::Acquire) {
-            return Err(format!("the parameters of kind {} have not been listed from kube-apiserver yet", show(kind)));
+            let listed = format!("the parameters of kind {} have not been listed from kube-apiserver yet", show(kind));
+            return Err(HostError::NotReady(listed));
         }
         Ok(followed)
     }

@@ -140,7 +140,7 @@ fn same_spec(existing: &Value, want: &Value) -> bool {
 type Reported = std::collections::HashMap<String, (&'static str, String)>;
 
 async fn reconcile(state: &State, cluster: &Cluster, reported: &mut Reported) -> Result<(), String> {
-    let ca_bundle = cluster.ca_bundle.pem()?;
+    let ca_bundle = cluster.ca_bundle.pem().map_err(|e| e.to_string())?;
     let desired = desired(state);
     let list = cluster.kube.get(API_SERVICES).await.map_err(|e| e.to_string())?;
     let existing: BTreeMap<String, Value> = list["items"]

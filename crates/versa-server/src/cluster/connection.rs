@@ -36,17 +36,35 @@ pub enum CaBundle {
 }
 
 impl CaBundle {
-    pub fn pem(&self) -> Result<String, String> {
+    /// The CA certificate (PEM), read again from its file if it has one.
+    pub fn pem(&self) -> Result<String, CaBundleError> {
+        let read = |path: &PathBuf| {
+            std::fs::read_to_string(path).map_err(|error| CaBundleError::Read { path: path.clone(), error })
+        };
         match self {
             CaBundle::Generated(pem) => Ok(pem.clone()),
-            CaBundle::File(path) => std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display())),
+            CaBundle::File(path) => read(path),
             CaBundle::ServingChain(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-                let start = text.rfind("-----BEGIN CERTIFICATE-----").ok_or("no PEM certificate found")?;
+                let text = read(path)?;
+                let start = text.rfind("-----BEGIN CERTIFICATE-----").ok_or(CaBundleError::NoCertificate)?;
                 Ok(text[start..].to_owned())
             }
         }
     }
+}
+
+/// Why the CA bundle could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum CaBundleError {
+    #[error("{}: {error}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    /// The serving chain file holds no PEM certificate.
+    #[error("no PEM certificate found")]
+    NoCertificate,
 }
 
 /// Cluster mode, running (once kube-apiserver has been reached).
