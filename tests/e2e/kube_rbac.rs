@@ -70,6 +70,10 @@ fn regex_lite_replace(text: &str, marker: &str, len: usize) -> String {
     out
 }
 
+/// The users and group, named apart from the other scenarios', which share the plane.
+const ALICE: &str = "rbac-alice";
+const DEVS: &str = "rbac-devs";
+
 const WIDGETS: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -100,7 +104,7 @@ pub fn users_and_rbac_match_kube(plane: &Plane) {
     let versa = versa_e2e::Versa::start(&dir.path().join("data"));
     let alice_versa = dir.path().join("alice.kubeconfig");
     let issued = Command::new(versa_e2e::versa_bin())
-        .args(["kubeconfig", "--user", "alice", "--group", "devs", "--data-dir"])
+        .args(["kubeconfig", "--user", ALICE, "--group", DEVS, "--data-dir"])
         .arg(&versa.data_dir)
         .arg("-o")
         .arg(&alice_versa)
@@ -108,7 +112,7 @@ pub fn users_and_rbac_match_kube(plane: &Plane) {
         .unwrap();
     assert!(issued.status.success(), "{}", String::from_utf8_lossy(&issued.stderr));
     let kube =
-        Side { bin: plane.bin.clone(), admin: plane.admin.clone(), alice: plane.user_kubeconfig("alice", &["devs"]) };
+        Side { bin: plane.bin.clone(), admin: plane.admin.clone(), alice: plane.user_kubeconfig(ALICE, &[DEVS]) };
     let ours = Side { bin: plane.bin.clone(), admin: versa.kubeconfig(), alice: alice_versa };
 
     for side in [&kube, &ours] {
@@ -138,7 +142,7 @@ pub fn users_and_rbac_match_kube(plane: &Plane) {
             Some(ns) => args.extend(["rolebinding".into(), name.into(), "-n".into(), ns.into()]),
             None => args.extend(["clusterrolebinding".into(), name.into()]),
         }
-        args.extend([format!("--clusterrole={role}"), "--user=alice".into()]);
+        args.extend([format!("--clusterrole={role}"), format!("--user={ALICE}")]);
         args
     };
     let strs = |v: &[String]| v.iter().map(String::as_str).collect::<Vec<_>>().join(" ");
@@ -210,7 +214,7 @@ pub fn users_and_rbac_match_kube(plane: &Plane) {
         s.alice(&["create", "-f", "-"], Some(&held))
     });
     compare("alice creates a role she does not hold", &|s| s.alice(&["create", "-f", "-"], Some(&not_held)));
-    let binds_admin = "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: alice-cluster-admin, namespace: rbac-team}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\nsubjects: [{kind: User, name: alice, apiGroup: rbac.authorization.k8s.io}]\n";
+    let binds_admin = "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: alice-cluster-admin, namespace: rbac-team}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\nsubjects: [{kind: User, name: rbac-alice, apiGroup: rbac.authorization.k8s.io}]\n";
     compare("alice binds cluster-admin", &|s| s.alice(&["create", "-f", "-"], Some(binds_admin)));
     let binds_missing = binds_admin
         .replace("name: cluster-admin}", "name: no-such-role}")
@@ -231,16 +235,19 @@ pub fn users_and_rbac_match_kube(plane: &Plane) {
     });
 
     // SubjectAccessReviews: refused, then allowed by system:auth-delegator.
-    let review = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"bob","groups":["devs"],"resourceAttributes":{"namespace":"rbac-team","verb":"get","resource":"configmaps"}}}"#;
+    let review = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"rbac-bob","groups":["rbac-devs"],"resourceAttributes":{"namespace":"rbac-team","verb":"get","resource":"configmaps"}}}"#;
     let sar = |s: &Side, review: &str| {
         s.alice(&["create", "--validate=false", "-f", "-", "-o", "jsonpath={.status}"], Some(review))
     };
-    let bob_view = strs(&bind("bob-view", "view", Some("rbac-team"))).replace("--user=alice", "--user=bob");
+    let bob_view =
+        strs(&bind("bob-view", "view", Some("rbac-team"))).replace(&format!("--user={ALICE}"), "--user=rbac-bob");
     for side in [&kube, &ours] {
         side.admin(&bob_view.split(' ').collect::<Vec<_>>(), None);
     }
     // alice is cluster-admin in rbac-team now, but a SubjectAccessReview is cluster-scoped.
-    compare("alice reviews bob's access, not allowed to", &|s| sar(s, &review.replace("\"bob\"", "\"carol\"")));
+    compare("alice reviews bob's access, not allowed to", &|s| {
+        sar(s, &review.replace("\"rbac-bob\"", "\"rbac-carol\""))
+    });
     for side in [&kube, &ours] {
         side.admin(&strs(&bind("alice-delegator", "system:auth-delegator", None)).split(' ').collect::<Vec<_>>(), None);
     }

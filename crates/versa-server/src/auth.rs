@@ -191,12 +191,15 @@ impl Authorizer for MastersAuthorizer {
         let authenticated = user.groups.iter().any(|g| g == AUTHENTICATED_GROUP);
         let allowed = user.groups.iter().any(|g| g == crate::pki::ADMIN_GROUP)
             || (authenticated && !request.is_resource_request && request.verb == "get" && discovery_path(&request.path))
-            // kube's `system:basic-user`: anyone may ask what they may do.
+            // kube's `system:basic-user`: anyone may ask what they may do, and who they are.
             || (authenticated
                 && request.is_resource_request
                 && request.verb == "create"
-                && request.api_group == "authorization.k8s.io"
-                && request.resource == "selfsubjectaccessreviews");
+                && matches!(
+                    (request.api_group.as_str(), request.resource.as_str()),
+                    ("authorization.k8s.io", "selfsubjectaccessreviews" | "selfsubjectrulesreviews")
+                        | ("authentication.k8s.io", "selfsubjectreviews")
+                ));
         let decision = if allowed { Decision::Allow(String::new()) } else { Decision::Deny(String::new()) };
         Box::pin(async move { decision })
     }

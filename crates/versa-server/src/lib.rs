@@ -321,6 +321,14 @@ impl Prepared {
         // from kube-apiserver once reached): give the first read a moment before serving,
         // without ever keeping the health endpoints from answering when it does not come.
         self.state.admission.wait_loaded(std::time::Duration::from_secs(5)).await;
+        // Standalone's initial namespaces and default RBAC policy, before the first request.
+        // Bounded: storage that does not answer must not keep the server from answering (the
+        // controllers write them once it does).
+        let initial = async {
+            controllers::namespaces::ensure_initial(&self.state).await;
+            controllers::rbac::before_serving(self.state.clone()).await;
+        };
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), initial).await;
         let result = server::serve(self.listener, self.tls, self.trust, self.state.clone(), shutdown).await;
         self.state.shutdown.cancel();
         let _ = controller.await;

@@ -85,6 +85,15 @@ pub async fn run(state: Arc<State>) {
     }
 }
 
+/// Standalone: `default`, `kube-system` and `kube-public`, created unless they exist — before
+/// the server answers (`Prepared::run`), so that a client's first write in `default` finds it,
+/// and again at each term's start. Nothing where versa does not serve Namespaces.
+pub async fn ensure_initial(state: &State) {
+    if let Some(namespaces) = state.registry.core(Builtin::Namespace) {
+        create_initial(state, &namespaces).await;
+    }
+}
+
 /// `default`, `kube-system` and `kube-public`, created unless they exist.
 async fn create_initial(state: &State, namespaces: &Resource) {
     let (group, plural) = namespaces.stored_as();

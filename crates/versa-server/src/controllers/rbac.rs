@@ -52,6 +52,26 @@ pub async fn run(state: Arc<State>) {
     }
 }
 
+/// Standalone, before the server answers: one pass of the default policy, then until the
+/// authorizer has it in force — so that a new data directory's server is ready, and its first
+/// non-admin clients can discover the API, from its first request. The caller bounds the wait;
+/// the controller's own pass ([`run`]) covers what this one could not do.
+pub async fn before_serving(state: Arc<State>) {
+    let (Some(roles), Some(bindings)) =
+        (state.registry.core(CLUSTER_ROLES), state.registry.core(CLUSTER_ROLE_BINDINGS))
+    else {
+        return;
+    };
+    let client = Loopback::new(state.clone(), "system:apiserver", &[crate::pki::ADMIN_GROUP], "versa-rbac-bootstrap");
+    if let Err(e) = bootstrap(&client, &roles, &bindings, &Defaults::load()).await {
+        tracing::warn!(error = e, "writing the default RBAC policy before serving; the controller will");
+        return;
+    }
+    while state.auth.authorizer.not_ready().is_some() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 fn object(res: &Arc<Resource>, name: &str) -> ObjectRef {
     ObjectRef { res: res.clone(), namespace: None, name: name.to_owned() }
 }

@@ -232,6 +232,11 @@ impl Body {
         Body { parsed: decode_json(bytes) }
     }
 
+    /// The parsed document, if the body parses.
+    pub fn parsed(&self) -> Option<&Value> {
+        self.parsed.as_ref().ok()
+    }
+
     /// The parsed document, or the handler's 400 (`wrap` makes it the patch type's error).
     fn document(&self, wrap: fn(String) -> PatchError) -> Result<&Value, PatchError> {
         self.parsed.as_ref().map_err(|e| wrap(e.clone()))

@@ -3,7 +3,8 @@
 //! ([`crate::rbac::Policy`]: the Roles, ClusterRoles, RoleBindings and ClusterRoleBindings
 //! stored under `rbac.authorization.k8s.io`, kube's default policy among them — discovery and
 //! the rest every authenticated user may do come from its `system:discovery`,
-//! `system:public-info-viewer` and `system:basic-user` bindings, as in kube).
+//! `system:public-info-viewer` and `system:basic-user` bindings, as in kube; until they are in
+//! force, in a new data directory's first moments, [`MastersAuthorizer`] grants the same).
 //!
 //! The policy is read from storage, never per request: one list of the group's prefix and one
 //! watch from its revision keep it current (a binding written is in force as soon as the watch
@@ -19,7 +20,7 @@ use tokio::sync::watch;
 use versa_storage::{Keys, ListOptions, Store};
 
 use super::{Attributes, Policy};
-use crate::auth::{Authorizer, BoxFuture, Decision, UserInfo};
+use crate::auth::{Authorizer, BoxFuture, Decision, MastersAuthorizer, UserInfo};
 use crate::request_info::RequestInfo;
 
 /// The group whose objects make the policy.
@@ -72,7 +73,17 @@ impl Authorizer for RbacAuthorizer {
                 path: &request.path,
             };
             let decision = policy.authorize(&attrs);
-            if decision.allowed { Decision::Allow(decision.reason) } else { Decision::Deny(decision.reason) }
+            if decision.allowed {
+                return Decision::Allow(decision.reason);
+            }
+            // Until the default policy is in (the first moments of a new data directory), what
+            // it grants every authenticated user is granted as it will be.
+            if self.not_ready().is_some()
+                && let allowed @ Decision::Allow(_) = MastersAuthorizer.authorize(user, request).await
+            {
+                return allowed;
+            }
+            Decision::Deny(decision.reason)
         })
     }
 

@@ -110,6 +110,7 @@ pub struct Applied {
 /// manager's checks).
 pub fn decode_applied(ctx: &Ctx, body: &[u8]) -> Result<Applied, Status> {
     let Decoded { value: config, duplicates } = decode_config(body)?;
+    ctx.audit_patch(&config);
     if !config.is_object() {
         return Err(Status::bad_request(
             "error decoding YAML: error unmarshaling JSON: json: cannot unmarshal non-object into Go value of type map[string]interface {}",

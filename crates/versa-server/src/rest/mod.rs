@@ -94,6 +94,15 @@ impl WriteOptions {
 }
 
 impl Ctx {
+    /// Records a patch as kube's audit does from level `Request` on (kube's `LogRequestPatch`):
+    /// the body as the verb decoded it — once its type and options are accepted, before it is
+    /// applied — whether or not it then applies.
+    pub fn audit_patch(&self, patch: &Value) {
+        if let Some(record) = self.audit.as_ref().filter(|r| r.level() >= crate::audit::Level::Request) {
+            record.request_body(patch.clone());
+        }
+    }
+
     /// Records the object a create or update decoded from its body (the verb's decoding, not a
     /// second one) as kube's audit does: custom resources defaulted, pruned and with metadata
     /// round-tripped through `ObjectMeta`, whose zero `creationTimestamp` is `null`. Its name,
@@ -449,9 +458,9 @@ async fn other(ctx: &mut Ctx, info: &RequestInfo, method: &Method, b: &[u8]) -> 
     }
 }
 
-/// Records what kube's audit records of a patch's or a delete's body, from level `Request` on:
-/// a patch as JSON and a delete's `DeleteOptions`. (A create's or update's object is recorded
-/// by the verb, from the object it decoded: [`Ctx::audit_request_object`].)
+/// Records what kube's audit records of a delete's body, from level `Request` on: its
+/// `DeleteOptions`. (A create's or update's object, and a patch, are recorded by the verb from
+/// what it decoded: [`Ctx::audit_request_object`], [`Ctx::audit_patch`].)
 fn audit_body(record: &crate::audit::Record, ctx: &Ctx, info: &RequestInfo, body: &[u8]) {
     use crate::audit::Level;
     let decode = |format| codec::decode(body, format).ok().map(|d| d.value).filter(Value::is_object);
@@ -464,14 +473,6 @@ fn audit_body(record: &crate::audit::Record, ctx: &Ctx, info: &RequestInfo, body
         }
     };
     match info.verb.as_str() {
-        "patch" if record.level() >= Level::Request => {
-            let yaml =
-                ctx.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.contains("yaml"));
-            let format = if yaml { codec::Format::Yaml } else { codec::Format::Json };
-            if let Some(patch) = codec::decode(body, format).ok().map(|d| d.value) {
-                record.request_body(patch);
-            }
-        }
         "delete" | "deletecollection" if record.level() >= Level::Request && !body.is_empty() => {
             let Some(mut options) = format().ok().and_then(decode) else { return };
             if let Some(o) = options.as_object_mut() {

@@ -61,6 +61,9 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8]) -> Answer {
     };
     let manager = fields::manager(ctx, Verb::Patch { apply: false }, "scale")?;
     let body = patch::Body::parse(body);
+    if let Some(parsed) = body.parsed() {
+        ctx.audit_patch(parsed);
+    }
     write_scale(ctx, &manager, |current| {
         patch::apply(patch_type, current, &body).map_err(|e| Status::bad_request(e.message().to_owned()))
     })
@@ -113,6 +116,7 @@ async fn apply(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let spec = scale_spec(ctx)?;
     let manager = fields::manager(ctx, Verb::Patch { apply: true }, "scale")?;
     let scale = fields::decode_config(body)?.value;
+    ctx.audit_patch(&scale);
     fields::check_type(&scale, "autoscaling/v1", "Scale")?;
     // The same configuration, in the object's terms.
     let mut config = json!({"apiVersion": ctx.api_version(), "kind": ctx.res.kind, "metadata": {"name": ctx.name}});

@@ -213,6 +213,9 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
     };
     // Parsed once; applied to the object as read on each attempt.
     let body = patch::Body::parse(body);
+    if let Some(parsed) = body.parsed() {
+        ctx.audit_patch(parsed);
+    }
     let (code, obj) = update_through_store(ctx, write, |ctx, current, _| {
         let (kv, old) = current.ok_or_else(|| ctx.not_found())?;
         let patched = patch::apply_to(versa_registry::kinds::of(&ctx.res).strategic_merge(), patch_type, old, &body)
