@@ -173,7 +173,9 @@ impl ClassRun {
 /// matches from any number of threads; each keeps its own search cache). Entries of patterns no
 /// longer in use are dropped as the table grows, so it holds at most twice what is live.
 fn shared(source: &str) -> Result<Arc<Regex>, String> {
-    static TABLE: OnceLock<Mutex<(HashMap<String, Weak<Regex>>, usize)>> = OnceLock::new();
+    /// The live compiled patterns by text, and the table's size after its last pruning.
+    type Table = (HashMap<String, Weak<Regex>>, usize);
+    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
     let table = TABLE.get_or_init(Default::default);
     if let Some(re) = table.lock().ok().and_then(|t| t.0.get(source).and_then(Weak::upgrade)) {
         return Ok(re);
