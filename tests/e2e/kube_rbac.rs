@@ -4,8 +4,9 @@
 //! by construction (the certificates' credential ids). Covered: the default policy (a user with
 //! no binding; `view`, `edit` and `admin` aggregated, a custom resource's ClusterRole joining
 //! `view` by its label), `kubectl auth can-i --list` and `can-i`, `kubectl auth whoami`,
-//! escalation prevention for roles and bindings with kube's texts, the `bind` verb, and
-//! SubjectAccessReviews allowed by `system:auth-delegator`.
+//! escalation prevention for roles and bindings with kube's texts, the `bind` verb,
+//! SubjectAccessReviews allowed by `system:auth-delegator`, and a ServiceAccount with a token of
+//! `kubectl create token`, refused and then allowed by a RoleBinding.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -44,8 +45,8 @@ impl Side {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        // The credential id names the certificate, which differs by construction.
-        regex_lite_replace(&text, "X509SHA256=", 64)
+        // The credential id names the certificate or the token, which differ by construction.
+        regex_lite_replace(&regex_lite_replace(&text, "X509SHA256=", 64), "JTI=", 36)
     }
 
     fn admin(&self, args: &[&str], stdin: Option<&str>) -> String {
@@ -54,6 +55,17 @@ impl Side {
 
     fn alice(&self, args: &[&str], stdin: Option<&str>) -> String {
         self.run(&self.alice, args, stdin)
+    }
+
+    /// A kubeconfig for this server with `token` for credentials (written to `path`).
+    fn with_token(&self, path: &Path, token: &str) -> PathBuf {
+        let out = kubectl_command(&self.bin, &self.admin)
+            .args(["config", "view", "--raw", "--minify", "-o", "json"])
+            .output();
+        let mut config: serde_json::Value = serde_json::from_slice(&out.unwrap().stdout).unwrap();
+        config["users"][0]["user"] = serde_json::json!({"token": token});
+        std::fs::write(path, config.to_string()).unwrap();
+        path.to_owned()
     }
 }
 
@@ -120,8 +132,13 @@ pub fn users_and_rbac_match_kube(plane: &Plane) {
         side.admin(&["apply", "-f", "-"], Some(WIDGETS));
         side.admin(&["apply", "-f", "-"], Some(GADGET_VIEWER));
     }
-    // The default policy is in (versa writes it at start), and aggregation has run.
+    // The definition is served, the default policy is in (versa writes it at start), and
+    // aggregation has run.
     for side in [&kube, &ours] {
+        wait_for("gadgets served", Duration::from_secs(60), || {
+            let out = side.admin(&["get", "gadgets.rbac.e2e.example.com", "-n", "rbac-team"], None);
+            if out.starts_with("exit 0") { Ok(()) } else { Err(out) }
+        });
         wait_for("view aggregates gadgets", Duration::from_secs(60), || {
             let rules = side.admin(&["get", "clusterrole", "view", "-o", "jsonpath={.rules}"], None);
             if rules.contains("gadgets") { Ok(()) } else { Err(rules) }
@@ -257,6 +274,46 @@ pub fn users_and_rbac_match_kube(plane: &Plane) {
             if out.contains("allowed") { Ok(()) } else { Err(out) }
         });
         sar(s, review)
+    });
+
+    // A ServiceAccount with a token of `kubectl create token`, bound to `view` in the namespace.
+    let robot = |side: &Side, dir: &Path| {
+        side.admin(&["create", "serviceaccount", "robot", "-n", "rbac-team"], None);
+        let token = side.admin(&["create", "token", "robot", "-n", "rbac-team"], None);
+        let token = token.lines().nth(1).unwrap_or_default().trim().to_owned();
+        side.with_token(dir, &token)
+    };
+    let (robot_kube, robot_ours) =
+        (robot(&kube, &dir.path().join("robot-kube")), robot(&ours, &dir.path().join("robot-versa")));
+    let as_robot = |s: &Side, args: &[&str]| {
+        let config = if std::ptr::eq(s, &kube) { &robot_kube } else { &robot_ours };
+        s.run(config, args, None)
+    };
+    compare("the ServiceAccount is refused", &|s| as_robot(s, &["get", "configmaps", "-n", "rbac-team"]));
+    compare("whoami as the ServiceAccount", &|s| {
+        // The uid is the ServiceAccount's, which differs by construction.
+        as_robot(s, &["auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"])
+    });
+    for side in [&kube, &ours] {
+        side.admin(
+            &[
+                "create",
+                "rolebinding",
+                "robot-view",
+                "-n",
+                "rbac-team",
+                "--clusterrole=view",
+                "--serviceaccount=rbac-team:robot",
+            ],
+            None,
+        );
+    }
+    compare("can-i --list as the ServiceAccount, view", &|s| {
+        wait_for("the ServiceAccount's binding in force", Duration::from_secs(30), || {
+            let out = as_robot(s, &["auth", "can-i", "list", "configmaps", "-n", "rbac-team"]);
+            if out.contains("yes") { Ok(()) } else { Err(out) }
+        });
+        as_robot(s, &["auth", "can-i", "--list", "-n", "rbac-team"])
     });
 
     assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n\n"));

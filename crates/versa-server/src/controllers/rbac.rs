@@ -111,7 +111,14 @@ async fn act<T: Serialize>(
             client.create(res.clone(), None, &as_json(&o)).await
         }
     };
-    if answer.is_success() { Ok(()) } else { Err(format!("{} {name}: {}", res.kind, answer.message())) }
+    // Created meanwhile by another writer of the same defaults (this replica's pass before
+    // serving, or another replica's): the next pass reconciles it.
+    let created_meanwhile = answer.code == StatusCode::CONFLICT && answer.body["reason"] == "AlreadyExists";
+    if answer.is_success() || created_meanwhile {
+        Ok(())
+    } else {
+        Err(format!("{} {name}: {}", res.kind, answer.message()))
+    }
 }
 
 /// One pass of kube's default policy: each object created or reconciled.

@@ -1,6 +1,7 @@
 //! kube's default RBAC policy (`bootstrap.yaml`: `cluster-admin` for `system:masters`, the
 //! aggregated `admin`, `edit` and `view` with their `system:aggregate-to-*` parts, discovery,
-//! public info and basic-user rights for every authenticated user, `system:auth-delegator`),
+//! public info and basic-user rights for every authenticated user, `system:auth-delegator`,
+//! the ServiceAccount issuer's discovery for ServiceAccounts),
 //! and kube's reconciliation of it at start (`component-helpers/auth/rbac/reconciliation`): a
 //! missing object is created; a present one gains what it lacks — labels and annotations
 //! (present values kept), rules (the missing ones, broken down, appended), aggregation
@@ -157,8 +158,8 @@ mod tests {
         for name in ["cluster-admin", "admin", "edit", "view", "system:basic-user", "system:discovery"] {
             assert!(names.iter().any(|n| n == name), "{name}");
         }
-        assert_eq!(defaults.cluster_role_bindings.len(), 4);
-        assert_eq!(defaults.cluster_role_bindings[3].metadata.name.as_deref(), Some(LAST_BINDING));
+        assert_eq!(defaults.cluster_role_bindings.len(), 5);
+        assert_eq!(defaults.cluster_role_bindings.last().unwrap().metadata.name.as_deref(), Some(LAST_BINDING));
         let admin = &defaults.cluster_roles[0];
         assert_eq!(admin.metadata.annotations.as_ref().unwrap()[AUTO_UPDATE], "true");
     }
