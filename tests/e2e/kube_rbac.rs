@@ -135,7 +135,7 @@ pub fn users_and_rbac_match_kube(plane: &Plane) {
     // The definition is served, the default policy is in (versa writes it at start), and
     // aggregation has run.
     for side in [&kube, &ours] {
-        wait_for("gadgets served", Duration::from_secs(60), || {
+        wait_for("gadgets served", Duration::from_secs(120), || {
             let out = side.admin(&["get", "gadgets.rbac.e2e.example.com", "-n", "rbac-team"], None);
             if out.starts_with("exit 0") { Ok(()) } else { Err(out) }
         });
