@@ -7,7 +7,7 @@
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 
-use super::selects;
+use versa_admission::Selector;
 
 /// The field manager of the rules written.
 pub const FIELD_MANAGER: &str = "clusterrole-aggregation-controller";
@@ -20,8 +20,11 @@ pub fn aggregated_rules(role: &ClusterRole, all: &[ClusterRole]) -> Option<Vec<P
     sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut rules: Vec<PolicyRule> = Vec::new();
     for selector in aggregation.cluster_role_selectors.iter().flatten() {
+        // A selector that does not compile (validation refuses those) selects nothing.
+        let Ok(selector) = Selector::compile(Some(selector)) else { continue };
         for other in &sorted {
-            if other.metadata.name == role.metadata.name || !selects(selector, other.metadata.labels.as_ref()) {
+            let labels = other.metadata.labels.iter().flatten().map(|(k, v)| (k.as_str(), v.as_str()));
+            if other.metadata.name == role.metadata.name || !selector.matches(labels) {
                 continue;
             }
             for rule in other.rules.iter().flatten() {

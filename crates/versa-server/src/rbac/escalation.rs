@@ -20,7 +20,9 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::rbac::v1::{PolicyRule, RoleRef};
 use serde_json::Value;
 
-use super::{Policy, quote};
+use versa_schema::field::go_quote;
+
+use super::{Policy, url_matches};
 use crate::auth::{Authorizer, Decision, UserInfo};
 use crate::request_info::RequestInfo;
 use crate::status::Status;
@@ -98,12 +100,12 @@ pub async fn check(authorizer: &dyn Authorizer, policy: &Policy, write: &Write<'
         return Ok(());
     }
     let lines: BTreeSet<String> = compact(missing).iter().map(compact_string).collect();
-    let groups: Vec<String> = write.user.groups.iter().map(|g| quote(g)).collect();
+    let groups: Vec<String> = write.user.groups.iter().map(|g| go_quote(g)).collect();
     let mut message = format!(
         "{}.{GROUP} {} is forbidden: user {} (groups=[{}]) is attempting to grant RBAC permissions not currently held:\n{}",
         write.resource,
-        quote(write.name),
-        quote(&write.user.name),
+        go_quote(write.name),
+        go_quote(&write.user.name),
         groups.join(" "),
         lines.into_iter().collect::<Vec<_>>().join("\n")
     );
@@ -190,11 +192,9 @@ fn covers(owner: &PolicyRule, sub: &PolicyRule) -> bool {
                 set.contains(path) || path.split_once('/').is_some_and(|(_, sub)| set.contains(&format!("*/{sub}")))
             })
     };
-    let urls = list(&sub.non_resource_urls).iter().all(|path| {
-        list(&owner.non_resource_urls)
-            .iter()
-            .any(|o| o == path || (o.ends_with('*') && path.starts_with(o.trim_end_matches('*'))))
-    });
+    let urls = list(&sub.non_resource_urls)
+        .iter()
+        .all(|path| list(&owner.non_resource_urls).iter().any(|o| url_matches(o, path)));
     let names = if list(&sub.resource_names).is_empty() {
         list(&owner.resource_names).is_empty()
     } else {
@@ -233,7 +233,7 @@ fn compact(rules: Vec<PolicyRule>) -> Vec<PolicyRule> {
 
 /// kube's `CompactString` of a rule: `{APIGroups:["x"], Resources:["y"], Verbs:["get"]}`.
 fn compact_string(rule: &PolicyRule) -> String {
-    let go = |v: &[String]| format!("[{}]", v.iter().map(|s| quote(s)).collect::<Vec<_>>().join(" "));
+    let go = |v: &[String]| format!("[{}]", v.iter().map(|s| go_quote(s)).collect::<Vec<_>>().join(" "));
     let mut parts = Vec::new();
     for (name, values) in [
         ("APIGroups", list(&rule.api_groups)),

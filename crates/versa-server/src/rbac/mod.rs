@@ -25,11 +25,12 @@ pub mod authorizer;
 pub mod bootstrap;
 pub mod escalation;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 
+use versa_schema::field::go_quote;
+
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, Subject};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 /// The RBAC objects in force.
 #[derive(Debug, Clone, Default)]
@@ -255,13 +256,13 @@ impl Policy {
                 .get(namespace)
                 .and_then(|roles| roles.get(name))
                 .map(Vec::as_slice)
-                .ok_or_else(|| format!("role.rbac.authorization.k8s.io {} not found", quote(name))),
+                .ok_or_else(|| format!("role.rbac.authorization.k8s.io {} not found", go_quote(name))),
             "ClusterRole" => self
                 .cluster_roles
                 .get(name)
                 .map(Vec::as_slice)
-                .ok_or_else(|| format!("clusterrole.rbac.authorization.k8s.io {} not found", quote(name))),
-            other => Err(format!("unsupported role reference kind: {}", quote(other))),
+                .ok_or_else(|| format!("clusterrole.rbac.authorization.k8s.io {} not found", go_quote(name))),
+            other => Err(format!("unsupported role reference kind: {}", go_quote(other))),
         }
     }
 }
@@ -285,9 +286,9 @@ impl std::fmt::Display for Source<'_> {
             Source::Cluster(binding, subject) => write!(
                 f,
                 "ClusterRoleBinding {} of {} {} to {}",
-                quote(binding.metadata.name.as_deref().unwrap_or_default()),
+                go_quote(binding.metadata.name.as_deref().unwrap_or_default()),
                 binding.role_ref.kind,
-                quote(&binding.role_ref.name),
+                go_quote(&binding.role_ref.name),
                 describe(subject, "")
             ),
             Source::Namespaced(binding, subject) => {
@@ -296,9 +297,9 @@ impl std::fmt::Display for Source<'_> {
                 write!(
                     f,
                     "RoleBinding {} of {} {} to {}",
-                    quote(&format!("{name}/{namespace}")),
+                    go_quote(&format!("{name}/{namespace}")),
                     binding.role_ref.kind,
-                    quote(&binding.role_ref.name),
+                    go_quote(&binding.role_ref.name),
                     describe(subject, namespace)
                 )
             }
@@ -306,27 +307,13 @@ impl std::fmt::Display for Source<'_> {
     }
 }
 
-/// Go's `%q`.
-pub(crate) fn quote(s: &str) -> String {
-    // Names are plain text (the fast path, on every allowed request's reason); anything to
-    // escape takes JSON's escaping, which agrees with Go's `%q` on names' characters.
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b < 0x7f) {
-        let mut out = String::with_capacity(s.len() + 2);
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
-        return out;
-    }
-    serde_json::to_string(s).unwrap_or_default()
-}
-
 /// How kube names a subject in a reason.
 fn describe(subject: &Subject, binding_namespace: &str) -> String {
     if subject.kind == "ServiceAccount" {
         let ns = subject.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or(binding_namespace);
-        return format!("{} {}", subject.kind, quote(&format!("{}/{ns}", subject.name)));
+        return format!("{} {}", subject.kind, go_quote(&format!("{}/{ns}", subject.name)));
     }
-    format!("{} {}", subject.kind, quote(&subject.name))
+    format!("{} {}", subject.kind, go_quote(&subject.name))
 }
 
 /// Whether a binding's subject is the user.
@@ -346,9 +333,7 @@ fn applies(user: &str, groups: &[String], subject: &Subject, namespace: &str) ->
 pub fn allows(attrs: &Attributes<'_>, rule: &PolicyRule) -> bool {
     let verb = rule.verbs.iter().any(|v| v == "*" || v == attrs.verb);
     if !attrs.resource_request {
-        let url = rule.non_resource_urls.iter().flatten().any(|u| {
-            u == "*" || u == attrs.path || (u.ends_with('*') && attrs.path.starts_with(u.trim_end_matches('*')))
-        });
+        let url = rule.non_resource_urls.iter().flatten().any(|u| url_matches(u, attrs.path));
         return verb && url;
     }
     let group = rule.api_groups.iter().flatten().any(|g| g == "*" || g == attrs.api_group);
@@ -370,20 +355,8 @@ pub fn allows(attrs: &Attributes<'_>, rule: &PolicyRule) -> bool {
     verb && group && resource && name
 }
 
-/// Whether a label selector (matchLabels and matchExpressions) selects `labels`.
-pub(crate) fn selects(selector: &LabelSelector, labels: Option<&BTreeMap<String, String>>) -> bool {
-    let empty = BTreeMap::new();
-    let labels = labels.unwrap_or(&empty);
-    let by_labels = selector.match_labels.iter().flatten().all(|(k, v)| labels.get(k).is_some_and(|have| have == v));
-    let by_expressions = selector.match_expressions.iter().flatten().all(|e| {
-        let values = e.values.as_deref().unwrap_or_default();
-        match e.operator.as_str() {
-            "In" => labels.get(&e.key).is_some_and(|v| values.contains(v)),
-            "NotIn" => labels.get(&e.key).is_none_or(|v| !values.contains(v)),
-            "Exists" => labels.contains_key(&e.key),
-            "DoesNotExist" => !labels.contains_key(&e.key),
-            _ => false,
-        }
-    });
-    by_labels && by_expressions
+/// Whether a rule's non-resource URL (`*`, a path, or a `prefix*`) takes in `path` (kube's
+/// `NonResourceURLMatches`, and `Covers`' test of one URL by another).
+pub(crate) fn url_matches(rule_url: &str, path: &str) -> bool {
+    rule_url == path || rule_url.strip_suffix('*').is_some_and(|prefix| path.starts_with(prefix.trim_end_matches('*')))
 }
