@@ -30,7 +30,7 @@ use std::ops::ControlFlow;
 
 use versa_schema::field::go_quote;
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, Subject};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
 
 /// The RBAC objects in force.
 #[derive(Debug, Clone, Default)]
@@ -58,13 +58,11 @@ impl<B> Default for Indexed<B> {
     }
 }
 
-impl<B> Indexed<B> {
-    /// Adds `binding` with its `subjects`; `namespace` is the binding's (a ServiceAccount
-    /// subject's default).
-    fn push(&mut self, binding: B, subjects: &[Subject], namespace: &str) {
+impl<B: Binding> Indexed<B> {
+    /// Adds `binding`; `namespace` is the binding's (a ServiceAccount subject's default).
+    fn push(&mut self, binding: B, namespace: &str) {
         let i = self.all.len();
-        self.all.push(binding);
-        for subject in subjects {
+        for subject in binding.subjects() {
             match subject.kind.as_str() {
                 "User" => self.by_user.entry(subject.name.clone()).or_default().push(i),
                 "Group" => self.by_group.entry(subject.name.clone()).or_default().push(i),
@@ -78,6 +76,7 @@ impl<B> Indexed<B> {
                 _ => {}
             }
         }
+        self.all.push(binding);
     }
 
     /// The bindings that may apply to the user, in order.
@@ -128,8 +127,7 @@ impl Policy {
         let mut cluster_role_bindings = cluster_role_bindings;
         cluster_role_bindings.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         for binding in cluster_role_bindings {
-            let subjects = binding.subjects.clone().unwrap_or_default();
-            policy.cluster_role_bindings.push(binding, &subjects, "");
+            policy.cluster_role_bindings.push(binding, "");
         }
         for role in roles {
             let (namespace, name) =
@@ -143,8 +141,7 @@ impl Policy {
         role_bindings.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         for binding in role_bindings {
             let namespace = binding.metadata.namespace.clone().unwrap_or_default();
-            let subjects = binding.subjects.clone().unwrap_or_default();
-            policy.role_bindings.entry(namespace.clone()).or_default().push(binding, &subjects, &namespace);
+            policy.role_bindings.entry(namespace.clone()).or_default().push(binding, &namespace);
         }
         policy
     }
@@ -204,47 +201,39 @@ impl Policy {
         namespace: &str,
         mut visitor: impl FnMut(Visit<'_>) -> ControlFlow<()>,
     ) {
-        for binding in self.cluster_role_bindings.candidates(user, groups) {
-            let subjects = binding.subjects.as_deref().unwrap_or_default();
-            let Some(subject) = subjects.iter().find(|s| applies(user, groups, s, "")) else { continue };
-            match self.rules(&binding.role_ref.kind, &binding.role_ref.name, "") {
-                Ok(rules) => {
-                    let source = Source::Cluster(binding, subject);
-                    for rule in rules {
-                        if visitor(Visit::Rule(&source, rule)).is_break() {
-                            return;
-                        }
-                    }
-                }
-                Err(e) => {
-                    if visitor(Visit::Error(e)).is_break() {
-                        return;
-                    }
-                }
-            }
-        }
-        if namespace.is_empty() {
+        let cluster = self.cluster_role_bindings.candidates(user, groups);
+        if self.visit_bindings(cluster, user, groups, "", &mut visitor).is_break() || namespace.is_empty() {
             return;
         }
-        for binding in self.role_bindings.get(namespace).into_iter().flat_map(|b| b.candidates(user, groups)) {
-            let subjects = binding.subjects.as_deref().unwrap_or_default();
-            let Some(subject) = subjects.iter().find(|s| applies(user, groups, s, namespace)) else { continue };
-            match self.rules(&binding.role_ref.kind, &binding.role_ref.name, namespace) {
+        if let Some(bindings) = self.role_bindings.get(namespace) {
+            let _ = self.visit_bindings(bindings.candidates(user, groups), user, groups, namespace, &mut visitor);
+        }
+    }
+
+    /// [`Policy::visit`] of one scope's `bindings` (`namespace` empty for the cluster's).
+    fn visit_bindings<'p, B: Binding + 'p>(
+        &'p self,
+        bindings: impl Iterator<Item = &'p B>,
+        user: &str,
+        groups: &[String],
+        namespace: &str,
+        visitor: &mut impl FnMut(Visit<'_>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        for binding in bindings {
+            let Some(subject) = binding.subjects().iter().find(|s| applies(user, groups, s, namespace)) else {
+                continue;
+            };
+            match self.rules(&binding.role_ref().kind, &binding.role_ref().name, namespace) {
                 Ok(rules) => {
-                    let source = Source::Namespaced(binding, subject);
+                    let source = binding.source(subject);
                     for rule in rules {
-                        if visitor(Visit::Rule(&source, rule)).is_break() {
-                            return;
-                        }
+                        visitor(Visit::Rule(&source, rule))?;
                     }
                 }
-                Err(e) => {
-                    if visitor(Visit::Error(e)).is_break() {
-                        return;
-                    }
-                }
+                Err(e) => visitor(Visit::Error(e))?,
             }
         }
+        ControlFlow::Continue(())
     }
 
     /// The rules of the role a binding refers to (`kind` `Role` or `ClusterRole`), or kube's
@@ -304,6 +293,38 @@ impl std::fmt::Display for Source<'_> {
                 )
             }
         }
+    }
+}
+
+/// What a visit reads of a binding, of either scope.
+trait Binding {
+    fn subjects(&self) -> &[Subject];
+    fn role_ref(&self) -> &RoleRef;
+    /// The binding with its `subject` that is the user, for the reason.
+    fn source<'p>(&'p self, subject: &'p Subject) -> Source<'p>;
+}
+
+impl Binding for ClusterRoleBinding {
+    fn subjects(&self) -> &[Subject] {
+        self.subjects.as_deref().unwrap_or_default()
+    }
+    fn role_ref(&self) -> &RoleRef {
+        &self.role_ref
+    }
+    fn source<'p>(&'p self, subject: &'p Subject) -> Source<'p> {
+        Source::Cluster(self, subject)
+    }
+}
+
+impl Binding for RoleBinding {
+    fn subjects(&self) -> &[Subject] {
+        self.subjects.as_deref().unwrap_or_default()
+    }
+    fn role_ref(&self) -> &RoleRef {
+        &self.role_ref
+    }
+    fn source<'p>(&'p self, subject: &'p Subject) -> Source<'p> {
+        Source::Namespaced(self, subject)
     }
 }
 
