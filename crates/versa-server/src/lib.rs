@@ -28,6 +28,7 @@ pub mod cluster;
 pub mod codec;
 pub mod controllers;
 pub mod discovery;
+pub mod follow;
 mod handler;
 pub mod leader;
 pub mod limits;

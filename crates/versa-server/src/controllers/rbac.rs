@@ -16,9 +16,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use versa_registry::Resource;
 use versa_registry::kinds::rbac::{CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES};
-use versa_storage::ListOptions;
 
 use super::loopback::{Loopback, ObjectRef};
+use crate::follow::Followed;
 use crate::rbac::aggregation::{self, FIELD_MANAGER};
 use crate::rbac::bootstrap::{self, Action, Defaults};
 use crate::state::State;
@@ -146,23 +146,10 @@ async fn bootstrap(
 async fn aggregate(state: &State, client: &Loopback, roles: &Arc<Resource>) -> Result<(), String> {
     let (group, plural) = roles.stored_as();
     let prefix = state.keys.resource(group, plural);
-    let mut all: std::collections::BTreeMap<String, ClusterRole> = std::collections::BTreeMap::new();
-    let mut options = ListOptions::default();
-    let revision = loop {
-        let page = state.store.list(&prefix, options.clone()).await.map_err(|e| e.to_string())?;
-        for kv in page.items {
-            if let Ok(role) = serde_json::from_slice(&kv.value) {
-                all.insert(kv.key, role);
-            }
-        }
-        match page.continue_token {
-            Some(token) => options.continue_token = Some(token),
-            None => break page.revision,
-        }
-    };
-    let mut watch = state.store.watch(&prefix, revision).await.map_err(|e| e.to_string())?;
+    let parse = |_: &str, value: &[u8]| serde_json::from_slice::<ClusterRole>(value).ok();
+    let mut followed = Followed::start(&*state.store, &prefix, parse).await.map_err(|e| e.to_string())?;
     loop {
-        let current: Vec<ClusterRole> = all.values().cloned().collect();
+        let current: Vec<ClusterRole> = followed.objects().values().cloned().collect();
         for (name, rules) in aggregation::stale(&current) {
             let patch = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                 "metadata": {"name": name}, "rules": rules});
@@ -171,22 +158,12 @@ async fn aggregate(state: &State, client: &Loopback, roles: &Arc<Resource>) -> R
                 tracing::warn!(role = name, error = answer.message(), "aggregating a ClusterRole");
             }
         }
-        let event = tokio::select! {
-            e = watch.next() => e,
+        let changed = tokio::select! {
+            changed = followed.changed() => changed,
             () = state.shutdown.cancelled() => return Ok(()),
         };
-        match event {
-            None => return Ok(()),
-            Some(Err(e)) => return Err(e.to_string()),
-            Some(Ok(versa_storage::WatchEvent::Added(kv) | versa_storage::WatchEvent::Modified { kv, .. })) => {
-                if let Ok(role) = serde_json::from_slice(&kv.value) {
-                    all.insert(kv.key, role);
-                }
-            }
-            Some(Ok(versa_storage::WatchEvent::Deleted { prev, .. })) => {
-                all.remove(&prev.key);
-            }
-            Some(Ok(versa_storage::WatchEvent::Progress { .. })) => {}
+        if !changed.map_err(|e| e.to_string())? {
+            return Ok(());
         }
     }
 }

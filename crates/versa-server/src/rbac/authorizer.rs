@@ -17,10 +17,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use tokio::sync::watch;
-use versa_storage::{Keys, ListOptions, Store};
+use versa_storage::{Keys, Store};
 
 use super::{Attributes, Policy};
 use crate::auth::{Authorizer, BoxFuture, Decision, MastersAuthorizer, UserInfo};
+use crate::follow::Followed;
 use crate::request_info::RequestInfo;
 
 /// The group whose objects make the policy.
@@ -145,45 +146,20 @@ impl Object {
     }
 }
 
-/// One list and the watch after it, until the watch ends.
+/// One list and the watch after it, publishing the policy after each change, until the watch
+/// ends.
 async fn follow(
     store: &dyn Store,
     prefix: &str,
     send: &watch::Sender<Option<Arc<Policy>>>,
 ) -> Result<(), versa_storage::Error> {
-    let mut objects = BTreeMap::new();
-    let mut options = ListOptions::default();
-    let revision = loop {
-        let page = store.list(prefix, options.clone()).await?;
-        for kv in page.items {
-            objects.extend(Object::parse(prefix, &kv.key, &kv.value).map(|o| (kv.key, o)));
-        }
-        match page.continue_token {
-            Some(token) => options.continue_token = Some(token),
-            None => break page.revision,
-        }
-    };
-    send.send_replace(Some(Arc::new(policy_of(&objects))));
-    let mut watch = store.watch(prefix, revision).await?;
-    while let Some(event) = watch.next().await {
-        match event? {
-            versa_storage::WatchEvent::Added(kv) | versa_storage::WatchEvent::Modified { kv, .. } => {
-                match Object::parse(prefix, &kv.key, &kv.value) {
-                    Some(object) => objects.insert(kv.key, object),
-                    None => objects.remove(&kv.key),
-                };
-            }
-            versa_storage::WatchEvent::Deleted { prev, .. } => {
-                objects.remove(&prev.key);
-            }
-            versa_storage::WatchEvent::Progress { .. } => continue,
-        }
-        send.send_replace(Some(Arc::new(policy_of(&objects))));
-        if send.is_closed() {
+    let mut followed = Followed::start(store, prefix, |key, value| Object::parse(prefix, key, value)).await?;
+    loop {
+        send.send_replace(Some(Arc::new(policy_of(followed.objects()))));
+        if send.is_closed() || !followed.changed().await? {
             return Ok(());
         }
     }
-    Ok(())
 }
 
 /// The policy of the stored objects.
