@@ -28,15 +28,9 @@ const RETRY: Duration = Duration::from_secs(1);
 
 /// Runs until shutdown; does nothing where versa does not serve RBAC (cluster mode).
 pub async fn run(state: Arc<State>) {
-    let (Some(roles), Some(bindings)) =
-        (state.registry.core(CLUSTER_ROLES), state.registry.core(CLUSTER_ROLE_BINDINGS))
-    else {
-        return;
-    };
-    let client = Loopback::new(state.clone(), "system:apiserver", &[crate::pki::ADMIN_GROUP], "versa-rbac-bootstrap");
-    let defaults = Defaults::load();
+    let Some(defaults) = Bootstrap::of(&state) else { return };
     while !state.shutdown.is_cancelled() {
-        match bootstrap(&client, &roles, &bindings, &defaults).await {
+        match defaults.pass().await {
             Ok(()) => break,
             Err(e) => tracing::warn!(error = e, "writing the default RBAC policy; trying again"),
         }
@@ -45,7 +39,7 @@ pub async fn run(state: Arc<State>) {
     let client =
         Loopback::new(state.clone(), "system:kube-controller-manager", &[crate::pki::ADMIN_GROUP], FIELD_MANAGER);
     while !state.shutdown.is_cancelled() {
-        if let Err(e) = aggregate(&state, &client, &roles).await {
+        if let Err(e) = aggregate(&state, &client, &defaults.roles).await {
             tracing::warn!(error = e, "aggregating ClusterRoles; trying again");
         }
         tokio::time::sleep(RETRY).await;
@@ -57,18 +51,55 @@ pub async fn run(state: Arc<State>) {
 /// non-admin clients can discover the API, from its first request. The caller bounds the wait;
 /// the controller's own pass ([`run`]) covers what this one could not do.
 pub async fn before_serving(state: Arc<State>) {
-    let (Some(roles), Some(bindings)) =
-        (state.registry.core(CLUSTER_ROLES), state.registry.core(CLUSTER_ROLE_BINDINGS))
-    else {
-        return;
-    };
-    let client = Loopback::new(state.clone(), "system:apiserver", &[crate::pki::ADMIN_GROUP], "versa-rbac-bootstrap");
-    if let Err(e) = bootstrap(&client, &roles, &bindings, &Defaults::load()).await {
+    let Some(defaults) = Bootstrap::of(&state) else { return };
+    if let Err(e) = defaults.pass().await {
         tracing::warn!(error = e, "writing the default RBAC policy before serving; the controller will");
         return;
     }
     while state.auth.authorizer.not_ready().is_some() {
         tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// kube's default policy and what writes it: the two resources, and a client in
+/// `system:masters`.
+struct Bootstrap {
+    client: Loopback,
+    roles: Arc<Resource>,
+    bindings: Arc<Resource>,
+    defaults: Defaults,
+}
+
+impl Bootstrap {
+    /// `None` where versa does not serve RBAC (cluster mode).
+    fn of(state: &Arc<State>) -> Option<Bootstrap> {
+        Some(Bootstrap {
+            client: Loopback::new(
+                state.clone(),
+                "system:apiserver",
+                &[crate::pki::ADMIN_GROUP],
+                "versa-rbac-bootstrap",
+            ),
+            roles: state.registry.core(CLUSTER_ROLES)?,
+            bindings: state.registry.core(CLUSTER_ROLE_BINDINGS)?,
+            defaults: Defaults::load(),
+        })
+    }
+
+    /// One pass: each default object created or reconciled.
+    async fn pass(&self) -> Result<(), String> {
+        let (client, roles, bindings) = (&self.client, &self.roles, &self.bindings);
+        for expected in &self.defaults.cluster_roles {
+            let name = expected.metadata.name.as_deref().unwrap_or_default();
+            let existing: Option<ClusterRole> = read(client, &object(roles, name)).await?;
+            act(client, roles, name, bootstrap::reconcile_role(existing.as_ref(), expected)).await?;
+        }
+        for expected in &self.defaults.cluster_role_bindings {
+            let name = expected.metadata.name.as_deref().unwrap_or_default();
+            let existing: Option<ClusterRoleBinding> = read(client, &object(bindings, name)).await?;
+            act(client, bindings, name, bootstrap::reconcile_binding(existing.as_ref(), expected)).await?;
+        }
+        Ok(())
     }
 }
 
@@ -119,26 +150,6 @@ async fn act<T: Serialize>(
     } else {
         Err(format!("{} {name}: {}", res.kind, answer.message()))
     }
-}
-
-/// One pass of kube's default policy: each object created or reconciled.
-async fn bootstrap(
-    client: &Loopback,
-    roles: &Arc<Resource>,
-    bindings: &Arc<Resource>,
-    defaults: &Defaults,
-) -> Result<(), String> {
-    for expected in &defaults.cluster_roles {
-        let name = expected.metadata.name.as_deref().unwrap_or_default();
-        let existing: Option<ClusterRole> = read(client, &object(roles, name)).await?;
-        act(client, roles, name, bootstrap::reconcile_role(existing.as_ref(), expected)).await?;
-    }
-    for expected in &defaults.cluster_role_bindings {
-        let name = expected.metadata.name.as_deref().unwrap_or_default();
-        let existing: Option<ClusterRoleBinding> = read(client, &object(bindings, name)).await?;
-        act(client, bindings, name, bootstrap::reconcile_binding(existing.as_ref(), expected)).await?;
-    }
-    Ok(())
 }
 
 /// Lists the ClusterRoles, writes the stale aggregations, and does so again after each change

@@ -12,9 +12,8 @@
 //! Custom resources join `admin`, `edit` and `view` as in kube: a ClusterRole labelled
 //! `rbac.authorization.k8s.io/aggregate-to-view: "true"` (and so on) is aggregated into them.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 
 use super::escalation::uncovered;
@@ -66,19 +65,21 @@ impl Defaults {
     }
 }
 
-fn protected(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+fn protected(meta: &ObjectMeta) -> bool {
     meta.annotations.as_ref().and_then(|a| a.get(AUTO_UPDATE)).is_some_and(|v| v == "false")
 }
 
-/// `expected`'s entries added to `existing`'s (whose values win).
-fn merged(expected: &Option<BTreeMap<String, String>>, existing: &mut Option<BTreeMap<String, String>>) -> bool {
-    let Some(expected) = expected else { return false };
-    let existing = existing.get_or_insert_default();
+/// `expected`'s labels and annotations added to `meta`'s (whose values win); whether any was.
+fn merged(expected: &ObjectMeta, meta: &mut ObjectMeta) -> bool {
     let mut changed = false;
-    for (k, v) in expected {
-        if !existing.contains_key(k) {
-            existing.insert(k.clone(), v.clone());
-            changed = true;
+    for (want, have) in [(&expected.annotations, &mut meta.annotations), (&expected.labels, &mut meta.labels)] {
+        let Some(want) = want else { continue };
+        let have = have.get_or_insert_default();
+        for (k, v) in want {
+            if !have.contains_key(k) {
+                have.insert(k.clone(), v.clone());
+                changed = true;
+            }
         }
     }
     changed
@@ -91,8 +92,7 @@ pub fn reconcile_role(existing: Option<&ClusterRole>, expected: &ClusterRole) ->
         return Action::None;
     }
     let mut role = existing.clone();
-    let mut changed = merged(&expected.metadata.annotations, &mut role.metadata.annotations);
-    changed |= merged(&expected.metadata.labels, &mut role.metadata.labels);
+    let mut changed = merged(&expected.metadata, &mut role.metadata);
     let missing =
         uncovered(existing.rules.as_deref().unwrap_or_default(), expected.rules.as_deref().unwrap_or_default());
     if !missing.is_empty() {
@@ -129,8 +129,7 @@ pub fn reconcile_binding(
         return Action::None;
     }
     let mut binding = existing.clone();
-    let mut changed = merged(&expected.metadata.annotations, &mut binding.metadata.annotations);
-    changed |= merged(&expected.metadata.labels, &mut binding.metadata.labels);
+    let mut changed = merged(&expected.metadata, &mut binding.metadata);
     for subject in expected.subjects.iter().flatten() {
         let subjects = binding.subjects.get_or_insert_default();
         if !subjects.contains(subject) {
