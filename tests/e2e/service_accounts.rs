@@ -8,31 +8,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use versa_e2e::{Versa, fails, kubectl, ok, wait_for};
-
-/// A kubeconfig for the server of `versa` with a bearer token.
-fn with_token(versa: &Versa, dir: &Path, name: &str, token: &str) -> PathBuf {
-    let admin = std::fs::read_to_string(versa.kubeconfig()).unwrap();
-    let cluster: String = admin.lines().take_while(|l| !l.starts_with("users:")).map(|l| format!("{l}\n")).collect();
-    let text = format!(
-        "{cluster}users:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: versa\n  context:\n    cluster: versa\n    user: {name}\ncurrent-context: versa\n"
-    );
-    let path = dir.join(format!("{name}.kubeconfig"));
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-/// Waits until kubectl as `kubeconfig` with `args` succeeds (`allowed`) or fails.
-fn until(kubeconfig: &Path, args: &[&str], allowed: bool) -> String {
-    wait_for(&format!("{args:?} allowed={allowed}"), Duration::from_secs(30), || {
-        let out = kubectl(kubeconfig, args);
-        let text = String::from_utf8_lossy(if out.status.success() { &out.stdout } else { &out.stderr }).into_owned();
-        if out.status.success() == allowed { Ok(text) } else { Err(text) }
-    })
-}
+use versa_e2e::{Versa, fails, kubectl, ok, until, wait_for};
 
 /// A TokenReview of `token` as the admin: its status.
 fn review(versa: &Versa, dir: &Path, token: &str) -> serde_json::Value {
@@ -75,7 +54,7 @@ fn kubectl_with_a_service_account_token() {
             "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]})
     );
 
-    let robot = with_token(&versa, d, "robot", &token);
+    let robot = versa.token_kubeconfig(d, "robot", &token);
     let denied = fails(kubectl(&robot, &["get", "configmaps", "-n", "team"]));
     assert!(
         denied.contains(
@@ -114,7 +93,8 @@ fn kubectl_with_a_service_account_token() {
     let (signed, signature) = token.rsplit_once('.').unwrap();
     let flipped = if signature.starts_with('A') { "B" } else { "A" };
     let forged = format!("{signed}.{flipped}{}", &signature[1..]);
-    let unauthorized = fails(kubectl(&with_token(&versa, d, "forged", &forged), &["get", "configmaps", "-n", "team"]));
+    let unauthorized =
+        fails(kubectl(&versa.token_kubeconfig(d, "forged", &forged), &["get", "configmaps", "-n", "team"]));
     assert!(unauthorized.contains("Unauthorized"), "{unauthorized}");
     let status = review(&versa, d, &forged);
     assert_eq!(
@@ -149,7 +129,7 @@ fn kubectl_with_a_service_account_token() {
     let data = versa.data_dir.clone();
     assert!(versa.stop());
     let versa = Versa::start(&data);
-    until(&with_token(&versa, d, "robot2", &token), &["get", "configmaps", "-n", "team"], true);
+    until(&versa.token_kubeconfig(d, "robot2", &token), &["get", "configmaps", "-n", "team"], true);
 }
 
 #[test]

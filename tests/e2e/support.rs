@@ -65,6 +65,20 @@ impl Versa {
         self.data_dir.join("admin.kubeconfig")
     }
 
+    /// A kubeconfig for this server with a bearer `token` as user `name`, written to
+    /// `<dir>/<name>.kubeconfig`.
+    pub fn token_kubeconfig(&self, dir: &Path, name: &str, token: &str) -> PathBuf {
+        let admin = std::fs::read_to_string(self.kubeconfig()).unwrap();
+        let cluster: String =
+            admin.lines().take_while(|l| !l.starts_with("users:")).map(|l| format!("{l}\n")).collect();
+        let text = format!(
+            "{cluster}users:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: versa\n  context:\n    cluster: versa\n    user: {name}\ncurrent-context: versa\n"
+        );
+        let path = dir.join(format!("{name}.kubeconfig"));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
     /// Runs kubectl with the admin kubeconfig.
     pub fn kubectl(&self, args: &[&str]) -> Output {
         kubectl(&self.kubeconfig(), args)
@@ -119,6 +133,16 @@ pub fn ok(output: Output) -> String {
 pub fn fails(output: Output) -> String {
     assert!(!output.status.success(), "expected failure, got: {}", String::from_utf8_lossy(&output.stdout));
     String::from_utf8(output.stderr).unwrap()
+}
+
+/// Waits (up to 30 s) until kubectl as `kubeconfig` with `args` succeeds (`allowed`) or fails,
+/// as a grant or its withdrawal comes into force; what kubectl printed then.
+pub fn until(kubeconfig: &Path, args: &[&str], allowed: bool) -> String {
+    wait_for(&format!("{args:?} allowed={allowed}"), Duration::from_secs(30), || {
+        let out = kubectl(kubeconfig, args);
+        let text = String::from_utf8_lossy(if out.status.success() { &out.stdout } else { &out.stderr }).into_owned();
+        if out.status.success() == allowed { Ok(text) } else { Err(text) }
+    })
 }
 
 /// JSON equality with numbers compared by value (`1` equals `1.0`), for comparing what the

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use versa_e2e::{Versa, fails, kubectl, ok, versa_bin};
+use versa_e2e::{Versa, fails, kubectl, ok, until, versa_bin};
 
 /// `versa kubeconfig` for `user` in `groups`, written to `<dir>/<user>.kubeconfig`.
 fn issue(versa: &Versa, dir: &Path, user: &str, groups: &[&str]) -> std::path::PathBuf {
@@ -42,31 +42,19 @@ fn kubectl_with_an_issued_certificate_is_that_user() {
     assert!(ok(kubectl(&root, &["get", "configmaps"])).contains("made-by-root"));
 }
 
-/// A kubeconfig for the server of `versa` with a bearer token.
-fn with_token(versa: &Versa, dir: &Path, name: &str, token: &str) -> std::path::PathBuf {
-    let admin = std::fs::read_to_string(versa.kubeconfig()).unwrap();
-    let cluster: String = admin.lines().take_while(|l| !l.starts_with("users:")).map(|l| format!("{l}\n")).collect();
-    let text = format!(
-        "{cluster}users:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: versa\n  context:\n    cluster: versa\n    user: {name}\ncurrent-context: versa\n"
-    );
-    let path = dir.join(format!("{name}.kubeconfig"));
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 #[test]
 fn kubectl_with_a_token_of_the_token_file_is_that_user() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.csv");
     std::fs::write(&tokens, "bob-token,bob,uid-bob,\"devs,ops\"\nroot-token,root,uid-root,system:masters\n").unwrap();
     let versa = Versa::start_with(&dir.path().join("data"), &["--token-auth-file", tokens.to_str().unwrap()]);
-    let bob = with_token(&versa, dir.path(), "bob", "bob-token");
+    let bob = versa.token_kubeconfig(dir.path(), "bob", "bob-token");
     let denied = fails(kubectl(&bob, &["get", "--raw", "/api/v1/namespaces/default/configmaps"]));
     assert!(denied.contains("User \"bob\" cannot list resource \"configmaps\""), "{denied}");
-    let root = with_token(&versa, dir.path(), "root", "root-token");
+    let root = versa.token_kubeconfig(dir.path(), "root", "root-token");
     ok(kubectl(&root, &["create", "configmap", "made-by-token"]));
     // A token the file does not hold: 401, as kube answers it.
-    let stranger = with_token(&versa, dir.path(), "stranger", "no-such-token");
+    let stranger = versa.token_kubeconfig(dir.path(), "stranger", "no-such-token");
     let unauthorized = fails(kubectl(&stranger, &["get", "--raw", "/api/v1/namespaces/default/configmaps"]));
     assert!(unauthorized.contains("Unauthorized"), "{unauthorized}");
 }
@@ -132,15 +120,6 @@ spec:
           spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
           status: {type: object, x-kubernetes-preserve-unknown-fields: true}
 "#;
-
-/// Waits until kubectl as `kubeconfig` with `args` succeeds (`allowed`) or is refused.
-fn until(kubeconfig: &Path, args: &[&str], allowed: bool) -> String {
-    versa_e2e::wait_for(&format!("{args:?} allowed={allowed}"), std::time::Duration::from_secs(30), || {
-        let out = kubectl(kubeconfig, args);
-        let text = String::from_utf8_lossy(if out.status.success() { &out.stdout } else { &out.stderr }).into_owned();
-        if out.status.success() == allowed { Ok(text) } else { Err(text) }
-    })
-}
 
 /// RBAC objects decide what a user may do, as in kube: a Role and its RoleBinding let alice
 /// read ConfigMaps in one namespace only; a ClusterRole of one custom resource's `status` (and
