@@ -392,16 +392,30 @@ fn serving(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
     });
     versa.stop(server_rt);
 
+    print_rows(&rows, "versa", "bare hyper+rustls", "versa relative to the bare server");
+}
+
+/// `rows` as a Markdown table: each measure, the measured side's figure (`ours` names its
+/// column), the baseline's, their ratio and — when any row has one — its target; then what the
+/// ratio means (`ratio`, "… relative to …").
+fn print_rows(rows: &[Row], ours: &str, baseline: &str, ratio: &str) {
+    let targets = rows.iter().any(|r| !r.target.is_empty());
     println!();
-    println!("| measure | versa | bare hyper+rustls | ratio | target |");
-    println!("|---|---:|---:|---:|---|");
-    for r in &rows {
-        let value = |v: f64| if r.unit == "ms" { format!("{v:.2} ms") } else { format!("{} {}", thousands(v), r.unit) };
-        let bare = r.bare.map_or("—".to_owned(), value);
-        let ratio = r.ratio().map_or("—".to_owned(), |x| format!("{x:.2}"));
-        println!("| {} | {} | {bare} | {ratio} | {} |", r.name, value(r.versa), r.target);
+    if targets {
+        println!("| measure | {ours} | {baseline} | ratio | target |");
+        println!("|---|---:|---:|---:|---|");
+    } else {
+        println!("| measure | {ours} | {baseline} | ratio |");
+        println!("|---|---:|---:|---:|");
     }
-    println!("(ratio: versa relative to the bare server, 1.0 = as fast)");
+    for r in rows {
+        let value = |v: f64| if r.unit == "ms" { format!("{v:.2} ms") } else { format!("{} {}", thousands(v), r.unit) };
+        let base = r.bare.map_or("—".to_owned(), value);
+        let x = r.ratio().map_or("—".to_owned(), |x| format!("{x:.2}"));
+        let target = if targets { format!(" {} |", r.target) } else { String::new() };
+        println!("| {} | {} | {base} | {x} |{target}", r.name, value(r.versa));
+    }
+    println!("({ratio}, 1.0 = as fast)");
 }
 
 /// Creates `n` objects, the `i`th `object(i)`, by POSTs to `path` over `conns` connections.

@@ -43,14 +43,5 @@ pub(super) fn encryption(settings: &Settings, server_rt: &Runtime, client_rt: &R
     });
     encrypted.stop(server_rt);
     plain.stop(server_rt);
-    println!();
-    println!("| measure | encrypted (aesgcm) | not encrypted | ratio |");
-    println!("|---|---:|---:|---:|");
-    for r in &rows {
-        let value = |v: f64| if r.unit == "ms" { format!("{v:.2} ms") } else { format!("{} {}", thousands(v), r.unit) };
-        let off = r.bare.map_or("—".to_owned(), value);
-        let ratio = r.ratio().map_or("—".to_owned(), |x| format!("{x:.2}"));
-        println!("| {} | {} | {off} | {ratio} |", r.name, value(r.versa));
-    }
-    println!("(ratio: encrypted relative to not, 1.0 = as fast)");
+    print_rows(&rows, "encrypted (aesgcm)", "not encrypted", "encrypted relative to not");
 }

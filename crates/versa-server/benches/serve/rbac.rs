@@ -92,16 +92,7 @@ pub(super) fn rbac(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime
         ));
     });
     versa.stop(server_rt);
-    println!();
-    println!("| measure | alice (RBAC) | system:masters | ratio | target |");
-    println!("|---|---:|---:|---:|---|");
-    for r in &rows {
-        let value = |v: f64| if r.unit == "ms" { format!("{v:.2} ms") } else { format!("{} {}", thousands(v), r.unit) };
-        let masters = r.bare.map_or("—".to_owned(), value);
-        let ratio = r.ratio().map_or("—".to_owned(), |x| format!("{x:.2}"));
-        println!("| {} | {} | {masters} | {ratio} | {} |", r.name, value(r.versa), r.target);
-    }
-    println!("(ratio: alice relative to system:masters, 1.0 = as fast)");
+    print_rows(&rows, "alice (RBAC)", "system:masters", "alice relative to system:masters");
 }
 
 /// The object alice GETs: in the namespace her binding is in.
