@@ -43,7 +43,7 @@ fn rbac_cases() {
     let of = |kind: &'static str| file.objects.iter().filter(move |o| o["kind"] == kind).cloned();
     // Aggregated ClusterRoles hold what the aggregation controller writes into them.
     let mut cluster_roles: Vec<ClusterRole> = of("ClusterRole").map(|o| serde_json::from_value(o).unwrap()).collect();
-    for (name, rules) in aggregation::stale(&cluster_roles) {
+    for (name, rules) in aggregation::stale(&cluster_roles.iter().collect::<Vec<_>>()) {
         cluster_roles.iter_mut().find(|r| r.metadata.name.as_deref() == Some(&name)).unwrap().rules = Some(rules);
     }
     let policy = Policy::new(

@@ -160,7 +160,7 @@ async fn aggregate(state: &State, client: &Loopback, roles: &Arc<Resource>) -> R
     let parse = |_: &str, value: &[u8]| serde_json::from_slice::<ClusterRole>(value).ok();
     let mut followed = Followed::start(&*state.store, &prefix, parse).await.map_err(|e| e.to_string())?;
     loop {
-        let current: Vec<ClusterRole> = followed.objects().values().cloned().collect();
+        let current: Vec<&ClusterRole> = followed.objects().values().collect();
         for (name, rules) in aggregation::stale(&current) {
             let patch = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                 "metadata": {"name": name}, "rules": rules});

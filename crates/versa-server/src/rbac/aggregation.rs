@@ -14,9 +14,9 @@ pub const FIELD_MANAGER: &str = "clusterrole-aggregation-controller";
 
 /// The rules `role` should hold by aggregation among `all` (every ClusterRole); `None` when it
 /// is not aggregated.
-pub fn aggregated_rules(role: &ClusterRole, all: &[ClusterRole]) -> Option<Vec<PolicyRule>> {
+pub fn aggregated_rules(role: &ClusterRole, all: &[&ClusterRole]) -> Option<Vec<PolicyRule>> {
     let aggregation = role.aggregation_rule.as_ref()?;
-    let mut sorted: Vec<&ClusterRole> = all.iter().collect();
+    let mut sorted: Vec<&ClusterRole> = all.to_vec();
     sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut rules: Vec<PolicyRule> = Vec::new();
     for selector in aggregation.cluster_role_selectors.iter().flatten() {
@@ -40,7 +40,7 @@ pub fn aggregated_rules(role: &ClusterRole, all: &[ClusterRole]) -> Option<Vec<P
 /// The aggregated ClusterRoles among `all` whose stored rules differ from what aggregation
 /// gives (no rules and an empty list are the same, as kube's semantic equality has it), with
 /// the rules to write.
-pub fn stale(all: &[ClusterRole]) -> Vec<(String, Vec<PolicyRule>)> {
+pub fn stale(all: &[&ClusterRole]) -> Vec<(String, Vec<PolicyRule>)> {
     all.iter()
         .filter_map(|role| {
             let rules = aggregated_rules(role, all)?;
@@ -60,7 +60,7 @@ mod tests {
 
     #[test]
     fn selected_roles_by_name_each_rule_once() {
-        let all = vec![
+        let all = [
             role(serde_json::json!({"metadata": {"name": "view"},
                 "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"view": "true"}}]}})),
             role(serde_json::json!({"metadata": {"name": "b", "labels": {"view": "true"}},
@@ -73,7 +73,7 @@ mod tests {
             role(serde_json::json!({"metadata": {"name": "empty"},
                 "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"none": "true"}}]}})),
         ];
-        let stale = stale(&all);
+        let stale = stale(&all.iter().collect::<Vec<_>>());
         assert_eq!(stale.len(), 1, "{stale:?}");
         assert_eq!(stale[0].0, "view");
         let resources: Vec<_> = stale[0].1.iter().map(|r| r.resources.clone().unwrap()[0].clone()).collect();
