@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::meta;
 use crate::storage::Observer;
 use crate::strategy::Strategy;
-use crate::versions::MergeVersions;
+use crate::versions::{Conversions, MergeVersions};
 
 /// Who writes, and through which endpoint.
 #[derive(Debug, Clone)]
@@ -37,17 +37,23 @@ impl Strategy<'_> {
     /// Records `manager`'s change from `live` (`None` on create) to `new` in `new`'s
     /// `managedFields`. When the bookkeeping fails (kube logs it as "should not happen"), the
     /// object's `managedFields` are dropped rather than stored wrong, as kube does, and the
-    /// failure is returned for the log.
-    pub fn track(
+    /// failure is returned for the log. A webhook's conversions are made through `conversions`
+    /// between runs of the merge ([`Conversions::settle`]).
+    pub async fn track(
         &self,
         manager: &Manager,
         live: Option<&Value>,
         new: &mut Value,
+        conversions: &Conversions,
         observer: &dyn Observer,
     ) -> Result<()> {
         let op = Operation::new(self, manager);
-        let versions = MergeVersions::new(self.res, observer);
-        match versa_merge::update(live, new, &op.options(self, manager, &versions)) {
+        let versions = MergeVersions::new(self.res, conversions, observer);
+        let sources: Vec<&Value> = live.into_iter().chain([&*new]).collect();
+        conversions.foresee(self.res, &op.api_version, &sources, &sources);
+        let update = || versa_merge::update(live, new, &op.options(self, manager, &versions));
+        let updated = conversions.settle(self.res, observer, update).await;
+        match updated.and_then(|u| u.map_err(|e| Error::internal(format!("managedFields could not be updated: {e}")))) {
             Ok(outcome) => {
                 *new = outcome.object;
                 Ok(())
@@ -56,7 +62,7 @@ impl Strategy<'_> {
                 if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
                     meta.remove("managedFields");
                 }
-                Err(Error::internal(format!("managedFields could not be updated: {e}")))
+                Err(e)
             }
         }
     }
@@ -65,12 +71,18 @@ impl Strategy<'_> {
     /// `managedFields`; `None` when creating): the merged object with its new `managedFields`.
     /// Conflicts are [`Error::ApplyConflicts`]; a configuration that does not fit the schema is
     /// kube's `failed to create typed patch object (...)`.
+    ///
+    /// A webhook's conversions are answered from `conversions`: the caller runs this through
+    /// [`Conversions::settle`] (the store does, around its `UpdatedObject`), which makes the
+    /// ones a run asked for and runs it again. Without `managedFields` at another version
+    /// nothing is converted.
     pub fn apply(
         &self,
         manager: &Manager,
         live: Option<&Value>,
         config: &Value,
         force: bool,
+        conversions: &Conversions,
         observer: &dyn Observer,
     ) -> Result<Value> {
         let empty = json!({"apiVersion": self.res.api_version(&self.ver.name), "kind": self.res.kind});
@@ -79,7 +91,7 @@ impl Strategy<'_> {
             .map_err(|e| Error::Failed(format!("failed to decode managed fields: {e}")))?
             .unwrap_or_default();
         let op = Operation::new(self, manager);
-        let versions = MergeVersions::new(self.res, observer);
+        let versions = MergeVersions::new(self.res, conversions, observer);
         let outcome = versa_merge::apply(live, config, &managed, &op.options(self, manager, &versions), force)
             .map_err(|e| match e {
                 ApplyError::Conflicts(conflicts) => Error::ApplyConflicts(conflicts),

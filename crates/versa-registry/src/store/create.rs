@@ -80,7 +80,7 @@ impl<A: Admission> Store<'_, A> {
             .into());
         }
         self.decode(obj, write, warnings)?;
-        self.track(write, name, None, obj);
+        self.track(write, name, None, obj).await;
         self.mutating_admission(write, name, Operation::Create, obj, None, warnings).await
     }
 

@@ -37,6 +37,7 @@ use crate::meta::set_resource_version;
 use crate::resource::{Resource, Version};
 use crate::storage::{Boundary, Observer};
 use crate::strategy::{Checks, FieldValidation, Part, Strategy};
+use crate::versions::Conversions;
 
 /// Who a write's admission is about, besides the resource and the user (the server's to know).
 #[derive(Debug, Clone, Copy)]
@@ -121,6 +122,9 @@ pub struct Store<'a, A> {
     pub storage: &'a dyn versa_storage::Store,
     pub keys: &'a Keys,
     pub observer: &'a dyn Observer,
+    /// The request's webhook conversions for `managedFields` (made between runs of the merge:
+    /// `versions.rs`); the server's apply answers from the same.
+    pub conversions: &'a Conversions,
     pub admission: &'a A,
     pub namespace: Option<&'a str>,
     pub options: Options<'a>,
@@ -208,9 +212,9 @@ impl<'a, A: Admission> Store<'a, A> {
     /// bookkeeping (kube's "should not happen") is logged and the object keeps no
     /// `managedFields`, as kube's field manager does on create, update and patch
     /// (`UpdateNoErrors`).
-    fn track(&self, write: &Write<'_>, name: &str, live: Option<&Value>, new: &mut Value) {
+    async fn track(&self, write: &Write<'_>, name: &str, live: Option<&Value>, new: &mut Value) {
         if let Fields::Track(manager) = write.fields
-            && let Err(e) = self.strategy().track(manager, live, new, self.observer)
+            && let Err(e) = self.strategy().track(manager, live, new, self.conversions, self.observer).await
         {
             tracing::error!(resource = %self.res.plural, name, error = %e, "dropping managedFields");
         }

@@ -2,7 +2,9 @@
 //! patch, apply, the scale subresource), on storage's `ReadModifyWrite`. The caller's
 //! [`UpdatedObject`] is given the current object at the request version (with its stored
 //! form) — or nothing when there is none — and returns the object to write, or refuses
-//! (preconditions, a patch that does not apply, "not found"); then the update rules run on it,
+//! (preconditions, a patch that does not apply, "not found") — an apply whose merge needs a
+//! webhook's conversions is given them between its runs (`Conversions::settle`, `versions.rs`),
+//! and only its last run counts; then the update rules run on it,
 //! in kube's order: the object decoded; `managedFields`; namespace lifecycle and mutating
 //! admission; the subresource rules and server-owned fields; validation; `generation`;
 //! validating admission (the create rules when there was nothing: an apply that creates). It is
@@ -14,7 +16,7 @@ use serde_json::Value;
 use versa_admission::Operation;
 use versa_storage::{Committed, KeyValue, ReadModifyWrite, Update};
 
-use super::{Admission, Decided, Store, Write};
+use super::{Admission, Decided, Fields, Store, Write};
 use crate::error::Error;
 
 /// kube's `rest.UpdatedObjectInfo`: the object an update writes, made from the current one
@@ -76,7 +78,7 @@ impl<A: Admission> Store<'_, A> {
     ) -> Result<(Update, Decided, bool, bool), A::Error> {
         let dry_run = self.options.dry_run;
         let Some(kv) = stored else {
-            let mut obj = updated(None, warnings)?;
+            let mut obj = self.updated_object(updated, None, write, warnings).await?;
             self.create_rules(&mut obj, name, write, warnings).await?;
             if dry_run {
                 return Ok((Update::Keep, Decided::Answer(obj), true, false));
@@ -85,7 +87,7 @@ impl<A: Admission> Store<'_, A> {
             return Ok((Update::Set(bytes), Decided::Written(obj), true, false));
         };
         let old = self.boundary().from_storage(kv).await?;
-        let mut new = updated(Some((kv, &old)), warnings)?;
+        let mut new = self.updated_object(updated, Some((kv, &old)), write, warnings).await?;
         self.update_rules(&mut new, &old, name, write, warnings).await?;
         let judge = dry_run && self.strategy().judges_stored_objects(&new, &old);
         if self.strategy().deleted_by_update(&new, &old) {
@@ -105,6 +107,29 @@ impl<A: Admission> Store<'_, A> {
         Ok((Update::Set(bytes), Decided::Written(new), false, judge))
     }
 
+    /// What `updated` makes of `current`. An apply's merge may need a webhook's conversions
+    /// (`managedFields` at other versions): `updated` is run until it has them all
+    /// ([`crate::versions::Conversions::settle`]), and only the last run's warnings count.
+    async fn updated_object(
+        &self,
+        updated: &mut impl UpdatedObject<A::Error>,
+        current: Option<(&KeyValue, &Value)>,
+        write: &Write<'_>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Value, A::Error> {
+        if let (Fields::Applied, Some((_, old))) = (write.fields, current) {
+            let api_version = self.res.api_version(&self.ver.name);
+            self.conversions.foresee(self.res, &api_version, &[old], &[old]);
+        }
+        let run = || {
+            let mut said = Vec::new();
+            (updated(current, &mut said), said)
+        };
+        let (made, mut said) = self.conversions.settle(self.res, self.observer, run).await?;
+        warnings.append(&mut said);
+        made
+    }
+
     /// The update rules on the object a write makes from the current one (`old`), in kube's
     /// order (see the module's documentation).
     async fn update_rules(
@@ -119,7 +144,7 @@ impl<A: Admission> Store<'_, A> {
         if !write.decoded {
             self.decode(new, write, warnings)?;
         }
-        self.track(write, name, Some(old), new);
+        self.track(write, name, Some(old), new).await;
         self.mutating_admission(write, name, Operation::Update, new, Some(old), warnings).await?;
         strategy.prepare_update(new, old, write.part);
         strategy.validate(new, Some(old), write.part, warnings)?;

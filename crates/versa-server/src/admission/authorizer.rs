@@ -10,9 +10,11 @@
 //! SubjectAccessReview carries them (kube's `AuthorizeWithSelectors`).
 //!
 //! CEL evaluates synchronously, the authorizer answers asynchronously: the evaluation waits for
-//! the answer on the serving runtime's worker (`block_in_place`, as the structured merge calls a
-//! conversion webhook). On a runtime without worker threads the check fails with an error
-//! decision, which the expression sees as an authorizer error — never as an allow.
+//! the answer on the serving runtime's worker (`block_in_place`). On a runtime without worker
+//! threads the check fails with an error decision, which the expression sees as an authorizer
+//! error — never as an allow. (Structured merge no longer waits so for a conversion webhook: it
+//! is run again once the conversions it lacked are made, `versa-registry`'s `versions.rs`. The
+//! same would mean re-running a policy's whole evaluation, its cost budget included, per check.)
 
 use std::sync::Arc;
 

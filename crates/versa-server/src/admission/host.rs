@@ -17,6 +17,7 @@ use versa_admission::{
 use versa_registry::fields::Manager;
 use versa_registry::storage::Boundary;
 use versa_registry::strategy::Strategy;
+use versa_registry::versions::Conversions;
 use versa_registry::{Builtin, Resource, Snapshot};
 use versa_schema::Structural;
 use versa_storage::ListOptions;
@@ -194,7 +195,8 @@ impl StructuredMerge for StoreHost<'_> {
         let manager = Manager { name: "mutating-admission-policy".into(), subresource: "" };
         let mut live = object.clone();
         let managed = live.get_mut("metadata").and_then(Value::as_object_mut).and_then(|m| m.remove("managedFields"));
-        let merged = strategy.apply(&manager, Some(&live), configuration, true, &());
+        // Without managedFields every owner is at this version: nothing to convert.
+        let merged = strategy.apply(&manager, Some(&live), configuration, true, &Conversions::default(), &());
         let merged = merged.map_err(|e| HostError::Merge(e.into()));
         Some(merged.map(|mut merged| {
             if let Some(meta) = merged.get_mut("metadata").and_then(Value::as_object_mut) {

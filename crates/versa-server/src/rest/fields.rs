@@ -17,6 +17,7 @@
 use serde_json::Value;
 pub use versa_registry::fields::Manager;
 use versa_registry::strategy::FieldValidation;
+use versa_registry::versions::Conversions;
 use versa_schema::{BadValue, Error as FieldError, ErrorList, Path};
 
 use super::{Ctx, Part};
@@ -146,17 +147,19 @@ pub fn decode_config(body: &[u8]) -> Result<Decoded, Status> {
 
 /// Server-side apply of `applied` by `manager` to `live` (at the request version, with its
 /// `managedFields`; `None` when creating): the merged object with its new `managedFields` (the
-/// registry's `Strategy::apply`), then the configuration's duplicate keys reported as
+/// registry's `Strategy::apply`, a webhook's conversions answered from `conversions`, which the
+/// store makes between runs), then the configuration's duplicate keys reported as
 /// `fieldValidation` says.
 pub fn apply(
     ctx: &Ctx,
+    conversions: &Conversions,
     manager: &Manager,
     live: Option<&Value>,
     applied: &Applied,
     force: bool,
     warnings: &mut Vec<String>,
 ) -> Result<Value, Status> {
-    let merged = ctx.strategy().apply(manager, live, &applied.config, force, &ctx.state.metrics)?;
+    let merged = ctx.strategy().apply(manager, live, &applied.config, force, conversions, &ctx.state.metrics)?;
     report_duplicates(ctx, &applied.duplicates, warnings)?;
     Ok(merged)
 }

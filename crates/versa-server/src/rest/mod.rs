@@ -176,6 +176,7 @@ impl Ctx {
     pub fn store<'a>(
         &'a self,
         admitter: &'a crate::admission::Admitter<'a>,
+        conversions: &'a versa_registry::versions::Conversions,
     ) -> versa_registry::store::Store<'a, crate::admission::Admitter<'a>> {
         versa_registry::store::Store {
             res: &self.res,
@@ -183,6 +184,7 @@ impl Ctx {
             storage: &*self.state.store,
             keys: &self.state.keys,
             observer: &self.state.metrics,
+            conversions,
             admission: admitter,
             namespace: self.namespace.as_deref(),
             options: versa_registry::store::Options {

@@ -81,7 +81,7 @@ async fn write_scale(ctx: &mut Ctx, manager: &Manager, make: impl Fn(&Value) -> 
         fields: Fields::Track(manager),
         decoded: false,
     };
-    let (_, updated) = update_through_store(ctx, write, |ctx, current, _| {
+    let (_, updated) = update_through_store(ctx, write, |ctx, _, current, _| {
         let (kv, obj) = current.ok_or_else(|| ctx.not_found())?;
         let scale = make(&to_scale(obj, &spec).unwrap_or_else(|_| json!({"spec": {}})))?;
         let replicas = match scale.pointer("/spec/replicas") {
@@ -127,9 +127,9 @@ async fn apply(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let force = ctx.query.get("force") == Some("true");
     let write =
         Write { part: Part::Main, subresource: "scale", duplicates: &[], fields: Fields::Applied, decoded: false };
-    let (_, updated) = update_through_store(ctx, write, |ctx, current, warnings| {
+    let (_, updated) = update_through_store(ctx, write, |ctx, conversions, current, warnings| {
         let (_, obj) = current.ok_or_else(|| ctx.not_found())?;
-        fields::apply(ctx, &manager, Some(obj), &applied, force, warnings)
+        fields::apply(ctx, conversions, &manager, Some(obj), &applied, force, warnings)
     })
     .await?;
     ctx.respond_object(StatusCode::OK, &to_scale(&updated, &spec)?)

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use versa_registry::meta::{meta_mut, name_of};
 use versa_registry::store::{DeleteOptions, Fields, Write};
 use versa_registry::strategy::Checks;
+use versa_registry::versions::Conversions;
 use versa_schema::{BadValue, Error as FieldError, ErrorList, ErrorType, Path};
 use versa_storage::KeyValue;
 
@@ -104,29 +105,33 @@ pub async fn create(ctx: &mut Ctx, body: &[u8]) -> Answer {
     check_namespace(ctx, &mut obj)?;
     ctx.name = name_of(&obj).to_owned();
     let mut warnings = std::mem::take(&mut ctx.warnings);
-    let admitter = ctx.admitter();
-    let created = ctx.store(&admitter).create(obj, &duplicates, &manager, &mut warnings).await;
+    let (admitter, conversions) = (ctx.admitter(), Conversions::default());
+    let created = ctx.store(&admitter, &conversions).create(obj, &duplicates, &manager, &mut warnings).await;
     ctx.warnings = warnings;
     ctx.respond_object(StatusCode::CREATED, &created?)
 }
 
 /// Runs an update of the request's object through the store, with the request's warnings;
-/// answers its code (201 when an apply created it) and object.
+/// answers its code (201 when an apply created it) and object. `updated` is given the
+/// request's webhook conversions, which an apply's merge answers from (the store makes them
+/// between its runs).
 pub(super) async fn update_through_store(
     ctx: &mut Ctx,
     write: Write<'_>,
-    updated: impl FnMut(&Ctx, Option<(&KeyValue, &Value)>, &mut Vec<String>) -> Result<Value, Status>,
+    updated: impl FnMut(&Ctx, &Conversions, Option<(&KeyValue, &Value)>, &mut Vec<String>) -> Result<Value, Status>,
 ) -> Result<(StatusCode, Value), Status> {
     let mut updated = updated;
     let mut warnings = std::mem::take(&mut ctx.warnings);
     let ctx_ref: &Ctx = ctx;
-    let admitter = ctx_ref.admitter();
+    let (admitter, conversions) = (ctx_ref.admitter(), Conversions::default());
     let result = ctx_ref
-        .store(&admitter)
+        .store(&admitter, &conversions)
         .update(
             &ctx_ref.name,
             write,
-            |current: Option<(&KeyValue, &Value)>, warnings: &mut Vec<String>| updated(ctx_ref, current, warnings),
+            |current: Option<(&KeyValue, &Value)>, warnings: &mut Vec<String>| {
+                updated(ctx_ref, &conversions, current, warnings)
+            },
             &mut warnings,
         )
         .await;
@@ -185,7 +190,7 @@ pub async fn update(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
         fields: Fields::Track(&manager),
         decoded: true,
     };
-    let (code, obj) = update_through_store(ctx, write, |ctx, current, _| {
+    let (code, obj) = update_through_store(ctx, write, |ctx, _, current, _| {
         let (kv, _) = current.ok_or_else(|| ctx.not_found())?;
         if expected.is_some_and(|rv| rv != kv.mod_revision) {
             return Err(Status::conflict(&ctx.res.group, &ctx.res.plural, &ctx.name));
@@ -216,7 +221,7 @@ pub async fn patch(ctx: &mut Ctx, body: &[u8], part: Part) -> Answer {
     if let Some(parsed) = body.parsed() {
         ctx.audit_patch(parsed);
     }
-    let (code, obj) = update_through_store(ctx, write, |ctx, current, _| {
+    let (code, obj) = update_through_store(ctx, write, |ctx, _, current, _| {
         let (kv, old) = current.ok_or_else(|| ctx.not_found())?;
         let patched = patch::apply_to(versa_registry::kinds::of(&ctx.res).strategic_merge(), patch_type, old, &body)
             .map_err(|e| patch_status(&e))?;
@@ -262,12 +267,12 @@ async fn server_side_apply(ctx: &mut Ctx, body: &[u8], part: Part, manager: &Man
         fields: Fields::Applied,
         decoded: false,
     };
-    let (code, obj) = update_through_store(ctx, write, |ctx, current, warnings| {
+    let (code, obj) = update_through_store(ctx, write, |ctx, conversions, current, warnings| {
         let Some((kv, old)) = current else {
             if part != Part::Main {
                 return Err(ctx.not_found());
             }
-            let mut obj = fields::apply(ctx, manager, None, &applied, force, warnings)?;
+            let mut obj = fields::apply(ctx, conversions, manager, None, &applied, force, warnings)?;
             if let Some(uid) = obj.pointer("/metadata/uid").and_then(Value::as_str).filter(|u| !u.is_empty()) {
                 let why =
                     format!("uid mismatch: the provided object specified uid {uid}, and no existing object was found");
@@ -277,7 +282,7 @@ async fn server_side_apply(ctx: &mut Ctx, body: &[u8], part: Part, manager: &Man
             check_name(ctx, &obj)?;
             return Ok(obj);
         };
-        let mut merged = fields::apply(ctx, manager, Some(old), &applied, force, warnings)?;
+        let mut merged = fields::apply(ctx, conversions, manager, Some(old), &applied, force, warnings)?;
         check_namespace(ctx, &mut merged)?;
         check_name(ctx, &merged)?;
         // A resourceVersion in the configuration is a precondition.
@@ -368,8 +373,8 @@ fn delete_options(ctx: &Ctx, body: &[u8]) -> Result<DeleteOptions, Status> {
 pub async fn delete(ctx: &mut Ctx, body: &[u8]) -> Answer {
     let opts = delete_options(ctx, body)?;
     let mut warnings = std::mem::take(&mut ctx.warnings);
-    let admitter = ctx.admitter();
-    let result = ctx.store(&admitter).delete(&ctx.name, &opts, &mut warnings).await;
+    let (admitter, conversions) = (ctx.admitter(), Conversions::default());
+    let result = ctx.store(&admitter, &conversions).delete(&ctx.name, &opts, &mut warnings).await;
     ctx.warnings = warnings;
     ctx.respond_object(StatusCode::OK, &result?)
 }
@@ -385,7 +390,8 @@ pub async fn delete_collection(ctx: &mut Ctx, body: &[u8]) -> Answer {
         let page = read_page(ctx, &filter).await?;
         Ok((page.items, page.revision))
     };
-    let result = ctx.store(&admitter).delete_collection(&opts, list, &mut warnings).await;
+    let conversions = Conversions::default();
+    let result = ctx.store(&admitter, &conversions).delete_collection(&opts, list, &mut warnings).await;
     ctx.warnings = warnings;
     let (deleted, revision) = result?;
     let page = super::read::Page { items: deleted, revision, continue_token: None };
