@@ -84,7 +84,7 @@ impl Conversions {
                 let Some(at) = entry.get("apiVersion").and_then(Value::as_str) else { continue };
                 if at != api_version
                     && !versions.contains(&at)
-                    && version_of(res, at).is_some_and(|v| res.version(v).is_some())
+                    && version_of(res, at).and_then(|v| res.version(v)).is_some_and(|v| v.schema().is_some())
                 {
                     versions.push(at);
                 }
