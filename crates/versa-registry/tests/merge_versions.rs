@@ -148,3 +148,33 @@ async fn entries_at_another_version_are_judged_through_the_webhook() {
     let observed = observed.0.lock().unwrap().clone();
     assert_eq!(observed, vec![("Webhook".to_owned(), true); 5]);
 }
+
+/// An applier whose last apply was at another version is pruned there, through the webhook at
+/// every step: `a` applied toppings at v1alpha1 and applies at v1beta1 without them. The
+/// pruning converts the objects it makes on the way (the merged object to v1alpha1, it and the
+/// pruned one back, …), one round of calls each, on a current-thread runtime. This webhook answers `toppings: []` for a
+/// pizza without toppings, so the pruned object still has the field at v1beta1 and the
+/// toppings stay — what kube's field manager makes of the same answers.
+#[tokio::test(flavor = "current_thread")]
+async fn an_applier_is_pruned_at_the_version_of_its_last_apply() {
+    let ca = Ca::new("merge test CA");
+    let webhook = Webhook::start(&ca).await;
+    let res = pizzas(&webhook, &ca);
+    let observed = Observed::default();
+    let config = pizza("v1alpha1", json!(["mozzarella"]));
+    let at_alpha = apply(&res, "v1alpha1", "a", None, &config, false, &observed).await.unwrap();
+    let converter = res.converter().unwrap();
+    let at_beta = converter.convert(vec![at_alpha], "v1beta1").await.unwrap().pop().unwrap();
+    let seen = webhook.requests().len();
+
+    let mut config = pizza("v1beta1", json!(null));
+    config["spec"] = json!({});
+    let pruned = apply(&res, "v1beta1", "a", Some(&at_beta), &config, false, &observed).await.unwrap();
+    assert_eq!(pruned["spec"], at_beta["spec"]);
+    assert_eq!(entries(&pruned), vec![json!(["a", "Apply", format!("{GROUP}/v1beta1"), {"f:spec": {}}])]);
+    let (alpha, beta) = (format!("{GROUP}/v1alpha1"), format!("{GROUP}/v1beta1"));
+    // The merged object at v1alpha1; it and the pruned one back at v1beta1; the pruned one at
+    // v1alpha1 again. The result back at v1beta1 is the merged object at v1alpha1 (nothing was
+    // removed), converted already: the request's own answer.
+    assert_eq!(reviews(&webhook, seen), vec![(alpha.clone(), 1), (beta.clone(), 1), (beta, 1), (alpha, 1)]);
+}
