@@ -123,7 +123,8 @@ async fn run(dir: &std::path::Path, watch_cache: bool, watchers: usize) -> Run {
     let endpoint = format!("http://127.0.0.1:{}", etcd.port);
     let cache = if watch_cache { "true" } else { "false" };
     let flags = ["--storage", "etcd", "--etcd-endpoints", &endpoint, "--log-format", "json", "--watch-cache", cache];
-    let replicas: Vec<Versa> = (0..REPLICAS).map(|i| Versa::start_with(&dir.join(format!("versa-{i}")), &flags)).collect();
+    let replicas: Vec<Versa> =
+        (0..REPLICAS).map(|i| Versa::start_with(&dir.join(format!("versa-{i}")), &flags)).collect();
     let clients: Vec<Client> = replicas.iter().map(|v| Client::admin(&v.data_dir, &v.address)).collect();
     while clients[0].get("/readyz").await.status != 200 {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -222,5 +223,11 @@ async fn main() {
     row("watch delivery p99 (ms)", quantile(&mut with.delivery, 0.99), quantile(&mut without.delivery, 0.99));
     row("LIST p50 (ms)", quantile(&mut with.lists, 0.5), quantile(&mut without.lists, 0.5));
     row("LIST p99 (ms)", quantile(&mut with.lists, 0.99), quantile(&mut without.lists, 0.99));
-    println!("samples: delivery {} / {}, LIST {} / {}", with.delivery.len(), without.delivery.len(), with.lists.len(), without.lists.len());
+    println!(
+        "samples: delivery {} / {}, LIST {} / {}",
+        with.delivery.len(),
+        without.delivery.len(),
+        with.lists.len(),
+        without.lists.len()
+    );
 }
