@@ -284,3 +284,58 @@ impl Store for CacheStore {
         self.inner.snapshot(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Nothing;
+
+    impl Store for Nothing {
+        fn get<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>> {
+            unimplemented!("not called")
+        }
+        fn list<'a>(&'a self, _: &'a str, _: ListOptions) -> BoxFuture<'a, Result<ListPage>> {
+            unimplemented!("not called")
+        }
+        fn create<'a>(&'a self, _: &'a str, _: Bytes) -> BoxFuture<'a, Result<KeyValue>> {
+            unimplemented!("not called")
+        }
+        fn update<'a>(&'a self, _: &'a str, _: Bytes, _: i64) -> BoxFuture<'a, Result<KeyValue>> {
+            unimplemented!("not called")
+        }
+        fn delete<'a>(&'a self, _: &'a str, _: Option<i64>) -> BoxFuture<'a, Result<Deleted>> {
+            unimplemented!("not called")
+        }
+        fn current_revision(&self) -> BoxFuture<'_, Result<i64>> {
+            unimplemented!("not called")
+        }
+        fn watch<'a>(&'a self, _: &'a str, _: i64) -> BoxFuture<'a, Result<Watch>> {
+            unimplemented!("not called")
+        }
+        fn compact(&self, _: i64) -> BoxFuture<'_, Result<()>> {
+            unimplemented!("not called")
+        }
+    }
+
+    /// Which cache a path is served from: (root, path, resource prefix).
+    #[test]
+    fn resource_prefixes() {
+        for (root, path, want) in [
+            ("/registry", "/registry/stable.example.com/crontabs/", Some("/registry/stable.example.com/crontabs/")),
+            ("/registry", "/registry/stable.example.com/crontabs/ns/", Some("/registry/stable.example.com/crontabs/")),
+            ("/registry", "/registry/g/p/ns/name", Some("/registry/g/p/")),
+            ("/registry/", "/registry//namespaces/", Some("/registry//namespaces/")),
+            ("/registry", "/registry/g/", None),
+            ("/registry", "/registry/g/p", None),
+            ("/registry", "/registryx/g/p/", None),
+            ("/registry", "/other/g/p/", None),
+            ("/registry", "", None),
+            ("", "/conformance/case/foos/", Some("/conformance/case/")),
+        ] {
+            let store = CacheStore::new(Arc::new(Nothing), CacheConfig::new(root));
+            assert_eq!(store.resource_of(path).as_deref(), want, "{root:?} {path:?}");
+        }
+    }
+}
