@@ -4,6 +4,8 @@
 # one replica, until the other serves it) and of cross-replica watch latency (written through
 # one, until the other's watch delivers it). Not a test: numbers vary with the machine and its
 # load. Needs etcd (hack/install-deps.sh installs it). PROFILE=dev measures a debug build.
+# With --watch-cache: three replicas, one etcd, WATCHERS client watches (1,000) and 8 writers,
+# with the watch cache and without (tests/e2e/bench_watch_cache.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/versa-target}"
@@ -15,4 +17,6 @@ if [ "$profile" = dev ]; then
 else
   cargo build --locked --release -p versa
 fi
-cargo bench --locked --profile "$profile" -p versa-e2e --bench replicas 2>/dev/null
+bench=replicas
+[ "${1:-}" = --watch-cache ] && bench=watch_cache
+cargo bench --locked --profile "$profile" -p versa-e2e --bench "$bench" 2>/dev/null

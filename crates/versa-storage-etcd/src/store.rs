@@ -91,6 +91,13 @@ impl EtcdStore {
         Ok(store)
     }
 
+    /// Whether every member answers a watch's progress request in order with its events (etcd
+    /// 3.4.31/3.5.13 and later, see `progress.rs`): a cache in front of this store may then
+    /// ask for progress to learn that it is current.
+    pub fn orders_progress(&self) -> bool {
+        self.watch_settings.ordered_progress
+    }
+
     /// Runs one etcd call under the request timeout.
     async fn call<T>(&self, request: impl Future<Output = Result<T, etcd_client::Error>>) -> Result<T, CallError> {
         match tokio::time::timeout(self.request_timeout, request).await {

@@ -35,6 +35,12 @@ pub struct Args {
     /// Client key for etcd.
     #[arg(long, requires = "etcd_certfile")]
     etcd_keyfile: Option<PathBuf>,
+    /// With --storage etcd: serve watches and lists from a watch cache (kube-apiserver's
+    /// `--watch-cache`): one etcd watch per resource feeds every client watch of this replica,
+    /// and lists are answered from memory once it has caught up with etcd. `false` sends every
+    /// watch and list to etcd.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    watch_cache: bool,
     /// Prefix of every storage key, so that several installations can share one etcd.
     #[arg(long, default_value = "/registry")]
     storage_prefix: String,
@@ -355,7 +361,18 @@ async fn open_backend(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
         StorageKind::Etcd => {
             let store = versa_storage_etcd::EtcdStore::connect(etcd_config(args)?).await?;
             versa_storage::check_data_format(&store, &args.storage_prefix).await?;
-            Arc::new(store)
+            if !args.watch_cache {
+                return Ok(Arc::new(store));
+            }
+            let mut config = versa_storage_cache::CacheConfig::new(&args.storage_prefix);
+            // Without ordered progress answers (etcd before 3.4.31/3.5.13) the cache cannot learn
+            // promptly that it is current: a list it has not caught up for goes to etcd at once,
+            // as kube's consistent reads from cache are off on such etcd.
+            config.progress_requests = store.orders_progress();
+            if !config.progress_requests {
+                config.fresh_wait = std::time::Duration::ZERO;
+            }
+            Arc::new(versa_storage_cache::CacheStore::new(Arc::new(store), config))
         }
     })
 }
