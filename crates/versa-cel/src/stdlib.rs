@@ -244,7 +244,7 @@ pub(crate) fn call<'a>(calls: &mut CallContext<'_>, function: &str, member: bool
             [Value::Timestamp(t), rest @ ..],
         ) if member && rest.len() <= 1 => {
             let offset = match rest {
-                [Value::String(tz)] => time::zone_offset(tz, *t).map_err(EvalError::new)?,
+                [Value::String(tz)] => time::zone_offset(tz, *t).map_err(|e| EvalError::new(e.to_string()))?,
                 [] => 0,
                 _ => return Err(nso()),
             };
