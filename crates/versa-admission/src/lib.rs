@@ -114,5 +114,5 @@ pub use seams::{
 pub use selector::Selector;
 pub use typecheck::{SchemaResolver, type_checking};
 pub use validating_policy::MAX_AUDIT_ANNOTATION_VALUE_BYTES;
-pub use versa_webhook::ServiceResolver;
+pub use versa_webhook::{ResolveError, ServiceResolver};
 pub use webhook::DEFAULT_TIMEOUT;
