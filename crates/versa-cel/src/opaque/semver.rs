@@ -114,8 +114,11 @@ pub enum SemverError {
 /// The three numbers of a version's core, named as blang/semver names them in its messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Part {
+    /// The first number.
     Major,
+    /// The second number.
     Minor,
+    /// The third number.
     Patch,
 }
 
