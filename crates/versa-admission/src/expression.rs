@@ -560,13 +560,15 @@ pub(crate) struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    pub fn new(inputs: Inputs<'a>, variables: Option<&'a Variables>, budget: u64) -> Result<Context<'a>, String> {
+    /// A context binding `inputs`; the error is CEL's when an input does not fit its declared
+    /// type.
+    pub fn new(inputs: Inputs<'a>, variables: Option<&'a Variables>, budget: u64) -> Result<Context<'a>, EvalError> {
         static NO_VARIABLES: OnceLock<Variables> = OnceLock::new();
         let variables = variables.unwrap_or_else(|| NO_VARIABLES.get_or_init(Variables::default));
         let mut act = Activation::new();
-        let bind_json = |j: Option<&'a Json>, decl: &'a DeclType| -> Result<Value<'a>, String> {
+        let bind_json = |j: Option<&'a Json>, decl: &'a DeclType| -> Result<Value<'a>, EvalError> {
             match j {
-                Some(j) => Value::from_json(j, decl).map_err(|e| e.to_string()),
+                Some(j) => Value::from_json(j, decl),
                 None => Ok(Value::Null),
             }
         };
@@ -632,7 +634,7 @@ pub(crate) fn evaluate_conditions<'a>(
     let on_error = |e: String| if fail { Err(e) } else { Ok(false) };
     let mut ctx = match Context::new(inputs, variables, MATCH_CONDITIONS_BUDGET) {
         Ok(c) => c,
-        Err(e) => return on_error(e),
+        Err(e) => return on_error(e.to_string()),
     };
     let mut results = Vec::with_capacity(conditions.len());
     for (_, e) in conditions {

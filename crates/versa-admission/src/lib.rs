@@ -111,8 +111,8 @@ pub use seams::{
     Authorize, AuthzCheck, AuthzDecision, AuthzUser, BoxError, BoxFuture, Host, HostError, NamespaceLookup, ParamKind,
     ParamLookup, ParamScope, Resources, StructuredMerge,
 };
-pub use selector::Selector;
+pub use selector::{Selector, SelectorError};
 pub use typecheck::{SchemaResolver, type_checking};
 pub use validating_policy::MAX_AUDIT_ANNOTATION_VALUE_BYTES;
-pub use versa_webhook::ServiceResolver;
+pub use versa_webhook::{ResolveError, ServiceResolver};
 pub use webhook::DEFAULT_TIMEOUT;

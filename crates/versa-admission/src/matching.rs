@@ -23,7 +23,7 @@ use crate::attributes::{Attributes, GroupVersionKind, GroupVersionResource, Oper
 use crate::error::AdmissionError;
 use crate::rules::Rule;
 use crate::seams::Host;
-use crate::selector::Selector;
+use crate::selector::{Selector, SelectorError};
 
 /// What matching found: the resource and kind the configuration sees (the request's own, or an
 /// equivalent one).
@@ -37,8 +37,8 @@ pub(crate) struct Matched {
 /// `matchResources`.
 #[derive(Clone, Debug)]
 pub(crate) struct Criteria {
-    pub namespace_selector: Result<Selector, String>,
-    pub object_selector: Result<Selector, String>,
+    pub namespace_selector: Result<Selector, SelectorError>,
+    pub object_selector: Result<Selector, SelectorError>,
     pub rules: Vec<Rule>,
     pub exclude: Vec<Rule>,
     /// `matchPolicy: Equivalent` (the API default).
@@ -51,8 +51,8 @@ impl Criteria {
     /// A webhook's criteria.
     pub fn webhook(
         rules: Vec<Rule>,
-        namespace_selector: Result<Selector, String>,
-        object_selector: Result<Selector, String>,
+        namespace_selector: Result<Selector, SelectorError>,
+        object_selector: Result<Selector, SelectorError>,
         match_policy: Option<&str>,
     ) -> Criteria {
         Criteria {
@@ -246,7 +246,7 @@ fn match_rules(
 /// kube's `MatchNamespaceSelector`: whether the selector matches, and an error to report if
 /// the rules match.
 async fn match_namespace(
-    selector: &Result<Selector, String>,
+    selector: &Result<Selector, SelectorError>,
     attrs: &Attributes,
     state: &mut RequestState<'_>,
 ) -> (bool, Option<AdmissionError>) {
@@ -257,7 +257,7 @@ async fn match_namespace(
     }
     let selector = match selector {
         Ok(s) => s,
-        Err(e) => return (false, Some(AdmissionError::internal(e.clone()))),
+        Err(e) => return (false, Some(AdmissionError::internal(e.to_string()))),
     };
     if selector.is_empty() {
         return (true, None);
@@ -278,10 +278,10 @@ async fn match_namespace(
 }
 
 /// kube's `MatchObjectSelector`: the object's labels or the old object's.
-fn match_object(selector: &Result<Selector, String>, attrs: &Attributes) -> (bool, Option<AdmissionError>) {
+fn match_object(selector: &Result<Selector, SelectorError>, attrs: &Attributes) -> (bool, Option<AdmissionError>) {
     let selector = match selector {
         Ok(s) => s,
-        Err(e) => return (false, Some(AdmissionError::internal(e.clone()))),
+        Err(e) => return (false, Some(AdmissionError::internal(e.to_string()))),
     };
     if selector.is_empty() {
         return (true, None);

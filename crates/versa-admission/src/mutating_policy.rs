@@ -396,7 +396,7 @@ fn apply_mutation(
         (true, None) => return Err(MutationFailure::Status(unknown_kind(kind))),
         (_, m) => m,
     };
-    let mut ctx = Context::new(inputs, Some(variables), RUNTIME_CEL_COST_BUDGET)?;
+    let mut ctx = Context::new(inputs, Some(variables), RUNTIME_CEL_COST_BUDGET).map_err(|e| e.to_string())?;
     let value = match ctx.eval(expression) {
         Err(_) => return Err(OUT_OF_BUDGET.to_owned().into()),
         Ok(Err(e)) => return Err(e.into()),

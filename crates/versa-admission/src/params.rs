@@ -55,7 +55,7 @@ pub(crate) async fn collect(
         }
         host.params.get(kind, lookup_namespace, name).await.map_err(|e| e.to_string())?.into_iter().collect()
     } else if let Some(selector) = &param_ref.selector {
-        let selector = Selector::compile(Some(selector))?;
+        let selector = Selector::compile(Some(selector)).map_err(|e| e.to_string())?;
         let all = host.params.list(kind, lookup_namespace).await.map_err(|e| e.to_string())?;
         all.into_iter().filter(|p| selector.matches(labels_of(p))).collect()
     } else {

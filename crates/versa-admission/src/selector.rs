@@ -10,6 +10,25 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use versa_schema::Path;
 use versa_schema::field::Error as FieldError;
 
+/// Why a label selector does not compile, worded as apimachinery words it.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SelectorError {
+    /// An operator other than `In`, `NotIn`, `Exists` and `DoesNotExist`.
+    #[error("{} is not a valid label selector operator", crate::error::go_quote(.operator))]
+    Operator { operator: String },
+    /// A requirement's key, its values or their number is invalid: the field errors, printed
+    /// as `utilerrors.NewAggregate` prints them (one alone, several as `[a, b]`).
+    #[error("{}", aggregate(.0))]
+    Requirement(Vec<FieldError>),
+}
+
+fn aggregate(errs: &[FieldError]) -> String {
+    match errs {
+        [one] => one.to_string(),
+        _ => format!("[{}]", errs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
+    }
+}
+
 /// A compiled label selector.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Selector {
@@ -39,7 +58,7 @@ impl Selector {
 
     /// Compiles `s`; `None` (an unset selector, which kube's API defaults to `{}`) matches
     /// everything.
-    pub fn compile(s: Option<&LabelSelector>) -> Result<Selector, String> {
+    pub fn compile(s: Option<&LabelSelector>) -> Result<Selector, SelectorError> {
         let Some(s) = s else { return Ok(Selector::everything()) };
         let mut requirements = Vec::new();
         for (k, v) in s.match_labels.iter().flatten() {
@@ -51,9 +70,7 @@ impl Selector {
                 "NotIn" => Op::NotIn,
                 "Exists" => Op::Exists,
                 "DoesNotExist" => Op::DoesNotExist,
-                other => {
-                    return Err(format!("{} is not a valid label selector operator", crate::error::go_quote(other)));
-                }
+                other => return Err(SelectorError::Operator { operator: other.to_owned() }),
             };
             requirements.push(requirement(&e.key, op, e.values.as_deref().unwrap_or(&[]), false)?);
         }
@@ -83,7 +100,7 @@ impl Selector {
 
 /// apimachinery's `labels.NewRequirement`: the key, the number of values for the operator and
 /// each value are checked; the errors are aggregated as `utilerrors.NewAggregate` prints them.
-fn requirement(key: &str, op: Op, values: &[String], equals: bool) -> Result<Requirement, String> {
+fn requirement(key: &str, op: Op, values: &[String], equals: bool) -> Result<Requirement, SelectorError> {
     let mut errs: Vec<FieldError> = Vec::new();
     let key_errs = versa_schema::names::is_qualified_name(key);
     if !key_errs.is_empty() {
@@ -115,10 +132,10 @@ fn requirement(key: &str, op: Op, values: &[String], equals: bool) -> Result<Req
             errs.push(FieldError::invalid(values_path.index(i), v.as_str(), value_errs.join("; ")));
         }
     }
-    match errs.len() {
-        0 => Ok(Requirement { key: key.to_owned(), op, values: values.to_vec() }),
-        1 => Err(errs[0].to_string()),
-        _ => Err(format!("[{}]", errs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))),
+    if errs.is_empty() {
+        Ok(Requirement { key: key.to_owned(), op, values: values.to_vec() })
+    } else {
+        Err(SelectorError::Requirement(errs))
     }
 }
 
@@ -130,7 +147,7 @@ mod tests {
 
     fn sel(v: serde_json::Value) -> Result<Selector, String> {
         let s: LabelSelector = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        Selector::compile(Some(&s))
+        Selector::compile(Some(&s)).map_err(|e| e.to_string())
     }
 
     #[test]

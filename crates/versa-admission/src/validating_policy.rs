@@ -447,7 +447,7 @@ fn validate_one(policy: &ValidatingPolicy, inputs: Inputs<'_>, condition_request
     }
     let mut ctx = match Context::new(inputs, Some(&policy.variables), RUNTIME_CEL_COST_BUDGET) {
         Ok(c) => c,
-        Err(e) => return error(e),
+        Err(e) => return error(e.to_string()),
     };
     let mut results = Vec::with_capacity(policy.validations.len());
     for v in &policy.validations {
@@ -480,7 +480,7 @@ fn validate_one(policy: &ValidatingPolicy, inputs: Inputs<'_>, condition_request
                     }
                 }
             }
-            Err(e) => return error(e),
+            Err(e) => return error(e.to_string()),
         }
     }
     let mut out = Validated::default();
@@ -522,7 +522,7 @@ fn validate_one(policy: &ValidatingPolicy, inputs: Inputs<'_>, condition_request
     let mut actx =
         match Context::new(Inputs { authz: None, ..inputs }, Some(&policy.variables), RUNTIME_CEL_COST_BUDGET) {
             Ok(c) => c,
-            Err(e) => return error(e),
+            Err(e) => return error(e.to_string()),
         };
     for (key, e) in &policy.audit_annotations {
         let result = match actx.eval(e) {

@@ -529,7 +529,7 @@ async fn an_equivalent_version_is_sent_converted_and_its_patch_comes_back() {
 struct OneAddress(String);
 
 impl versa_admission::ServiceResolver for OneAddress {
-    fn resolve(&self, namespace: &str, name: &str, port: u16) -> Result<String, String> {
+    fn resolve(&self, namespace: &str, name: &str, port: u16) -> Result<String, versa_admission::ResolveError> {
         assert_eq!((namespace, name, port), ("webhooks", "validator", 8443));
         Ok(self.0.clone())
     }

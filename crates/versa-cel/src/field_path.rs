@@ -22,13 +22,39 @@ pub struct FieldPathTarget<'a> {
     pub schema: Option<&'a Structural>,
 }
 
+/// Why a path is not valid (apiextensions-apiserver's messages).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FieldPathError {
+    /// A `['key']` step where array notation is not allowed.
+    #[error("array notation is not allowed")]
+    ArrayNotation,
+    /// The path stops in the middle of a step.
+    #[error("unexpected end of JSON path")]
+    UnexpectedEnd,
+    /// A `[` not followed by a single-quoted string.
+    #[error("expected single quoted string but got {found}")]
+    ExpectedQuoted { found: String },
+    /// The quoted key has an escape CEL does not know.
+    #[error("invalid string literal: invalid escape char \\{escape}")]
+    InvalidEscape { escape: char },
+    /// A quoted key not followed by `]`.
+    #[error("expected ] but got {found}")]
+    ExpectedClose { found: String },
+    /// A step that starts with neither `[` nor `.`.
+    #[error("expected [ or . but got: {found}")]
+    ExpectedStep { found: String },
+    /// A step names no field of the schema.
+    #[error("does not refer to a valid field")]
+    NoSuchField,
+}
+
 /// Resolves `json_path` against `schema`. `allow_array_notation` permits `['key']` steps. The
 /// error text is upstream's (`does not refer to a valid field`, …).
 pub fn valid_field_path<'a>(
     json_path: &str,
     schema: &'a Structural,
     allow_array_notation: bool,
-) -> Result<FieldPathTarget<'a>, String> {
+) -> Result<FieldPathTarget<'a>, FieldPathError> {
     let tokens = tokenize(json_path);
     let mut tokens = tokens.iter().map(String::as_str);
     let mut path = Path::none();
@@ -39,29 +65,28 @@ pub fn valid_field_path<'a>(
         let name = match tok {
             "[" => {
                 if !allow_array_notation {
-                    return Err("array notation is not allowed".into());
+                    return Err(FieldPathError::ArrayNotation);
                 }
-                let quoted = tokens.next().ok_or("unexpected end of JSON path")?;
+                let quoted = tokens.next().ok_or(FieldPathError::UnexpectedEnd)?;
                 if quoted.len() < 2 || !quoted.starts_with('\'') || !quoted.ends_with('\'') {
-                    return Err(format!("expected single quoted string but got {quoted}"));
+                    return Err(FieldPathError::ExpectedQuoted { found: quoted.to_owned() });
                 }
-                let name = unescape_single_quote(&quoted[1..quoted.len() - 1])
-                    .map_err(|e| format!("invalid string literal: {e}"))?;
+                let name = unescape_single_quote(&quoted[1..quoted.len() - 1])?;
                 let step = step(current, &name, &mut path)?;
                 current = step;
                 match tokens.next() {
-                    None => return Err("unexpected end of JSON path".into()),
+                    None => return Err(FieldPathError::UnexpectedEnd),
                     Some("]") => {}
-                    Some(other) => return Err(format!("expected ] but got {other}")),
+                    Some(other) => return Err(FieldPathError::ExpectedClose { found: other.to_owned() }),
                 }
                 name
             }
             "." => {
-                let name = tokens.next().ok_or("unexpected end of JSON path")?.to_owned();
+                let name = tokens.next().ok_or(FieldPathError::UnexpectedEnd)?.to_owned();
                 current = step(current, &name, &mut path)?;
                 name
             }
-            other => return Err(format!("expected [ or . but got: {other}")),
+            other => return Err(FieldPathError::ExpectedStep { found: other.to_owned() }),
         };
         if root.is_none() {
             root = Some(name);
@@ -71,8 +96,12 @@ pub fn valid_field_path<'a>(
 }
 
 /// One step from `schema` to `name`: a property when the node has properties, else a map value.
-fn step<'a>(schema: Option<&'a Structural>, name: &str, path: &mut Path) -> Result<Option<&'a Structural>, String> {
-    let invalid = || "does not refer to a valid field".to_owned();
+fn step<'a>(
+    schema: Option<&'a Structural>,
+    name: &str,
+    path: &mut Path,
+) -> Result<Option<&'a Structural>, FieldPathError> {
+    let invalid = || FieldPathError::NoSuchField;
     let schema = schema.ok_or_else(invalid)?;
     if !schema.properties.is_empty() {
         *path = path.child(name);
@@ -107,7 +136,7 @@ fn tokenize(s: &str) -> Vec<String> {
 }
 
 /// Resolves the escapes allowed in a single-quoted CEL string.
-fn unescape_single_quote(s: &str) -> Result<String, String> {
+fn unescape_single_quote(s: &str) -> Result<String, FieldPathError> {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars();
     while let Some(c) = chars.next() {
@@ -134,7 +163,7 @@ fn unescape_single_quote(s: &str) -> Result<String, String> {
             'v' => '\u{0b}',
             '\'' => '\'',
             '\\' => '\\',
-            other => return Err(format!("invalid escape char \\{other}")),
+            other => return Err(FieldPathError::InvalidEscape { escape: other }),
         });
     }
     Ok(out)
@@ -188,8 +217,11 @@ mod tests {
             (".spec.labels['\\q']", "invalid string literal: invalid escape char \\q"),
             (".spec.any.x.y", "does not refer to a valid field"),
         ] {
-            assert_eq!(valid_field_path(p, &s, true).unwrap_err(), want, "{p}");
+            assert_eq!(valid_field_path(p, &s, true).unwrap_err().to_string(), want, "{p}");
         }
-        assert_eq!(valid_field_path(".spec['name']", &s, false).unwrap_err(), "array notation is not allowed");
+        assert_eq!(
+            valid_field_path(".spec['name']", &s, false).unwrap_err().to_string(),
+            "array notation is not allowed"
+        );
     }
 }

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use regex::Regex;
+use versa_schema::pattern::PatternError;
 
 use crate::ast::{Expr, ExprId, ExprKind, Literal};
 use crate::types::Type;
@@ -167,16 +168,17 @@ impl<'e> CallContext<'e> {
 
     /// The compiled form of `pattern`: the expression's own when it is a literal, else compiled
     /// once per evaluation.
-    pub(crate) fn regex(&mut self, pattern: &str) -> Result<&Regex, String> {
+    pub(crate) fn regex(&mut self, pattern: &str) -> Result<&Regex, PatternError> {
         if let Some(re) = self.patterns.and_then(|p| p.get(pattern)) {
             return Ok(re);
         }
         let regexes = self.regexes.get_or_insert_with(HashMap::new);
         if !regexes.contains_key(pattern) {
             let re = versa_schema::pattern::compile(pattern)?;
-            regexes.insert(pattern.to_owned(), re);
+            return Ok(regexes.entry(pattern.to_owned()).or_insert(re));
         }
-        regexes.get(pattern).ok_or_else(|| format!("pattern {pattern} not compiled"))
+        // Present: checked just above (the key is copied only when a pattern is first compiled).
+        Ok(&regexes[pattern])
     }
 
     /// The checked type of the call being dispatched (`list(int).sum()` of an empty list is

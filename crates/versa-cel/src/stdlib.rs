@@ -244,7 +244,7 @@ pub(crate) fn call<'a>(calls: &mut CallContext<'_>, function: &str, member: bool
             [Value::Timestamp(t), rest @ ..],
         ) if member && rest.len() <= 1 => {
             let offset = match rest {
-                [Value::String(tz)] => time::zone_offset(tz, *t).map_err(EvalError::new)?,
+                [Value::String(tz)] => time::zone_offset(tz, *t).map_err(|e| EvalError::new(e.to_string()))?,
                 [] => 0,
                 _ => return Err(nso()),
             };
@@ -310,7 +310,7 @@ pub(crate) fn call_builtin<'a>(calls: &mut CallContext<'_>, builtin: Builtin, ar
         (Builtin::StartsWith, [Value::String(s), Value::String(p)]) => Ok(Value::Bool(s.starts_with(&**p))),
         (Builtin::EndsWith, [Value::String(s), Value::String(p)]) => Ok(Value::Bool(s.ends_with(&**p))),
         (Builtin::Matches, [Value::String(s), Value::String(p)]) => {
-            let re = calls.regex(p).map_err(EvalError::new)?;
+            let re = calls.regex(p).map_err(|e| EvalError::new(e.to_string()))?;
             Ok(Value::Bool(re.is_match(s)))
         }
         _ => Err(nso()),

@@ -15,6 +15,7 @@ pub const MIN_UNIX_SECONDS: i64 = -62_135_596_800;
 pub const MAX_UNIX_SECONDS: i64 = 253_402_300_799;
 
 use crate::calendar::{civil_from_days, days_from_civil, days_in_month};
+pub use crate::zone::ZoneError;
 
 const NANOS_PER_SECOND: i64 = 1_000_000_000;
 
@@ -219,9 +220,9 @@ pub fn format_duration(nanos: i64) -> String {
 /// cel-go reads it: with a `:`, a fixed offset (`+hh:mm`, `-hh:mm`); otherwise a zone name for
 /// Go's `time.LoadLocation` (`UTC`, `America/New_York`, `Local`; see `zone.rs`). The error is
 /// the message cel-go returns.
-pub fn zone_offset(tz: &str, t: Timestamp) -> Result<i64, String> {
+pub fn zone_offset(tz: &str, t: Timestamp) -> Result<i64, ZoneError> {
     if tz.contains(':') || tz.is_empty() || tz == "UTC" {
-        return parse_time_zone(tz).ok_or_else(|| format!("unknown time zone {tz}"));
+        return parse_time_zone(tz).ok_or_else(|| ZoneError::Unknown { name: tz.to_owned() });
     }
     crate::zone::offset(tz, t.seconds)
 }

@@ -19,6 +19,17 @@ const ZONE_DIRS: [&str; 4] =
 /// The largest TZif file read (real ones are a few KiB).
 const MAX_FILE_BYTES: u64 = 256 * 1024;
 
+/// Why a time zone argument names no zone (Go's `time.LoadLocation` messages).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ZoneError {
+    /// No zone of that name (or a fixed offset that does not parse).
+    #[error("unknown time zone {name}")]
+    Unknown { name: String },
+    /// The name climbs out of the zone database (`..`, a leading slash).
+    #[error("time: invalid location name")]
+    InvalidName,
+}
+
 /// A time zone: its transitions and the rule that extends them.
 #[derive(Debug)]
 pub(crate) struct Zone {
@@ -31,11 +42,11 @@ pub(crate) struct Zone {
 }
 
 /// The UTC offset, in seconds east, of the zone named `name` at `unix_seconds`.
-pub(crate) fn offset(name: &str, unix_seconds: i64) -> Result<i64, String> {
+pub(crate) fn offset(name: &str, unix_seconds: i64) -> Result<i64, ZoneError> {
     Ok(i64::from(load(name)?.offset_at(unix_seconds)))
 }
 
-fn load(name: &str) -> Result<Arc<Zone>, String> {
+fn load(name: &str) -> Result<Arc<Zone>, ZoneError> {
     static ZONES: OnceLock<Mutex<HashMap<String, Arc<Zone>>>> = OnceLock::new();
     let zones = ZONES.get_or_init(Mutex::default);
     if let Some(zone) = zones.lock().ok().and_then(|z| z.get(name).cloned()) {
@@ -49,10 +60,10 @@ fn load(name: &str) -> Result<Arc<Zone>, String> {
 }
 
 /// Go's `LoadLocation` for a name other than `UTC`, `""` and `Local`: the zone's file.
-fn read(name: &str) -> Result<Zone, String> {
-    let unknown = || format!("unknown time zone {name}");
+fn read(name: &str) -> Result<Zone, ZoneError> {
+    let unknown = || ZoneError::Unknown { name: name.to_owned() };
     if name.contains("..") || name.starts_with('/') || name.starts_with('\\') {
-        return Err("time: invalid location name".into());
+        return Err(ZoneError::InvalidName);
     }
     let dirs = std::env::var("ZONEINFO").ok().filter(|d| !d.is_empty()).map(|d| format!("{d}/"));
     for dir in dirs.iter().map(String::as_str).chain(ZONE_DIRS) {
@@ -453,9 +464,9 @@ mod tests {
 
     #[test]
     fn zone_names_as_go_refuses_them() {
-        assert_eq!(offset("../etc/passwd", 0).unwrap_err(), "time: invalid location name");
-        assert_eq!(offset("/etc/localtime", 0).unwrap_err(), "time: invalid location name");
-        assert_eq!(offset("Mars/Olympus_Mons", 0).unwrap_err(), "unknown time zone Mars/Olympus_Mons");
+        assert_eq!(offset("../etc/passwd", 0).unwrap_err().to_string(), "time: invalid location name");
+        assert_eq!(offset("/etc/localtime", 0).unwrap_err().to_string(), "time: invalid location name");
+        assert_eq!(offset("Mars/Olympus_Mons", 0).unwrap_err().to_string(), "unknown time zone Mars/Olympus_Mons");
     }
 
     /// With the system's zone database (installed by `hack/install-deps.sh`; the test says so

@@ -69,6 +69,18 @@ impl<'a> Route<'a> {
     }
 }
 
+/// Why CEL conversion rules did not convert an object, as the API reports it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CelRuleError {
+    /// A version the definition does not have (the converter checks versions first).
+    #[error("CEL conversion: {version} is not a version of the definition")]
+    UnknownVersion { version: String },
+    /// A rule failed on an object: `gvk` is the object's group, version and kind as kube
+    /// prints them; `reason` names the rule and why it failed.
+    #[error("CEL conversion for {gvk} failed: {reason}")]
+    Failed { gvk: String, reason: String },
+}
+
 impl CelConverter {
     /// The rules of a definition in `group` with `versions`, stored at `storage`.
     pub(crate) fn new(rules: CompiledConversions, storage: String, group: &str, versions: &[String]) -> CelConverter {
@@ -80,10 +92,10 @@ impl CelConverter {
     /// The steps from `from` to `to`: the direct rules; else through the storage version when
     /// either half has rules; else none (as `None`). An error names a version the definition
     /// does not have (the converter checks versions first).
-    pub(crate) fn route<'s>(&'s self, from: &str, to: &str) -> Result<Route<'s>, String> {
+    pub(crate) fn route<'s>(&'s self, from: &str, to: &str) -> Result<Route<'s>, CelRuleError> {
         let step = |hop: Hop<'s>, version: &str| match self.api_versions.get_key_value(version) {
             Some((version, api_version)) => Ok(Step { hop, version, api_version }),
-            None => Err(format!("CEL conversion: {version} is not a version of the definition")),
+            None => Err(CelRuleError::UnknownVersion { version: version.to_owned() }),
         };
         if let Some(pair) = self.rules.pair(from, to) {
             return Ok(Route { first: step(Hop::Rules(pair), to)?, second: None });
@@ -102,7 +114,7 @@ impl CelConverter {
 
     /// Applies the rules of `pair` (from the version `obj` is at) to `obj`; `desired` is the
     /// destination's `apiVersion`. On error `obj` is unchanged.
-    pub(crate) fn apply(&self, pair: &CompiledPair, obj: &mut Value, desired: &str) -> Result<(), String> {
+    pub(crate) fn apply(&self, pair: &CompiledPair, obj: &mut Value, desired: &str) -> Result<(), CelRuleError> {
         let results = self.evaluate(pair, obj)?;
         write(obj, results, desired);
         Ok(())
@@ -115,12 +127,12 @@ impl CelConverter {
         &self,
         pair: &'p CompiledPair,
         obj: &Value,
-    ) -> Result<Vec<(&'p CompiledField, Option<Value>)>, String> {
+    ) -> Result<Vec<(&'p CompiledField, Option<Value>)>, CelRuleError> {
         let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
         let from = api_version.rsplit('/').next().unwrap_or("");
-        let failed = |what: String| {
+        let failed = |reason: String| {
             let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-            format!("CEL conversion for {} failed: {what}", gvk_string(api_version, kind))
+            CelRuleError::Failed { gvk: gvk_string(api_version, kind), reason }
         };
         let Some(self_type) = self.rules.self_type(from) else {
             return Err(failed(format!("no schema for version {from}")));

@@ -48,6 +48,7 @@ use versa_schema::Structural;
 use versa_schema::field::go_quote;
 use versa_schema::objectmeta::Malformed;
 
+pub use crate::cel::CelRuleError;
 use crate::cel::{CelConverter, Hop};
 use crate::converted::Finish;
 use crate::gv::{GroupVersion, str_field};
@@ -135,8 +136,8 @@ pub enum ConversionError {
     InvalidObject(#[from] InvalidObject),
     /// The CEL rules failed on an object, or no rules lead between the two versions (the
     /// rules' own text).
-    #[error("{0}")]
-    Rules(String),
+    #[error(transparent)]
+    Rules(CelRuleError),
     /// A `Webhook` converter was asked to convert without a runtime ([`Converter::convert_sync`]).
     #[error("a Webhook conversion needs its webhook")]
     NeedsWebhook,

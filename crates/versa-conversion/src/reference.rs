@@ -13,7 +13,7 @@ use versa_apiextensions::cel_conversion::lower_schemas;
 use versa_apiextensions::{ResourceDefinition, set_defaults, validate_definition};
 use versa_cel::{Activation, CostTracker, RUNTIME_CEL_COST_BUDGET, eval};
 
-use crate::cel::{CelConverter, Hop};
+use crate::cel::{CelConverter, CelRuleError, Hop};
 use crate::gv::{GroupVersion, gvk_string, str_field};
 use crate::{ConversionError, Converter, Options, Strategy, lossless, samples};
 
@@ -95,12 +95,12 @@ fn apply_as_first_written(
     pair: &versa_apiextensions::cel_conversion::CompiledPair,
     obj: &mut Value,
     desired: &str,
-) -> Result<(), String> {
+) -> Result<(), CelRuleError> {
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let from = api_version.rsplit('/').next().unwrap_or("");
-    let failed = |what: String| {
+    let failed = |reason: String| {
         let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-        format!("CEL conversion for {} failed: {what}", gvk_string(api_version, kind))
+        CelRuleError::Failed { gvk: gvk_string(api_version, kind), reason }
     };
     let Some(self_type) = rules.rules.self_type(from) else {
         return Err(failed(format!("no schema for version {from}")));

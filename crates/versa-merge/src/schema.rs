@@ -316,16 +316,46 @@ pub(crate) fn list_shape(ty: Ty<'_>) -> Option<ListTy<'_>> {
     shapes(ty).list
 }
 
+/// Why an item of a list cannot be named, with structured-merge-diff's texts.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ItemError {
+    /// The list is atomic: its items have no names.
+    #[error("invalid indexing of non-associative list")]
+    Atomic,
+    /// A `null` item of a map list.
+    #[error("associative list with keys may not have a null element")]
+    NullInMap,
+    /// An item of a map list that is not an object.
+    #[error("associative list with keys may not have non-map elements")]
+    NotMap,
+    /// An item of a map list that sets none of the keys, none of which has a default; `keys`
+    /// are the key names, Go-quoted and space-separated.
+    #[error(
+        "associative list with keys has an element that omits all key fields [{keys}] (and doesn't have default \
+         values for any key fields)"
+    )]
+    NoKeys { keys: String },
+    /// An object in a set.
+    #[error("associative list without keys has an element that's a map type")]
+    MapInSet,
+    /// A list in a set.
+    #[error("not supported: associative list with lists as elements")]
+    ListInSet,
+    /// A `null` in a set.
+    #[error("associative list without keys has an element that's an explicit null")]
+    NullInSet,
+}
+
 /// The path element naming one item of a set or map list, with structured-merge-diff's
 /// errors for items that cannot be named.
-pub(crate) fn item_element(list: &ListTy<'_>, item: &Value) -> Result<PathElement, String> {
+pub(crate) fn item_element(list: &ListTy<'_>, item: &Value) -> Result<PathElement, ItemError> {
     match list.rel {
-        ListRel::Atomic => Err("invalid indexing of non-associative list".into()),
+        ListRel::Atomic => Err(ItemError::Atomic),
         ListRel::Map(keys) if !keys.is_empty() => {
             let m = match item {
                 Value::Object(m) => m,
-                Value::Null => return Err("associative list with keys may not have a null element".into()),
-                _ => return Err("associative list with keys may not have non-map elements".into()),
+                Value::Null => return Err(ItemError::NullInMap),
+                _ => return Err(ItemError::NotMap),
             };
             let mut fields = Vec::with_capacity(keys.len());
             for k in keys {
@@ -345,16 +375,14 @@ pub(crate) fn item_element(list: &ListTy<'_>, item: &Value) -> Result<PathElemen
                     }
                     write_go_quoted(k, &mut quoted);
                 }
-                return Err(format!(
-                    "associative list with keys has an element that omits all key fields [{quoted}] (and doesn't have default values for any key fields)"
-                ));
+                return Err(ItemError::NoKeys { keys: quoted });
             }
             Ok(PathElement::key(fields))
         }
         _ => match item {
-            Value::Object(_) => Err("associative list without keys has an element that's a map type".into()),
-            Value::Array(_) => Err("not supported: associative list with lists as elements".into()),
-            Value::Null => Err("associative list without keys has an element that's an explicit null".into()),
+            Value::Object(_) => Err(ItemError::MapInSet),
+            Value::Array(_) => Err(ItemError::ListInSet),
+            Value::Null => Err(ItemError::NullInSet),
             v => Ok(PathElement::Value(v.clone())),
         },
     }

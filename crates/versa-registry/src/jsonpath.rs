@@ -38,6 +38,32 @@ pub const MAX_NESTING: usize = 32;
 #[error("{0}")]
 pub struct ParseError(String);
 
+/// Why evaluating a path failed; `Display` is client-go's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FindError {
+    /// A bare identifier other than `true`/`false` (client-go evaluates none).
+    #[error("unrecognized identifier {name}")]
+    UnrecognizedIdentifier { name: String },
+    /// An index or slice bound outside the array.
+    #[error("array index out of bounds: index {index}, length {length}")]
+    IndexOutOfBounds { index: i64, length: i64 },
+    /// A slice whose start comes after its end.
+    #[error("starting index {start} is greater than ending index {end}")]
+    StartAfterEnd { start: i64, end: i64 },
+    /// A slice step of zero or less.
+    #[error("step must be > 0")]
+    StepNotPositive,
+    /// An index or slice of a value that is not an array; `go_type` is Go's name for its type.
+    #[error("{go_type} is not array or slice")]
+    NotArray { go_type: &'static str },
+    /// A filter side that selects more than one value.
+    #[error("can only compare one element at a time")]
+    CompareMany,
+    /// A filter operator client-go does not know.
+    #[error("unrecognized filter operator {op}")]
+    UnrecognizedOperator { op: String },
+}
+
 /// A parsed JSONPath expression (the inside of one `{...}` template action).
 #[derive(Debug, Clone, PartialEq)]
 pub struct JsonPath {
@@ -62,7 +88,7 @@ impl JsonPath {
 
     /// Like [`JsonPath::find`], but says why evaluation failed (`array index out of bounds: ...`,
     /// `... is not array or slice`, ...), with client-go's messages.
-    pub fn find_results<'a>(&self, v: &'a Value) -> Result<Vec<&'a Value>, String> {
+    pub fn find_results<'a>(&self, v: &'a Value) -> Result<Vec<&'a Value>, FindError> {
         let (items, err) = eval_list(vec![Item::Ref(v)], &self.nodes);
         match err {
             Some(e) => Err(e),
@@ -525,7 +551,7 @@ enum Item<'a> {
 
 /// Values and, on failure, the error; like Go's `evalList`, a failure still returns the values
 /// the failing step produced (filters look at them).
-type Eval<'a> = (Vec<Item<'a>>, Option<String>);
+type Eval<'a> = (Vec<Item<'a>>, Option<FindError>);
 
 fn eval_list<'a>(input: Vec<Item<'a>>, nodes: &[Node]) -> Eval<'a> {
     let mut cur = input;
@@ -560,7 +586,7 @@ fn walk<'a>(input: Vec<Item<'a>>, node: &Node) -> Eval<'a> {
         // A string literal yields itself once, whatever the input; other literals once per input.
         Node::Literal(lit @ Lit::Str(_)) => (vec![Item::Lit(lit.clone())], None),
         Node::Literal(lit) => (input.iter().map(|_| Item::Lit(lit.clone())).collect(), None),
-        Node::Identifier(name) => (input, Some(format!("unrecognized identifier {name}"))),
+        Node::Identifier(name) => (input, Some(FindError::UnrecognizedIdentifier { name: name.clone() })),
     }
 }
 
@@ -607,7 +633,7 @@ fn eval_array<'a>(input: Vec<Item<'a>>, params: &[Param; 3]) -> Eval<'a> {
             Item::Ref(Value::Null) => continue,
             Item::Ref(Value::Array(a)) => a,
             other => {
-                let err = format!("{} is not array or slice", go_type_name(other));
+                let err = FindError::NotArray { go_type: go_type_name(other) };
                 return (input, Some(err));
             }
         };
@@ -626,17 +652,17 @@ fn eval_array<'a>(input: Vec<Item<'a>>, params: &[Param; 3]) -> Eval<'a> {
             return (out, None);
         }
         if start >= len || start < 0 {
-            return (input, Some(format!("array index out of bounds: index {start}, length {len}")));
+            return (input, Some(FindError::IndexOutOfBounds { index: start, length: len }));
         }
         if end > len || end < 0 {
-            return (input, Some(format!("array index out of bounds: index {}, length {len}", end - 1)));
+            return (input, Some(FindError::IndexOutOfBounds { index: end - 1, length: len }));
         }
         if start > end {
-            return (input, Some(format!("starting index {start} is greater than ending index {end}")));
+            return (input, Some(FindError::StartAfterEnd { start, end }));
         }
         let step = if p2.known {
             if p2.value <= 0 {
-                return (input, Some("step must be > 0".to_string()));
+                return (input, Some(FindError::StepNotPositive));
             }
             usize::try_from(p2.value).unwrap_or(usize::MAX)
         } else {
@@ -669,7 +695,7 @@ fn eval_filter<'a>(input: Vec<Item<'a>>, filter: &Filter) -> Eval<'a> {
                 continue;
             }
             if lefts.len() > 1 {
-                return (input, Some("can only compare one element at a time".to_string()));
+                return (input, Some(FindError::CompareMany));
             }
             if filter.op == "exists" {
                 out.push(element);
@@ -679,7 +705,7 @@ fn eval_filter<'a>(input: Vec<Item<'a>>, filter: &Filter) -> Eval<'a> {
                 continue;
             }
             if rights.len() > 1 {
-                return (input, Some("can only compare one element at a time".to_string()));
+                return (input, Some(FindError::CompareMany));
             }
             match compare(&filter.op, &lefts[0], &rights[0]) {
                 Ok(true) => out.push(element),
@@ -737,7 +763,7 @@ fn equal(l: &Scalar<'_>, r: &Scalar<'_>) -> Option<bool> {
     }
 }
 
-fn compare(op: &str, l: &Item<'_>, r: &Item<'_>) -> Result<bool, String> {
+fn compare(op: &str, l: &Item<'_>, r: &Item<'_>) -> Result<bool, FindError> {
     let (l, r) = (scalar(l), scalar(r));
     let less = || ordering(&l, &r).map(|o| o == Ordering::Less);
     let pass = match op {
@@ -755,7 +781,7 @@ fn compare(op: &str, l: &Item<'_>, r: &Item<'_>) -> Result<bool, String> {
             None => None,
         },
         ">=" => less().map(|lt| !lt),
-        other => return Err(format!("unrecognized filter operator {other}")),
+        other => return Err(FindError::UnrecognizedOperator { op: other.to_owned() }),
     };
     Ok(pass.unwrap_or(false))
 }
@@ -846,7 +872,8 @@ mod tests {
         ];
         for (path, want) in cases {
             let jp = JsonPath::parse(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-            let got = jp.find_results(&d).map(|v| Value::Array(v.into_iter().cloned().collect()));
+            let got =
+                jp.find_results(&d).map(|v| Value::Array(v.into_iter().cloned().collect())).map_err(|e| e.to_string());
             assert_eq!(got, want.clone().map_err(str::to_string), "{path}");
             if want.is_err() {
                 assert!(jp.find(&d).is_empty(), "{path}");

@@ -62,7 +62,7 @@ pub(crate) fn object_meta_errors(
 ) {
     match ObjectMeta::decode(meta) {
         Ok(m) => validate_decoded(&m, path, name_rule, namespaced, errs),
-        Err(detail) => errs.push(Error::invalid(path(), meta, detail)),
+        Err(detail) => errs.push(Error::invalid(path(), meta, detail.to_string())),
     }
 }
 
@@ -113,7 +113,7 @@ pub(crate) fn embedded_resource_errors(obj: &Value, path: &dyn Fn() -> Path, err
     if let Some(meta_value) = map.get("metadata") {
         let meta_path = || path().child("metadata");
         match ObjectMeta::decode(meta_value) {
-            Err(detail) => errs.push(Error::invalid(meta_path(), meta_value, detail)),
+            Err(detail) => errs.push(Error::invalid(meta_path(), meta_value, detail.to_string())),
             Ok(mut m) => {
                 // Embedded objects need no name; Kubernetes substitutes one to skip the check.
                 if m.name.is_empty() {
@@ -223,10 +223,27 @@ pub struct ManagedFieldsEntry<'a> {
     pub subresource: &'a str,
 }
 
+/// Go's `json.UnmarshalTypeError`: a field of `metadata` holds a value of the wrong JSON type.
+/// It prints as Go does, e.g. `json: cannot unmarshal number into Go struct field
+/// ObjectMeta.name of type string`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("json: cannot unmarshal {value} into {} of type {go_type}", target(field))]
+pub struct UnmarshalError {
+    /// The JSON kind found (`number`, `object`, ...), or `number <n>` for a number out of range.
+    pub value: String,
+    /// The Go struct field (`ObjectMeta.name`), empty for the value itself.
+    pub field: String,
+    /// The Go type expected (`string`, `v1.ObjectMeta`, ...).
+    pub go_type: String,
+}
+
+fn target(field: &str) -> String {
+    if field.is_empty() { "Go value".to_owned() } else { format!("Go struct field {field}") }
+}
+
 impl<'a> ObjectMeta<'a> {
-    /// Decodes `metadata`; the error is a message like Go's `json: cannot unmarshal number
-    /// into Go struct field ObjectMeta.name of type string`.
-    pub fn decode(v: &'a Value) -> Result<ObjectMeta<'a>, String> {
+    /// Decodes `metadata`; the error says which field holds a value of the wrong type.
+    pub fn decode(v: &'a Value) -> Result<ObjectMeta<'a>, UnmarshalError> {
         let mut m = ObjectMeta::default();
         let map = match v {
             Value::Null => return Ok(m),
@@ -291,16 +308,12 @@ impl<'a> ObjectMeta<'a> {
     }
 }
 
-fn unmarshal_error(v: &Value, field: &str, go_type: &str) -> String {
-    if field.is_empty() {
-        format!("json: cannot unmarshal {} into Go value of type {go_type}", json_kind(v))
-    } else {
-        format!("json: cannot unmarshal {} into Go struct field {field} of type {go_type}", json_kind(v))
-    }
+fn unmarshal_error(v: &Value, field: &str, go_type: &str) -> UnmarshalError {
+    UnmarshalError { value: json_kind(v).to_owned(), field: field.to_owned(), go_type: go_type.to_owned() }
 }
 
 #[inline]
-fn string_value<'a>(v: Option<&'a Value>, key: &str, owner: &str) -> Result<&'a str, String> {
+fn string_value<'a>(v: Option<&'a Value>, key: &str, owner: &str) -> Result<&'a str, UnmarshalError> {
     match v {
         None | Some(Value::Null) => Ok(""),
         Some(Value::String(s)) => Ok(s.as_str()),
@@ -308,11 +321,11 @@ fn string_value<'a>(v: Option<&'a Value>, key: &str, owner: &str) -> Result<&'a 
     }
 }
 
-fn string_field<'a>(map: &'a Map<String, Value>, key: &str, owner: &str) -> Result<&'a str, String> {
+fn string_field<'a>(map: &'a Map<String, Value>, key: &str, owner: &str) -> Result<&'a str, UnmarshalError> {
     string_value(map.get(key), key, owner)
 }
 
-fn bool_field(map: &Map<String, Value>, key: &str, owner: &str) -> Result<bool, String> {
+fn bool_field(map: &Map<String, Value>, key: &str, owner: &str) -> Result<bool, UnmarshalError> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
@@ -321,18 +334,20 @@ fn bool_field(map: &Map<String, Value>, key: &str, owner: &str) -> Result<bool, 
 }
 
 #[inline]
-fn int_value(v: Option<&Value>, key: &str, owner: &str, go_type: &str) -> Result<i64, String> {
+fn int_value(v: Option<&Value>, key: &str, owner: &str, go_type: &str) -> Result<i64, UnmarshalError> {
     match v {
         None | Some(Value::Null) => Ok(0),
-        Some(Value::Number(n)) => n.as_i64().ok_or_else(|| {
-            format!("json: cannot unmarshal number {n} into Go struct field {owner}.{key} of type {go_type}")
+        Some(Value::Number(n)) => n.as_i64().ok_or_else(|| UnmarshalError {
+            value: format!("number {n}"),
+            field: format!("{owner}.{key}"),
+            go_type: go_type.to_owned(),
         }),
         Some(other) => Err(unmarshal_error(other, &format!("{owner}.{key}"), go_type)),
     }
 }
 
 #[inline]
-fn string_map_value<'a>(v: Option<&'a Value>, key: &str) -> Result<StringMap<'a>, String> {
+fn string_map_value<'a>(v: Option<&'a Value>, key: &str) -> Result<StringMap<'a>, UnmarshalError> {
     match v {
         None | Some(Value::Null) => Ok(StringMap(None)),
         Some(Value::Object(entries)) => match entries.values().find(|v| !matches!(v, Value::String(_) | Value::Null)) {
@@ -347,8 +362,8 @@ fn object_list<'a, T>(
     v: Option<&'a Value>,
     key: &str,
     go_type: &str,
-    decode: impl Fn(&'a Map<String, Value>, &'a Value) -> Result<T, String>,
-) -> Result<Vec<T>, String> {
+    decode: impl Fn(&'a Map<String, Value>, &'a Value) -> Result<T, UnmarshalError>,
+) -> Result<Vec<T>, UnmarshalError> {
     match v {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items

@@ -181,7 +181,7 @@ fn shared(source: &str) -> Result<Arc<Regex>, String> {
         return Ok(re);
     }
     // Compiled outside the lock: a large pattern takes milliseconds.
-    let re = Arc::new(compile(source)?);
+    let re = Arc::new(compile(source).map_err(|e| e.to_string())?);
     if let Ok(mut guard) = table.lock() {
         let (map, pruned_at) = &mut *guard;
         map.insert(source.to_owned(), Arc::downgrade(&re));
@@ -193,20 +193,35 @@ fn shared(source: &str) -> Result<Arc<Regex>, String> {
     Ok(re)
 }
 
+/// Why a pattern does not compile.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum PatternError {
+    /// Go's `regexp.Compile` rejects the pattern.
+    #[error(transparent)]
+    Syntax(#[from] GoSyntaxError),
+    /// The translation exceeds [`SIZE_LIMIT`] (Go's `expression too large`).
+    #[error("error parsing regexp: expression too large")]
+    TooLarge,
+    /// The `regex` crate refuses the translation for another reason.
+    #[error("error compiling regexp: {0}")]
+    Compile(#[source] regex::Error),
+}
+
 /// Compiles a Go RE2 pattern into a `regex::Regex` with the same meaning.
 ///
-/// The error is Go's `error parsing regexp: <code>: `<expr>`` text when Go would reject the
-/// pattern, or `error compiling regexp: ...` when the translation exceeds [`SIZE_LIMIT`].
-pub fn compile(source: &str) -> Result<Regex, String> {
-    let translated = translate(source).map_err(|e| e.to_string())?;
+/// The error prints Go's `error parsing regexp: <code>: `<expr>`` text when Go would reject the
+/// pattern, or `error parsing regexp: expression too large` when the translation exceeds
+/// [`SIZE_LIMIT`].
+pub fn compile(source: &str) -> Result<Regex, PatternError> {
+    let translated = translate(source)?;
     RegexBuilder::new(&translated)
         .size_limit(SIZE_LIMIT)
         // Each Go nesting level becomes at most two levels in the translation.
         .nest_limit(2 * MAX_NESTING as u32 + 10)
         .build()
         .map_err(|e| match e {
-            regex::Error::CompiledTooBig(_) => "error parsing regexp: expression too large".to_owned(),
-            other => format!("error compiling regexp: {other}"),
+            regex::Error::CompiledTooBig(_) => PatternError::TooLarge,
+            other => PatternError::Compile(other),
         })
 }
 

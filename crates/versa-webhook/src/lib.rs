@@ -102,7 +102,20 @@ pub enum Endpoint<'a> {
 /// `<name>.<namespace>.svc` (kube-apiserver's `ServiceResolver`): the `host:port` to connect to.
 /// The URL and the name the serving certificate must hold stay the Service's.
 pub trait ServiceResolver: Send + Sync + std::fmt::Debug {
-    fn resolve(&self, namespace: &str, name: &str, port: u16) -> Result<String, String>;
+    fn resolve(&self, namespace: &str, name: &str, port: u16) -> Result<String, ResolveError>;
+}
+
+/// Why a [`ServiceResolver`] found no address for a Service. It prints the resolver's own
+/// reason, which the client's [`ClientError::InvalidUrl`] then carries.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct ResolveError(#[from] Box<dyn std::error::Error + Send + Sync>);
+
+impl ResolveError {
+    /// A resolver's failure: any error, or a message (`ResolveError::new("no endpoints")`).
+    pub fn new(reason: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ResolveError {
+        ResolveError(reason.into())
+    }
 }
 
 /// A client bound to one webhook endpoint: conversion webhooks, and admission webhooks
@@ -148,9 +161,9 @@ impl WebhookClient {
                             webhook_name: webhook_name.to_owned(),
                             reason: format!("invalid port {port}"),
                         })?;
-                        let resolved = r.resolve(namespace, name, port).map_err(|reason| ClientError::InvalidUrl {
+                        let resolved = r.resolve(namespace, name, port).map_err(|e| ClientError::InvalidUrl {
                             webhook_name: webhook_name.to_owned(),
-                            reason,
+                            reason: e.to_string(),
                         })?;
                         Some(resolved)
                     }

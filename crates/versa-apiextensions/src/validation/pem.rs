@@ -9,7 +9,21 @@
 use base64::Engine as _;
 
 /// Why a bundle has no usable certificate; the texts are client-go's.
-pub(super) fn check_ca_bundle(data: &[u8]) -> Result<(), String> {
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CaBundleError {
+    /// Text that is not a PEM block before any usable certificate.
+    #[error("unable to parse bytes as PEM block")]
+    NotPem,
+    /// A CERTIFICATE block whose DER is not a certificate.
+    #[error("failed to parse certificate: x509: malformed certificate")]
+    MalformedCertificate,
+    /// PEM blocks, but no certificate among them.
+    #[error("no valid certificate authority data seen")]
+    NoCertificate,
+}
+
+/// Checks that `data` holds a certificate a TLS client could trust (or only whitespace).
+pub(super) fn check_ca_bundle(data: &[u8]) -> Result<(), CaBundleError> {
     // A bundle of whitespace means "use the system roots".
     if data.iter().all(u8::is_ascii_whitespace) {
         return Ok(());
@@ -25,17 +39,17 @@ pub(super) fn check_ca_bundle(data: &[u8]) -> Result<(), String> {
     let mut rest = data;
     while !rest.is_empty() {
         let Some((block, after)) = decode(rest) else {
-            return Err("unable to parse bytes as PEM block".into());
+            return Err(CaBundleError::NotPem);
         };
         rest = after;
         if block.type_ != "CERTIFICATE" || block.has_headers {
             continue;
         }
         if !der_certificate_envelope_ok(&block.bytes) {
-            return Err("failed to parse certificate: x509: malformed certificate".into());
+            return Err(CaBundleError::MalformedCertificate);
         }
     }
-    Err("no valid certificate authority data seen".into())
+    Err(CaBundleError::NoCertificate)
 }
 
 struct Block {
@@ -177,12 +191,15 @@ w9Zf
 
     #[test]
     fn explains_bad_bundles() {
-        assert_eq!(check_ca_bundle(b"not pem").unwrap_err(), "unable to parse bytes as PEM block");
+        assert_eq!(check_ca_bundle(b"not pem").unwrap_err().to_string(), "unable to parse bytes as PEM block");
         let key = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
-        assert_eq!(check_ca_bundle(key.as_bytes()).unwrap_err(), "no valid certificate authority data seen");
+        assert_eq!(
+            check_ca_bundle(key.as_bytes()).unwrap_err().to_string(),
+            "no valid certificate authority data seen"
+        );
         let bad = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----";
         assert_eq!(
-            check_ca_bundle(bad.as_bytes()).unwrap_err(),
+            check_ca_bundle(bad.as_bytes()).unwrap_err().to_string(),
             "failed to parse certificate: x509: malformed certificate"
         );
     }

@@ -103,7 +103,7 @@ pub fn validate_ca_bundle(path: &Path, bundle: &[u8]) -> ErrorList {
     let mut errs = ErrorList::new();
     if let Err(e) = pem::check_ca_bundle(bundle) {
         let shown = base64::engine::general_purpose::STANDARD.encode(bundle);
-        errs.push(Error::invalid(path.clone(), BadValue::from(shown), e));
+        errs.push(Error::invalid(path.clone(), BadValue::from(shown), e.to_string()));
     }
     errs
 }

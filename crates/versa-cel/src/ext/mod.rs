@@ -101,7 +101,7 @@ pub(crate) fn charged<'a>(calls: &mut CallContext<'_>, cost: u64, result: impl F
 /// The library's conversion of the string `arg` (`quantity(s)`, `url(s)`, `semver(s)`), or its
 /// test (`isQuantity(s)`, ...: `check`), charged a tenth of the string's size as Kubernetes
 /// charges it: the value `parse` makes of it, whether it parses, or the parse error.
-pub(crate) fn parse_string<'a, T, E: Into<String>>(
+pub(crate) fn parse_string<'a, T, E: std::fmt::Display>(
     calls: &mut CallContext<'_>,
     arg: &Value<'_>,
     check: bool,
@@ -111,7 +111,7 @@ pub(crate) fn parse_string<'a, T, E: Into<String>>(
     charged(calls, ceil_cost(str_size(arg) as f64 * 0.1), || match (check, parse()) {
         (true, r) => Ok(Value::Bool(r.is_ok())),
         (false, Ok(v)) => Ok(opaque(value(v))),
-        (false, Err(e)) => Err(EvalError::new(e)),
+        (false, Err(e)) => Err(EvalError::new(e.to_string())),
     })
 }
 

@@ -60,11 +60,15 @@ pub(crate) fn call<'a>(
             (
                 ceil_cost(str_size(first) as f64 * factor * 0.1),
                 Box::new(move || match f.as_str() {
-                    "ip" => parse_ip(&s).map(|ip| opaque(Opaque::Ip(ip))).map_err(EvalError::new),
+                    "ip" => parse_ip(&s).map(|ip| opaque(Opaque::Ip(ip))).map_err(|e| EvalError::new(e.to_string())),
                     "isIP" => Ok(Value::Bool(parse_ip(&s).is_ok())),
-                    "cidr" => parse_cidr(&s).map(|c| opaque(Opaque::Cidr(c))).map_err(EvalError::new),
+                    "cidr" => {
+                        parse_cidr(&s).map(|c| opaque(Opaque::Cidr(c))).map_err(|e| EvalError::new(e.to_string()))
+                    }
                     "isCIDR" => Ok(Value::Bool(parse_cidr(&s).is_ok())),
-                    _ => parse_ip(&s).map(|ip| Value::Bool(ip.to_string() == s)).map_err(EvalError::new),
+                    _ => parse_ip(&s)
+                        .map(|ip| Value::Bool(ip.to_string() == s))
+                        .map_err(|e| EvalError::new(e.to_string())),
                 }),
             )
         }
@@ -147,7 +151,7 @@ fn contains<'a>(function: &str, c: Cidr, other: &Value<'a>) -> Res<'a> {
             Err(_) => Err(no_overload(function)),
         },
         ("containsCIDR", Value::String(s)) => {
-            let o = parse_cidr(s).map_err(EvalError::new)?;
+            let o = parse_cidr(s).map_err(|e| EvalError::new(e.to_string()))?;
             Ok(Value::Bool(c.bits <= o.bits && c.contains(&o.addr)))
         }
         ("containsIP", Value::Opaque(o)) => match &**o {

@@ -34,7 +34,7 @@ pub fn literal_pattern_error(expr: &Expr) -> Option<String> {
             && let Some(ExprKind::Literal(Literal::String(p))) = args.first().map(|a| &a.kind)
             && let Err(err) = versa_schema::pattern::compile(p)
         {
-            error = Some(err);
+            error = Some(err.to_string());
         }
     });
     error

@@ -41,7 +41,7 @@ pub static FORMATS: &[NamedFormat] = &[
         key: "uri",
         validate: |s| match super::url::parse(s) {
             Ok(_) => Vec::new(),
-            Err(e) => vec![e],
+            Err(e) => vec![e.to_string()],
         },
         // The length Kubernetes 1.36 gives govalidator's URL regex (`urlLength`).
         max_regex_size: 1103,

@@ -82,6 +82,37 @@ impl fmt::Display for Cidr {
     }
 }
 
+/// Why a text is not a `net.IP` (Kubernetes' messages).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IpError {
+    /// The text is not an address; `reason` is Go's `netip.ParseAddr` error.
+    #[error("IP Address {text:?} parse error during conversion from string: {reason}")]
+    Syntax { text: String, reason: String },
+    /// The address has an IPv6 zone.
+    #[error("IP address {text:?} with zone value is not allowed")]
+    Zoned { text: String },
+    /// The address is an IPv4-mapped IPv6 address.
+    #[error("IPv4-mapped IPv6 address {text:?} is not allowed")]
+    Ipv4Mapped { text: String },
+}
+
+/// Why a text is not a `net.CIDR` (Kubernetes' messages).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CidrError {
+    /// The text is not a prefix; `reason` is Go's `netip.ParsePrefix` detail. Kubernetes wraps
+    /// Go's error in its conversion message twice (`parseCIDR` and `stringToCIDR` both add it).
+    #[error(
+        "network address parse error during conversion from string: network address parse error during \
+         conversion from string: netip.ParsePrefix({text:?}): {reason}"
+    )]
+    Syntax { text: String, reason: String },
+    /// The prefix's address is an IPv4-mapped IPv6 address (Kubernetes' own refusal, wrapped once).
+    #[error(
+        "network address parse error during conversion from string: IPv4-mapped IPv6 address {text:?} is not allowed"
+    )]
+    Ipv4Mapped { text: String },
+}
+
 /// Go's `netip.ParseAddr` error text for `s`.
 fn addr_error(s: &str) -> String {
     let leading_zero = s.contains('.') && !s.contains(':') && s.split('.').any(|o| o.len() > 1 && o.starts_with('0'));
@@ -110,24 +141,20 @@ fn is_4in6(a: &IpAddr) -> bool {
 }
 
 /// Kubernetes' `parseIPAddr`.
-pub fn parse_ip(s: &str) -> Result<Ip, String> {
-    let (addr, zoned) =
-        parse_addr(s).map_err(|e| format!("IP Address {s:?} parse error during conversion from string: {e}"))?;
+pub fn parse_ip(s: &str) -> Result<Ip, IpError> {
+    let (addr, zoned) = parse_addr(s).map_err(|reason| IpError::Syntax { text: s.to_owned(), reason })?;
     if zoned {
-        return Err(format!("IP address {s:?} with zone value is not allowed"));
+        return Err(IpError::Zoned { text: s.to_owned() });
     }
     if is_4in6(&addr) {
-        return Err(format!("IPv4-mapped IPv6 address {s:?} is not allowed"));
+        return Err(IpError::Ipv4Mapped { text: s.to_owned() });
     }
     Ok(Ip(addr))
 }
 
 /// Kubernetes' `parseCIDR` (Go's `netip.ParsePrefix` and the same refusals as for IPs).
-pub fn parse_cidr(s: &str) -> Result<Cidr, String> {
-    // Kubernetes wraps Go's parse error in its conversion message twice (`parseCIDR` and
-    // `stringToCIDR` both add it); its own refusals once.
-    const PREFIX: &str = "network address parse error during conversion from string: ";
-    let fail = |detail: String| format!("{PREFIX}{PREFIX}netip.ParsePrefix({s:?}): {detail}");
+pub fn parse_cidr(s: &str) -> Result<Cidr, CidrError> {
+    let fail = |reason: String| CidrError::Syntax { text: s.to_owned(), reason };
     let Some((addr_s, bits_s)) = s.rsplit_once('/') else {
         return Err(fail("no '/'".into()));
     };
@@ -147,7 +174,7 @@ pub fn parse_cidr(s: &str) -> Result<Cidr, String> {
         return Err(fail("prefix length out of range".into()));
     }
     if is_4in6(&addr) {
-        return Err(format!("{PREFIX}IPv4-mapped IPv6 address {s:?} is not allowed"));
+        return Err(CidrError::Ipv4Mapped { text: s.to_owned() });
     }
     Ok(Cidr { addr: ip, bits: bits as u8 })
 }

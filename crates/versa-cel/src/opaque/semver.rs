@@ -70,15 +70,86 @@ impl fmt::Display for Semver {
     }
 }
 
-fn numeric(s: &str, what: &str) -> Result<u64, String> {
+/// Why a text is not a semantic version (blang/semver's and Kubernetes' messages).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SemverError {
+    /// The text is empty.
+    #[error("Version string empty")]
+    Empty,
+    /// The text has fewer than three dot-separated parts.
+    #[error("No Major.Minor.Patch elements found")]
+    NoCore,
+    /// A core number holds something other than digits.
+    #[error("Invalid character(s) found in {part} number {text:?}")]
+    NumberCharacters { part: Part, text: String },
+    /// A core number starts with a zero.
+    #[error("{} number must not contain leading zeroes {text:?}", part.capitalised())]
+    NumberLeadingZero { part: Part, text: String },
+    /// A core number is empty or does not fit 64 bits.
+    #[error("strconv.ParseUint: parsing {text:?}: invalid syntax")]
+    NumberSyntax { text: String },
+    /// A pre-release identifier is empty.
+    #[error("Prerelease is empty")]
+    EmptyPrerelease,
+    /// A numeric pre-release identifier starts with a zero.
+    #[error("Numeric PreRelease version must not contain leading zeroes {text:?}")]
+    PrereleaseLeadingZero { text: String },
+    /// A numeric pre-release identifier does not fit 64 bits.
+    #[error("strconv.ParseUint: parsing {text:?}: value out of range")]
+    PrereleaseRange { text: String },
+    /// A pre-release identifier holds a character outside `[0-9A-Za-z-]`.
+    #[error("Invalid character(s) found in prerelease {text:?}")]
+    PrereleaseCharacters { text: String },
+    /// A build identifier is empty.
+    #[error("Build meta data is empty")]
+    EmptyBuild,
+    /// A build identifier holds a character outside `[0-9A-Za-z-]`.
+    #[error("Invalid character(s) found in build meta data {text:?}")]
+    BuildCharacters { text: String },
+    /// A version normalized from fewer than three parts has pre-release or build data.
+    #[error("short version cannot contain PreRelease/Build meta data")]
+    ShortWithMetadata,
+}
+
+/// The three numbers of a version's core, named as blang/semver names them in its messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// The first number.
+    Major,
+    /// The second number.
+    Minor,
+    /// The third number.
+    Patch,
+}
+
+impl Part {
+    fn capitalised(self) -> &'static str {
+        match self {
+            Part::Major => "Major",
+            Part::Minor => "Minor",
+            Part::Patch => "Patch",
+        }
+    }
+}
+
+impl fmt::Display for Part {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Part::Major => "major",
+            Part::Minor => "minor",
+            Part::Patch => "patch",
+        })
+    }
+}
+
+fn numeric(s: &str, part: Part) -> Result<u64, SemverError> {
     if !s.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("Invalid character(s) found in {what} number {s:?}"));
+        return Err(SemverError::NumberCharacters { part, text: s.to_owned() });
     }
     if s.len() > 1 && s.starts_with('0') {
-        let cap = format!("{}{}", what[..1].to_uppercase(), &what[1..]);
-        return Err(format!("{cap} number must not contain leading zeroes {s:?}"));
+        return Err(SemverError::NumberLeadingZero { part, text: s.to_owned() });
     }
-    s.parse().map_err(|_| format!("strconv.ParseUint: parsing {s:?}: invalid syntax"))
+    s.parse().map_err(|_| SemverError::NumberSyntax { text: s.to_owned() })
 }
 
 fn alphanumeric(s: &str) -> bool {
@@ -86,16 +157,16 @@ fn alphanumeric(s: &str) -> bool {
 }
 
 /// blang/semver's `Parse`.
-pub fn parse(s: &str) -> Result<Semver, String> {
+pub fn parse(s: &str) -> Result<Semver, SemverError> {
     if s.is_empty() {
-        return Err("Version string empty".into());
+        return Err(SemverError::Empty);
     }
     let parts: Vec<&str> = s.splitn(3, '.').collect();
     let [major, minor, rest] = parts[..] else {
-        return Err("No Major.Minor.Patch elements found".into());
+        return Err(SemverError::NoCore);
     };
-    let major = numeric(major, "major")?;
-    let minor = numeric(minor, "minor")?;
+    let major = numeric(major, Part::Major)?;
+    let minor = numeric(minor, Part::Minor)?;
     let (rest, build) = match rest.split_once('+') {
         Some((r, b)) => (r, b.split('.').map(String::from).collect()),
         None => (rest, Vec::new()),
@@ -104,36 +175,36 @@ pub fn parse(s: &str) -> Result<Semver, String> {
         Some((p, pre)) => (p, Some(pre)),
         None => (rest, None),
     };
-    let patch = numeric(patch, "patch")?;
+    let patch = numeric(patch, Part::Patch)?;
     let mut pre = Vec::new();
     for p in pre_s.map(|p| p.split('.').collect::<Vec<_>>()).unwrap_or_default() {
         if p.is_empty() {
-            return Err("Prerelease is empty".into());
+            return Err(SemverError::EmptyPrerelease);
         }
         if p.bytes().all(|b| b.is_ascii_digit()) {
             if p.len() > 1 && p.starts_with('0') {
-                return Err(format!("Numeric PreRelease version must not contain leading zeroes {p:?}"));
+                return Err(SemverError::PrereleaseLeadingZero { text: p.to_owned() });
             }
-            pre.push(Pre::Num(p.parse().map_err(|_| format!("strconv.ParseUint: parsing {p:?}: value out of range"))?));
+            pre.push(Pre::Num(p.parse().map_err(|_| SemverError::PrereleaseRange { text: p.to_owned() })?));
         } else if alphanumeric(p) {
             pre.push(Pre::Alpha(p.to_owned()));
         } else {
-            return Err(format!("Invalid character(s) found in prerelease {p:?}"));
+            return Err(SemverError::PrereleaseCharacters { text: p.to_owned() });
         }
     }
     for b in &build {
         if b.is_empty() {
-            return Err("Build meta data is empty".into());
+            return Err(SemverError::EmptyBuild);
         }
         if !alphanumeric(b) {
-            return Err(format!("Invalid character(s) found in build meta data {b:?}"));
+            return Err(SemverError::BuildCharacters { text: b.clone() });
         }
     }
     Ok(Semver { major, minor, patch, pre, build })
 }
 
 /// Kubernetes' `normalizeAndParse`.
-pub fn normalize_and_parse(s: &str) -> Result<Semver, String> {
+pub fn normalize_and_parse(s: &str) -> Result<Semver, SemverError> {
     let s = s.strip_prefix('v').unwrap_or(s);
     let mut parts: Vec<String> = s.splitn(3, '.').map(String::from).collect();
     for p in &mut parts {
@@ -148,7 +219,7 @@ pub fn normalize_and_parse(s: &str) -> Result<Semver, String> {
     }
     if parts.len() < 3 {
         if parts.last().is_some_and(|p| p.contains(['+', '-'])) {
-            return Err("short version cannot contain PreRelease/Build meta data".into());
+            return Err(SemverError::ShortWithMetadata);
         }
         while parts.len() < 3 {
             parts.push("0".into());

@@ -15,6 +15,16 @@ pub struct Url {
     pub opaque: String,
 }
 
+/// Go's `url.Error` for a URL that does not parse: `parse "<url>": <reason>`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("parse {url:?}: {reason}")]
+pub struct UrlError {
+    /// The text given.
+    pub url: String,
+    /// Go's reason (`invalid URI for request`, `missing protocol scheme`, ...).
+    pub reason: String,
+}
+
 fn should_escape_host(c: u8) -> bool {
     !(c.is_ascii_alphanumeric() || b"-_.~!$&'()*+,;=:[]<>\"".contains(&c))
 }
@@ -90,8 +100,8 @@ fn parse_host(host: &str) -> Result<(), String> {
 }
 
 /// Go's `url.ParseRequestURI`.
-pub fn parse(raw: &str) -> Result<Url, String> {
-    let fail = |e: String| format!("parse {raw:?}: {e}");
+pub fn parse(raw: &str) -> Result<Url, UrlError> {
+    let fail = |reason: String| UrlError { url: raw.to_owned(), reason };
     if raw.bytes().any(|b| b < 0x20 || b == 0x7f) {
         return Err(fail("net/url: invalid control character in URL".into()));
     }

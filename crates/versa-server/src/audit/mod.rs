@@ -33,7 +33,7 @@ mod record;
 mod rotating_file;
 mod writer;
 
-pub use error::{Error, Result};
+pub use error::{Error, PolicyError, Result};
 pub use event::{micro_time, source_ips};
 pub use lifecycle::{Arrival, AuditConfig, AuditedRequest, Auditor, catch_panic};
 pub use policy::{GroupResources, Level, Policy, PolicyRule, RequestConfig, Stage, Stages};

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use versa_schema::{Error as FieldError, ErrorList, Path as FieldPath};
 
-use super::error::{Error, Result};
+use super::error::{Error, PolicyError, Result};
 use super::policy::{GroupResources, Level, Policy, PolicyRule, Stage, Stages};
 
 /// The policy file as written (levels and stages still text: kube validates them after
@@ -68,34 +68,32 @@ impl Policy {
     /// (unknown or duplicate fields), for the caller to log.
     pub fn load(path: &Path) -> Result<(Policy, Vec<String>)> {
         let text = std::fs::read(path).map_err(|source| Error::ReadPolicy { path: path.to_owned(), source })?;
-        Policy::parse(&text).map_err(|message| Error::Policy { path: path.to_owned(), message })
+        Policy::parse(&text).map_err(|source| Error::Policy { path: path.to_owned(), source })
     }
 
     /// Parses and validates a policy (YAML or JSON); the error is the whole message.
-    pub fn parse(text: &[u8]) -> std::result::Result<(Policy, Vec<String>), String> {
+    pub fn parse(text: &[u8]) -> std::result::Result<(Policy, Vec<String>), PolicyError> {
         let decoded = crate::codec::decode(text, crate::codec::Format::Yaml)
-            .map_err(|s| format!("failed decoding: {}", s.message))?;
+            .map_err(|s| PolicyError::Decode { reason: s.message })?;
         let mut warnings: Vec<String> = decoded.duplicates.iter().map(|d| format!("duplicate field {d:?}")).collect();
         let mut doc = decoded.value;
         let Some(map) = doc.as_object() else {
-            return Err("failed decoding: the policy is not an object".into());
+            return Err(PolicyError::Decode { reason: "the policy is not an object".into() });
         };
         let api_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or("");
         let kind = map.get("kind").and_then(Value::as_str).unwrap_or("");
         if api_version != "audit.k8s.io/v1" || kind != "Policy" {
-            return Err(format!(
-                "failed decoding: apiVersion {api_version:?}, kind {kind:?}: an audit policy must be apiVersion audit.k8s.io/v1, kind Policy"
-            ));
+            return Err(PolicyError::WrongKind { api_version: api_version.to_owned(), kind: kind.to_owned() });
         }
         unknown_fields(&doc, &mut warnings);
         drop_nulls(&mut doc);
-        let doc: PolicyDoc = serde_json::from_value(doc).map_err(|e| format!("failed decoding: {e}"))?;
+        let doc: PolicyDoc = serde_json::from_value(doc).map_err(|e| PolicyError::Decode { reason: e.to_string() })?;
         let errs = validate(&doc);
         if !errs.is_empty() {
-            return Err(errs.aggregate());
+            return Err(PolicyError::Invalid(errs));
         }
         if doc.rules.is_empty() {
-            return Err("loaded illegal policy with 0 rules".into());
+            return Err(PolicyError::NoRules);
         }
         let stages = |names: &[String]| Stages::of(&names.iter().filter_map(|s| Stage::parse(s)).collect::<Vec<_>>());
         let omit_stages = stages(&doc.omit_stages);
@@ -273,7 +271,7 @@ mod tests {
             ),
         ];
         for (text, want) in cases {
-            let err = Policy::parse(text.as_bytes()).unwrap_err();
+            let err = Policy::parse(text.as_bytes()).unwrap_err().to_string();
             assert!(err.contains(want), "{text}\n  got: {err}\n want: {want}");
         }
     }

@@ -230,7 +230,7 @@ impl Policy {
                         visitor(Visit::Rule(&source, rule))?;
                     }
                 }
-                Err(e) => visitor(Visit::Error(e))?,
+                Err(e) => visitor(Visit::Error(e.to_string()))?,
             }
         }
         ControlFlow::Continue(())
@@ -238,22 +238,36 @@ impl Policy {
 
     /// The rules of the role a binding refers to (`kind` `Role` or `ClusterRole`), or kube's
     /// error for it (`… not found`).
-    pub fn rules(&self, kind: &str, name: &str, namespace: &str) -> Result<&[PolicyRule], String> {
+    pub fn rules(&self, kind: &str, name: &str, namespace: &str) -> Result<&[PolicyRule], RoleRefError> {
         match kind {
             "Role" => self
                 .roles
                 .get(namespace)
                 .and_then(|roles| roles.get(name))
                 .map(Vec::as_slice)
-                .ok_or_else(|| format!("role.rbac.authorization.k8s.io {} not found", go_quote(name))),
+                .ok_or_else(|| RoleRefError::RoleNotFound { name: name.to_owned() }),
             "ClusterRole" => self
                 .cluster_roles
                 .get(name)
                 .map(Vec::as_slice)
-                .ok_or_else(|| format!("clusterrole.rbac.authorization.k8s.io {} not found", go_quote(name))),
-            other => Err(format!("unsupported role reference kind: {}", go_quote(other))),
+                .ok_or_else(|| RoleRefError::ClusterRoleNotFound { name: name.to_owned() }),
+            other => Err(RoleRefError::UnsupportedKind { kind: other.to_owned() }),
         }
     }
+}
+
+/// Why a binding's `roleRef` leads to no rules, as kube words it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RoleRefError {
+    /// No Role of that name in the binding's namespace.
+    #[error("role.rbac.authorization.k8s.io {} not found", go_quote(.name))]
+    RoleNotFound { name: String },
+    /// No ClusterRole of that name.
+    #[error("clusterrole.rbac.authorization.k8s.io {} not found", go_quote(.name))]
+    ClusterRoleNotFound { name: String },
+    /// A `roleRef.kind` other than `Role` and `ClusterRole`.
+    #[error("unsupported role reference kind: {}", go_quote(.kind))]
+    UnsupportedKind { kind: String },
 }
 
 /// What a visit brings: a rule and the binding it comes from, or an error.
