@@ -103,7 +103,7 @@ pub enum ApplyError {
     Invalid(&'static str, #[source] ValidationErrors),
     /// An object could not be converted to the version an entry was written in.
     #[error("failed to convert the object to {0}: {1}")]
-    Conversion(String, String),
+    Conversion(String, #[source] crate::versions::ConvertError),
 }
 
 /// Why an update's `managedFields` could not be computed (kube then keeps the live object's

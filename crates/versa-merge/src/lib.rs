@@ -59,4 +59,4 @@ pub use managed::{ManagedFields, ManagedFieldsEntry, ManagedFieldsError, Manager
 pub use path::{FieldPath, PathElement};
 pub use set::FieldSet;
 pub use validate::{ValidationError, ValidationErrors};
-pub use versions::Versions;
+pub use versions::{ConvertError, Versions};

@@ -45,7 +45,7 @@ pub(crate) type Fields = BTreeMap<String, VersionedSet>;
 pub(crate) enum UpdaterError {
     Conflicts(Conflicts),
     /// An object could not be converted to a version an owner wrote in.
-    Conversion(String, String),
+    Conversion(String, crate::versions::ConvertError),
     /// What failed (`failed to merge config`, ...) and why.
     Invalid(&'static str, ValidationErrors),
 }

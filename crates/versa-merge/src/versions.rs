@@ -15,5 +15,20 @@ pub trait Versions: std::fmt::Debug {
     /// longer has.
     fn schema(&self, api_version: &str) -> Option<&Structural>;
     /// `obj` converted to `api_version` (its `apiVersion` says where it is now).
-    fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, String>;
+    fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, ConvertError>;
+}
+
+/// Why [`Versions::convert`] gave no object (printed as the merge's error texts say it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConvertError {
+    /// The apiVersion names no version of the resource.
+    #[error("{0} is not a version of this resource")]
+    NotAVersion(String),
+    /// The answer is not known yet: the caller makes it between runs of the merge and runs the
+    /// merge again (a conversion webhook, which the synchronous merge cannot wait for).
+    #[error("the conversion to {0} is made before the merge runs again")]
+    Pending(String),
+    /// The conversion failed, with its message.
+    #[error("{0}")]
+    Failed(String),
 }

@@ -160,7 +160,7 @@ impl versa_merge::Versions for TestVersions {
         self.0.get(api_version).map(|(s, _)| s)
     }
 
-    fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, String> {
+    fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, versa_merge::ConvertError> {
         let mut out = obj.clone();
         let from = obj["apiVersion"].as_str().unwrap_or(API_VERSION).to_owned();
         for (here, there) in self.renames(&from) {

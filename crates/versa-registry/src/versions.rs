@@ -23,7 +23,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use serde_json::Value;
-use versa_merge::Versions;
+use versa_merge::{ConvertError, Versions};
 use versa_schema::Structural;
 
 use crate::error::{Error, Result};
@@ -47,13 +47,13 @@ pub struct Conversions {
 #[derive(Debug, Default)]
 struct State {
     /// Conversions made: the object, the version it was converted to, the answer.
-    made: Vec<(Value, String, Result<Value, String>)>,
+    made: Vec<(Value, String, Result<Value, ConvertError>)>,
     /// Conversions asked for and not made yet: the object and the version.
     wanted: Vec<(Value, String)>,
 }
 
 impl State {
-    fn answer(&self, obj: &Value, version: &str) -> Option<&Result<Value, String>> {
+    fn answer(&self, obj: &Value, version: &str) -> Option<&Result<Value, ConvertError>> {
         self.made.iter().find(|(o, v, _)| v == version && o == obj).map(|(_, _, answer)| answer)
     }
 
@@ -133,8 +133,8 @@ impl Conversions {
         versions.dedup();
         for version in versions {
             let objects: Vec<Value> = wanted.iter().filter(|(_, v)| v == version).map(|(o, _)| o.clone()).collect();
-            let answers: Vec<Result<Value, String>> = match res.converter() {
-                Err(e) => vec![Err(e.to_owned()); objects.len()],
+            let answers: Vec<Result<Value, ConvertError>> = match res.converter() {
+                Err(e) => vec![Err(ConvertError::Failed(e.to_owned())); objects.len()],
                 Ok(converter) => {
                     let started = Instant::now();
                     let converted = converter.convert(objects.clone(), version).await;
@@ -143,8 +143,11 @@ impl Conversions {
                     observer.conversion(res.definition.name(), converter.strategy(), ok, seconds);
                     match converted {
                         Ok(all) if ok => all.into_iter().map(Ok).collect(),
-                        Ok(_) => vec![Err("the conversion returned another number of objects".into()); objects.len()],
-                        Err(e) => vec![Err(e.to_string()); objects.len()],
+                        Ok(_) => {
+                            let e = ConvertError::Failed("the conversion returned another number of objects".into());
+                            vec![Err(e); objects.len()]
+                        }
+                        Err(e) => vec![Err(ConvertError::Failed(e.to_string())); objects.len()],
                     }
                 }
             };
@@ -195,10 +198,10 @@ impl Versions for MergeVersions<'_> {
         self.res.version(version_of(self.res, api_version)?)?.schema().map(|s| &**s)
     }
 
-    fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, String> {
-        let version = version_of(self.res, api_version)
-            .ok_or_else(|| format!("{api_version} is not a version of this resource"))?;
-        let converter = self.res.converter().map_err(str::to_owned)?;
+    fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, ConvertError> {
+        let version =
+            version_of(self.res, api_version).ok_or_else(|| ConvertError::NotAVersion(api_version.to_owned()))?;
+        let converter = self.res.converter().map_err(|e| ConvertError::Failed(e.to_owned()))?;
         if !converter.is_deterministic() {
             // Made between runs: this run is repeated once it is.
             let mut state = self.conversions.state();
@@ -211,10 +214,10 @@ impl Versions for MergeVersions<'_> {
             if state.wanted.is_empty() {
                 state.want(obj, version);
             }
-            return Err(format!("the conversion to {api_version} is made before the merge runs again"));
+            return Err(ConvertError::Pending(api_version.to_owned()));
         }
         let started = Instant::now();
-        let converted = converter.convert_sync(obj.clone(), version).map_err(|e| e.to_string());
+        let converted = converter.convert_sync(obj.clone(), version).map_err(|e| ConvertError::Failed(e.to_string()));
         let seconds = started.elapsed().as_secs_f64();
         self.observer.conversion(self.res.definition.name(), converter.strategy(), converted.is_ok(), seconds);
         converted
