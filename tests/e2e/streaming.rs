@@ -102,3 +102,109 @@ async fn large_lists_are_streamed_whole_in_little_memory() {
     assert!((one as usize) < size / 4, "one LIST grew the peak RSS by {one} bytes for an answer of {size}");
     assert!((grown as usize) < size, "four LISTs grew the peak RSS by {grown} bytes for answers of {size} each");
 }
+
+/// A streamed LIST is the buffered one's bytes (the same LIST with a `limit` larger than the
+/// collection is built whole): 10 objects (one store page) and 600 (three), with and without
+/// label and field selectors, as JSON, as a Table (each `includeObject`) and when protobuf is
+/// asked first (versa answers JSON). `limit=0` is no limit, as in kube: streamed too.
+#[tokio::test]
+async fn streamed_lists_are_the_buffered_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let versa = Versa::start(dir.path());
+    let definition = json!({
+        "apiVersion": "versa.dev/v1", "kind": "ResourceDefinition",
+        "metadata": {"name": "paints.stream.example.com"},
+        "spec": {"group": "stream.example.com", "scope": "Namespaced",
+                 "names": {"plural": "paints", "singular": "paint", "kind": "Paint"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                     "selectableFields": [{"jsonPath": ".spec.color"}],
+                     "additionalPrinterColumns": [
+                         {"name": "N", "type": "integer", "jsonPath": ".spec.n"},
+                         {"name": "Color", "type": "string", "jsonPath": ".spec.color"}],
+                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+                         "n": {"type": "integer"}, "color": {"type": "string"}}}}}}}]},
+    });
+    ok(versa.kubectl_file("apply", dir.path(), "definition", &definition.to_string()));
+    ok(versa.kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "resourcedefinition/paints.stream.example.com",
+    ]));
+    ok(versa.kubectl(&["create", "namespace", "small"]));
+    let client = Arc::new(client::Client::admin(dir.path(), &versa.address));
+    let colors = ["red", "green", "blue"];
+    for (namespace, count) in [("small", 10), ("default", 600)] {
+        let path = format!("/apis/stream.example.com/v1/namespaces/{namespace}/paints");
+        let mut tasks = Vec::new();
+        for i in 0..count {
+            let paint = json!({"apiVersion": "stream.example.com/v1", "kind": "Paint",
+                "metadata": {"name": format!("p{i:04}"), "labels": {"parity": if i % 2 == 0 { "even" } else { "odd" }}},
+                "spec": {"n": i, "color": colors[i % 3]}});
+            let (client, path) = (client.clone(), path.clone());
+            tasks.push(tokio::spawn(async move { client.post(&path, &paint).await.status }));
+        }
+        for t in tasks {
+            assert_eq!(t.await.unwrap(), 201);
+        }
+    }
+    let selectors = [
+        "",
+        "labelSelector=parity%3Deven",
+        "labelSelector=parity%3Dnone",
+        "fieldSelector=metadata.name%3Dp0300",
+        "fieldSelector=spec.color%3Dred",
+        "fieldSelector=spec.color!%3Dred&labelSelector=parity%3Dodd",
+    ];
+    let table = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    let accepts = [
+        ("json", "application/json", ""),
+        ("table", table, ""),
+        ("table of objects", table, "includeObject=Object"),
+        ("table without objects", table, "includeObject=None"),
+        ("protobuf first", "application/vnd.kubernetes.protobuf, application/json", ""),
+    ];
+    let mut compared = 0;
+    for (namespace, count) in [("small", 10), ("default", 600)] {
+        let path = format!("/apis/stream.example.com/v1/namespaces/{namespace}/paints");
+        for selector in selectors {
+            for (what, accept, extra) in accepts {
+                let query = [selector, extra].iter().filter(|q| !q.is_empty()).copied().collect::<Vec<_>>().join("&");
+                let ask = |more: &str| {
+                    let sep = if query.is_empty() || more.is_empty() { "" } else { "&" };
+                    format!("{path}?{query}{sep}{more}")
+                };
+                let buffered = client.get_with(&ask("limit=100000"), &[("accept", accept)]).await;
+                let case = format!("{count} objects, {what}, {selector:?}");
+                assert_eq!(buffered.status, 200, "{case}: {}", buffered.text());
+                for streamed_query in ["", "limit=0"] {
+                    let streamed = client.get_with(&ask(streamed_query), &[("accept", accept)]).await;
+                    assert_eq!(streamed.status, 200, "{case}: {}", streamed.text());
+                    assert_eq!(streamed.header("content-type"), buffered.header("content-type"), "{case}");
+                    assert!(
+                        streamed.body == buffered.body,
+                        "{case} {streamed_query}: streamed\n{}\nbuffered\n{}",
+                        streamed.text(),
+                        buffered.text()
+                    );
+                    compared += 1;
+                }
+                // The answer has what the selector selects.
+                let doc = buffered.json();
+                let n = doc.get("items").or_else(|| doc.get("rows")).and_then(Value::as_array).unwrap().len();
+                let want = (0..count)
+                    .filter(|i| match selector {
+                        "" => true,
+                        "labelSelector=parity%3Deven" => i % 2 == 0,
+                        "labelSelector=parity%3Dnone" => false,
+                        "fieldSelector=metadata.name%3Dp0300" => *i == 300,
+                        "fieldSelector=spec.color%3Dred" => i % 3 == 0,
+                        _ => i % 3 != 0 && i % 2 == 1,
+                    })
+                    .count();
+                assert_eq!(n, want, "{case}");
+            }
+        }
+    }
+    assert_eq!(compared, 2 * selectors.len() * accepts.len() * 2);
+}
