@@ -10,6 +10,7 @@
 //! every error a `metav1.Status`.
 
 mod fields;
+mod filter;
 mod read;
 mod scale;
 mod stream;

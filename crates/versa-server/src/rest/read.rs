@@ -8,17 +8,16 @@
 //! objects, a Table, or PartialObjectMetadata, as the `Accept` header asks.
 
 use http::StatusCode;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use versa_conversion::Converted;
-use versa_registry::render::RenderedRow;
 use versa_registry::storage::values;
 use versa_registry::table::{IncludeObject, partial_object_metadata};
 use versa_schema::{Error as FieldError, ErrorList, Path};
 use versa_storage::{ContinueToken, ListOptions};
 
-use super::stream::{self, Streamed};
+pub use super::filter::Filter;
+use super::stream::{self, Streamed, row_object};
 use super::{Answer, Ctx, Shape, shape};
-use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
 
 /// `GET .../<plural>/<name>` (and `.../<name>/status`).
@@ -43,87 +42,6 @@ async fn render(ctx: &Ctx, kv: versa_storage::KeyValue) -> Answer {
     }
     let obj = ctx.boundary().from_storage(&kv).await?;
     ctx.respond_object(StatusCode::OK, &obj)
-}
-
-/// The selectors and paging of a list or watch request.
-#[derive(Debug)]
-pub struct Filter {
-    pub labels: LabelSelector,
-    pub fields: FieldSelector,
-}
-
-impl Filter {
-    /// Parses `labelSelector` and `fieldSelector`; unsupported field labels are 400.
-    pub fn from_query(ctx: &Ctx) -> Result<Filter, Status> {
-        let labels = LabelSelector::parse(ctx.query.get("labelSelector").unwrap_or(""))
-            .map_err(|e| Status::bad_request(e.to_string()))?;
-        let fields = FieldSelector::parse(ctx.query.get("fieldSelector").unwrap_or(""))
-            .map_err(|e| Status::bad_request(e.to_string()))?;
-        let selectable = &ctx.ver().selectable_fields;
-        for f in fields.fields() {
-            if f != "metadata.name" && f != "metadata.namespace" && !selectable.iter().any(|s| s == f) {
-                return Err(Status::bad_request(format!("field label not supported: {f}")));
-            }
-        }
-        Ok(Filter { labels, fields })
-    }
-
-    /// No selector at all.
-    pub fn is_everything(&self) -> bool {
-        self.labels.is_empty() && self.fields.is_empty()
-    }
-
-    /// Whether a request-form object passes both selectors.
-    pub fn matches(&self, obj: &Value) -> bool {
-        let empty = Map::new();
-        let labels = obj.pointer("/metadata/labels").and_then(Value::as_object).unwrap_or(&empty);
-        self.labels.matches(labels) && self.fields.matches(|field| printed(descend(obj, field.split('.'))?))
-    }
-
-    /// Whether the field selector reads only `metadata` (which converted text carries beside
-    /// it; other fields need the object as a value).
-    pub(super) fn reads_only_metadata(&self) -> bool {
-        self.fields.fields().all(|f| f.starts_with("metadata."))
-    }
-
-    /// [`Filter::matches`] for a converted object; text is asked only metadata fields (see
-    /// [`Filter::reads_only_metadata`]).
-    pub(super) fn matches_converted(&self, obj: &Converted) -> bool {
-        let metadata = match obj {
-            Converted::Value(v) => return self.matches(v),
-            Converted::Json { metadata, .. } => metadata,
-        };
-        let empty = Map::new();
-        let labels = metadata.get("labels").and_then(Value::as_object).unwrap_or(&empty);
-        self.labels.matches(labels)
-            && self.fields.matches(|field| {
-                let mut parts = field.split('.');
-                if parts.next() != Some("metadata") {
-                    return None;
-                }
-                printed(descend(metadata.get(parts.next()?)?, parts)?)
-            })
-    }
-}
-
-/// The value at the end of `parts` below `v`.
-fn descend<'a, 'p>(mut v: &'a Value, parts: impl Iterator<Item = &'p str>) -> Option<&'a Value> {
-    for part in parts {
-        v = v.get(part)?;
-    }
-    Some(v)
-}
-
-/// A field's value as a field selector compares it (`fmt.Sprint` of the value; `null` as
-/// absent).
-fn printed(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Null => None,
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(versa_schema::field::go_number(n)),
-        other => Some(other.to_string()),
-    }
 }
 
 /// `resourceVersion` / `resourceVersionMatch` / `continue`, checked as kube's
@@ -211,7 +129,7 @@ pub struct Page<T = Value> {
 }
 
 /// `limit` and the revision to list at (0: the latest), from the list options.
-pub(super) async fn list_params(ctx: &Ctx) -> Result<(usize, i64), Status> {
+async fn list_params(ctx: &Ctx) -> Result<(usize, i64), Status> {
     let limit = match ctx.query.get("limit").unwrap_or("") {
         "" => 0,
         l => l.parse::<i64>().map_err(|_| Status::bad_request(format!("invalid limit {l:?}")))?.max(0) as usize,
@@ -279,7 +197,7 @@ async fn read_converted(ctx: &Ctx, filter: &Filter, text: bool) -> Result<Page<C
     }
 }
 
-pub(super) fn list_error(ctx: &Ctx, e: versa_storage::Error) -> Status {
+fn list_error(ctx: &Ctx, e: versa_storage::Error) -> Status {
     match e {
         versa_storage::Error::Expired { .. } if ctx.query.get("continue").is_some_and(|c| !c.is_empty()) => {
             Status::expired(
@@ -303,7 +221,7 @@ pub(super) fn list_error(ctx: &Ctx, e: versa_storage::Error) -> Status {
 pub async fn list(ctx: &Ctx) -> Answer {
     let filter = Filter::from_query(ctx)?;
     if ctx.wants_plain_json() {
-        if let Some(first) = stream::first_page(ctx).await? {
+        if let Some(first) = first_page(ctx).await? {
             return stream::list(ctx, first, Streamed::Json, filter).await;
         }
         if filter.is_everything() {
@@ -324,7 +242,7 @@ pub async fn list(ctx: &Ctx) -> Answer {
     }
     if shape(&ctx.headers) == Shape::Table && ctx.answers_in_json() {
         let include = include_object(ctx)?;
-        if let Some(first) = stream::first_page(ctx).await? {
+        if let Some(first) = first_page(ctx).await? {
             return stream::list(ctx, first, Streamed::Table(include), filter).await;
         }
         if filter.is_everything() {
@@ -407,15 +325,6 @@ async fn list_table_rendered(ctx: &Ctx, include: IncludeObject) -> Answer {
     Ok(ctx.respond_json_bytes(StatusCode::OK, body))
 }
 
-/// A Table row's `object` as JSON, as `includeObject` asks.
-pub(super) fn row_object(r: &RenderedRow, include: IncludeObject) -> &[u8] {
-    match include {
-        IncludeObject::None => b"null",
-        IncludeObject::Metadata => &r.row.metadata,
-        IncludeObject::Object => &r.json,
-    }
-}
-
 /// The `<Kind>List` document as JSON, its items written by `items` (comma-separated), in
 /// `serde_json`'s key order as the value path writes it. `size`: about the items' length.
 fn list_json(
@@ -454,4 +363,16 @@ pub fn list_object(ctx: &Ctx, page: Page) -> Value {
         o.insert("items".into(), Value::Array(page.items));
     }
     list
+}
+
+/// The first store page of an unpaginated LIST (no `limit`, or `limit=0`, which kube reads as
+/// none; no `continue`), read before the answer starts so that its errors are answered as
+/// such; `None` for a paginated LIST.
+async fn first_page(ctx: &Ctx) -> Result<Option<versa_storage::ListPage>, Status> {
+    let (limit, revision) = list_params(ctx).await?;
+    if limit > 0 || ctx.query.get("continue").is_some_and(|c| !c.is_empty()) {
+        return Ok(None);
+    }
+    let options = ListOptions { limit: stream::STREAM_PAGE, continue_token: None, revision };
+    ctx.state.store.list(&ctx.collection_prefix(), options).await.map(Some).map_err(|e| list_error(ctx, e))
 }

@@ -22,17 +22,18 @@ use bytes::Bytes;
 use http::StatusCode;
 use serde_json::json;
 use versa_registry::Version;
+use versa_registry::render::RenderedRow;
 use versa_registry::storage::{Boundary, values};
 use versa_registry::table::{IncludeObject, ListMeta, partial_object_metadata};
 use versa_storage::{KeyValue, ListOptions, ListPage};
 
-use super::read::{Filter, list_error, list_params, row_object};
+use super::filter::Filter;
 use super::{Answer, Ctx};
 use crate::state::State;
 use crate::status::Status;
 
 /// Objects read, rendered and sent per chunk of a streamed LIST.
-const STREAM_PAGE: usize = 250;
+pub const STREAM_PAGE: usize = 250;
 
 /// What a streamed LIST writes.
 #[derive(Debug, Clone, Copy)]
@@ -41,18 +42,6 @@ pub enum Streamed {
     Json,
     /// A Table with the objects as `includeObject` asks.
     Table(IncludeObject),
-}
-
-/// The first store page of an unpaginated LIST (no `limit`, or `limit=0`, which kube reads as
-/// none; no `continue`), read before the answer starts so that its errors are answered as
-/// such; `None` for a paginated LIST.
-pub async fn first_page(ctx: &Ctx) -> Result<Option<ListPage>, Status> {
-    let (limit, revision) = list_params(ctx).await?;
-    if limit > 0 || ctx.query.get("continue").is_some_and(|c| !c.is_empty()) {
-        return Ok(None);
-    }
-    let options = ListOptions { limit: STREAM_PAGE, continue_token: None, revision };
-    ctx.state.store.list(&ctx.collection_prefix(), options).await.map(Some).map_err(|e| list_error(ctx, e))
 }
 
 /// Answers the LIST whose first store page is `first` as it reads the rest (see the module's
@@ -69,6 +58,7 @@ pub async fn list(ctx: &Ctx, mut first: ListPage, what: Streamed, filter: Filter
         filter: &filter,
         now: SystemTime::now(),
         written: 0,
+        bytes: 0,
     };
     let mut opening = match what {
         Streamed::Json => {
@@ -84,7 +74,7 @@ pub async fn list(ctx: &Ctx, mut first: ListPage, what: Streamed, filter: Filter
         }),
     };
     page.render(&first.items, &mut opening).await?;
-    let (now, written) = (page.now, page.written);
+    let (now, written, bytes) = (page.now, page.written, page.bytes);
     let mut tail = Vec::new();
     match what {
         Streamed::Json => {
@@ -104,7 +94,7 @@ pub async fn list(ctx: &Ctx, mut first: ListPage, what: Streamed, filter: Filter
     tokio::spawn(async move {
         let Some(ver) = res.version(&version) else { return };
         let boundary = Boundary::new(&res, &version, &state.metrics);
-        let mut page = Page { state: &state, boundary, ver, what, filter: &filter, now, written };
+        let mut page = Page { state: &state, boundary, ver, what, filter: &filter, now, written, bytes };
         if tx.send(Bytes::from(opening)).await.is_err() {
             return;
         }
@@ -146,6 +136,9 @@ struct Page<'a> {
     /// When the Table's ages are computed, once for the whole list.
     now: SystemTime,
     written: usize,
+    /// Bytes of the objects' JSON rendered so far: past half the render cache, objects are no
+    /// longer kept in it.
+    bytes: usize,
 }
 
 impl Page<'_> {
@@ -184,18 +177,23 @@ impl Page<'_> {
         Ok(())
     }
 
-    /// Every object of `items`, through the render cache.
+    /// Every object of `items`, through the render cache — kept in it while the list could
+    /// fit (a larger one would only push out its own objects, and grow the server by the
+    /// cache's bound while doing so).
     async fn render_all(&mut self, items: &[KeyValue], out: &mut Vec<u8>) -> Result<(), Status> {
+        let keep = self.bytes < versa_registry::render::CACHE_BYTES / 2;
         match self.what {
             Streamed::Json => {
-                for item in self.state.render.render_all(self.boundary, items).await? {
+                for item in self.state.render.render_all_kept(self.boundary, items, keep).await? {
+                    self.bytes += item.len();
                     self.comma(out);
                     out.extend_from_slice(&item);
                 }
             }
             Streamed::Table(include) => {
                 let table = self.ver.table();
-                for r in &self.state.render.render_rows(self.boundary, table, items).await? {
+                for r in &self.state.render.render_rows_kept(self.boundary, table, items, keep).await? {
+                    self.bytes += r.json.len();
                     self.comma(out);
                     table.write_row(out, &r.row.cells, row_object(r, include), self.now);
                 }
@@ -210,5 +208,14 @@ impl Page<'_> {
             out.push(b',');
         }
         self.written += 1;
+    }
+}
+
+/// A Table row's `object` as JSON, as `includeObject` asks.
+pub fn row_object(r: &RenderedRow, include: IncludeObject) -> &[u8] {
+    match include {
+        IncludeObject::None => b"null",
+        IncludeObject::Metadata => &r.row.metadata,
+        IncludeObject::Object => &r.json,
     }
 }
