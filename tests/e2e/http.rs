@@ -2268,3 +2268,62 @@ fn the_allocator_purger_runs() {
         .collect();
     assert!(names.iter().any(|name| name == "versa-purge"), "versa's threads: {names:?}");
 }
+
+/// Definitions at the size limits (issue 41), answered as kube-apiserver answers
+/// CustomResourceDefinitions of the same sizes (checked against kube 1.36.3 with its default
+/// etcd): one of 1.4 MB of JSON is created, Established, discoverable and in OpenAPI; one of
+/// 1.5 MiB is over the stored object's limit (etcd's) once the server adds its metadata —
+/// kube's 500 `etcdserver: request is too large`, without a reason; a body over 3 MiB is 413.
+/// The server answers as before afterwards.
+#[tokio::test]
+async fn definitions_at_the_size_limits() {
+    let s = server().await;
+    let c = &s.client;
+    let sized = |plural: &str, size: usize| -> Vec<u8> {
+        let mut def = json!({
+            "apiVersion": "versa.dev/v1", "kind": "ResourceDefinition",
+            "metadata": {"name": format!("{plural}.big.example.com")},
+            "spec": {"group": "big.example.com", "scope": "Namespaced",
+                "names": {"plural": plural, "singular": plural.trim_end_matches('s'), "kind": format!("Big{}", plural.len())},
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                    "type": "object", "description": "", "properties": {"spec": {"type": "object"}}}}}]},
+        });
+        let base = serde_json::to_vec(&def).unwrap().len();
+        def["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] = json!("d".repeat(size - base));
+        let body = serde_json::to_vec(&def).unwrap();
+        assert_eq!(body.len(), size);
+        body
+    };
+    let mut checks = Checks::default();
+    let post = |body: Vec<u8>| c.request("POST", RD, &[("content-type", "application/json")], body);
+
+    let r = post(sized("larges", 1_400_000)).await;
+    checks.eq("1.4 MB definition created", &json!(r.status), &json!(201));
+    wait_established(c, "larges.big.example.com").await;
+    checks.eq("discoverable", &json!(c.get("/apis/big.example.com/v1").await.status), &json!(200));
+    let openapi = c.get("/openapi/v3/apis/big.example.com/v1").await;
+    checks.eq("in OpenAPI", &json!([openapi.status, openapi.body.len() > 1_400_000]), &json!([200, true]));
+
+    let r = post(sized("overs", 1_572_864)).await;
+    let body: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+    checks.eq(
+        "1.5 MiB definition",
+        &json!([r.status, body["code"], body["reason"], body["message"]]),
+        &json!([500, 500, null, "etcdserver: request is too large"]),
+    );
+    let r = post(sized("hugeones", 3 * 1024 * 1024 + 1)).await;
+    checks.status(
+        "definition over 3 MiB",
+        &r,
+        413,
+        "RequestEntityTooLarge",
+        "Request entity too large: limit is 3145728",
+    );
+    checks.eq(
+        "none of the refused ones stored",
+        &json!(c.get(&format!("{RD}/overs.big.example.com")).await.status),
+        &json!(404),
+    );
+    checks.eq("healthy", &json!(c.get("/healthz").await.status), &json!(200));
+    checks.finish();
+}

@@ -5,7 +5,7 @@
 //! errors about one object become [`Error::NotFound`], [`Error::AlreadyExists`] and
 //! [`Error::Conflict`] ([`Error::storage`]); the rest stay [`Error::Storage`], which the server
 //! maps with the other variants, in one place (`versa-server`'s `status.rs`: `Unavailable` is a
-//! 503 there, `TooLarge` a 413, `Expired` a 410).
+//! 503 there, `TooLarge` kube's 500 `etcdserver: request is too large`, `Expired` a 410).
 
 use serde_json::Value;
 use versa_schema::ErrorList;

@@ -90,8 +90,14 @@ impl RenderCache {
 
     /// [`RenderCache::render`] for a page: the objects not cached are converted in one batch.
     pub async fn render_all(&self, boundary: Boundary<'_>, kvs: &[KeyValue]) -> Result<Vec<Bytes>> {
+        self.render_all_kept(boundary, kvs, true).await
+    }
+
+    /// [`RenderCache::render_all`], keeping what it renders only when `keep`: a streamed list
+    /// larger than the cache stops keeping its objects, which would only push out one another.
+    pub async fn render_all_kept(&self, boundary: Boundary<'_>, kvs: &[KeyValue], keep: bool) -> Result<Vec<Bytes>> {
         let cached = self.cached(boundary, kvs).into_iter().map(|c| c.map(|e| e.0)).collect();
-        self.render_missing(boundary, kvs, cached).await
+        self.render_missing(boundary, kvs, cached, keep).await
     }
 
     /// [`RenderCache::render_all`] with each object's Table row for `table` (the convertor of
@@ -103,9 +109,21 @@ impl RenderCache {
         table: &TableConvertor,
         kvs: &[KeyValue],
     ) -> Result<Vec<RenderedRow>> {
+        self.render_rows_kept(boundary, table, kvs, true).await
+    }
+
+    /// [`RenderCache::render_rows`], keeping what it renders only when `keep` (see
+    /// [`RenderCache::render_all_kept`]).
+    pub async fn render_rows_kept(
+        &self,
+        boundary: Boundary<'_>,
+        table: &TableConvertor,
+        kvs: &[KeyValue],
+        keep: bool,
+    ) -> Result<Vec<RenderedRow>> {
         let (jsons, rows): (Vec<_>, Vec<_>) =
             self.cached(boundary, kvs).into_iter().map(|c| c.map_or((None, None), |(j, r)| (Some(j), r))).unzip();
-        let jsons = self.render_missing(boundary, kvs, jsons).await?;
+        let jsons = self.render_missing(boundary, kvs, jsons, keep).await?;
         let mut out = Vec::with_capacity(kvs.len());
         let mut fresh = Vec::new();
         for ((kv, json), row) in kvs.iter().zip(jsons).zip(rows) {
@@ -123,7 +141,7 @@ impl RenderCache {
             };
             out.push(RenderedRow { json, row });
         }
-        if !fresh.is_empty() {
+        if keep && !fresh.is_empty() {
             let mut inner = self.lock();
             for (kv, row) in fresh {
                 // Only beside JSON that was kept, at the same revision.
@@ -155,18 +173,19 @@ impl RenderCache {
             .collect()
     }
 
-    /// The JSON of every object: `out`'s where given, the others converted in one batch and
-    /// kept (unless a webhook converted them).
+    /// The JSON of every object: `out`'s where given, the others converted in one batch and,
+    /// when `keep`, kept (unless a webhook converted them).
     async fn render_missing(
         &self,
         boundary: Boundary<'_>,
         kvs: &[KeyValue],
         mut out: Vec<Option<Bytes>>,
+        keep: bool,
     ) -> Result<Vec<Bytes>> {
         let missing: Vec<KeyValue> =
             kvs.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(kv, _)| kv.clone()).collect();
         if !missing.is_empty() {
-            let (objects, keep) = boundary.from_storage_for_json(&missing).await?;
+            let (objects, keep_each) = boundary.from_storage_for_json(&missing).await?;
             let mut rendered = Vec::with_capacity(missing.len());
             for obj in objects {
                 let json = match obj {
@@ -176,7 +195,8 @@ impl RenderCache {
                 rendered.push(Bytes::from(json));
             }
             let mut inner = self.lock();
-            for ((kv, bytes), _) in missing.iter().zip(&rendered).zip(&keep).filter(|(_, keep)| **keep) {
+            let kept = keep_each.iter().map(|k| *k && keep);
+            for ((kv, bytes), _) in missing.iter().zip(&rendered).zip(kept).filter(|(_, keep)| *keep) {
                 inner.insert(boundary, kv, Entry { revision: kv.mod_revision, json: bytes.clone(), row: None });
             }
             let mut fresh = rendered.into_iter();

@@ -273,14 +273,16 @@ impl From<versa_storage::Error> for Status {
 
 impl Status {
     /// A storage error that is not about one object's existence or revision (those are
-    /// [`versa_registry::Error::storage`]'s): 503 while storage cannot answer, 413 for a value
-    /// over the store's limit, 410 for a revision compacted away, 500 otherwise.
+    /// [`versa_registry::Error::storage`]'s): 503 while storage cannot answer, 410 for a
+    /// revision compacted away, 500 otherwise — for a value over the store's limit with etcd's
+    /// words, as kube-apiserver answers.
     pub fn from_storage(e: versa_storage::Error) -> Status {
         match e {
+            // kube passes etcd's refusal through as it is: a 500 without a reason.
             versa_storage::Error::TooLarge { .. } => Status {
-                code: StatusCode::PAYLOAD_TOO_LARGE,
-                reason: "RequestEntityTooLarge",
-                message: format!("Request entity too large: {e}"),
+                code: StatusCode::INTERNAL_SERVER_ERROR,
+                reason: "",
+                message: "etcdserver: request is too large".into(),
                 details: None,
             },
             versa_storage::Error::Expired { .. } => Status::expired(e.to_string()),

@@ -1,7 +1,8 @@
 //! The REST layer: one implementation of Kubernetes' resource verbs for every served resource
 //! (custom resources and the definitions API alike).
 //!
-//! [`serve`] routes a resource request to a verb handler: `read.rs` (get, list), `watch.rs`,
+//! [`serve`] routes a resource request to a verb handler: `read.rs` (get, list; `stream.rs`
+//! writes unpaginated LISTs as they are read), `watch.rs`,
 //! `write.rs` (create, update, patch, delete, deletecollection), `scale.rs` and `token.rs`
 //! (ServiceAccounts' TokenRequests). They are HTTP adapters over the registry: objects cross the storage boundary through
 //! [`Ctx::boundary`] (`versa_registry::storage`) and are admitted by [`Ctx::strategy`]
@@ -9,8 +10,10 @@
 //! every error a `metav1.Status`.
 
 mod fields;
+mod filter;
 mod read;
 mod scale;
+mod stream;
 mod token;
 mod watch;
 mod write;

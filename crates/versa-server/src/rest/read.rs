@@ -7,18 +7,17 @@
 //! default, reads the latest state; `Exact` reads the store at that revision). Results are the
 //! objects, a Table, or PartialObjectMetadata, as the `Accept` header asks.
 
-use bytes::Bytes;
 use http::StatusCode;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use versa_conversion::Converted;
-use versa_registry::render::RenderedRow;
 use versa_registry::storage::values;
 use versa_registry::table::{IncludeObject, partial_object_metadata};
 use versa_schema::{Error as FieldError, ErrorList, Path};
 use versa_storage::{ContinueToken, ListOptions};
 
+pub use super::filter::Filter;
+use super::stream::{self, Streamed, row_object};
 use super::{Answer, Ctx, Shape, shape};
-use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
 
 /// `GET .../<plural>/<name>` (and `.../<name>/status`).
@@ -43,87 +42,6 @@ async fn render(ctx: &Ctx, kv: versa_storage::KeyValue) -> Answer {
     }
     let obj = ctx.boundary().from_storage(&kv).await?;
     ctx.respond_object(StatusCode::OK, &obj)
-}
-
-/// The selectors and paging of a list or watch request.
-#[derive(Debug)]
-pub struct Filter {
-    pub labels: LabelSelector,
-    pub fields: FieldSelector,
-}
-
-impl Filter {
-    /// Parses `labelSelector` and `fieldSelector`; unsupported field labels are 400.
-    pub fn from_query(ctx: &Ctx) -> Result<Filter, Status> {
-        let labels = LabelSelector::parse(ctx.query.get("labelSelector").unwrap_or(""))
-            .map_err(|e| Status::bad_request(e.to_string()))?;
-        let fields = FieldSelector::parse(ctx.query.get("fieldSelector").unwrap_or(""))
-            .map_err(|e| Status::bad_request(e.to_string()))?;
-        let selectable = &ctx.ver().selectable_fields;
-        for f in fields.fields() {
-            if f != "metadata.name" && f != "metadata.namespace" && !selectable.iter().any(|s| s == f) {
-                return Err(Status::bad_request(format!("field label not supported: {f}")));
-            }
-        }
-        Ok(Filter { labels, fields })
-    }
-
-    /// No selector at all.
-    pub fn is_everything(&self) -> bool {
-        self.labels.is_empty() && self.fields.is_empty()
-    }
-
-    /// Whether a request-form object passes both selectors.
-    pub fn matches(&self, obj: &Value) -> bool {
-        let empty = Map::new();
-        let labels = obj.pointer("/metadata/labels").and_then(Value::as_object).unwrap_or(&empty);
-        self.labels.matches(labels) && self.fields.matches(|field| printed(descend(obj, field.split('.'))?))
-    }
-
-    /// Whether the field selector reads only `metadata` (which converted text carries beside
-    /// it; other fields need the object as a value).
-    fn reads_only_metadata(&self) -> bool {
-        self.fields.fields().all(|f| f.starts_with("metadata."))
-    }
-
-    /// [`Filter::matches`] for a converted object; text is asked only metadata fields (see
-    /// [`Filter::reads_only_metadata`]).
-    fn matches_converted(&self, obj: &Converted) -> bool {
-        let metadata = match obj {
-            Converted::Value(v) => return self.matches(v),
-            Converted::Json { metadata, .. } => metadata,
-        };
-        let empty = Map::new();
-        let labels = metadata.get("labels").and_then(Value::as_object).unwrap_or(&empty);
-        self.labels.matches(labels)
-            && self.fields.matches(|field| {
-                let mut parts = field.split('.');
-                if parts.next() != Some("metadata") {
-                    return None;
-                }
-                printed(descend(metadata.get(parts.next()?)?, parts)?)
-            })
-    }
-}
-
-/// The value at the end of `parts` below `v`.
-fn descend<'a, 'p>(mut v: &'a Value, parts: impl Iterator<Item = &'p str>) -> Option<&'a Value> {
-    for part in parts {
-        v = v.get(part)?;
-    }
-    Some(v)
-}
-
-/// A field's value as a field selector compares it (`fmt.Sprint` of the value; `null` as
-/// absent).
-fn printed(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Null => None,
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(versa_schema::field::go_number(n)),
-        other => Some(other.to_string()),
-    }
 }
 
 /// `resourceVersion` / `resourceVersionMatch` / `continue`, checked as kube's
@@ -303,6 +221,9 @@ fn list_error(ctx: &Ctx, e: versa_storage::Error) -> Status {
 pub async fn list(ctx: &Ctx) -> Answer {
     let filter = Filter::from_query(ctx)?;
     if ctx.wants_plain_json() {
+        if let Some(first) = first_page(ctx).await? {
+            return stream::list(ctx, first, Streamed::Json, filter).await;
+        }
         if filter.is_everything() {
             return list_rendered(ctx).await;
         }
@@ -319,8 +240,14 @@ pub async fn list(ctx: &Ctx) -> Answer {
         })?;
         return Ok(ctx.respond_json_bytes(StatusCode::OK, list));
     }
-    if filter.is_everything() && shape(&ctx.headers) == Shape::Table && ctx.answers_in_json() {
-        return list_table_rendered(ctx).await;
+    if shape(&ctx.headers) == Shape::Table && ctx.answers_in_json() {
+        let include = include_object(ctx)?;
+        if let Some(first) = first_page(ctx).await? {
+            return stream::list(ctx, first, Streamed::Table(include), filter).await;
+        }
+        if filter.is_everything() {
+            return list_table_rendered(ctx, include).await;
+        }
     }
     let page = read_page(ctx, &filter).await?;
     let rv = page.revision.to_string();
@@ -354,13 +281,9 @@ pub async fn list(ctx: &Ctx) -> Answer {
     })
 }
 
-/// The common LIST (no selector, plain JSON): one store page, each object rendered once and
-/// cached (`versa_registry::render`), the list written around them. Without a `limit` the list
-/// is streamed ([`stream_list`]).
+/// The common paginated LIST (no selector, plain JSON): one store page, each object rendered
+/// once and cached (`versa_registry::render`), the list written around them.
 async fn list_rendered(ctx: &Ctx) -> Answer {
-    if let Some(first) = first_of_stream(ctx).await? {
-        return stream_list(ctx, first, Streamed::Json).await;
-    }
     let page = store_page(ctx).await?;
     let items = ctx.state.render.render_all(ctx.boundary(), &page.items).await?;
     let size: usize = items.iter().map(|b| b.len() + 1).sum();
@@ -384,14 +307,10 @@ async fn store_page(ctx: &Ctx) -> Result<versa_storage::ListPage, Status> {
     ctx.state.store.list(&ctx.collection_prefix(), options).await.map_err(|e| list_error(ctx, e))
 }
 
-/// What `kubectl get` asks for (a Table, no selector, JSON) the way [`list_rendered`] answers
-/// plain LISTs: one store page, each object's row evaluated once and cached beside its JSON
-/// (`versa_registry::render`), the Table written around them.
-async fn list_table_rendered(ctx: &Ctx) -> Answer {
-    let include = include_object(ctx)?;
-    if let Some(first) = first_of_stream(ctx).await? {
-        return stream_list(ctx, first, Streamed::Table(include)).await;
-    }
+/// What `kubectl get` asks for (a Table, no selector, JSON), paginated, the way
+/// [`list_rendered`] answers plain LISTs: one store page, each object's row evaluated once and
+/// cached beside its JSON (`versa_registry::render`), the Table written around them.
+async fn list_table_rendered(ctx: &Ctx, include: IncludeObject) -> Answer {
     let page = store_page(ctx).await?;
     let table = ctx.ver().table();
     let rows = ctx.state.render.render_rows(ctx.boundary(), table, &page.items).await?;
@@ -404,158 +323,6 @@ async fn list_table_rendered(ctx: &Ctx) -> Answer {
     let cells = rows.iter().map(|r| (&r.row.cells, row_object(r, include)));
     let body = table.write_list(list_meta, cells, std::time::SystemTime::now());
     Ok(ctx.respond_json_bytes(StatusCode::OK, body))
-}
-
-/// Objects read, rendered and sent per chunk of a streamed LIST.
-const STREAM_PAGE: usize = 250;
-
-/// What a streamed LIST writes.
-#[derive(Debug, Clone, Copy)]
-enum Streamed {
-    /// The `<Kind>List`.
-    Json,
-    /// A Table with the objects as `includeObject` asks.
-    Table(IncludeObject),
-}
-
-/// The first store page of an unpaginated LIST (no `limit`, no `continue`), read before the
-/// answer starts so that its errors (a compacted `resourceVersion`, an unavailable store) are
-/// answered as such; `None` for a paginated LIST.
-async fn first_of_stream(ctx: &Ctx) -> Result<Option<versa_storage::ListPage>, Status> {
-    let (limit, revision) = list_params(ctx).await?;
-    if limit > 0 || ctx.query.get("continue").is_some_and(|c| !c.is_empty()) {
-        return Ok(None);
-    }
-    let options = ListOptions { limit: STREAM_PAGE, continue_token: None, revision };
-    ctx.state.store.list(&ctx.collection_prefix(), options).await.map(Some).map_err(|e| list_error(ctx, e))
-}
-
-/// An unpaginated LIST written as it is read (kube streams large lists since 1.34): the store is
-/// read [`STREAM_PAGE`] objects at a time at the first page's revision, each page rendered
-/// (through the render cache) and sent as one chunk of the body, so the server holds a page,
-/// not the list. The first page is rendered before the answer starts, so a list that fits in it
-/// — and any failure in it (a conversion webhook down) — is answered as a buffered one is; a
-/// failure in a later page ends the body early, and the client sees a truncated document (kube's
-/// streaming encoder does the same). The list's `metadata` comes after its items, as in the
-/// buffered answer.
-async fn stream_list(ctx: &Ctx, mut first: versa_storage::ListPage, what: Streamed) -> Answer {
-    let (state, res, version) = (ctx.state.clone(), ctx.res.clone(), ctx.version.clone());
-    let (prefix, api_version) = (ctx.collection_prefix(), ctx.api_version());
-    let revision = first.revision;
-    let rv = revision.to_string();
-    let now = std::time::SystemTime::now();
-    let mut written = 0usize;
-    let head = match what {
-        Streamed::Json => {
-            let mut out = b"{\"apiVersion\":".to_vec();
-            let _ = serde_json::to_writer(&mut out, &api_version);
-            out.extend_from_slice(b",\"items\":[");
-            out
-        }
-        Streamed::Table(_) => ctx.ver().table().list_head(versa_registry::table::ListMeta {
-            resource_version: &rv,
-            continue_token: None,
-            remaining_item_count: None,
-        }),
-    };
-    let mut opening = head;
-    render_page(&state, ctx.boundary(), ctx.ver(), &first.items, what, now, &mut written, &mut opening).await?;
-    let tail = {
-        let mut out = Vec::new();
-        match what {
-            Streamed::Json => {
-                out.extend_from_slice(b"],\"kind\":");
-                let _ = serde_json::to_writer(&mut out, &res.list_kind);
-                out.extend_from_slice(b",\"metadata\":");
-                let _ = serde_json::to_writer(&mut out, &json!({"resourceVersion": rv}));
-                out.push(b'}');
-            }
-            Streamed::Table(_) => out.extend_from_slice(b"]}"),
-        }
-        out
-    };
-    let Some(mut token) = first.continue_token.take() else {
-        opening.extend_from_slice(&tail);
-        return Ok(ctx.respond_json_bytes(StatusCode::OK, opening));
-    };
-    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
-    tokio::spawn(async move {
-        let Some(ver) = res.version(&version) else { return };
-        let boundary = versa_registry::storage::Boundary::new(&res, &version, &state.metrics);
-        if tx.send(Bytes::from(opening)).await.is_err() {
-            return;
-        }
-        loop {
-            let options = ListOptions { limit: STREAM_PAGE, continue_token: Some(token), revision: 0 };
-            let page = match state.store.list(&prefix, options).await {
-                Ok(page) => page,
-                Err(e) => {
-                    tracing::warn!(error = %e, "a streamed list ended early");
-                    return;
-                }
-            };
-            let mut chunk = Vec::with_capacity(page.items.len() * 512);
-            if let Err(e) = render_page(&state, boundary, ver, &page.items, what, now, &mut written, &mut chunk).await {
-                tracing::warn!(error = %e.message, "a streamed list ended early");
-                return;
-            }
-            if tx.send(Bytes::from(chunk)).await.is_err() {
-                return;
-            }
-            match page.continue_token {
-                Some(next) => token = next,
-                None => break,
-            }
-        }
-        let _ = tx.send(Bytes::from(tail)).await;
-    });
-    Ok(ctx.respond_json_body(StatusCode::OK, crate::body::channel(rx)))
-}
-
-/// One page of a streamed list, rendered and appended to `out` (items after the first
-/// `written` separated by commas).
-#[allow(clippy::too_many_arguments, reason = "one page's inputs, in one place")]
-async fn render_page(
-    state: &crate::state::State,
-    boundary: versa_registry::storage::Boundary<'_>,
-    ver: &versa_registry::Version,
-    items: &[versa_storage::KeyValue],
-    what: Streamed,
-    now: std::time::SystemTime,
-    written: &mut usize,
-    out: &mut Vec<u8>,
-) -> Result<(), Status> {
-    match what {
-        Streamed::Json => {
-            for item in state.render.render_all(boundary, items).await? {
-                if *written > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(&item);
-                *written += 1;
-            }
-        }
-        Streamed::Table(include) => {
-            let table = ver.table();
-            for r in &state.render.render_rows(boundary, table, items).await? {
-                if *written > 0 {
-                    out.push(b',');
-                }
-                table.write_row(out, &r.row.cells, row_object(r, include), now);
-                *written += 1;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A Table row's `object` as JSON, as `includeObject` asks.
-fn row_object(r: &RenderedRow, include: IncludeObject) -> &[u8] {
-    match include {
-        IncludeObject::None => b"null",
-        IncludeObject::Metadata => &r.row.metadata,
-        IncludeObject::Object => &r.json,
-    }
 }
 
 /// The `<Kind>List` document as JSON, its items written by `items` (comma-separated), in
@@ -596,4 +363,16 @@ pub fn list_object(ctx: &Ctx, page: Page) -> Value {
         o.insert("items".into(), Value::Array(page.items));
     }
     list
+}
+
+/// The first store page of an unpaginated LIST (no `limit`, or `limit=0`, which kube reads as
+/// none; no `continue`), read before the answer starts so that its errors are answered as
+/// such; `None` for a paginated LIST.
+async fn first_page(ctx: &Ctx) -> Result<Option<versa_storage::ListPage>, Status> {
+    let (limit, revision) = list_params(ctx).await?;
+    if limit > 0 || ctx.query.get("continue").is_some_and(|c| !c.is_empty()) {
+        return Ok(None);
+    }
+    let options = ListOptions { limit: stream::STREAM_PAGE, continue_token: None, revision };
+    ctx.state.store.list(&ctx.collection_prefix(), options).await.map(Some).map_err(|e| list_error(ctx, e))
 }
