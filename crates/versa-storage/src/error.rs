@@ -1,6 +1,6 @@
 //! Errors a caller can act on. Each maps to one HTTP answer in the server: `NotFound` → 404,
-//! `AlreadyExists` → 409, `Conflict` → 409, `Expired` → 410, `TooLarge` → 413 (request entity
-//! too large, as kube-apiserver answers etcd's limit), `InvalidContinue` → 400,
+//! `AlreadyExists` → 409, `Conflict` → 409, `Expired` → 410, `TooLarge` → 500
+//! `etcdserver: request is too large` (kube-apiserver's answer at etcd's limit), `InvalidContinue` → 400,
 //! `FutureRevision` → 504 "Too large resource version", `Unavailable` → 503.
 
 /// A storage error.
