@@ -5,8 +5,9 @@
 //!
 //! A general URL crate would accept and reject different strings than Go does (it normalises,
 //! and follows WHATWG rather than RFC 3986 leniency); the checks that depend on parsing are few,
-//! so a small parser with Go's rules and Go's error texts keeps the messages identical. It is
-//! the one Go URL parser of the workspace (admission webhooks' configurations use it too).
+//! so a small parser with Go's rules and Go's error texts keeps the messages identical.
+//! Admission webhooks' configurations use it too; versa-cel's `opaque/url.rs` parses CEL's
+//! `url()` values the same way, separately (to be made one).
 
 /// The parts of a URL validation needs.
 #[derive(Debug, Default, PartialEq, Eq)]
