@@ -373,6 +373,6 @@ async fn first_page(ctx: &Ctx) -> Result<Option<versa_storage::ListPage>, Status
     if limit > 0 || ctx.query.get("continue").is_some_and(|c| !c.is_empty()) {
         return Ok(None);
     }
-    let options = ListOptions { limit: stream::STREAM_PAGE, continue_token: None, revision };
+    let options = ListOptions { limit: stream::FIRST_PAGE, continue_token: None, revision };
     ctx.state.store.list(&ctx.collection_prefix(), options).await.map(Some).map_err(|e| list_error(ctx, e))
 }

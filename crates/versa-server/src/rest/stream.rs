@@ -1,6 +1,6 @@
 //! Unpaginated LISTs written as they are read (issue 41), as kube-apiserver streams large
 //! lists since 1.34: plain JSON `<Kind>List`s and Tables, with or without label and field
-//! selectors. The store is read [`STREAM_PAGE`] objects at a time at the first page's revision;
+//! selectors. The store is read [`FIRST_PAGE`], then [`STREAM_PAGE`] objects at a time at the first page's revision;
 //! each page is converted, filtered by the selectors, rendered and sent as one chunk of the
 //! body, so the server holds a page, not the list. The bytes are those of the buffered answer
 //! (`read.rs` with a `limit` large enough): unselected lists render through the render cache as
@@ -32,8 +32,13 @@ use super::{Answer, Ctx};
 use crate::state::State;
 use crate::status::Status;
 
-/// Objects read, rendered and sent per chunk of a streamed LIST.
+/// Objects read, rendered and sent per chunk of a streamed LIST after its first page.
 pub const STREAM_PAGE: usize = 250;
+
+/// Objects in a streamed LIST's first page: a list of up to this many is one store read, as a
+/// buffered one was (pages of [`STREAM_PAGE`] from the start made four concurrent LISTs of 1,000
+/// objects a quarter slower: `docs/serving.md`).
+pub const FIRST_PAGE: usize = 1000;
 
 /// What a streamed LIST writes.
 #[derive(Debug, Clone, Copy)]
