@@ -17,14 +17,12 @@
 mod client;
 
 use std::collections::HashMap;
-use std::net::TcpListener;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use client::Client;
 use serde_json::{Value, json};
-use versa_e2e::Versa;
+use versa_e2e::{Versa, free_port, spawn_etcd};
 
 /// Definitions per API group (kube re-checks a group's names on each change in it, so one group
 /// of 1,000 would measure that instead).
@@ -32,10 +30,6 @@ const PER_GROUP: usize = 10;
 const LOADED: usize = 1000;
 const MEASURED: usize = 100;
 const OBJECTS: usize = 500;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 fn group(i: usize) -> String {
     format!("g{:03}.bench.example.com", i / PER_GROUP)
@@ -85,19 +79,9 @@ async fn ready(c: &Client) {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let bin = std::env::var("VERSA_ETCD_BIN").unwrap_or_else(|_| "etcd".into());
     let (port, peer) = (free_port(), free_port());
-    let (client_url, peer_url) = (format!("http://127.0.0.1:{port}"), format!("http://127.0.0.1:{peer}"));
-    let mut etcd = Command::new(&bin)
-        .arg("--data-dir")
-        .arg(dir.path().join("etcd"))
-        .args(["--name", "bench", "--listen-client-urls", &client_url, "--advertise-client-urls", &client_url])
-        .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
-        .args(["--initial-cluster", &format!("bench={peer_url}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let client_url = format!("http://127.0.0.1:{port}");
+    let mut etcd = spawn_etcd(&dir.path().join("etcd"), port, peer);
     for _ in 0..100 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             break;

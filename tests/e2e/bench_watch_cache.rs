@@ -16,24 +16,19 @@ mod client;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use client::{Client, Next};
 use serde_json::{Value, json};
-use versa_e2e::Versa;
+use versa_e2e::{Versa, free_port, spawn_etcd};
 
 const REPLICAS: usize = 3;
 const WRITERS: usize = 8;
 const PER_WRITER: usize = 25;
 const GROUP: &str = "bench.example.com";
 const PATH: &str = "/apis/bench.example.com/v1/namespaces/default/things";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 fn definition() -> Value {
     let schema = json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}});
@@ -61,19 +56,8 @@ struct Etcd {
 
 impl Etcd {
     fn start(dir: &std::path::Path) -> Etcd {
-        let bin = std::env::var("VERSA_ETCD_BIN").unwrap_or_else(|_| "etcd".into());
         let (port, peer) = (free_port(), free_port());
-        let (client_url, peer_url) = (format!("http://127.0.0.1:{port}"), format!("http://127.0.0.1:{peer}"));
-        let child = Command::new(&bin)
-            .arg("--data-dir")
-            .arg(dir)
-            .args(["--name", "bench", "--listen-client-urls", &client_url, "--advertise-client-urls", &client_url])
-            .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
-            .args(["--initial-cluster", &format!("bench={peer_url}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let child = spawn_etcd(dir, port, peer);
         for _ in 0..100 {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
                 break;

@@ -8,19 +8,15 @@
 #[path = "../../versa-storage-etcd/tests/support/mod.rs"]
 mod support;
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
-use support::EtcdServer;
-use tokio::sync::Mutex;
-use versa_storage::conformance::{Fixture, needs_own_store};
+use versa_storage::conformance::Fixture;
 use versa_storage_cache::{CacheConfig, CacheStore};
 
 versa_storage::conformance_tests!(make);
 
-static SHARED: Mutex<Weak<EtcdServer>> = Mutex::const_new(Weak::new());
-
 async fn make(case: &'static str) -> Fixture {
-    let server = if needs_own_store(case) { Arc::new(EtcdServer::start().await) } else { shared().await };
+    let server = support::for_case(case).await;
     let etcd = Arc::new(server.store().await);
     let mut config = CacheConfig::new("");
     // The test etcd may not answer progress requests in order; its periodic notifications
@@ -28,14 +24,4 @@ async fn make(case: &'static str) -> Fixture {
     config.progress_requests = etcd.orders_progress();
     let store = CacheStore::new(etcd, config);
     Fixture { store: Arc::new(store), guard: Box::new(server) }
-}
-
-async fn shared() -> Arc<EtcdServer> {
-    let mut shared = SHARED.lock().await;
-    if let Some(server) = shared.upgrade() {
-        return server;
-    }
-    let server = Arc::new(EtcdServer::start().await);
-    *shared = Arc::downgrade(&server);
-    server
 }

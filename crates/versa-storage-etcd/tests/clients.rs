@@ -17,13 +17,7 @@ use versa_storage_etcd::{EtcdConfig, EtcdStore};
 const EVENT_WAIT: Duration = Duration::from_secs(10);
 
 async fn next_event(watch: &mut Watch) -> WatchEvent {
-    loop {
-        match tokio::time::timeout(EVENT_WAIT, watch.next()).await {
-            Ok(Some(Ok(WatchEvent::Progress { .. }))) => continue,
-            Ok(Some(Ok(event))) => return event,
-            other => panic!("expected a watch event, got {other:?}"),
-        }
-    }
+    support::next_event(watch, EVENT_WAIT).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,8 +18,10 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use versa_storage::{Watch, WatchEvent};
 use versa_storage_etcd::{EtcdConfig, EtcdStore, EtcdTls};
 
 /// How long etcd may take to answer after it was started.
@@ -247,4 +249,33 @@ fn is_executable(path: &Path) -> bool {
 /// A loopback port nobody listens on right now.
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free loopback port").port()
+}
+
+/// The etcd a conformance case runs on: its own for the cases that need one (they compact),
+/// else the one the running cases share — held by a `Weak`, so that it stops when the last case
+/// using it ends (statics are never dropped, and an etcd must not outlive the test process).
+pub async fn for_case(case: &'static str) -> Arc<EtcdServer> {
+    static SHARED: tokio::sync::Mutex<Weak<EtcdServer>> = tokio::sync::Mutex::const_new(Weak::new());
+    if versa_storage::conformance::needs_own_store(case) {
+        return Arc::new(EtcdServer::start().await);
+    }
+    let mut shared = SHARED.lock().await;
+    if let Some(server) = shared.upgrade() {
+        return server;
+    }
+    let server = Arc::new(EtcdServer::start().await);
+    *shared = Arc::downgrade(&server);
+    server
+}
+
+/// The watch's next event, past progress notifications; `wait` is a hang guard, not a timing
+/// claim.
+pub async fn next_event(watch: &mut Watch, wait: Duration) -> WatchEvent {
+    loop {
+        match tokio::time::timeout(wait, watch.next()).await {
+            Ok(Some(Ok(WatchEvent::Progress { .. }))) => continue,
+            Ok(Some(Ok(event))) => return event,
+            other => panic!("expected a watch event, got {other:?}"),
+        }
+    }
 }
