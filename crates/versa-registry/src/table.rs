@@ -80,6 +80,15 @@ impl IncludeObject {
             other => Err(TableError::InvalidIncludeObject(other.to_owned())),
         }
     }
+
+    /// A row's `object` for `obj`: `null`, its PartialObjectMetadata, or the object itself.
+    pub fn object(self, obj: &Value) -> std::borrow::Cow<'_, Value> {
+        match self {
+            IncludeObject::None => std::borrow::Cow::Owned(Value::Null),
+            IncludeObject::Object => std::borrow::Cow::Borrowed(obj),
+            IncludeObject::Metadata => std::borrow::Cow::Owned(partial_object_metadata(obj)),
+        }
+    }
 }
 
 /// The list metadata a Table of a list carries.
@@ -241,12 +250,7 @@ impl TableConvertor {
     }
 
     fn row(&self, obj: &Value, include_object: IncludeObject, now: SystemTime) -> Value {
-        let object = match include_object {
-            IncludeObject::None => Value::Null,
-            IncludeObject::Object => obj.clone(),
-            IncludeObject::Metadata => partial_object_metadata(obj),
-        };
-        json!({"cells": self.cells(obj).at(now), "object": object})
+        json!({"cells": self.cells(obj).at(now), "object": include_object.object(obj)})
     }
 
     /// A row's cells for `obj`, evaluated up to the age of `date` columns (which depends on

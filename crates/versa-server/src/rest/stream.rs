@@ -24,7 +24,7 @@ use serde_json::json;
 use versa_registry::Version;
 use versa_registry::render::RenderedRow;
 use versa_registry::storage::{Boundary, values};
-use versa_registry::table::{IncludeObject, ListMeta, partial_object_metadata};
+use versa_registry::table::{IncludeObject, ListMeta};
 use versa_storage::{KeyValue, ListOptions, ListPage};
 
 use super::filter::Filter;
@@ -168,12 +168,8 @@ impl Page<'_> {
                     if !self.filter.matches(&obj) {
                         continue;
                     }
-                    let object = match include {
-                        IncludeObject::None => Ok(b"null".to_vec()),
-                        IncludeObject::Metadata => serde_json::to_vec(&partial_object_metadata(&obj)),
-                        IncludeObject::Object => serde_json::to_vec(&obj),
-                    }
-                    .map_err(|e| Status::internal(e.to_string()))?;
+                    let object =
+                        serde_json::to_vec(&include.object(&obj)).map_err(|e| Status::internal(e.to_string()))?;
                     self.comma(out);
                     table.write_row(out, &table.cells(&obj), &object, self.now);
                 }
