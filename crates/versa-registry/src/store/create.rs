@@ -4,7 +4,9 @@
 //! fields, validation, validating admission and the store (`AlreadyExists` if the name is
 //! taken — after admission, as kube answers). An object with `generateName` and no name (after
 //! mutating admission) gets its name here, drawn again while the name drawn is taken, up to
-//! [`NAME_GENERATION_ATTEMPTS`] names, as kube's store retries its create.
+//! [`NAME_GENERATION_ATTEMPTS`] names, as kube's store retries its create. An object too large
+//! for storage with its `managedFields` is stored without them, as kube's create handler tries
+//! once more.
 
 use serde_json::{Value, json};
 use versa_admission::Operation;
@@ -100,7 +102,7 @@ impl<A: Admission> Store<'_, A> {
     }
 
     /// Stores a created object (or, on a dry run, says whether it could be).
-    async fn store_new(&self, obj: Value, name: &str) -> Result<Value, A::Error> {
+    async fn store_new(&self, mut obj: Value, name: &str) -> Result<Value, A::Error> {
         let key = self.key(name);
         let res = self.res;
         let storage_error = |e| Error::storage(e, &res.group, &res.plural, name);
@@ -117,7 +119,15 @@ impl<A: Admission> Store<'_, A> {
             return Ok(obj);
         }
         let bytes = self.boundary().to_storage(&obj).await?;
-        let kv = self.storage.create(&key, bytes).await.map_err(storage_error)?;
+        let kv = match self.storage.create(&key, bytes).await {
+            // Too large with its `managedFields`: once more without them, as kube's create.
+            Err(versa_storage::Error::TooLarge { .. }) if super::drop_managed_fields(&mut obj) => {
+                let bytes = self.boundary().to_storage(&obj).await?;
+                self.storage.create(&key, bytes).await
+            }
+            stored => stored,
+        }
+        .map_err(storage_error)?;
         self.answer_of(obj, &kv).await
     }
 }

@@ -149,6 +149,9 @@ pub enum Fields<'a> {
     Track(&'a Manager),
     /// Nothing: an apply has computed them already.
     Applied,
+    /// None at all: the object was too large to store with them (kube's create, update and
+    /// non-apply patch then drop `managedFields` and try once more).
+    Dropped,
 }
 
 /// What a write is, besides the object: which part of it may change, the duplicate fields its
@@ -213,10 +216,16 @@ impl<'a, A: Admission> Store<'a, A> {
     /// `managedFields`, as kube's field manager does on create, update and patch
     /// (`UpdateNoErrors`).
     async fn track(&self, write: &Write<'_>, name: &str, live: Option<&Value>, new: &mut Value) {
-        if let Fields::Track(manager) = write.fields
-            && let Err(e) = self.strategy().track(manager, live, new, self.conversions, self.observer).await
-        {
-            tracing::error!(resource = %self.res.plural, name, error = %e, "dropping managedFields");
+        match write.fields {
+            Fields::Track(manager) => {
+                if let Err(e) = self.strategy().track(manager, live, new, self.conversions, self.observer).await {
+                    tracing::error!(resource = %self.res.plural, name, error = %e, "dropping managedFields");
+                }
+            }
+            Fields::Dropped => {
+                drop_managed_fields(new);
+            }
+            Fields::Applied => {}
         }
     }
 
@@ -290,4 +299,11 @@ impl<'a, A: Admission> Store<'a, A> {
         set_resource_version(&mut obj, kv.mod_revision);
         Ok(obj)
     }
+}
+
+/// Removes `metadata.managedFields`; whether there were any. A write refused by storage as too
+/// large is tried once more without them, as kube's handlers do: they are bookkeeping (often
+/// the larger part of a big object), and storing the object matters more.
+fn drop_managed_fields(obj: &mut Value) -> bool {
+    obj.get_mut("metadata").and_then(Value::as_object_mut).and_then(|meta| meta.remove("managedFields")).is_some()
 }

@@ -10,7 +10,9 @@
 //! validating admission (the create rules when there was nothing: an apply that creates). It is
 //! stored with compare-and-swap; a lost race reads again and makes again. An update that
 //! removes a marked object's last finalizer deletes it; one that changes nothing writes nothing
-//! (the resourceVersion stays, as kube's `GuaranteedUpdate`); a dry run stores nothing.
+//! (the resourceVersion stays, as kube's `GuaranteedUpdate`); a dry run stores nothing. An
+//! update or non-apply patch too large for storage with its `managedFields` is made once more
+//! without them ([`super::Fields::Dropped`]), as kube's handlers do; an apply is not.
 
 use serde_json::Value;
 use versa_admission::Operation;
@@ -44,7 +46,7 @@ impl<A: Admission> Store<'_, A> {
     pub async fn update(
         &self,
         name: &str,
-        write: Write<'_>,
+        mut write: Write<'_>,
         mut updated: impl UpdatedObject<A::Error>,
         warnings: &mut Vec<String>,
     ) -> Result<Updated, A::Error> {
@@ -53,9 +55,16 @@ impl<A: Admission> Store<'_, A> {
         loop {
             let (update, decided, created, judge_stored_objects) =
                 self.decide(name, &write, &mut updated, rmw.current(), warnings).await?;
-            let after = match rmw.commit(update).await.map_err(Error::from)? {
-                Committed::Raced => continue,
-                Committed::Done(after) => after,
+            let after = match rmw.commit(update).await {
+                Ok(Committed::Raced) => continue,
+                Ok(Committed::Done(after)) => after,
+                // Too large with its `managedFields`: made once more without them, as kube's
+                // update and patch (not an apply, whose fields are what it is about).
+                Err(versa_storage::Error::TooLarge { .. }) if matches!(write.fields, Fields::Track(_)) => {
+                    write.fields = Fields::Dropped;
+                    continue;
+                }
+                Err(e) => return Err(Error::from(e).into()),
             };
             let object = match (decided, after) {
                 (Decided::Answer(obj), _) => obj,

@@ -10,6 +10,10 @@
 //!   (target: unaffected);
 //! - a paginated LIST (`limit=500`) through every page, each page timed (target: p99 < 50 ms
 //!   at any page);
+//! - a LIST with `limit=0` (kube reads it as no limit: the whole collection, issue 41's bad
+//!   input at scale): read as it arrives and thrown away, the RSS sampled every 50 ms while it
+//!   is answered — what it grows by against the answer's size (target: < 10 %; streamed, the
+//!   answer is never held whole);
 //! - a storage migration: the storage version moves from v1 to v2 and every object is
 //!   rewritten (pacing raised to [`MIGRATION_RATE`] objects a second so that the bench ends);
 //!   the definition's `StorageMigrating` condition is read every second and the RSS sampled —
@@ -88,6 +92,7 @@ pub(super) fn million(settings: &Settings, server_rt: &Runtime, client_rt: &Runt
                 met(p99 < 50.0)
             ),
         ];
+        rows.push(whole_list(&client, &collection).await);
         rows.push(migrate(&mut conn, n).await);
         println!("| measure | | | target |");
         println!("|---|---|---|---|");
@@ -162,6 +167,56 @@ async fn paginate(conn: &mut Conn, collection: &str) -> Load {
     println!("(paginated LIST: {objects} objects in {:.1} s)", started.elapsed().as_secs_f64());
     latencies.sort();
     Load { requests: latencies.len(), run: started.elapsed(), latencies }
+}
+
+/// A LIST with `limit=0` of the whole collection, read as it arrives (nothing kept but a count of
+/// bytes and of items), the RSS sampled meanwhile: the row for the results table.
+async fn whole_list(client: &Client, collection: &str) -> String {
+    let mut conn = client.connect().await;
+    let before = rss_kib().unwrap_or(0);
+    let peak = Arc::new(std::sync::atomic::AtomicU64::new(before));
+    let sampling = {
+        let peak = peak.clone();
+        tokio::spawn(async move {
+            loop {
+                peak.fetch_max(rss_kib().unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    let started = Instant::now();
+    let mut body = conn.stream(&format!("{collection}?limit=0")).await;
+    // Items counted by their `"kind":"Widget"`, which may be split between two frames: the last
+    // bytes of each frame are kept to be searched with the next.
+    let marker = br#""kind":"Widget""#;
+    let (mut bytes, mut items, mut tail) = (0_u64, 0_usize, Vec::<u8>::new());
+    let mut last = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(chunk) = frame.unwrap().into_data() else { continue };
+        bytes += chunk.len() as u64;
+        tail.extend_from_slice(&chunk);
+        items += tail.windows(marker.len()).filter(|w| w == marker).count();
+        let keep = tail.len().min(marker.len() - 1);
+        tail.drain(..tail.len() - keep);
+        last = chunk[chunk.len().saturating_sub(64)..].to_vec();
+    }
+    let took = started.elapsed();
+    sampling.abort();
+    let grew = peak.load(std::sync::atomic::Ordering::Relaxed).saturating_sub(before) * 1024;
+    let share = grew as f64 / bytes.max(1) as f64 * 100.0;
+    println!(
+        "(LIST limit=0: {items} items, {:.1} MiB in {:.1} s, ends {:?})",
+        bytes as f64 / 1048576.0,
+        took.as_secs_f64(),
+        String::from_utf8_lossy(&last[last.len().saturating_sub(24)..])
+    );
+    format!(
+        "| LIST limit=0 (the whole collection): items, size; RSS growth while answering | {items}, {:.1} MiB in {:.1} s | {:.1} MiB, {share:.1} % of the answer | < 10 %: {} |",
+        bytes as f64 / 1048576.0,
+        took.as_secs_f64(),
+        grew as f64 / 1048576.0,
+        met(share < 10.0)
+    )
 }
 
 /// Moves the storage version to v2 and follows the migration to its end: the row for the
