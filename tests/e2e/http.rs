@@ -14,6 +14,8 @@
 
 #[path = "client.rs"]
 mod client;
+#[path = "too_large.rs"]
+mod too_large;
 
 use std::future::Future;
 use std::time::Duration;
@@ -2269,76 +2271,20 @@ fn the_allocator_purger_runs() {
     assert!(names.iter().any(|name| name == "versa-purge"), "versa's threads: {names:?}");
 }
 
-/// An object that fits storage only without its `managedFields` (20,000 fields of a custom
-/// resource) is stored without them by a create, an update and a merge patch — kube's create,
-/// update and patch handlers try such a write once more without them — while an apply of it is
-/// refused with etcd's error (kube does not retry an apply: its fields are what it is about). A
-/// write whose fields fit keeps them.
+/// Writes too large to store with their `managedFields` are stored without them, as kube's
+/// handlers retry them; an apply is not (`too_large.rs`, whose answers `kube.rs` checks are
+/// kube-apiserver's).
 #[tokio::test]
 async fn writes_too_large_with_their_managed_fields_are_stored_without_them() {
     let s = server().await;
     let c = &s.client;
-    let def = json!({
-        "apiVersion": "versa.dev/v1", "kind": "ResourceDefinition",
-        "metadata": {"name": "bags.big.example.com"},
-        "spec": {"group": "big.example.com", "scope": "Namespaced",
-            "names": {"plural": "bags", "singular": "bag", "kind": "Bag"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]},
-    });
-    assert_eq!(c.post(RD, &def).await.status, 201);
+    assert_eq!(c.post(RD, &too_large::definition("big.example.com", false)).await.status, 201);
     wait_established(c, "bags.big.example.com").await;
-    let path = "/apis/big.example.com/v1/namespaces/default/bags";
-    let object = |name: &str, fields: usize| {
-        let spec: serde_json::Map<String, Value> =
-            (0..fields).map(|i| (format!("k{i:05}"), json!("v".repeat(56)))).collect();
-        json!({"apiVersion": "big.example.com/v1", "kind": "Bag", "metadata": {"name": name}, "spec": spec})
-    };
-    // What an answer says: its status, whether it has managedFields and how many fields its
-    // spec holds.
-    let said = |r: &Response| {
-        let body: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
-        json!([r.status, body["metadata"].get("managedFields").is_some(), body["spec"].as_object().map(|d| d.len())])
-    };
+    let seen = too_large::observe(c, "/apis/big.example.com/v1/namespaces/default/bags", "big.example.com").await;
     let mut checks = Checks::default();
-    checks.eq("create", &said(&c.post(path, &object("created", 20_000)).await), &json!([201, false, 20_000]));
-    checks.eq("stored so", &said(&c.get(&format!("{path}/created")).await), &json!([200, false, 20_000]));
-    // kube's field manager does not start tracking an object without managedFields on update.
-    let one =
-        c.patch(&format!("{path}/created"), "application/merge-patch+json", &json!({"spec": {"k00000": "w"}})).await;
-    checks.eq("then a merge patch of one field", &said(&one), &json!([200, false, 20_000]));
-
-    // Small objects (with managedFields) grown past the limit by an update and by a patch.
-    let mut small = Vec::new();
-    for name in ["updated", "patched"] {
-        let r = c.post(path, &object(name, 1)).await;
-        checks.eq(&format!("{name}: small"), &said(&r), &json!([201, true, 1]));
-        small.push(r.json());
+    for ((label, got), (_, want)) in seen.iter().zip(too_large::kubes_answers()) {
+        checks.eq(label, got, &want);
     }
-    let mut replacement = object("updated", 20_000);
-    replacement["metadata"]["resourceVersion"] = small[0]["metadata"]["resourceVersion"].clone();
-    let updated = c.put(&format!("{path}/updated"), &replacement).await;
-    checks.eq("update to 20,000 fields", &said(&updated), &json!([200, false, 20_000]));
-    let grown = json!({"spec": object("patched", 20_000)["spec"]});
-    let patched = c.patch(&format!("{path}/patched"), "application/merge-patch+json", &grown).await;
-    checks.eq("merge patch to 20,000 fields", &said(&patched), &json!([200, false, 20_000]));
-
-    // An apply is not retried: kube answers etcd's error.
-    let applied = c
-        .patch(
-            &format!("{path}/applied?fieldManager=tester"),
-            "application/apply-patch+yaml",
-            &object("applied", 20_000),
-        )
-        .await;
-    let body: Value = serde_json::from_slice(&applied.body).unwrap_or(Value::Null);
-    checks.eq(
-        "apply of 20,000 fields",
-        &json!([applied.status, body["reason"], body["message"]]),
-        &json!([500, null, "etcdserver: request is too large"]),
-    );
-    checks.eq("not stored", &json!(c.get(&format!("{path}/applied")).await.status), &json!(404));
     checks.finish();
 }
 

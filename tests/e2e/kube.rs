@@ -25,6 +25,8 @@ mod kube_diff;
 mod kube_plane;
 #[path = "kube_rbac.rs"]
 mod kube_rbac;
+#[path = "too_large.rs"]
+mod too_large;
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -52,6 +54,7 @@ const SHARED: &[(&str, Scenario)] = &[
     ("data_cases_state_kubes_answers", data_cases_state_kubes_answers),
     ("scheduled_backup_runs_as_its_service_account", scheduled_backup_runs_as_its_service_account),
     ("rbac_cases_state_kubes_decisions", rbac_cases_state_kubes_decisions),
+    ("writes_too_large_with_their_managed_fields", writes_too_large_with_their_managed_fields),
 ];
 
 /// Scenarios that stop versa: after the others, one at a time.
@@ -953,4 +956,30 @@ fn validating_webhook_configured_in_kube_applies(plane: &Plane) {
     }
     plane.ok(&["delete", "validatingwebhookconfiguration", "e2e-deny-bad"]);
     plane.ok(&["delete", "namespace", ns, "--wait=false"]);
+}
+
+/// Writes too large to store with their `managedFields` (`too_large.rs`): kube-apiserver's
+/// answers for its own CustomResourceDefinition are the ones `too_large::kubes_answers` states
+/// (which `http.rs` holds standalone versa to), and versa behind kube's aggregator answers the
+/// same.
+fn writes_too_large_with_their_managed_fields(plane: &Plane) {
+    let ns = "too-large";
+    namespace(plane, ns);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (cert, key) = &plane.admin_identity;
+    let client =
+        client::Client::from_pem(&plane.cluster_ca.pem(), Some((cert, key)), &format!("127.0.0.1:{}", plane.port));
+    let mut answers = Vec::new();
+    for (group, crd) in [("big.kube.example.com", true), ("big.versa.example.com", false)] {
+        plane.apply(&too_large::definition(group, crd).to_string(), &[]).unwrap();
+        wait_for(&format!("bags.{group} served through kube"), Duration::from_secs(90), || {
+            output(plane.kubectl(&["get", &format!("bags.{group}"), "-n", ns]))
+        });
+        let collection = format!("/apis/{group}/v1/namespaces/{ns}/bags");
+        answers.push((group, runtime.block_on(too_large::observe(&client, &collection, group))));
+    }
+    let stated = too_large::kubes_answers();
+    for (group, seen) in answers {
+        assert_eq!(seen, stated, "the answers for {group}'s bags (left) are not those too_large.rs states (right)");
+    }
 }
