@@ -67,7 +67,7 @@
 //!   p99 < 50 ms, RSS flat in the object count, the watch unaffected, the migration's memory
 //!   bounded and its condition moving).
 //! - **LIST as Table** (in `list`): what `kubectl get` asks for, against the same LIST as JSON
-//!   in the same loop (target ≤ 2×).
+//!   in the same loop (target ≤ 1.2×, issue 41; the LIST's own p99 < 10 ms).
 //!
 //! Run: `cargo bench -p versa-server --bench serve` (or `hack/bench-serve.sh`).
 
@@ -364,7 +364,7 @@ fn serving(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
             let p99 = ms(ours.p(0.99));
             rows.push(
                 Row::new(format!("LIST {LIST_OBJECTS}, 1 client, p99"), p99, Some(ms(bare.p(0.99))), "ms")
-                    .target(target_max(p99, 50.0, "ms")),
+                    .target(target_max(p99, 10.0, "ms")),
             );
             // What `kubectl get` asks for, against the same LIST as JSON in the same loop.
             let (mut json, mut table) = (Vec::new(), Vec::new());
@@ -377,7 +377,7 @@ fn serving(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
                 let ratio = ms(table.p(p)) / ms(json.p(p));
                 rows.push(
                     Row::new(format!("LIST {LIST_OBJECTS} as Table, 1 client, {label}"), ms(table.p(p)), None, "ms")
-                        .target(format!("≤ 2× as JSON ({:.2} ms): {ratio:.2}×, {}", ms(json.p(p)), met(ratio <= 2.0))),
+                        .target(format!("≤ 1.2× as JSON ({:.2} ms): {ratio:.2}×, {}", ms(json.p(p)), met(ratio <= 1.2))),
                 );
             }
 
