@@ -1115,6 +1115,30 @@ async fn propagation_policy_and_the_garbage_collector() {
     checks.finish();
 }
 
+/// A dependent whose owner is of a kind not served yet waits (kube's collector cannot judge a
+/// reference it has no REST mapping for); once the kind is defined, the owner is found absent
+/// and the dependent is deleted. What waits is looked at again when the served kinds change.
+#[tokio::test]
+async fn a_dependent_of_a_kind_defined_later_is_collected() {
+    let s = server().await;
+    let c = &s.client;
+    let owner = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "name": "gone",
+        "uid": "00000000-0000-0000-0000-000000000001"});
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "dependent", "ownerReferences": [owner]}});
+    let path = "/api/v1/namespaces/default/configmaps";
+    assert_eq!(c.post(path, &cm).await.status, 201);
+    // Long enough for the collector to have tried and backed off a few times.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(c.get(&format!("{path}/dependent")).await.status, 200, "kept while its owner's kind is unknown");
+    define(c, &crontab_definition()).await;
+    poll("the dependent collected", || {
+        let c = c.clone();
+        async move { (c.get(&format!("{path}/dependent")).await.status == 404).then_some(()) }
+    })
+    .await;
+}
+
 /// Issue 15, defect 4: a metadata-only client shaped as client-go's `metadata` client (the one
 /// kube's garbage collector, namespace controller and quota use) — its exact `Accept` headers
 /// for get, list, watch, patch, create and delete — gets exactly the kinds and fields kube

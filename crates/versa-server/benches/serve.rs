@@ -377,7 +377,11 @@ fn serving(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
                 let ratio = ms(table.p(p)) / ms(json.p(p));
                 rows.push(
                     Row::new(format!("LIST {LIST_OBJECTS} as Table, 1 client, {label}"), ms(table.p(p)), None, "ms")
-                        .target(format!("≤ 1.2× as JSON ({:.2} ms): {ratio:.2}×, {}", ms(json.p(p)), met(ratio <= 1.2))),
+                        .target(format!(
+                            "≤ 1.2× as JSON ({:.2} ms): {ratio:.2}×, {}",
+                            ms(json.p(p)),
+                            met(ratio <= 1.2)
+                        )),
                 );
             }
 

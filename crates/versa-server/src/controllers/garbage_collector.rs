@@ -219,9 +219,13 @@ impl Collector {
                 changed = registry_changes.changed() => {
                     if changed.is_ok() {
                         self.learn_resources();
-                        // New kinds can make references resolvable: every object again.
-                        let uids: Vec<String> = self.stored.keys().cloned().collect();
-                        for uid in uids {
+                        // New kinds can make references resolvable: the objects waiting for a
+                        // kind or a resource (`next_work`) are looked at again now. Nothing else
+                        // depends on what is served, so the others stay where they are — with
+                        // thousands of definitions, every object again on each change made a
+                        // burst of definitions quadratic.
+                        let waiting: Vec<String> = self.waiting.iter().cloned().collect();
+                        for uid in waiting {
                             self.enqueue(uid);
                         }
                     }
