@@ -30,7 +30,9 @@
 //!
 //! Nothing is kept but in memory: a new term, a restart or a lost watch lists again and
 //! re-derives every decision from what storage holds; a step that failed is retried with a
-//! growing delay. The queue holds each object at most once ([`WORKERS`] at a time in flight), so
+//! growing delay; an object that waits for a kind or resource not served yet (kube's collector
+//! has no REST mapping for it either) is also looked at again as soon as what is served
+//! changes. The queue holds each object at most once ([`WORKERS`] at a time in flight), so
 //! it is bounded by the number of stored objects. An object acted on is not decided again until
 //! it changes (the watch brings the effect of the action).
 
