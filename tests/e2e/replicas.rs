@@ -585,7 +585,7 @@ async fn cluster_mode_elects_through_a_lease() {
 async fn soak_watch_caches_of_three_replicas_miss_nothing() {
     const WATCHES: usize = 100;
     const WRITERS: usize = 6;
-    const OBJECTS: usize = 10;
+    const OBJECTS: usize = 20;
     const END: &str = "zz-end";
     let dir = tempfile::tempdir().unwrap();
     let etcd = Etcd::start(&dir.path().join("etcd")).await;

@@ -93,6 +93,25 @@ async fn lists_are_answered_from_memory_once_the_cache_is_current() {
     // Above resource level, the cache has nothing to say.
     store.list("/registry/g/", ListOptions::default()).await.unwrap();
     assert_eq!(store.stats().lists_upstream, 1);
+
+    // The same, in kube's metrics: two consistent lists and a continued one from memory, the
+    // cache's own initial list from etcd.
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(store.metrics()));
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let labels = r#"group="g",resource="things""#;
+    for series in [
+        format!("apiserver_watch_cache_initializations_total{{{labels}}} 1"),
+        format!("apiserver_cache_list_total{{{labels},index=\"\"}} 3"),
+        format!("apiserver_cache_list_returned_objects_total{{{labels}}} 10"),
+        format!(r#"apiserver_watch_cache_consistent_read_total{{{labels},success="true",fallback="false"}} 2"#),
+        format!("apiserver_storage_list_total{{{labels}}} 1"),
+        format!("watch_cache_capacity{{{labels}}} 100"),
+        format!("apiserver_watch_cache_resource_version{{{labels}}} {}", all.revision),
+    ] {
+        assert!(text.lines().any(|l| l == series), "{series} in\n{text}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
