@@ -553,7 +553,7 @@ fn define_crontabs_in_kube(plane: &Plane, group: &str) {
 /// A GET with `resourceVersion` (issue 41): versa's answers are kube's for the same definition
 /// as a CRD — `0` and a written revision read the object, a revision not yet reached is the 504
 /// `Too large resource version` (kube's after its watch cache waited; the revisions it names
-/// differ between the two stores), one that is not a number kube's plain 500.
+/// differ between the two stores), for a LIST too, one that is not a number kube's plain 500.
 fn get_at_a_resource_version_answers_as_kube(plane: &Plane) {
     let (versa_group, kube_group) = ("get-rv.e2e.example.com", "crd-get-rv.e2e.example.com");
     let ns = "get-rv";
@@ -571,8 +571,17 @@ fn get_at_a_resource_version_answers_as_kube(plane: &Plane) {
             assert_eq!(r.status, 201, "{}", r.text());
             let written = r.json()["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
             let mut answers = Vec::new();
-            for rv in ["0", written.as_str(), "abc", "-1", "99999999999999"] {
-                let r = client.get(&format!("{collection}/a?resourceVersion={rv}")).await;
+            let future = "99999999999999";
+            let list = format!("{collection}?resourceVersion={future}");
+            for (rv, path) in [
+                ("0", format!("{collection}/a?resourceVersion=0")),
+                (written.as_str(), format!("{collection}/a?resourceVersion={written}")),
+                ("abc", format!("{collection}/a?resourceVersion=abc")),
+                ("-1", format!("{collection}/a?resourceVersion=-1")),
+                (future, format!("{collection}/a?resourceVersion={future}")),
+                ("list", list),
+            ] {
+                let r = client.get(&path).await;
                 let body = r.json();
                 let rv = if rv == written { "written" } else { rv };
                 let answer = match r.status {
