@@ -3,8 +3,8 @@
 //!
 //! [`CacheStore`] wraps the inner store (etcd) and keeps, per resource prefix
 //! (`<root>/<group>/<plural>/`, see [`versa_storage::Keys`]), the current objects and a bounded
-//! window of recent events, fed by one upstream watch started on the first list or watch of that
-//! resource (`resource.rs`). Then:
+//! window of recent events, fed by one upstream watch started on the first list, watch or get at
+//! a resourceVersion of that resource (`resource.rs`). Then:
 //!
 //! - a watch of the resource or of a namespace in it is served from the window (`watcher.rs`):
 //!   one upstream watch per resource however many clients watch; a watch from a revision older
