@@ -147,6 +147,7 @@ fn etcd_runs_a_deployment_of_several_replicas() {
         "--storage=etcd",
         "--etcd-endpoints=https://etcd-0.etcd:2379,https://etcd-1.etcd:2379",
         "--storage-prefix=/registry",
+        "--watch-cache=true",
         "--etcd-cafile=/etc/versa/etcd/ca.crt",
         "--etcd-certfile=/etc/versa/etcd/tls.crt",
         "--etcd-keyfile=/etc/versa/etcd/tls.key",
@@ -203,9 +204,11 @@ fn etcd_runs_a_deployment_of_several_replicas() {
         "storage.etcd.tls.certKey=",
         "storage.etcd.tls.keyKey=",
         "storage.etcd.prefix=/versa",
+        "storage.etcd.watchCache=false",
     ]);
     let args = serve_args(&r.get("Deployment", "versa")["spec"]["template"]["spec"]);
     assert!(args.contains(&"--etcd-cafile=/etc/versa/etcd/ca.crt") && args.contains(&"--storage-prefix=/versa"));
+    assert!(args.contains(&"--watch-cache=false"), "{args:?}");
     assert!(!args.iter().any(|a| a.starts_with("--etcd-certfile") || a.starts_with("--etcd-keyfile")), "{args:?}");
 }
 

@@ -55,6 +55,7 @@ const SHARED: &[(&str, Scenario)] = &[
     ("scheduled_backup_runs_as_its_service_account", scheduled_backup_runs_as_its_service_account),
     ("rbac_cases_state_kubes_decisions", rbac_cases_state_kubes_decisions),
     ("writes_too_large_with_their_managed_fields", writes_too_large_with_their_managed_fields),
+    ("get_at_a_resource_version_answers_as_kube", get_at_a_resource_version_answers_as_kube),
 ];
 
 /// Scenarios that stop versa: after the others, one at a time.
@@ -550,6 +551,63 @@ fn define_crontabs_in_kube(plane: &Plane, group: &str) {
     crd["kind"] = json!("CustomResourceDefinition");
     plane.apply(&crd.to_string(), &[]).unwrap();
     plane.ok(&["wait", "--for=condition=Established", "--timeout=60s", &format!("crd/crontabs.{group}")]);
+}
+
+/// A GET with `resourceVersion` (issue 41): versa's answers are kube's for the same definition
+/// as a CRD — `0` and a written revision read the object, a revision not yet reached is the 504
+/// `Too large resource version` (kube's after its watch cache waited; the revisions it names
+/// differ between the two stores), for a LIST too, one that is not a number kube's plain 500.
+fn get_at_a_resource_version_answers_as_kube(plane: &Plane) {
+    let (versa_group, kube_group) = ("get-rv.e2e.example.com", "crd-get-rv.e2e.example.com");
+    let ns = "get-rv";
+    namespace(plane, ns);
+    define_crontabs(plane, versa_group);
+    define_crontabs_in_kube(plane, kube_group);
+    let (cert, key) = &plane.admin_identity;
+    let client =
+        client::Client::from_pem(&plane.cluster_ca.pem(), Some((cert, key)), &format!("127.0.0.1:{}", plane.port));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let answers = |group: &str| {
+        runtime.block_on(async {
+            let collection = format!("/apis/{group}/v1/namespaces/{ns}/crontabs");
+            let r = client.post(&collection, &serde_json::from_str(&crontab(group, "a", json!({}))).unwrap()).await;
+            assert_eq!(r.status, 201, "{}", r.text());
+            let written = r.json()["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+            let mut answers = Vec::new();
+            let future = "99999999999999";
+            let list = format!("{collection}?resourceVersion={future}");
+            for (rv, path) in [
+                ("0", format!("{collection}/a?resourceVersion=0")),
+                (written.as_str(), format!("{collection}/a?resourceVersion={written}")),
+                ("abc", format!("{collection}/a?resourceVersion=abc")),
+                ("-1", format!("{collection}/a?resourceVersion=-1")),
+                (future, format!("{collection}/a?resourceVersion={future}")),
+                ("list", list),
+            ] {
+                let r = client.get(&path).await;
+                let body = r.json();
+                let rv = if rv == written { "written" } else { rv };
+                let answer = match r.status {
+                    200 => json!({"name": body["metadata"]["name"]}),
+                    _ => {
+                        let mut status = body.clone();
+                        // The revision each store has reached is its own.
+                        let message = status["message"].as_str().unwrap_or_default();
+                        let message = match message.split_once(", current: ") {
+                            Some((head, _)) => format!("{head}, current: M"),
+                            None => message.to_owned(),
+                        };
+                        status["message"] = json!(message);
+                        status
+                    }
+                };
+                answers.push((rv.to_owned(), r.status, r.header("retry-after"), answer));
+            }
+            answers
+        })
+    };
+    let (versa, kube) = (answers(versa_group), answers(kube_group));
+    assert_eq!(versa, kube, "versa's GETs at a resourceVersion, then kube's");
 }
 
 /// A ValidatingAdmissionPolicy and a MutatingAdmissionPolicy created in kube apply to versa's

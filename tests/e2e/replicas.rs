@@ -12,6 +12,8 @@
 //!   (held back with the definitions controller's test hook, `VERSA_TEST_HOLD_DEFINITIONS`):
 //!   the definition's condition names it, it still writes at the old version meanwhile, and once
 //!   it follows, the walk migrates everything — its late write included — exactly once.
+//! - The watch-cache soak (issue 41): 100 watches over three replicas' caches see every event of
+//!   six writers, in order, without gaps or repeats, and end at the state the replicas list.
 //!
 //! Waits are bounded (a broken run fails) and nothing asserts on time.
 
@@ -88,6 +90,26 @@ impl Etcd {
         let bytes = response.into_body().collect().await.ok()?.to_bytes();
         let answer: Value = serde_json::from_slice(&bytes).ok()?;
         Some(answer["kvs"].as_array().cloned().unwrap_or_default())
+    }
+}
+
+impl Etcd {
+    /// One of etcd's own metrics (`/metrics` on the client port), summed over its series.
+    async fn metric(&self, name: &str) -> f64 {
+        let stream = tokio::net::TcpStream::connect(("127.0.0.1", self.port)).await.unwrap();
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.unwrap();
+        tokio::spawn(connection);
+        let request = http::Request::get("/metrics")
+            .header("host", "127.0.0.1")
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .unwrap();
+        let response = sender.send_request(request).await.unwrap();
+        let text = String::from_utf8(response.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+        text.lines()
+            .filter(|l| l.strip_prefix(name).is_some_and(|rest| rest.starts_with([' ', '{'])))
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+            .sum()
     }
 }
 
@@ -571,4 +593,151 @@ async fn cluster_mode_elects_through_a_lease() {
     })
     .await;
     assert_eq!(moved["spec"]["leaseTransitions"].as_i64().unwrap_or(0), transitions + 1, "{moved:#}");
+}
+
+/// The soak of issue 41: three replicas with their watch caches (on by default with etcd),
+/// 100 client watches spread over them (cluster-wide and namespaced), and six writers creating,
+/// updating and deleting through all three while each write is read back, at its
+/// `resourceVersion`, from another replica. etcd holds fewer watches than the clients do (one per
+/// resource per replica); every watch sees every event of the resource once, in revision order,
+/// the same sequence on every replica, ending at the state a LIST of each replica shows; a GET
+/// at a revision no replica has reached gets kube's 504.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn soak_watch_caches_of_three_replicas_miss_nothing() {
+    const WATCHES: usize = 100;
+    const WRITERS: usize = 6;
+    const OBJECTS: usize = 20;
+    const END: &str = "zz-end";
+    let dir = tempfile::tempdir().unwrap();
+    let etcd = Etcd::start(&dir.path().join("etcd")).await;
+    let mut replicas = Vec::new();
+    for i in 0..3 {
+        replicas.push(replica(&dir.path().join(format!("versa-{i}")), &etcd, &[]).await);
+    }
+    let clients: Vec<Client> = replicas.iter().map(|r| r.client.clone()).collect();
+    define(&clients[0], &clients.iter().collect::<Vec<_>>()).await;
+    let start = clients[0].get(WIDGETS).await.json()["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+
+    // Each watch reads on its own task until the end marker, every event it got in hand.
+    let mut watchers = Vec::new();
+    for i in 0..WATCHES {
+        let collection = if i % 2 == 0 { WIDGETS.to_owned() } else { format!("/apis/{GROUP}/v1/widgets") };
+        let path = format!("{collection}?watch=1&resourceVersion={start}&allowWatchBookmarks=true");
+        let mut w = clients[i % 3].watch(&path, &[]).await;
+        assert_eq!(w.status, 200);
+        watchers.push(tokio::spawn(async move {
+            let mut seen: Vec<(String, String, i64)> = Vec::new();
+            loop {
+                let e = w.event(WAIT, &format!("watch {i} on replica {}", i % 3)).await;
+                if e["type"] == "BOOKMARK" {
+                    continue;
+                }
+                let meta = &e["object"]["metadata"];
+                let name = meta["name"].as_str().unwrap().to_owned();
+                let rv = meta["resourceVersion"].as_str().unwrap().parse().unwrap();
+                seen.push((e["type"].as_str().unwrap().to_owned(), name.clone(), rv));
+                if name == END {
+                    return seen;
+                }
+            }
+        }));
+    }
+
+    // One etcd watch per resource per replica feeds every client watch: far fewer than 100.
+    let etcd_watches = etcd.metric("etcd_debugging_mvcc_watcher_total").await;
+    assert!(etcd_watches < WATCHES as f64, "etcd holds {etcd_watches} watches for {WATCHES} client watches");
+
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let (c, other) = (clients[w % 3].clone(), clients[(w + 1) % 3].clone());
+        writers.push(tokio::spawn(async move {
+            // What this writer did: (type, name, resourceVersion; 0 for a delete's, unknown).
+            let mut done: Vec<(String, String, i64)> = Vec::new();
+            for j in 0..OBJECTS {
+                let name = format!("s{w}-{j:02}");
+                let r = c.post(WIDGETS, &widget(&name, 0)).await;
+                assert_eq!(r.status, 201, "{}", r.text());
+                let created: i64 = r.json()["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+                done.push(("ADDED".into(), name.clone(), created));
+                let r = c.merge_patch(&format!("{WIDGETS}/{name}"), &json!({"spec": {"n": 1}})).await;
+                assert_eq!(r.status, 200, "{}", r.text());
+                let updated: i64 = r.json()["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+                done.push(("MODIFIED".into(), name.clone(), updated));
+                // Read back from another replica's cache, at the write's revision.
+                let r = other.get(&format!("{WIDGETS}/{name}?resourceVersion={updated}")).await;
+                assert_eq!(r.status, 200, "{}", r.text());
+                assert_eq!(r.json()["metadata"]["resourceVersion"], updated.to_string(), "{name} at {updated}");
+                if j % 2 == 0 {
+                    let r = c.delete(&format!("{WIDGETS}/{name}")).await;
+                    assert_eq!(r.status, 200, "{}", r.text());
+                    done.push(("DELETED".into(), name, 0));
+                }
+            }
+            done
+        }));
+    }
+    let mut written = Vec::new();
+    for writer in writers {
+        written.extend(writer.await.unwrap());
+    }
+    let r = clients[0].post(WIDGETS, &widget(END, 0)).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let end: i64 = r.json()["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+    written.push(("ADDED".into(), END.into(), end));
+    // Deletes' revisions are not in their answers: compare them by type and name.
+    let key = |(t, n, rv): &(String, String, i64)| (t.clone(), n.clone(), if t == "DELETED" { 0 } else { *rv });
+    let mut expected: Vec<_> = written.iter().map(key).collect();
+    expected.sort();
+
+    let mut first: Option<Vec<(String, String, i64)>> = None;
+    for (i, watcher) in watchers.into_iter().enumerate() {
+        let seen = watcher.await.unwrap();
+        assert!(seen.windows(2).all(|p| p[0].2 < p[1].2), "watch {i}: revisions strictly increase: {seen:?}");
+        let mut got: Vec<_> = seen.iter().map(key).collect();
+        got.sort();
+        assert_eq!(got, expected, "watch {i}: every write once, nothing else");
+        match &first {
+            None => first = Some(seen),
+            Some(first) => assert_eq!(&seen, first, "watch {i}: the same sequence as watch 0"),
+        }
+    }
+
+    // The events replayed are the state each replica lists at the end marker's revision or later.
+    let mut state = std::collections::BTreeMap::new();
+    for (t, name, rv) in first.unwrap() {
+        match t.as_str() {
+            "DELETED" => state.remove(&name),
+            _ => state.insert(name, rv),
+        };
+    }
+    for (i, c) in clients.iter().enumerate() {
+        let list = c.get(WIDGETS).await.json();
+        let listed: std::collections::BTreeMap<String, i64> = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                let meta = &o["metadata"];
+                (meta["name"].as_str().unwrap().to_owned(), meta["resourceVersion"].as_str().unwrap().parse().unwrap())
+            })
+            .collect();
+        assert_eq!(listed, state, "replica {i}: the LIST is the watches' final state");
+        let text = c.get("/metrics").await.text();
+        let series = format!(r#"apiserver_watch_cache_events_received_total{{group="{GROUP}",resource="widgets"}}"#);
+        assert!(text.lines().any(|l| l.starts_with(&series)), "replica {i} reports its watch cache:\n{text}");
+    }
+
+    // A GET at a revision not written yet: the cache waits, then kube's answer.
+    let future = end + 1_000_000;
+    let r = clients[1].get(&format!("{WIDGETS}/{END}?resourceVersion={future}")).await;
+    assert_eq!(r.status, 504, "{}", r.text());
+    let status = r.json();
+    let message = status["message"].as_str().unwrap();
+    assert!(message.starts_with(&format!("Timeout: Too large resource version: {future}, current: ")), "{message}");
+    assert_eq!(status["reason"], "Timeout");
+    assert_eq!(
+        status["details"],
+        json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1})
+    );
+    assert_eq!(r.header("retry-after").as_deref(), Some("1"));
 }

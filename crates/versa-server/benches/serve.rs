@@ -1324,6 +1324,7 @@ impl Versa {
             limits: Default::default(),
             audit: None,
             leader_election: None,
+            extra_metrics: Vec::new(),
         };
         let prepared = rt.block_on(config.complete()).unwrap();
         let addr = prepared.local_addr().unwrap();

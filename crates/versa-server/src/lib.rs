@@ -120,6 +120,8 @@ pub struct ServerConfig {
     /// Several replicas: who does the once-only work (`leader.rs`). `None`: this process does
     /// it all (embedded storage is one process by construction).
     pub leader_election: Option<LeaderElection>,
+    /// More metrics for `/metrics`, from parts the binary chose (the watch cache's).
+    pub extra_metrics: Vec<Arc<dyn metrics::Collector>>,
 }
 
 /// Leader election among replicas: its timings and its lock.
@@ -240,7 +242,7 @@ impl ServerConfig {
                 versa_registry::Registry::standalone()
             },
             openapi: std::sync::Mutex::new(openapi::OpenApiCache::new()),
-            metrics: metrics::Metrics::new(),
+            metrics: metrics::Metrics::with(self.extra_metrics),
             conversion: self.conversion,
             migration: self.migration,
             garbage_collection: true,

@@ -24,7 +24,9 @@
 //!   `apiserver_validating_admission_policy_check_total` and
 //!   `..._check_duration_seconds{policy,policy_binding,error_type,enforcement_action}`;
 //! - `versa_storage_up` (1 when the store answered its last probe) and
-//!   `versa_storage_revision` (the store's current revision), probed every 10 seconds.
+//!   `versa_storage_revision` (the store's current revision), probed every 10 seconds;
+//! - whatever collectors the binary adds ([`Metrics::with`]): the watch cache's
+//!   `apiserver_watch_cache_*` series in etcd mode (`versa-storage-cache`'s `metrics.rs`).
 
 use std::sync::atomic::AtomicI64;
 
@@ -36,6 +38,8 @@ use prometheus_client::registry::Registry;
 
 use crate::request_info::RequestInfo;
 
+pub use prometheus_client::collector::Collector;
+
 type Labels = Vec<(&'static str, String)>;
 
 /// kube-apiserver's request latency buckets (seconds).
@@ -43,6 +47,16 @@ const DURATION_BUCKETS: [f64; 23] = [
     0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0,
     45.0, 60.0,
 ];
+
+/// A collector the server shares with the part that feeds it.
+#[derive(Debug)]
+struct Shared(std::sync::Arc<dyn Collector>);
+
+impl Collector for Shared {
+    fn encode(&self, encoder: prometheus_client::encoding::DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        self.0.encode(encoder)
+    }
+}
 
 /// The server's metrics.
 #[derive(Debug)]
@@ -110,7 +124,15 @@ impl versa_registry::storage::Observer for Metrics {
 
 impl Metrics {
     pub fn new() -> Metrics {
+        Metrics::with(Vec::new())
+    }
+
+    /// The server's metrics and `extra`'s, in one exposition.
+    pub fn with(extra: Vec<std::sync::Arc<dyn Collector>>) -> Metrics {
         let mut registry = Registry::default();
+        for collector in extra {
+            registry.register_collector(Box::new(Shared(collector)));
+        }
         let requests = Family::<Labels, Counter>::default();
         let durations = Family::<Labels, Histogram, fn() -> Histogram>::new_with_constructor(new_histogram);
         let watchers = Family::<Labels, Gauge<i64, AtomicI64>>::default();

@@ -157,9 +157,19 @@ impl Status {
         }
     }
 
-    /// 504 `Timeout` (a list waiting for a future resourceVersion).
-    pub fn timeout(message: impl Into<String>) -> Self {
-        Status { code: StatusCode::GATEWAY_TIMEOUT, reason: "Timeout", message: message.into(), details: None }
+    /// 504 `Timeout` for a read at a resourceVersion the store has not reached (kube's
+    /// `NewTooLargeResourceVersionError` as its watch cache answers it: after waiting, with a
+    /// `ResourceVersionTooLarge` cause and a retry after one second).
+    pub fn too_large_resource_version(requested: i64, current: i64) -> Self {
+        Status {
+            code: StatusCode::GATEWAY_TIMEOUT,
+            reason: "Timeout",
+            message: format!("Timeout: Too large resource version: {requested}, current: {current}"),
+            details: Some(json!({
+                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                "retryAfterSeconds": 1,
+            })),
+        }
     }
 
     /// 500 for an error kube-apiserver passes through as it is (`ErrorToAPIStatus` of a plain
@@ -340,5 +350,25 @@ mod tests {
         assert_eq!(body["details"]["retryAfterSeconds"], 1);
         let other = Status::internal("boom").into_response();
         assert!(other.headers().get(http::header::RETRY_AFTER).is_none());
+    }
+
+    /// kube's `NewTooLargeResourceVersionError` as its watch cache sends it (issue 41).
+    #[test]
+    fn too_large_resource_version_is_kubes_504() {
+        let status = Status::too_large_resource_version(1_000_123, 123);
+        assert_eq!(
+            status.to_json(),
+            json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "Timeout: Too large resource version: 1000123, current: 123",
+                "reason": "Timeout", "code": 504,
+                "details": {
+                    "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                    "retryAfterSeconds": 1,
+                },
+            })
+        );
+        let response = status.into_response();
+        assert_eq!(response.headers().get(http::header::RETRY_AFTER).map(|v| v.as_bytes()), Some(&b"1"[..]));
     }
 }

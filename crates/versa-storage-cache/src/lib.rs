@@ -3,8 +3,8 @@
 //!
 //! [`CacheStore`] wraps the inner store (etcd) and keeps, per resource prefix
 //! (`<root>/<group>/<plural>/`, see [`versa_storage::Keys`]), the current objects and a bounded
-//! window of recent events, fed by one upstream watch started on the first list or watch of that
-//! resource (`resource.rs`). Then:
+//! window of recent events, fed by one upstream watch started on the first list, watch or get at
+//! a resourceVersion of that resource (`resource.rs`). Then:
 //!
 //! - a watch of the resource or of a namespace in it is served from the window (`watcher.rs`):
 //!   one upstream watch per resource however many clients watch; a watch from a revision older
@@ -16,13 +16,18 @@
 //! - a list at an exact revision (or a continue token's) is answered from memory only when
 //!   nothing under its prefix changed since that revision, else upstream (kube sends exact
 //!   reads to etcd too, except what its cache holds); pages and tokens are the inner store's;
-//! - gets and writes pass through: a get is a consistent read of one key, which costs etcd one
-//!   request either way (kube reads etcd for a `Get` without a resourceVersion too).
+//! - a get with a resourceVersion (`get_at`) is answered from memory once the cache has seen
+//!   that revision (`0`: at once), waiting for it as a consistent list does, else upstream —
+//!   kube's cacher `Get`;
+//! - gets without one and writes pass through: a get is a consistent read of one key, which
+//!   costs etcd one request either way (kube 1.36 reads etcd for a `Get` without a
+//!   resourceVersion too: its consistent reads from cache are for lists only).
 //!
 //! It is a crate of its own, not a module of the etcd backend, because it names no backend: it
 //! works over any [`Store`] and runs the same conformance suite, and only the binary decides to
 //! put it in front of etcd (`--watch-cache`), as it decides on encryption.
 
+mod metrics;
 mod resource;
 mod watcher;
 
@@ -37,6 +42,7 @@ use versa_storage::{
     BoxFuture, ContinueToken, Deleted, KeyValue, ListOptions, ListPage, Result, Store, Watch, snapshot::Header,
 };
 
+pub use crate::metrics::CacheMetrics;
 use crate::resource::Resource;
 
 /// How a [`CacheStore`] caches.
@@ -79,6 +85,9 @@ pub struct CacheStats {
     pub watches_upstream: u64,
     /// Upstream watches the caches opened (one per resource, again after one ended).
     pub resource_watches: u64,
+    /// Gets with a resourceVersion answered from memory, and those sent upstream.
+    pub gets_from_cache: u64,
+    pub gets_upstream: u64,
 }
 
 /// A [`Store`] that serves lists and watches from memory and passes the rest to `inner`.
@@ -90,7 +99,8 @@ pub struct CacheStore {
     resources: Mutex<HashMap<String, Arc<OnceCell<Arc<Resource>>>>>,
     /// The newest revision compacted through this store: reads at older ones go upstream.
     compacted: AtomicI64,
-    counters: [AtomicU64; 5],
+    counters: [AtomicU64; 7],
+    metrics: Arc<CacheMetrics>,
 }
 
 impl std::fmt::Debug for CacheStore {
@@ -104,6 +114,8 @@ const LISTS_UPSTREAM: usize = 1;
 const WATCHES_FROM_CACHE: usize = 2;
 const WATCHES_UPSTREAM: usize = 3;
 const RESOURCE_WATCHES: usize = 4;
+const GETS_FROM_CACHE: usize = 5;
+const GETS_UPSTREAM: usize = 6;
 
 impl CacheStore {
     /// A cache in front of `inner`.
@@ -114,7 +126,14 @@ impl CacheStore {
             resources: Mutex::new(HashMap::new()),
             compacted: AtomicI64::new(0),
             counters: Default::default(),
+            metrics: Arc::default(),
         }
+    }
+
+    /// The cache's metrics (`metrics.rs`), a Prometheus collector to register beside the
+    /// server's own.
+    pub fn metrics(&self) -> Arc<CacheMetrics> {
+        self.metrics.clone()
     }
 
     /// What the cache has served so far.
@@ -126,6 +145,8 @@ impl CacheStore {
             watches_from_cache: n(WATCHES_FROM_CACHE),
             watches_upstream: n(WATCHES_UPSTREAM),
             resource_watches: n(RESOURCE_WATCHES),
+            gets_from_cache: n(GETS_FROM_CACHE),
+            gets_upstream: n(GETS_UPSTREAM),
         }
     }
 
@@ -154,7 +175,8 @@ impl CacheStore {
         let resource = cell
             .get_or_try_init(|| async {
                 self.count(RESOURCE_WATCHES);
-                Resource::start(&self.inner, prefix, self.config.window, self.config.progress_requests).await
+                let metrics = self.metrics.resource(&self.config.root, prefix, self.config.window);
+                Resource::start(&self.inner, prefix, self.config.window, self.config.progress_requests, metrics).await
             })
             .await?;
         Ok(resource.clone())
@@ -179,21 +201,50 @@ impl CacheStore {
             }
             None => (options.revision, prefix.to_string()),
         };
-        if let Some(resource) = self.cache_for(prefix, at).await {
-            let fresh = match at {
-                0 => {
-                    let current = self.inner.current_revision().await?;
-                    resource.wait_fresh(current, self.config.fresh_wait).await
-                }
-                _ => true,
-            };
-            if fresh && let Some(page) = page(&resource, prefix, &start, at, options.limit) {
-                self.count(LISTS_FROM_CACHE);
-                return Ok(page);
+        let Some(resource) = self.cache_for(prefix, at).await else {
+            self.count(LISTS_UPSTREAM);
+            return self.inner.list(prefix, options).await;
+        };
+        let fresh = match at {
+            0 => {
+                let current = self.inner.current_revision().await?;
+                resource.wait_fresh(current, self.config.fresh_wait).await
             }
+            _ => true,
+        };
+        if fresh && let Some(page) = page(&resource, prefix, &start, at, options.limit) {
+            self.count(LISTS_FROM_CACHE);
+            let metrics = &resource.metrics;
+            metrics.cache_lists.inc();
+            metrics.cache_list_fetched.inc_by(page.items.len() as u64);
+            metrics.cache_list_returned.inc_by(page.items.len() as u64);
+            if at == 0 {
+                metrics.consistent_read(false, true);
+            }
+            return Ok(page);
         }
         self.count(LISTS_UPSTREAM);
-        self.inner.list(prefix, options).await
+        resource.metrics.storage_lists.inc();
+        let listed = self.inner.list(prefix, options).await;
+        if at == 0 {
+            resource.metrics.consistent_read(true, listed.is_ok());
+        }
+        listed
+    }
+
+    /// kube's cacher `Get` with a resourceVersion: from memory once the cache has seen
+    /// `min_revision` (0: at once, however stale), waiting for it at most
+    /// [`CacheConfig::fresh_wait`]; after that the inner store answers, which reports
+    /// `FutureRevision` if it has not reached the revision either.
+    async fn get_at_impl(&self, key: &str, min_revision: i64) -> Result<Option<KeyValue>> {
+        if let Some(resource) = self.cache_for(key, 0).await
+            && resource.wait_fresh(min_revision, self.config.fresh_wait).await
+        {
+            self.count(GETS_FROM_CACHE);
+            return Ok(resource.lock().objects.get(key).cloned());
+        }
+        self.count(GETS_UPSTREAM);
+        self.inner.get_at(key, min_revision).await
     }
 
     async fn watch_impl(&self, prefix: &str, revision: i64) -> Result<Watch> {
@@ -242,6 +293,10 @@ fn page(resource: &Resource, prefix: &str, start: &str, at: i64, limit: usize) -
 impl Store for CacheStore {
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>> {
         self.inner.get(key)
+    }
+
+    fn get_at<'a>(&'a self, key: &'a str, min_revision: i64) -> BoxFuture<'a, Result<Option<KeyValue>>> {
+        Box::pin(self.get_at_impl(key, min_revision))
     }
 
     fn list<'a>(&'a self, prefix: &'a str, options: ListOptions) -> BoxFuture<'a, Result<ListPage>> {

@@ -17,6 +17,8 @@ use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use versa_storage::{KeyValue, ListOptions, Result, Store, Watch, WatchEvent};
 
+use crate::metrics::ResourceMetrics;
+
 /// The page size of the initial list.
 const INITIAL_PAGE: usize = 1000;
 
@@ -28,6 +30,8 @@ pub(crate) struct Resource {
     revision: watch::Sender<i64>,
     /// Asks the feeding task for an upstream progress notification.
     progress_wanted: Arc<Notify>,
+    /// This resource's series of the cache's metrics.
+    pub metrics: ResourceMetrics,
 }
 
 /// What the cache holds.
@@ -52,10 +56,17 @@ pub(crate) struct State {
 impl Resource {
     /// Lists `prefix` from `inner` at one revision, watches it from there, and starts the task
     /// that applies the watch's events. `capacity` bounds the event window.
-    pub async fn start(inner: &Arc<dyn Store>, prefix: &str, capacity: usize, ask_progress: bool) -> Result<Arc<Self>> {
+    pub async fn start(
+        inner: &Arc<dyn Store>,
+        prefix: &str,
+        capacity: usize,
+        ask_progress: bool,
+        metrics: ResourceMetrics,
+    ) -> Result<Arc<Self>> {
         let mut objects = BTreeMap::new();
         let mut options = ListOptions { limit: INITIAL_PAGE, ..ListOptions::default() };
         let revision = loop {
+            metrics.storage_lists.inc();
             let page = inner.list(prefix, options.clone()).await?;
             objects.extend(page.items.into_iter().map(|kv| (kv.key.clone(), kv)));
             match page.continue_token {
@@ -73,10 +84,13 @@ impl Resource {
             ended: false,
             capacity: capacity.max(1),
         };
+        metrics.initializations.inc();
+        metrics.resource_version.set(revision);
         let resource = Arc::new(Resource {
             state: Mutex::new(state),
             revision: watch::Sender::new(revision),
             progress_wanted: Arc::new(Notify::new()),
+            metrics,
         });
         tokio::spawn(feed(Arc::downgrade(&resource), resource.progress_wanted.clone(), upstream, ask_progress));
         Ok(resource)
@@ -105,6 +119,16 @@ impl Resource {
     /// Waits until the cache has seen `revision`, at most `wait`; `false` if it has not by then
     /// (or the cache ended): the caller then reads upstream.
     pub async fn wait_fresh(&self, revision: i64, wait: Duration) -> bool {
+        if revision <= 0 {
+            return true;
+        }
+        let started = std::time::Instant::now();
+        let fresh = self.wait_fresh_unobserved(revision, wait).await;
+        self.metrics.read_wait.observe(started.elapsed().as_secs_f64());
+        fresh
+    }
+
+    async fn wait_fresh_unobserved(&self, revision: i64, wait: Duration) -> bool {
         // Subscribed before looking, so that a change after the look wakes the wait.
         let mut changes = self.subscribe();
         let deadline = tokio::time::Instant::now() + wait;
@@ -128,6 +152,7 @@ impl Resource {
 
     fn publish(&self) {
         let revision = self.lock().revision;
+        self.metrics.resource_version.set(revision);
         self.revision.send_replace(revision);
     }
 }
@@ -182,6 +207,9 @@ async fn feed(resource: Weak<Resource>, progress_wanted: Arc<Notify>, mut upstre
         let Some(resource) = resource.upgrade() else { return };
         match item {
             Some(Ok(event)) => {
+                if !matches!(event, WatchEvent::Progress { .. }) {
+                    resource.metrics.events_received.inc();
+                }
                 resource.lock().apply(event);
                 resource.publish();
             }

@@ -85,6 +85,7 @@ async fn serve(resource: Arc<Resource>, inner: Arc<dyn Store>, prefix: String, s
         }
         position = step.position;
         if step.hand_off {
+            resource.metrics.handoffs.inc();
             drop(resource);
             return forward(inner, &prefix, position, sender).await;
         }

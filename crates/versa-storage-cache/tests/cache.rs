@@ -1,7 +1,7 @@
 //! What the cache adds over the conformance suite, on a real etcd: many client watches of a
 //! resource share one etcd watch; a client watch that falls behind a small window goes on from
 //! etcd without a gap or a repeat, and so does one whose cache loses its etcd watch; a list the
-//! cache has caught up for is answered from memory.
+//! cache has caught up for is answered from memory, and so is a get with a resourceVersion.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests fail loudly")]
 
@@ -93,6 +93,60 @@ async fn lists_are_answered_from_memory_once_the_cache_is_current() {
     // Above resource level, the cache has nothing to say.
     store.list("/registry/g/", ListOptions::default()).await.unwrap();
     assert_eq!(store.stats().lists_upstream, 1);
+
+    // The same, in kube's metrics: two consistent lists and a continued one from memory, the
+    // cache's own initial list from etcd.
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(store.metrics()));
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let labels = r#"group="g",resource="things""#;
+    for series in [
+        format!("apiserver_watch_cache_initializations_total{{{labels}}} 1"),
+        format!("apiserver_cache_list_total{{{labels},index=\"\"}} 3"),
+        format!("apiserver_cache_list_returned_objects_total{{{labels}}} 10"),
+        format!(r#"apiserver_watch_cache_consistent_read_total{{{labels},success="true",fallback="false"}} 2"#),
+        format!("apiserver_storage_list_total{{{labels}}} 1"),
+        format!("watch_cache_capacity{{{labels}}} 100"),
+        format!("apiserver_watch_cache_resource_version{{{labels}}} {}", all.revision),
+    ] {
+        assert!(text.lines().any(|l| l == series), "{series} in\n{text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gets_with_a_resource_version_are_answered_from_memory() {
+    let server = EtcdServer::start().await;
+    let etcd = server.store().await;
+    let mut config = CacheConfig::new("/registry");
+    // Progress answers out of order (etcd before 3.4.31/3.5.13) would vouch for revisions whose
+    // events are still on their way.
+    config.progress_requests = etcd.orders_progress();
+    let etcd: Arc<dyn Store> = Arc::new(etcd);
+    // How long a get waits for a revision etcd has not reached before asking etcd (not asserted).
+    config.fresh_wait = Duration::from_millis(200);
+    let store = CacheStore::new(etcd.clone(), config);
+    let key = "/registry/g/things/ns/a";
+    // Written past the cache, straight to etcd: the cache learns of it from its etcd watch.
+    let created = etcd.create(key, Bytes::from_static(b"1")).await.unwrap();
+    assert_eq!(store.get_at(key, 0).await.unwrap(), Some(created.clone()), "the first get starts the cache");
+    let updated = etcd.update(key, Bytes::from_static(b"2"), created.mod_revision).await.unwrap();
+    assert_eq!(store.get_at(key, updated.mod_revision).await.unwrap(), Some(updated.clone()), "waits for it");
+    assert_eq!(store.get_at("/registry/g/things/ns/b", updated.mod_revision).await.unwrap(), None);
+    let stats = store.stats();
+    assert_eq!((stats.gets_from_cache, stats.gets_upstream), (3, 0), "{stats:?}");
+    // Without a resourceVersion a get is etcd's consistent read.
+    assert_eq!(store.get(key).await.unwrap(), Some(updated.clone()));
+    assert_eq!(store.stats().gets_from_cache, 3);
+    // A revision etcd has not reached: the cache waits, then etcd says how far it is.
+    let future = updated.mod_revision + 1_000_000;
+    match store.get_at(key, future).await {
+        Err(Error::FutureRevision { requested, current }) => {
+            assert_eq!((requested, current), (future, updated.mod_revision))
+        }
+        other => panic!("expected FutureRevision, got {other:?}"),
+    }
+    assert_eq!(store.stats().gets_upstream, 1);
 }
 
 /// An etcd store whose first watch ends with `Unavailable` after `events` events, as a watch

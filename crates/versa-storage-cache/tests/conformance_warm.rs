@@ -27,6 +27,7 @@ const CASE_PREFIXES: &[&str] = &[
     "concurrent",
     "crud",
     "format",
+    "get-at",
     "guaranteed",
     "pages",
     "prefix",

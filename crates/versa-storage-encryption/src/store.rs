@@ -117,6 +117,12 @@ impl Store for EncryptedStore {
         Box::pin(async move { self.inner.get(key).await?.map(|kv| self.encryption.open(kv)).transpose() })
     }
 
+    fn get_at<'a>(&'a self, key: &'a str, min_revision: i64) -> BoxFuture<'a, Result<Option<KeyValue>>> {
+        Box::pin(
+            async move { self.inner.get_at(key, min_revision).await?.map(|kv| self.encryption.open(kv)).transpose() },
+        )
+    }
+
     fn list<'a>(&'a self, prefix: &'a str, options: ListOptions) -> BoxFuture<'a, Result<ListPage>> {
         Box::pin(async move {
             let mut page = self.inner.list(prefix, options).await?;

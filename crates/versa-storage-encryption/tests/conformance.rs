@@ -50,6 +50,7 @@ versa_storage::conformance_tests!(@cases make;
     value_size_limit,
     concurrent_writers,
     gets_see_acknowledged_writes,
+    get_at_revision,
     guaranteed_update_paths,
     data_format_is_recorded_and_a_newer_one_refused,
 );

@@ -54,6 +54,7 @@ macro_rules! conformance_tests {
             value_size_limit,
             concurrent_writers,
             gets_see_acknowledged_writes,
+            get_at_revision,
             guaranteed_update_paths,
             snapshot_holds_every_key_at_one_revision,
             data_format_is_recorded_and_a_newer_one_refused,
@@ -505,6 +506,32 @@ pub async fn gets_see_acknowledged_writes(store: Arc<dyn Store>) {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for reader in readers {
         reader.await.unwrap();
+    }
+}
+
+/// A get no older than a revision (kube's GET with a resourceVersion): at a write's revision
+/// it sees that write (a cache waits until it has it), at `0` anything the store has served
+/// since, and at a revision not yet written it is `FutureRevision`.
+pub async fn get_at_revision(store: Arc<dyn Store>) {
+    let key = format!("{}a", base("get-at"));
+    assert_eq!(store.get_at(&key, 0).await.unwrap(), None);
+    let created = store.create(&key, b("one")).await.unwrap();
+    assert_eq!(store.get_at(&key, created.mod_revision).await.unwrap().as_ref(), Some(&created));
+    let updated = store.update(&key, b("two"), created.mod_revision).await.unwrap();
+    assert_eq!(store.get_at(&key, updated.mod_revision).await.unwrap().as_ref(), Some(&updated));
+    let older = store.get_at(&key, created.mod_revision).await.unwrap();
+    assert!(older == Some(created.clone()) || older == Some(updated.clone()), "at the create or later: {older:?}");
+    let deleted = store.delete(&key, None).await.unwrap();
+    assert_eq!(store.get_at(&key, deleted.revision).await.unwrap(), None, "at the delete");
+    assert_eq!(store.get_at(&key, 0).await.unwrap(), None, "at 0, after the delete was seen");
+
+    let future = deleted.revision + 1_000_000;
+    match store.get_at(&key, future).await {
+        Err(Error::FutureRevision { requested, current }) => {
+            assert_eq!(requested, future);
+            assert!((deleted.revision..future).contains(&current), "current {current}");
+        }
+        other => panic!("get at a future revision: expected FutureRevision, got {other:?}"),
     }
 }
 

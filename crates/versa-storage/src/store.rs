@@ -24,6 +24,25 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// The key's current value, or `None`.
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<KeyValue>>>;
 
+    /// The key's value read at a revision no older than `min_revision` (kube's GET with a
+    /// `resourceVersion`): 0 accepts any state the store has served before, so a cache may answer
+    /// from memory; a revision the store has not reached is [`Error::FutureRevision`] (a cache
+    /// first waits a while for it). [`Store::get`] is the consistent read.
+    ///
+    /// The default reads the current revision first, so the value read after it is at least
+    /// that new.
+    fn get_at<'a>(&'a self, key: &'a str, min_revision: i64) -> BoxFuture<'a, Result<Option<KeyValue>>> {
+        Box::pin(async move {
+            if min_revision > 0 {
+                let current = self.current_revision().await?;
+                if current < min_revision {
+                    return Err(Error::FutureRevision { requested: min_revision, current });
+                }
+            }
+            self.get(key).await
+        })
+    }
+
     /// Keys starting with `prefix`, in key order, at the latest revision or the one asked for
     /// (directly or through a continue token).
     fn list<'a>(&'a self, prefix: &'a str, options: ListOptions) -> BoxFuture<'a, Result<ListPage>>;

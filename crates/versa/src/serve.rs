@@ -328,7 +328,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     runtime.block_on(serve(args))
 }
 
-async fn open_store(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
+/// The store to serve from, and the metrics its parts add (the watch cache's).
+async fn open_store(args: &Args) -> anyhow::Result<(Arc<dyn Store>, Vec<Arc<dyn versa_server::metrics::Collector>>)> {
     // Read before the store is opened: a bad file stops the start with nothing touched.
     let encryption = match &args.encryption_provider_config {
         Some(path) => {
@@ -340,14 +341,15 @@ async fn open_store(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
         }
         None => None,
     };
-    let store = open_backend(args).await?;
-    Ok(match encryption {
+    let (store, metrics) = open_backend(args).await?;
+    let store: Arc<dyn Store> = match encryption {
         Some(config) => Arc::new(versa_storage_encryption::EncryptedStore::new(store, &args.storage_prefix, &config)),
         None => store,
-    })
+    };
+    Ok((store, metrics))
 }
 
-async fn open_backend(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
+async fn open_backend(args: &Args) -> anyhow::Result<(Arc<dyn Store>, Vec<Arc<dyn versa_server::metrics::Collector>>)> {
     Ok(match args.storage {
         StorageKind::Embedded => {
             let config = versa_storage_embedded::Config {
@@ -356,13 +358,13 @@ async fn open_backend(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
                 ..Default::default()
             };
             let store = versa_storage_embedded::EmbeddedStore::open(&args.data_dir, config)?;
-            Arc::new(store)
+            (Arc::new(store), Vec::new())
         }
         StorageKind::Etcd => {
             let store = versa_storage_etcd::EtcdStore::connect(etcd_config(args)?).await?;
             versa_storage::check_data_format(&store, &args.storage_prefix).await?;
             if !args.watch_cache {
-                return Ok(Arc::new(store));
+                return Ok((Arc::new(store), Vec::new()));
             }
             let mut config = versa_storage_cache::CacheConfig::new(&args.storage_prefix);
             // Without ordered progress answers (etcd before 3.4.31/3.5.13) the cache cannot learn
@@ -372,7 +374,9 @@ async fn open_backend(args: &Args) -> anyhow::Result<Arc<dyn Store>> {
             if !config.progress_requests {
                 config.fresh_wait = std::time::Duration::ZERO;
             }
-            Arc::new(versa_storage_cache::CacheStore::new(Arc::new(store), config))
+            let cache = versa_storage_cache::CacheStore::new(Arc::new(store), config);
+            let metrics: Arc<dyn versa_server::metrics::Collector> = cache.metrics();
+            (Arc::new(cache), vec![metrics])
         }
     })
 }
@@ -409,7 +413,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     }
     // Read before the store is opened: a bad token file stops the start with nothing touched.
     let mut auth = standalone_auth(&args)?;
-    let store = open_store(&args).await?;
+    let (store, extra_metrics) = open_store(&args).await?;
     if cluster.is_none() {
         // Standalone decides with the RBAC objects it stores (behind kube-apiserver, kube does).
         let keys = versa_storage::Keys::new(&args.storage_prefix);
@@ -439,6 +443,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         },
         audit,
         leader_election,
+        extra_metrics,
     };
     let server = config.complete().await?;
     let shutdown = shutdown_signal()?;

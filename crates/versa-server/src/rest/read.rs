@@ -21,8 +21,21 @@ use super::{Answer, Ctx, Shape, shape};
 use crate::status::Status;
 
 /// `GET .../<plural>/<name>` (and `.../<name>/status`).
+///
+/// Without `resourceVersion` a consistent read of the store; with one, a read no older than it
+/// (`0`: any, which the watch cache answers from memory), as kube's cacher `Get` does.
 pub async fn get(ctx: &Ctx) -> Answer {
-    let kv = ctx.state.store.get(&ctx.key(&ctx.name)).await.map_err(ctx.storage_error(&ctx.name))?;
+    let key = ctx.key(&ctx.name);
+    let kv = match ctx.query.get("resourceVersion").filter(|rv| !rv.is_empty()) {
+        None => ctx.state.store.get(&key).await,
+        Some(rv) => ctx.state.store.get_at(&key, parse_get_rv(rv)?).await,
+    };
+    let kv = kv.map_err(|e| match e {
+        versa_storage::Error::FutureRevision { requested, current } => {
+            Status::too_large_resource_version(requested, current)
+        }
+        e => ctx.storage_error(&ctx.name)(e),
+    })?;
     let kv = kv.ok_or_else(|| ctx.not_found())?;
     if ctx.wants_plain_json()
         && let Some(bytes) = ctx.state.render.cached_one(ctx.boundary(), &kv)
@@ -42,6 +55,21 @@ async fn render(ctx: &Ctx, kv: versa_storage::KeyValue) -> Answer {
     }
     let obj = ctx.boundary().from_storage(&kv).await?;
     ctx.respond_object(StatusCode::OK, &obj)
+}
+
+/// A GET's `resourceVersion`, parsed as kube's storage versioner parses it (Go's `ParseUint`),
+/// with kube's answer to one it cannot parse: a plain 500 carrying the field error.
+fn parse_get_rv(rv: &str) -> Result<i64, Status> {
+    let why = if !rv.bytes().all(|b| b.is_ascii_digit()) {
+        "invalid syntax"
+    } else {
+        match rv.parse::<u64>() {
+            // Revisions are i64; a larger one is as far beyond the store as i64::MAX.
+            Ok(n) => return Ok(i64::try_from(n).unwrap_or(i64::MAX)),
+            Err(_) => "value out of range",
+        }
+    };
+    Err(Status::unknown(format!("resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: {why}")))
 }
 
 /// `resourceVersion` / `resourceVersionMatch` / `continue`, checked as kube's
@@ -140,7 +168,7 @@ async fn list_params(ctx: &Ctx) -> Result<(usize, i64), Status> {
         ReadAt::NotOlderThan(want) => {
             let current = ctx.state.store.current_revision().await.map_err(ctx.storage_error(&ctx.name))?;
             if want > current {
-                return Err(Status::timeout(format!("Too large resource version: {want}, current: {current}")));
+                return Err(Status::too_large_resource_version(want, current));
             }
             0
         }
@@ -211,7 +239,7 @@ fn list_error(ctx: &Ctx, e: versa_storage::Error) -> Status {
             "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
         ),
         versa_storage::Error::FutureRevision { requested, current } => {
-            Status::timeout(format!("Too large resource version: {requested}, current: {current}"))
+            Status::too_large_resource_version(requested, current)
         }
         e => ctx.storage_error(&ctx.name)(e),
     }
@@ -375,4 +403,40 @@ async fn first_page(ctx: &Ctx) -> Result<Option<versa_storage::ListPage>, Status
     }
     let options = ListOptions { limit: stream::FIRST_PAGE, continue_token: None, revision };
     ctx.state.store.list(&ctx.collection_prefix(), options).await.map(Some).map_err(|e| list_error(ctx, e))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic, reason = "test code")]
+mod tests {
+    use super::*;
+
+    /// A GET's resourceVersion as kube's versioner parses it, and its 500 for one it cannot.
+    #[test]
+    fn get_resource_versions() {
+        for (rv, want) in [
+            ("0", Ok(0)),
+            ("42", Ok(42)),
+            ("18446744073709551615", Ok(i64::MAX)),
+            ("abc", Err(r#"resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax"#)),
+            ("-1", Err(r#"resourceVersion: Invalid value: "-1": strconv.ParseUint: parsing "-1": invalid syntax"#)),
+            ("+1", Err(r#"resourceVersion: Invalid value: "+1": strconv.ParseUint: parsing "+1": invalid syntax"#)),
+            (
+                "18446744073709551616",
+                Err(
+                    r#"resourceVersion: Invalid value: "18446744073709551616": strconv.ParseUint: parsing "18446744073709551616": value out of range"#,
+                ),
+            ),
+        ] {
+            match (parse_get_rv(rv), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{rv}"),
+                (Err(status), Err(want)) => {
+                    assert_eq!(
+                        (status.code, status.reason, status.message.as_str()),
+                        (StatusCode::INTERNAL_SERVER_ERROR, "", want)
+                    );
+                }
+                (got, want) => panic!("{rv}: {got:?}, want {want:?}"),
+            }
+        }
+    }
 }

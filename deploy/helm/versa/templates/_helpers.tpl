@@ -121,6 +121,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 - --storage=etcd
 - --etcd-endpoints={{ join "," .Values.storage.etcd.endpoints }}
 - --storage-prefix={{ .Values.storage.etcd.prefix }}
+- --watch-cache={{ ne .Values.storage.etcd.watchCache false }}
 {{- with .Values.storage.etcd.tls }}
 {{- if .existingSecret }}
 - --etcd-cafile=/etc/versa/etcd/{{ .caKey }}
