@@ -141,8 +141,30 @@ impl ResourceDefinition {
             DocumentKind::ResourceDefinition => KIND,
             DocumentKind::CustomResourceDefinition => CRD_KIND,
         };
-        let def = ResourceDefinition::deserialize(doc).map_err(|source| ParseError::Decode { kind: name, source })?;
+        let def = ResourceDefinition::from_object(doc).map_err(|source| ParseError::Decode { kind: name, source })?;
         Ok((def, kind))
+    }
+
+    /// What [`Deserialize`] reads from an object, read in place: `Deserialize` takes the spec as a
+    /// tree of its own to remove `spec.conversion.cel` before the typed spec is read, which from a
+    /// borrowed document means copying the spec — most of a definition, its schemas — on every
+    /// read. The typed spec ignores the `cel` key, so here it is read from the document as it is.
+    /// Same fields, same errors, in the same order (the object's keys are sorted: `metadata`,
+    /// `spec`, `status`; `spec.conversion.cel` before the rest of `spec`).
+    fn from_object(doc: &Value) -> serde_json::Result<ResourceDefinition> {
+        use serde::de::Error as _;
+        let metadata = doc.get("metadata").map(ObjectMeta::deserialize).transpose()?.unwrap_or_default();
+        let status =
+            doc.get("status").map(Option::<CustomResourceDefinitionStatus>::deserialize).transpose()?.flatten();
+        let spec = doc.get("spec").filter(|s| !s.is_null());
+        let cel = spec.and_then(|s| s.get("conversion")).filter(|c| c.is_object()).and_then(|c| c.get("cel"));
+        let conversion_cel = cel
+            .filter(|c| !c.is_null())
+            .map(CelConversion::deserialize)
+            .transpose()
+            .map_err(|e| serde_json::Error::custom(format!("spec.conversion.cel: {e}")))?;
+        let spec = spec.map(CustomResourceDefinitionSpec::deserialize).transpose()?.unwrap_or_default();
+        Ok(ResourceDefinition { metadata, spec, status, conversion_cel })
     }
 
     /// The definition as a `versa.dev/v1` ResourceDefinition document.

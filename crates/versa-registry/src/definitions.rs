@@ -93,32 +93,49 @@ fn encode(def: &ResourceDefinition, obj: &mut Value) -> Vec<String> {
         d.insert("metadata".into(), meta);
     }
     let mut unknown = Vec::new();
-    dropped_fields(obj, &doc, "", &mut unknown);
+    dropped_fields(obj, &doc, &mut unknown);
     *obj = doc;
     unknown
 }
 
 /// Keys of `input` (with a value other than null) that `output` lacks, as dotted paths.
-fn dropped_fields(input: &Value, output: &Value, path: &str, out: &mut Vec<String>) {
+fn dropped_fields(input: &Value, output: &Value, out: &mut Vec<String>) {
+    // One buffer for the path of every node: most of a definition is schema, thousands of
+    // nodes, and nearly none of them is dropped.
+    dropped_under(input, output, &mut String::new(), out);
+}
+
+/// [`dropped_fields`] below `path` (empty: the document itself).
+fn dropped_under(input: &Value, output: &Value, path: &mut String, out: &mut Vec<String>) {
     match (input, output) {
         (Value::Object(i), Value::Object(o)) => {
+            let root = path.is_empty();
             for (k, v) in i {
                 // `status` belongs to the server (it is reset or carried over, never decoded
-                // from the request); type meta is checked elsewhere.
-                if path.is_empty() && matches!(k.as_str(), "apiVersion" | "kind" | "status") {
+                // from the request); type meta is checked elsewhere; `metadata` is kept as the
+                // pipeline set it (`encode`), so nothing of it is dropped.
+                if root && matches!(k.as_str(), "apiVersion" | "kind" | "status" | "metadata") {
                     continue;
                 }
-                let here = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                let len = path.len();
+                if !root {
+                    path.push('.');
+                }
+                path.push_str(k);
                 match o.get(k) {
-                    Some(ov) => dropped_fields(v, ov, &here, out),
-                    None if !v.is_null() => out.push(here),
+                    Some(ov) => dropped_under(v, ov, path, out),
+                    None if !v.is_null() => out.push(path.clone()),
                     None => {}
                 }
+                path.truncate(len);
             }
         }
         (Value::Array(i), Value::Array(o)) if i.len() == o.len() => {
             for (n, (iv, ov)) in i.iter().zip(o).enumerate() {
-                dropped_fields(iv, ov, &format!("{path}[{n}]"), out);
+                let len = path.len();
+                path.push_str(&format!("[{n}]"));
+                dropped_under(iv, ov, path, out);
+                path.truncate(len);
             }
         }
         _ => {}
@@ -130,10 +147,11 @@ fn dropped_fields(input: &Value, output: &Value, path: &str, out: &mut Vec<Strin
 /// reports before validation. Nothing for a document that is not a definition at all
 /// (validation says what is wrong with it).
 pub fn unknown_fields(obj: &Value) -> Vec<String> {
-    match decode(obj) {
-        Ok(def) => encode(&def, &mut obj.clone()),
-        Err(_) => Vec::new(),
-    }
+    let Ok(def) = decode(obj) else { return Vec::new() };
+    // What `encode` reports, without a copy of the document to encode into.
+    let mut unknown = Vec::new();
+    dropped_fields(obj, &def.to_document(), &mut unknown);
+    unknown
 }
 
 /// Create: default, validate, reset status. Returns the unknown (dropped) field paths; kube's

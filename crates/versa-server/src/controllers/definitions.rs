@@ -46,6 +46,7 @@ use versa_registry::meta;
 use versa_registry::{Change, Compact, Resource, SchemaTexts, Snapshot};
 use versa_storage::{KeyValue, ListOptions, WatchEvent};
 
+use crate::controllers::echoes::Echoes;
 use crate::controllers::names::{Held, InUse, NameIndex};
 use crate::controllers::{migration, stored_objects};
 use crate::state::State;
@@ -204,7 +205,7 @@ async fn sync(
     }
     let names: Vec<String> = view.known.keys().cloned().collect();
     reconcile_all(state, &mut view, &names, &mut batch, term);
-    batch.finish(state, running, term);
+    batch.finish(state, running, term, &view.echoes);
     state.replicas.applied(revision);
     if !state.registry.is_ready() {
         // Ready once the other replicas can know which definitions this one serves.
@@ -242,11 +243,19 @@ fn handle(
     for event in events {
         match event {
             WatchEvent::Added(kv) | WatchEvent::Modified { kv, .. } => {
-                let Some(k) = parse(kv, &view.known, &state.registry) else { continue };
+                let (revision, value) = (kv.mod_revision, kv.value.clone());
+                let k = match view.echoes.take(&kv.key, &kv.value) {
+                    // The controller's own status write: what it means is known already.
+                    Some(written) => echo(written, kv, &view.known, &state.registry),
+                    None => parse(kv, &view.known, &state.registry),
+                };
+                let Some(k) = k else { continue };
                 changed.push(k.def.name().to_owned());
+                batch.docs.insert(k.def.name().to_owned(), (revision, value));
                 view.insert(k);
             }
             WatchEvent::Deleted { prev, .. } => {
+                view.echoes.take(&prev.key, &[]);
                 let Some(k) = parse(prev, &view.known, &state.registry) else { continue };
                 let name = k.def.name().to_owned();
                 view.remove(&name);
@@ -260,7 +269,7 @@ fn handle(
     let mut order: Vec<String> = changed.into_iter().rev().filter(|n| seen.insert(n.clone())).collect();
     order.reverse();
     reconcile_all(state, view, &order, &mut batch, term);
-    batch.finish(state, running, term);
+    batch.finish(state, running, term, &view.echoes);
 }
 
 /// Reconciles `names`, then (on the leader) the members waiting for names in the groups whose
@@ -306,6 +315,8 @@ struct View {
     names: NameIndex,
     /// Definitions whose status this controller is writing, with the revision written over.
     writing: HashMap<String, i64>,
+    /// Those writes, to be recognised when they come back.
+    echoes: Echoes<Known>,
 }
 
 impl View {
@@ -358,6 +369,31 @@ fn parse(kv: KeyValue, known: &BTreeMap<String, Known>, registry: &versa_registr
     Some(Known { key: kv.key, revision: kv.mod_revision, status, def: kept.def, schemas: kept.schemas, violations })
 }
 
+/// A definition as the controller's own status write left it (`written`, what the controller
+/// meant by the bytes the event brings back), at the event's revision. Debug builds read the
+/// stored definition too, and check that both say the same.
+#[cfg_attr(not(debug_assertions), allow(unused_variables, reason = "read only to check, in debug builds"))]
+fn echo(
+    written: Known,
+    kv: KeyValue,
+    known: &BTreeMap<String, Known>,
+    registry: &versa_registry::Registry,
+) -> Option<Known> {
+    let revision = kv.mod_revision;
+    #[cfg(debug_assertions)]
+    {
+        let read = parse(kv, known, registry)?;
+        assert!(
+            read.def == written.def
+                && read.status == written.status
+                && read.schemas == written.schemas
+                && read.violations == written.violations,
+            "a status write read back differs from what the controller wrote:\n  read    {read:?}\n  written {written:?}"
+        );
+    }
+    Some(Known { revision, ..written })
+}
+
 /// What one batch changes, gathered while its definitions are reconciled and carried out at its
 /// end ([`Batch::finish`]): the served set as one snapshot, the OpenAPI parts, then the status
 /// writes — a client that sees `Established` must find the resource (kube sets Established in
@@ -369,12 +405,25 @@ struct Batch {
     /// What each changed name will serve, as of the latest change (`None`: nothing).
     staged: HashMap<String, Option<Arc<Resource>>>,
     openapi: Vec<OpenApiChange>,
-    /// Status writes: key, the new `status`, the revision it replaces, definition name.
-    writes: Vec<(String, Value, i64, String)>,
+    writes: Vec<StatusWrite>,
+    /// The stored documents this batch's events brought, by definition name, with their
+    /// revisions: a status write over one of them need not read it again.
+    docs: HashMap<String, (i64, Bytes)>,
     cleanups: Vec<String>,
     migrations: Vec<String>,
     /// Definitions whose stored objects are to be judged again (`stored_objects`).
     judgements: Vec<String>,
+}
+
+/// A status write: over the revision `revision` of the definition `name` at `key`.
+struct StatusWrite {
+    key: String,
+    status: Value,
+    revision: i64,
+    name: String,
+    /// The stored document at that revision, and the definition as the write leaves it, when
+    /// the batch has them.
+    over: Option<(Bytes, Known)>,
 }
 
 enum OpenApiChange {
@@ -390,6 +439,7 @@ impl Batch {
             staged: HashMap::new(),
             openapi: Vec::new(),
             writes: Vec::new(),
+            docs: HashMap::new(),
             cleanups: Vec::new(),
             migrations: Vec::new(),
             judgements: Vec::new(),
@@ -438,7 +488,7 @@ impl Batch {
         self.openapi.push(OpenApiChange::Remove(name.to_owned()));
     }
 
-    fn finish(self, state: &Arc<State>, running: &Running, term: Option<&CancellationToken>) {
+    fn finish(self, state: &Arc<State>, running: &Running, term: Option<&CancellationToken>, echoes: &Echoes<Known>) {
         if !self.changes.is_empty() {
             state.registry.apply(self.changes);
             if let Ok(mut openapi) = state.openapi.lock() {
@@ -455,11 +505,26 @@ impl Batch {
         // so that the next batch is handled meanwhile and many definitions loaded at once share
         // the store's group commits; compare-and-swap keeps it safe (a lost race means a newer
         // event is on its way).
-        for (key, status, revision, name) in self.writes {
+        for StatusWrite { key, status, revision, name, over } in self.writes {
             let state = state.clone();
+            // Over a document the batch has, the new one is made here and recognised when it
+            // comes back; otherwise the task reads the stored one.
+            let ready = over.and_then(|(doc, written)| {
+                let bytes = with_status(&doc, status.clone())?;
+                echoes.expect(&key, bytes.clone(), written);
+                Some(bytes)
+            });
+            let echoes = echoes.clone();
             tokio::spawn(async move {
-                match write_status(&state, &key, status, revision).await {
-                    Ok(_) | Err(versa_storage::Error::Conflict { .. } | versa_storage::Error::NotFound { .. }) => {}
+                let result = match &ready {
+                    Some(bytes) => state.store.update(&key, bytes.clone(), revision).await.map(|_| ()),
+                    None => write_status(&state, &key, status, revision).await,
+                };
+                if let (Err(_), Some(bytes)) = (&result, &ready) {
+                    echoes.failed(&key, bytes);
+                }
+                match result {
+                    Ok(()) | Err(versa_storage::Error::Conflict { .. } | versa_storage::Error::NotFound { .. }) => {}
                     Err(e) => tracing::warn!(definition = name, error = %e, "cannot write definition status"),
                 }
             });
@@ -500,13 +565,20 @@ fn reconcile(state: &State, view: &mut View, name: &str, batch: &mut Batch, term
             let mut next = (*k.def).clone();
             next.status = status.get("status").and_then(|s| serde_json::from_value(s.clone()).ok());
             let held = Held::of(&next);
-            if next.is_established() {
-                let known = Known { status: Known::status_text(&status, &next), def: Arc::new(next), ..k.clone() };
-                batch.serve(state, &known);
+            let written = Known { status: Known::status_text(&status, &next), def: Arc::new(next), ..k.clone() };
+            if written.def.is_established() {
+                batch.serve(state, &written);
             }
             let (group, revision) = (k.def.spec.group.clone(), k.revision);
             let new = status.get_mut("status").map(Value::take).unwrap_or(Value::Null);
-            batch.writes.push((k.key.clone(), new, revision, name.to_owned()));
+            let doc = batch.docs.get(name).filter(|(at, _)| *at == revision).map(|(_, doc)| doc.clone());
+            batch.writes.push(StatusWrite {
+                key: k.key.clone(),
+                status: new,
+                revision,
+                name: name.to_owned(),
+                over: doc.map(|doc| (doc, written)),
+            });
             // What it holds from now on, for the others' checks (kube's crdMutationCache).
             view.writing.insert(name.to_owned(), revision);
             view.names.hold(&group, name, Some(held));
@@ -535,11 +607,24 @@ async fn write_status(state: &State, key: &str, status: Value, revision: i64) ->
     if kv.mod_revision != revision {
         return Ok(());
     }
-    let Ok(mut doc) = serde_json::from_slice::<Value>(&kv.value) else { return Ok(()) };
-    let Some(obj) = doc.as_object_mut() else { return Ok(()) };
-    obj.insert("status".into(), status);
-    let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
+    let Some(bytes) = with_status(&kv.value, status) else { return Ok(()) };
     state.store.update(key, bytes, revision).await.map(|_| ())
+}
+
+/// A stored definition document with `status` in place of its own (`None`: not an object).
+/// Only the top level is read: the other fields are copied as they are written (the stored
+/// text is serde's, its keys sorted, as a tree would write them again).
+fn with_status(doc: &[u8], status: Value) -> Option<Bytes> {
+    use serde_json::value::RawValue;
+    let Ok(mut fields) = serde_json::from_slice::<BTreeMap<std::borrow::Cow<'_, str>, &RawValue>>(doc) else {
+        // Not an object (or not one this reads): as a tree.
+        let mut doc = serde_json::from_slice::<Value>(doc).ok()?;
+        doc.as_object_mut()?.insert("status".into(), status);
+        return serde_json::to_vec(&doc).ok().map(Bytes::from);
+    };
+    let status = serde_json::value::to_raw_value(&status).ok()?;
+    fields.insert("status".into(), &status);
+    serde_json::to_vec(&fields).ok().map(Bytes::from)
 }
 
 /// The per-definition tasks running (at most one of each kind per definition).

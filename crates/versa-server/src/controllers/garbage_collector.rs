@@ -135,6 +135,11 @@ struct Collector {
     resources: HashMap<(String, String), Arc<Resource>>,
     /// `<group>/<kind>` of every served kind.
     kinds: HashSet<String>,
+    /// The served set changed since `resources` and `kinds` were learned: they are learned
+    /// again before the next decision, not on every change — a burst of definitions (thousands
+    /// installed at once) changes the served set once per batch, and each learning walks every
+    /// served resource.
+    resources_stale: bool,
 }
 
 /// Why a collector starts over.
@@ -170,6 +175,7 @@ impl Collector {
             acted: HashMap::new(),
             resources: HashMap::new(),
             kinds: HashSet::new(),
+            resources_stale: false,
         }
     }
 
@@ -220,7 +226,7 @@ impl Collector {
                 },
                 changed = registry_changes.changed() => {
                     if changed.is_ok() {
-                        self.learn_resources();
+                        self.resources_stale = true;
                         // New kinds can make references resolvable: the objects waiting for a
                         // kind or a resource (`next_work`) are looked at again now. Nothing else
                         // depends on what is served, so the others stay where they are — with
@@ -239,6 +245,7 @@ impl Collector {
 
     /// The served resources and their scopes, from the registry's current snapshot.
     fn learn_resources(&mut self) {
+        self.resources_stale = false;
         let snapshot = self.state.registry.snapshot();
         self.resources.clear();
         self.kinds.clear();
@@ -361,6 +368,9 @@ impl Collector {
             let revision = stored.revision;
             if self.acted.get(&uid) == Some(&revision) {
                 continue;
+            }
+            if self.resources_stale {
+                self.learn_resources();
             }
             let Some(node) = self.graph.get(&uid) else { continue };
             // kube's collector cannot judge a reference to a kind it has no REST mapping for: it

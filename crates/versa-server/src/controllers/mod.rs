@@ -6,10 +6,12 @@
 //! [`service_accounts`], [`garbage_collector`] and [`rbac`] (default policy, aggregation; whose
 //! writes go through the API, [`loopback`]) —
 //! which runs only in the term of the replica elected by [`crate::leader`]. [`names`] is the
-//! definitions controller's index of the names each group's definitions hold.
+//! definitions controller's index of the names each group's definitions hold, [`echoes`] its
+//! own status writes, recognised when they come back.
 
 pub mod admission;
 pub mod definitions;
+pub mod echoes;
 pub mod garbage_collector;
 pub mod loopback;
 pub mod migration;
