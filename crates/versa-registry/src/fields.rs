@@ -14,9 +14,12 @@
 //! Ownership is computed on the object as admitted (defaulted and pruned), so it never names a
 //! field that is not stored.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 use versa_merge::Versions;
 use versa_merge::{ApplyError, FieldPath, FieldSet, Options};
+use versa_schema::Structural;
 
 use crate::error::{Error, Result};
 use crate::meta;
@@ -51,7 +54,7 @@ impl Strategy<'_> {
         let versions = MergeVersions::new(self.res, conversions, observer);
         let sources: Vec<&Value> = live.into_iter().chain([&*new]).collect();
         conversions.foresee(self.res, &op.api_version, &sources, &sources);
-        let update = || versa_merge::update(live, new, &op.options(self, manager, &versions));
+        let update = || versa_merge::update(live, new, &op.options(manager, &versions));
         let updated = conversions.settle(self.res, observer, update).await;
         match updated.and_then(|u| u.map_err(|e| Error::internal(format!("managedFields could not be updated: {e}")))) {
             Ok(outcome) => {
@@ -92,15 +95,16 @@ impl Strategy<'_> {
             .unwrap_or_default();
         let op = Operation::new(self, manager);
         let versions = MergeVersions::new(self.res, conversions, observer);
-        let outcome = versa_merge::apply(live, config, &managed, &op.options(self, manager, &versions), force)
-            .map_err(|e| match e {
+        let outcome = versa_merge::apply(live, config, &managed, &op.options(manager, &versions), force).map_err(
+            |e| match e {
                 ApplyError::Conflicts(conflicts) => Error::ApplyConflicts(conflicts),
                 ApplyError::ManagedFieldsInPatch => Error::BadRequest(e.to_string()),
                 ApplyError::InvalidPatch(errs) => {
                     Error::Failed(format!("failed to create typed patch object ({}): {errs}", self.identity(config)))
                 }
                 other => Error::Failed(other.to_string()),
-            })?;
+            },
+        )?;
         Ok(outcome.object)
     }
 
@@ -128,6 +132,7 @@ impl Strategy<'_> {
 /// so that [`Operation::options`] can lend them to `versa-merge`.
 struct Operation {
     api_version: String,
+    schema: Arc<Structural>,
     now: String,
     reset: Option<FieldSet>,
 }
@@ -136,19 +141,15 @@ impl Operation {
     fn new(strategy: &Strategy<'_>, manager: &Manager) -> Operation {
         Operation {
             api_version: strategy.res.api_version(&strategy.ver.name),
+            schema: strategy.ver.merge_schema(),
             now: meta::now(),
             reset: strategy.reset_fields(manager.subresource),
         }
     }
 
-    fn options<'a>(
-        &'a self,
-        strategy: &Strategy<'a>,
-        manager: &'a Manager,
-        versions: &'a MergeVersions<'a>,
-    ) -> Options<'a> {
+    fn options<'a>(&'a self, manager: &'a Manager, versions: &'a MergeVersions<'a>) -> Options<'a> {
         Options {
-            schema: strategy.ver.merge_schema(),
+            schema: &self.schema,
             manager: &manager.name,
             api_version: &self.api_version,
             subresource: manager.subresource,

@@ -5,8 +5,9 @@
 //! (strategy, validator, storage), in versa's terms:
 //!
 //! - [`resource`] — a served [`Resource`] and its [`Version`]s, compiled once per definition
-//!   change (schema, CEL rules, Table convertor, converter); [`served`] — the [`Registry`] of
-//!   what is served now, swapped whole.
+//!   change (schema, CEL rules, Table convertor, converter); [`compiled`] — what a resource
+//!   compiles on first use, dropped when unused (bounded by the working set); [`served`] — the
+//!   [`Registry`] of what is served now, swapped whole.
 //! - [`strategy`] — the write rules: server-owned fields on create and update, admission of an
 //!   object (default → prune → validate → CEL, with ratcheting; definition validation for the
 //!   definitions API), `generation`, finalizers and deletion marks; [`fields`] — field
@@ -30,6 +31,7 @@
 //!   registration table (`kinds::CORE`); [`table`] with
 //!   [`jsonpath`] — printer columns; [`meta`] — uids, timestamps, `metadata` access.
 
+pub mod compiled;
 pub mod definitions;
 pub mod error;
 pub mod fields;
@@ -51,7 +53,8 @@ pub mod versions;
 
 pub use error::{Error, Result};
 pub use resource::{
-    ADMISSION_GROUP, AdmissionKind, Builtin, CRD_GROUP, Compact, Face, Flavor, Resource, Version, meta_str, with_schema,
+    ADMISSION_GROUP, AdmissionKind, Builtin, CRD_GROUP, Compact, Face, Flavor, Resource, Rules, Version, meta_str,
+    with_schema,
 };
 pub use schema_texts::SchemaTexts;
 pub use served::{Change, DiscoveryCache, Group, Registry, Snapshot, find_key};

@@ -5,17 +5,19 @@
 //! changes, the definitions controller builds a new one and swaps it into the
 //! [`crate::Registry`] in one step.
 //!
-//! What is large is compiled on first use and then kept for the life of the resource: each
-//! version's lowered structural schema with its CEL rules ([`Version::schema`],
-//! [`Version::rules`]), its Table convertor ([`Version::table`]) and the converter
-//! ([`Resource::converter`]). Real definitions are mostly
-//! descriptions, lowered they take ~14× their JSON, and a cluster installs many more than it
-//! uses (a Crossplane provider brings hundreds); kube-apiserver, too, builds a definition's
-//! serving state on its first request (`getOrCreateServingInfoFor`). Nothing a request could
-//! trip over is left to that moment: the definitions controller validates every definition
-//! (lowering, structural checks, CEL compilation and cost, conversion rules) before it is
-//! served, so first use only repeats work that already succeeded; concurrent first uses wait
-//! for one compilation.
+//! What is large is compiled on first use: each version's lowered structural schema with its
+//! CEL rules ([`Version::schema`], [`Version::rules`]) and the converter
+//! ([`Resource::converter`]), held in the resource's [`Cell`] while it is used and dropped when
+//! it is not ([`crate::compiled`]: unused for ten minutes, or the least recently used when the
+//! process holds more than its budget), and each version's Table convertor
+//! ([`Version::table`], small, kept). Real definitions are mostly descriptions, compiled they
+//! take ~6× their JSON, and a cluster installs many more than it uses (a Crossplane provider
+//! brings hundreds); kube-apiserver, too, builds a definition's serving state on its first
+//! request (`getOrCreateServingInfoFor`). Nothing a request could trip over is left to that
+//! moment: the definitions controller validates every definition (lowering, structural checks,
+//! CEL compilation and cost, conversion rules) before it is served, so first use — and a use
+//! after the state was dropped — only repeats work that already succeeded; concurrent first
+//! uses wait for one compilation.
 //!
 //! The definitions API itself (`versa.dev/v1` `resourcedefinitions`) is a [`Resource`] too,
 //! built by [`Resource::definitions`], so that one REST implementation serves both. In
@@ -39,6 +41,7 @@ use versa_cel::SchemaRules;
 use versa_conversion::{Converter, Options as ConversionOptions};
 use versa_schema::Structural;
 
+use crate::compiled::Cell;
 use crate::schema_texts::SchemaTexts;
 use crate::table::TableConvertor;
 
@@ -241,9 +244,8 @@ pub struct Resource {
     pub versions: Vec<Version>,
     /// The definition is being deleted: creates are refused.
     pub terminating: bool,
-    /// Converts objects between the versions, or why it could not be built (every conversion
-    /// then fails with that message): built on first use ([`Resource::converter`]).
-    converter: OnceLock<Result<Arc<Converter>, String>>,
+    /// What is compiled on first use ([`Held`]), shared with the versions.
+    compiled: Arc<Cell<Held>>,
     /// What the converter is built with.
     conversion: ConversionOptions,
     /// A core kind versa serves itself (standalone), with its own rules.
@@ -255,9 +257,12 @@ pub struct Resource {
 pub struct Version {
     pub name: String,
     pub served: bool,
-    /// The resource's schema texts, this version's among them: what `compiled` is built from.
+    /// The resource's schema texts, this version's among them: what it is compiled from.
     texts: Arc<SchemaTexts>,
-    compiled: OnceLock<Compiled>,
+    /// The resource's compiled state, which holds this version's at `index` (of `of`).
+    compiled: Arc<Cell<Held>>,
+    index: usize,
+    of: usize,
     /// The definition (compact), whose `additionalPrinterColumns` of this version `table` is
     /// built from.
     definition: Arc<ResourceDefinition>,
@@ -272,11 +277,41 @@ pub struct Version {
     pub warning: Option<String>,
 }
 
+/// What a resource compiles on first use, each part on its own: every version's schema and
+/// the converter. Held by the resource's [`Cell`] while used, dropped whole when not (the
+/// converter prunes with the versions' schemas, so they go together).
+#[derive(Debug)]
+pub(crate) struct Held {
+    versions: Box<[OnceLock<Arc<Compiled>>]>,
+    /// Converts objects between the versions, or why it could not be built (every conversion
+    /// then fails with that message).
+    converter: OnceLock<Result<Arc<Converter>, String>>,
+}
+
+impl Held {
+    fn new(versions: usize) -> Held {
+        Held { versions: (0..versions).map(|_| OnceLock::new()).collect(), converter: OnceLock::new() }
+    }
+}
+
 /// A version's schema, compiled: lowered, with its CEL rules.
 #[derive(Debug, Default)]
 struct Compiled {
     schema: Option<Arc<Structural>>,
     rules: SchemaRules,
+}
+
+/// A version's compiled `x-kubernetes-validations` ([`Version::rules`]), held for as long as a
+/// request needs them.
+#[derive(Debug, Clone)]
+pub struct Rules(Arc<Compiled>);
+
+impl std::ops::Deref for Rules {
+    type Target = SchemaRules;
+
+    fn deref(&self) -> &SchemaRules {
+        &self.0.rules
+    }
 }
 
 impl Compiled {
@@ -295,12 +330,15 @@ impl Compiled {
 }
 
 impl Version {
-    fn new(name: &str, served: bool, kept: &Compact) -> Version {
+    /// Version `index` of the `of` versions of the resource whose compiled state `compiled` holds.
+    fn new(name: &str, served: bool, kept: &Compact, compiled: &Arc<Cell<Held>>, index: usize, of: usize) -> Version {
         Version {
             name: name.to_owned(),
             served,
             texts: Arc::clone(&kept.schemas),
-            compiled: OnceLock::new(),
+            compiled: Arc::clone(compiled),
+            index,
+            of,
             definition: Arc::clone(&kept.def),
             table: OnceLock::new(),
             status: false,
@@ -312,18 +350,33 @@ impl Version {
 
     /// The lowered schema (`None` for the definitions resource, which is validated by
     /// `versa-apiextensions`); shared with the converter, which prunes with it. Compiled on
-    /// the first call.
-    pub fn schema(&self) -> Option<&Arc<Structural>> {
-        self.compiled().schema.as_ref()
+    /// the first call (and again after it was dropped unused, [`crate::compiled`]).
+    pub fn schema(&self) -> Option<Arc<Structural>> {
+        self.compiled().schema.clone()
     }
 
     /// The schema's `x-kubernetes-validations`, compiled with the schema (empty without one).
-    pub fn rules(&self) -> &SchemaRules {
-        &self.compiled().rules
+    pub fn rules(&self) -> Rules {
+        Rules(self.compiled())
     }
 
-    fn compiled(&self) -> &Compiled {
-        self.compiled.get_or_init(|| Compiled::of(self.texts.get(&self.name).as_deref()))
+    fn compiled(&self) -> Arc<Compiled> {
+        let held = self.compiled.get(|| Held::new(self.of));
+        self.compiled_in(&held)
+    }
+
+    /// This version's part of `held`, compiled now if it is not yet, and charged to the cell.
+    fn compiled_in(&self, held: &Arc<Held>) -> Arc<Compiled> {
+        let Some(slot) = held.versions.get(self.index) else {
+            return Arc::default();
+        };
+        let compiled = slot.get_or_init(|| {
+            let text = self.texts.get(&self.name);
+            let compiled = Arc::new(Compiled::of(text.as_deref()));
+            self.compiled.charge(held, text.map_or(0, |t| t.len()));
+            compiled
+        });
+        Arc::clone(compiled)
     }
 
     /// The Table convertor of this version's `additionalPrinterColumns` (the default columns
@@ -342,12 +395,12 @@ impl Version {
     /// own, or — for the definitions API, which `versa-apiextensions` validates instead — one
     /// that leaves every field to structured merge's deduced types (granular maps, atomic
     /// lists), with `metadata` as `ObjectMeta`.
-    pub fn merge_schema(&self) -> &Structural {
-        static OPEN: std::sync::LazyLock<Structural> = std::sync::LazyLock::new(|| {
+    pub fn merge_schema(&self) -> Arc<Structural> {
+        static OPEN: std::sync::LazyLock<Arc<Structural>> = std::sync::LazyLock::new(|| {
             let open = serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
-            Structural::from_json(&open).unwrap_or_default()
+            Arc::new(Structural::from_json(&open).unwrap_or_default())
         });
-        self.schema().map_or(&OPEN, |s| s)
+        self.schema().unwrap_or_else(|| Arc::clone(&OPEN))
     }
 }
 
@@ -365,11 +418,14 @@ impl Resource {
             .filter(|n| !n.plural.is_empty())
             .unwrap_or(&spec.names);
         let kind = names.kind.clone();
+        let compiled = Cell::new();
+        let of = spec.versions.len();
         let versions = spec
             .versions
             .iter()
-            .map(|v| {
-                let mut version = Version::new(&v.name, v.served, &kept);
+            .enumerate()
+            .map(|(index, v)| {
+                let mut version = Version::new(&v.name, v.served, &kept, &compiled, index, of);
                 version.status = v.subresources.as_ref().is_some_and(|s| s.status.is_some());
                 version.scale = v.subresources.as_ref().and_then(|s| s.scale.clone());
                 version.selectable_fields = v
@@ -399,7 +455,7 @@ impl Resource {
             storage_version: def.storage_version().unwrap_or_default().to_owned(),
             versions,
             terminating,
-            converter: OnceLock::new(),
+            compiled,
             conversion: conversion.clone(),
             definition: kept.def,
             schemas: kept.schemas,
@@ -409,17 +465,31 @@ impl Resource {
 
     /// Converts objects between the versions, or why it could not be built (every conversion
     /// then fails with that message). Built on the first call, with every version's schema
-    /// (the converter prunes with them).
-    pub fn converter(&self) -> Result<&Arc<Converter>, &str> {
-        let built = self.converter.get_or_init(|| {
+    /// (the converter prunes with them), and held with them ([`Held`]).
+    pub fn converter(&self) -> Result<Arc<Converter>, String> {
+        if self.flavor == Flavor::Definitions {
+            return Err("the definitions API has one version".to_owned());
+        }
+        let held = self.compiled.get(|| Held::new(self.versions.len()));
+        let built = held.converter.get_or_init(|| {
             let def = self.kept().full();
-            let schemas: HashMap<String, Arc<Structural>> =
-                self.versions.iter().filter_map(|v| v.schema().map(|s| (v.name.clone(), Arc::clone(s)))).collect();
+            let schemas: HashMap<String, Arc<Structural>> = self
+                .versions
+                .iter()
+                .filter_map(|v| v.compiled_in(&held).schema.clone().map(|s| (v.name.clone(), s)))
+                .collect();
             Converter::new(&def, schemas, &self.conversion)
                 .map(Arc::new)
                 .map_err(|e| format!("conversion for {}, Kind={} is not available: {e}", self.group, self.kind))
         });
-        built.as_ref().map_err(String::as_str)
+        built.clone()
+    }
+
+    /// Drops what is compiled now (every version's schema and the converter): the next use
+    /// compiles them again. [`crate::compiled`] does this to resources left unused; public for
+    /// tests, which check that a recompiled resource serves the same.
+    pub fn forget_compiled(&self) {
+        self.compiled.forget();
     }
 
     /// A core kind, built from its built-in definition.
@@ -439,6 +509,7 @@ impl Resource {
     pub fn definitions(face: Face) -> Resource {
         let (group, version, plural, singular, kind, short_names, categories) = face.names();
         let definition = Arc::new(definitions_definition(face));
+        let compiled = Cell::new();
         Resource {
             id: next_id(),
             flavor: Flavor::Definitions,
@@ -455,10 +526,17 @@ impl Resource {
             versions: vec![Version {
                 status: true,
                 table: OnceLock::from(TableConvertor::default_columns()),
-                ..Version::new(version, true, &Compact { def: Arc::clone(&definition), schemas: Arc::default() })
+                ..Version::new(
+                    version,
+                    true,
+                    &Compact { def: Arc::clone(&definition), schemas: Arc::default() },
+                    &compiled,
+                    0,
+                    1,
+                )
             }],
             terminating: false,
-            converter: OnceLock::from(Err("the definitions API has one version".to_owned())),
+            compiled,
             conversion: ConversionOptions::default(),
             definition,
             builtin: None,
@@ -669,10 +747,8 @@ mod tests {
 
     use super::*;
 
-    /// A version's schema and the converter are compiled on first use, once, and what is
-    /// compiled is what the definition's schema lowers to.
-    #[test]
-    fn schemas_and_converter_are_compiled_on_first_use() {
+    /// A definition of two versions with the same schema, with a CEL rule.
+    fn widgets() -> (Resource, Value) {
         let schema = serde_json::json!({"type": "object", "properties": {"spec": {"type": "object",
             "description": "the spec", "properties": {"replicas": {"type": "integer", "minimum": 0}},
             "x-kubernetes-validations": [{"rule": "self.replicas < 10"}]}}});
@@ -685,9 +761,15 @@ mod tests {
                     {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": schema}}]},
         }))
         .unwrap();
-        let res = Resource::build(&def, Compact::of(&def), &ConversionOptions::default());
-        assert!(res.versions.iter().all(|v| v.compiled.get().is_none()));
-        assert!(res.converter.get().is_none());
+        (Resource::build(&def, Compact::of(&def), &ConversionOptions::default()), schema)
+    }
+
+    /// A version's schema and the converter are compiled on first use, once, and what is
+    /// compiled is what the definition's schema lowers to.
+    #[test]
+    fn schemas_and_converter_are_compiled_on_first_use() {
+        let (res, schema) = widgets();
+        assert!(!res.compiled.is_held());
 
         let v1 = res.version("v1").unwrap();
         let lowered = v1.schema().unwrap();
@@ -700,15 +782,41 @@ mod tests {
             .collect();
         assert_eq!(format!("{lowered:?}"), format!("{documented:?}"), "the same, without documentation");
         assert!(!v1.rules().is_empty());
-        assert!(Arc::ptr_eq(lowered, v1.schema().unwrap()), "compiled once");
-        assert!(res.version("v2").unwrap().compiled.get().is_none(), "each version on its own");
+        assert!(Arc::ptr_eq(&lowered, &v1.schema().unwrap()), "compiled once");
+        let held = res.compiled.peek().unwrap();
+        assert!(held.versions[1].get().is_none(), "each version on its own");
 
         assert_eq!(res.converter().unwrap().strategy(), "None");
-        assert!(res.versions.iter().all(|v| v.compiled.get().is_some()), "the converter prunes with every schema");
+        assert!(held.versions.iter().all(|v| v.get().is_some()), "the converter prunes with every schema");
         assert_eq!(
             Resource::definitions(Face::ResourceDefinition).converter().unwrap_err(),
             "the definitions API has one version"
         );
+    }
+
+    /// A compiled state dropped (as `crate::compiled` drops unused ones) is compiled again on
+    /// the next use, the same; what a request took before the drop stays usable.
+    #[test]
+    fn a_dropped_compiled_state_is_compiled_again_the_same() {
+        let (res, _) = widgets();
+        let v1 = res.version("v1").unwrap();
+        let (schema, rules, converter) = (v1.schema().unwrap(), v1.rules(), res.converter().unwrap());
+        res.forget_compiled();
+        assert!(!res.compiled.is_held());
+
+        let too_many = serde_json::json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w"}, "spec": {"replicas": 12}});
+        let before = format!("{:?}", rules.check(&too_many, None).errors);
+        assert!(before.contains("self.replicas < 10"), "{before}");
+        let again = v1.schema().unwrap();
+        assert!(!Arc::ptr_eq(&schema, &again), "compiled again");
+        assert_eq!(format!("{schema:?}"), format!("{again:?}"));
+        assert_eq!(format!("{:?}", v1.rules().check(&too_many, None).errors), before);
+        let rebuilt = res.converter().unwrap();
+        assert!(!Arc::ptr_eq(&converter, &rebuilt));
+        assert_eq!(rebuilt.strategy(), converter.strategy());
+        let held = res.compiled.peek().unwrap();
+        assert!(held.versions.iter().all(|v| v.get().is_some()), "rebuilt with the versions it holds");
     }
 
     /// Compact definitions keep each version's schema text (deflated) and give it back as it

@@ -116,7 +116,7 @@ impl<'a> Boundary<'a> {
         }
         let converter = match res.converter() {
             Ok(c) => c,
-            Err(message) => return Err(Error::Conversion(message.to_owned())),
+            Err(message) => return Err(Error::Conversion(message)),
         };
         let started = Instant::now();
         let result = if text {

@@ -19,7 +19,7 @@
 //! last apply converts objects made during the merge: each is one more round.
 //! A webhook's answers are kept for the one request only.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -134,7 +134,7 @@ impl Conversions {
         for version in versions {
             let objects: Vec<Value> = wanted.iter().filter(|(_, v)| v == version).map(|(o, _)| o.clone()).collect();
             let answers: Vec<Result<Value, ConvertError>> = match res.converter() {
-                Err(e) => vec![Err(ConvertError::Failed(e.to_owned())); objects.len()],
+                Err(e) => vec![Err(ConvertError::Failed(e)); objects.len()],
                 Ok(converter) => {
                     let started = Instant::now();
                     let converted = converter.convert(objects.clone(), version).await;
@@ -172,6 +172,9 @@ pub struct MergeVersions<'a> {
     res: &'a Resource,
     conversions: &'a Conversions,
     observer: &'a dyn Observer,
+    /// Each version's schema, held for the merge (the resource may drop its compiled state
+    /// meanwhile, `crate::compiled`), by the version's index.
+    schemas: Box<[OnceLock<Option<Arc<Structural>>>]>,
 }
 
 impl std::fmt::Debug for MergeVersions<'_> {
@@ -184,7 +187,8 @@ impl<'a> MergeVersions<'a> {
     /// A webhook's conversions come from `conversions`, which the merge must be run through
     /// ([`Conversions::settle`]).
     pub fn new(res: &'a Resource, conversions: &'a Conversions, observer: &'a dyn Observer) -> MergeVersions<'a> {
-        MergeVersions { res, conversions, observer }
+        let schemas = res.versions.iter().map(|_| OnceLock::new()).collect();
+        MergeVersions { res, conversions, observer, schemas }
     }
 
     /// Whether there is more than one version to judge entries at (and a converter to do it).
@@ -195,13 +199,16 @@ impl<'a> MergeVersions<'a> {
 
 impl Versions for MergeVersions<'_> {
     fn schema(&self, api_version: &str) -> Option<&Structural> {
-        self.res.version(version_of(self.res, api_version)?)?.schema().map(|s| &**s)
+        let version = version_of(self.res, api_version)?;
+        let index = self.res.versions.iter().position(|v| v.name == version)?;
+        let schema = self.schemas.get(index)?.get_or_init(|| self.res.versions[index].schema());
+        schema.as_deref()
     }
 
     fn convert(&self, obj: &Value, api_version: &str) -> Result<Value, ConvertError> {
         let version =
             version_of(self.res, api_version).ok_or_else(|| ConvertError::NotAVersion(api_version.to_owned()))?;
-        let converter = self.res.converter().map_err(|e| ConvertError::Failed(e.to_owned()))?;
+        let converter = self.res.converter().map_err(ConvertError::Failed)?;
         if !converter.is_deterministic() {
             // Made between runs: this run is repeated once it is.
             let mut state = self.conversions.state();

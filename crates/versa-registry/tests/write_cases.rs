@@ -78,8 +78,13 @@ fn part(case: &Value) -> Part {
     }
 }
 
-/// Runs one case; returns what went differently, if anything.
-async fn run(res: &Resource, case: &Value) -> Result<(), String> {
+/// Runs one case; returns what went differently, if anything. With `forget`, the resource's
+/// compiled state is dropped before each step, as the bound on compiled state drops what is
+/// unused (`versa_registry::compiled`): what is compiled again must serve the same.
+async fn run(res: &Resource, case: &Value, forget: bool) -> Result<(), String> {
+    if forget {
+        res.forget_compiled();
+    }
     let version = case.get("version").and_then(Value::as_str).unwrap_or(&res.storage_version).to_owned();
     let strategy = Strategy::at(res, &version).ok_or("no such version")?;
     let boundary = Boundary::new(res, &version, &());
@@ -105,6 +110,9 @@ async fn run(res: &Resource, case: &Value) -> Result<(), String> {
                 mod_revision: 7,
             };
             let old = boundary.from_storage(&kv).await.map_err(|e| format!("reading the stored object: {e}"))?;
+            if forget {
+                res.forget_compiled();
+            }
             let result = strategy.update(&mut obj, &old, part(case), checks, &mut warnings);
             let deleted = result.is_ok() && strategy.deleted_by_update(&obj, &old);
             (result, deleted)
@@ -130,6 +138,9 @@ async fn run(res: &Resource, case: &Value) -> Result<(), String> {
         return Err(format!("deleted: {deleted}"));
     }
     if let Some(want) = expect.get("stored") {
+        if forget {
+            res.forget_compiled();
+        }
         let bytes = boundary.to_storage(&obj).await.map_err(|e| format!("to storage: {e}"))?;
         let got = normalise(serde_json::from_slice(&bytes).unwrap(), verb == "create");
         if &got != want {
@@ -152,11 +163,15 @@ async fn write_cases() {
     for file in &files {
         let doc = yaml(file);
         let res = resource(doc["resource"].as_str().unwrap(), &data);
-        for case in doc["cases"].as_array().unwrap() {
-            ran += 1;
-            if let Err(why) = run(&res, case).await {
-                let name = case["name"].as_str().unwrap_or("?");
-                failures.push(format!("{}: {name}: {why}", file.file_name().unwrap().to_string_lossy()));
+        // Each case with the compiled state kept, then with it dropped before each step.
+        for forget in [false, true] {
+            for case in doc["cases"].as_array().unwrap() {
+                ran += 1;
+                if let Err(why) = run(&res, case, forget).await {
+                    let name = case["name"].as_str().unwrap_or("?");
+                    let dropped = if forget { " (compiled state dropped)" } else { "" };
+                    failures.push(format!("{}: {name}{dropped}: {why}", file.file_name().unwrap().to_string_lossy()));
+                }
             }
         }
     }

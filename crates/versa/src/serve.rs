@@ -325,6 +325,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .thread_stack_size(versa_server::codec::WORKER_STACK_BYTES)
         .build()?;
     crate::allocator::start_purger();
+    versa_registry::compiled::start_sweeper();
     runtime.block_on(serve(args))
 }
 

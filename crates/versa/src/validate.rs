@@ -106,8 +106,8 @@ pub fn run(args: &Args) -> Result<Outcome> {
             if res.namespaced {
                 set_default_namespace(&mut o, &args.namespace);
             }
-            if let Some(schema) = strategy.ver.schema().map(|s| &**s) {
-                pipeline::on_read(&mut o, schema);
+            if let Some(schema) = strategy.ver.schema() {
+                pipeline::on_read(&mut o, &schema);
             }
             o
         });

@@ -24,7 +24,7 @@ pub fn decode(ver: &Version, obj: &mut Value) -> Vec<String> {
     match ver.schema() {
         // Malformed metadata: validation reports it with every other error.
         Some(schema) => {
-            pipeline::normalise(obj, schema, versa_schema::objectmeta::Malformed::Reject).unwrap_or_default()
+            pipeline::normalise(obj, &schema, versa_schema::objectmeta::Malformed::Reject).unwrap_or_default()
         }
         None => Vec::new(),
     }
@@ -34,7 +34,7 @@ pub fn decode(ver: &Version, obj: &mut Value) -> Vec<String> {
 pub fn on_read(res: &Resource, obj: &mut Value) {
     let stored_at = res.version_of(obj).to_owned();
     if let Some(schema) = res.version(&stored_at).and_then(|v| v.schema()) {
-        pipeline::on_read(obj, schema);
+        pipeline::on_read(obj, &schema);
     }
 }
 
@@ -69,15 +69,15 @@ pub fn admit_named(
     let invalid = |errs: ErrorList| Error::invalid(&res.group, &res.kind, &name, errs);
     let kind =
         ResourceKind { group: &res.group, version: &ver.name, kind: &res.kind, namespaced: res.namespaced, name_rule };
-    let Some(schema) = ver.schema().map(|s| &**s) else {
+    let Some(schema) = ver.schema() else {
         return Err(Error::internal(format!("no schema for version {}", ver.name)));
     };
     let mut errs = ErrorList::new();
     let mut schema_valid = false;
     // On updates, errors about values that did not change are ratcheted (KEP-4008).
     let admitted = match old {
-        Some(old) => pipeline::admit_update(obj, old, schema, &kind),
-        None => pipeline::admit(obj, schema, &kind),
+        Some(old) => pipeline::admit_update(obj, old, &schema, &kind),
+        None => pipeline::admit(obj, &schema, &kind),
     };
     let unknown = match admitted {
         Ok(admitted) => {

@@ -175,7 +175,7 @@ impl SchemaResolver for StoreHost<'_> {
     }
 
     fn schema(&self, kind: &GroupVersionKind) -> Option<Arc<Structural>> {
-        self.by_kind(&kind.group, &kind.kind)?.version(&kind.version)?.schema().cloned()
+        self.by_kind(&kind.group, &kind.kind)?.version(&kind.version)?.schema()
     }
 }
 

@@ -123,7 +123,7 @@ impl Ctx {
         if self.res.is_custom() && of_resource {
             if let Some(schema) = self.ver().schema() {
                 let malformed = versa_schema::objectmeta::Malformed::Reject;
-                match versa_schema::pipeline::normalise(&mut obj, schema, malformed) {
+                match versa_schema::pipeline::normalise(&mut obj, &schema, malformed) {
                     Ok(unknown) if !strict || unknown.is_empty() => {}
                     _ => return,
                 }
