@@ -322,7 +322,7 @@ fn serving(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
             let (ours, bare) = compare(&versa_client, &bare_client, conns, timing, StatusCode::OK, request).await;
             rows.push(Row::new("GET one object", ours.rps(), Some(bare.rps()), "req/s").target(target_min(
                 ours.rps() / bare.rps(),
-                0.64,
+                0.8,
                 "ratio",
             )));
             rows.push(Row::new("GET p50", ms(ours.p(0.5)), Some(ms(bare.p(0.5))), "ms"));
