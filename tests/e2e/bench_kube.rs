@@ -166,8 +166,7 @@ fn main() {
     let plane = Plane::start();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
-        let (cert, key) = &plane.admin_identity;
-        let client = Client::from_pem(&plane.cluster_ca.pem(), Some((cert, key)), &format!("127.0.0.1:{}", plane.port));
+        let client = plane.admin_client();
         let (kube_pid, versa_pid) = (plane.apiserver_pid(), plane.versa_pid());
         let pairs: Vec<(Value, Value)> = kube_diff::corpus_pairs();
         let n = pairs.len() as u64;

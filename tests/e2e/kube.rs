@@ -563,9 +563,7 @@ fn get_at_a_resource_version_answers_as_kube(plane: &Plane) {
     namespace(plane, ns);
     define_crontabs(plane, versa_group);
     define_crontabs_in_kube(plane, kube_group);
-    let (cert, key) = &plane.admin_identity;
-    let client =
-        client::Client::from_pem(&plane.cluster_ca.pem(), Some((cert, key)), &format!("127.0.0.1:{}", plane.port));
+    let client = plane.admin_client();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let answers = |group: &str| {
         runtime.block_on(async {
@@ -1024,9 +1022,7 @@ fn writes_too_large_with_their_managed_fields(plane: &Plane) {
     let ns = "too-large";
     namespace(plane, ns);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let (cert, key) = &plane.admin_identity;
-    let client =
-        client::Client::from_pem(&plane.cluster_ca.pem(), Some((cert, key)), &format!("127.0.0.1:{}", plane.port));
+    let client = plane.admin_client();
     let mut answers = Vec::new();
     for (group, crd) in [("big.kube.example.com", true), ("big.versa.example.com", false)] {
         plane.apply(&too_large::definition(group, crd).to_string(), &[]).unwrap();

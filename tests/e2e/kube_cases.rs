@@ -35,8 +35,7 @@ pub fn run(plane: &Plane) -> Vec<String> {
 }
 
 async fn run_async(plane: &Plane) -> Vec<String> {
-    let (cert, key) = &plane.admin_identity;
-    let client = Client::from_pem(&plane.cluster_ca.pem(), Some((cert, key)), &format!("127.0.0.1:{}", plane.port));
+    let client = plane.admin_client();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut differences = Vec::new();
     let mut asked = 0;

@@ -422,8 +422,7 @@ pub fn run(plane: &Plane) -> Vec<String> {
 }
 
 async fn run_async(plane: &Plane) -> Vec<String> {
-    let (cert, key) = &plane.admin_identity;
-    let client = Client::from_pem(&plane.cluster_ca.pem(), Some((cert, key)), &format!("127.0.0.1:{}", plane.port));
+    let client = plane.admin_client();
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
     client.post("/api/v1/namespaces", &ns).await;
     // Standalone versa, with the CRDs as they are (its `customresourcedefinitions` face).

@@ -418,6 +418,13 @@ impl Plane {
         plane
     }
 
+    /// An HTTP client of kube-apiserver as its admin (`system:masters`), trusting the cluster's
+    /// CA.
+    pub fn admin_client(&self) -> crate::client::Client {
+        let (cert, key) = &self.admin_identity;
+        crate::client::Client::from_pem(&self.cluster_ca.pem(), Some((cert, key)), &format!("127.0.0.1:{}", self.port))
+    }
+
     /// kube-apiserver's process id.
     pub fn apiserver_pid(&self) -> u32 {
         self.processes.lock().unwrap().iter().find(|p| p.name == "kube-apiserver").map(|p| p.child.id()).unwrap()
