@@ -611,17 +611,12 @@ async fn write_status(state: &State, key: &str, status: Value, revision: i64) ->
     state.store.update(key, bytes, revision).await.map(|_| ())
 }
 
-/// A stored definition document with `status` in place of its own (`None`: not an object).
-/// Only the top level is read: the other fields are copied as they are written (the stored
-/// text is serde's, its keys sorted, as a tree would write them again).
+/// A stored definition document with `status` in place of its own (`None`: not a JSON
+/// object). Only the top level is read: the other fields are copied as they are written (the
+/// stored text is serde's, its keys sorted, as a tree would write them again).
 fn with_status(doc: &[u8], status: Value) -> Option<Bytes> {
     use serde_json::value::RawValue;
-    let Ok(mut fields) = serde_json::from_slice::<BTreeMap<std::borrow::Cow<'_, str>, &RawValue>>(doc) else {
-        // Not an object (or not one this reads): as a tree.
-        let mut doc = serde_json::from_slice::<Value>(doc).ok()?;
-        doc.as_object_mut()?.insert("status".into(), status);
-        return serde_json::to_vec(&doc).ok().map(Bytes::from);
-    };
+    let mut fields = serde_json::from_slice::<BTreeMap<std::borrow::Cow<'_, str>, &RawValue>>(doc).ok()?;
     let status = serde_json::value::to_raw_value(&status).ok()?;
     fields.insert("status".into(), &status);
     serde_json::to_vec(&fields).ok().map(Bytes::from)
