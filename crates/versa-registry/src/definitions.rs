@@ -65,6 +65,27 @@ pub fn protected_refusal(resource: &str, name: &str, count: u64, at_least: bool)
     }
 }
 
+/// A definition's `status` as kube's field manager sees it: the Go-typed status written out,
+/// where what versa leaves out is there empty — `conditions` and `storedVersions` null,
+/// `acceptedNames` with an empty `plural` and `kind`. So the first names accepted change those
+/// fields rather than add the objects (no `.` of their own in `managedFields`, as in kube).
+fn typed(status: Option<&Value>) -> Value {
+    let mut status = status.filter(|s| s.is_object()).cloned().unwrap_or_else(|| json!({}));
+    if let Some(s) = status.as_object_mut() {
+        s.entry("conditions").or_insert(Value::Null);
+        s.entry("storedVersions").or_insert(Value::Null);
+        if let Some(names) = s.entry("acceptedNames").or_insert_with(|| json!({})).as_object_mut() {
+            names.entry("plural").or_insert_with(|| json!(""));
+            names.entry("kind").or_insert_with(|| json!(""));
+        }
+    }
+    status
+}
+
+/// The manager kube-apiserver's own controllers write a definition's status as (the
+/// `User-Agent` product of its loopback client), and standalone versa's definitions controller.
+pub const STATUS_MANAGER: &str = "kube-apiserver";
+
 /// The status field where storage migration keeps its checkpoint (see the module
 /// documentation): never taken from a request, always carried over from the stored definition.
 pub const MIGRATION_CHECKPOINT_FIELD: &str = "storageMigration";
@@ -279,6 +300,46 @@ pub fn mark_deleted(obj: &mut Value, now: &str) {
         "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
         now,
     );
+}
+
+/// The `metadata` of a definition whose `status` the definitions controller changes from `old`
+/// to `new` (its `status` fields, `None` without one), with `managedFields` recording the change
+/// as kube-apiserver records its own controllers' status writes (the naming and establishing
+/// controllers, through the loopback client): an `Update` of the `status` subresource, at
+/// `now`, owning the fields it changed — and still those it owned and did not change, unless
+/// another manager took them. `spec` is reset on `/status` and never owned. The manager is
+/// kube's, `kube-apiserver` at `apiextensions.k8s.io/v1`, when versa is the API server
+/// (`standalone`); behind kube-apiserver, `versa` at `versa.dev/v1`. Only `metadata` and
+/// `status` are read (the rest of a stored definition is not parsed); `None` when the metadata
+/// stays as it is: nobody tracks the definition's fields, or the bookkeeping failed (which
+/// cannot happen to a status versa built).
+pub fn track_status_write(
+    metadata: &Value,
+    old: Option<&Value>,
+    new: &Value,
+    standalone: bool,
+    now: &str,
+) -> Option<Value> {
+    let (manager, api_version) = match standalone {
+        true => (STATUS_MANAGER, versa_apiextensions::types::CRD_API_VERSION),
+        false => ("versa", versa_apiextensions::types::API_VERSION),
+    };
+    let doc =
+        |status: Option<&Value>| json!({"apiVersion": api_version, "metadata": metadata, "status": typed(status)});
+    let schema = crate::resource::definitions_merge_schema();
+    let reset = versa_merge::FieldSet::from_paths(&[versa_merge::FieldPath::fields(&["spec"])]);
+    let options = versa_merge::Options {
+        schema: &schema,
+        manager,
+        api_version,
+        subresource: "status",
+        now,
+        reset_fields: Some(&reset),
+        versions: None,
+    };
+    let outcome = versa_merge::update(Some(&doc(old)), &doc(Some(new)), &options).ok()?;
+    let metadata = outcome.object.get("metadata")?;
+    metadata.get("managedFields").is_some().then(|| metadata.clone())
 }
 
 #[cfg(test)]
