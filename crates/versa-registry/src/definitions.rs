@@ -371,6 +371,62 @@ mod tests {
         })
     }
 
+    /// A definition's fields as kube types them (`JSONSchemaProps` lies in the atomic
+    /// `versions`): declared objects without `.`, atomic lists, conditions keyed by `type`.
+    #[test]
+    fn definitions_are_typed_for_structured_merge() {
+        let mut doc = crontab(None);
+        doc["spec"]["conversion"] = json!({"strategy": "None"});
+        doc["status"] = json!({"conditions": [{"type": "Established", "status": "True"}], "storedVersions": ["v1"],
+                               "acceptedNames": {"plural": "crontabs", "kind": "CronTab"}});
+        let fields = versa_merge::field_set(&doc, &crate::resource::definitions_merge_schema()).to_value();
+        let names = ["categories", "kind", "plural", "shortNames", "singular"].map(|f| (format!("f:{f}"), json!({})));
+        let expected = json!({
+            "f:apiVersion": {}, "f:kind": {}, "f:metadata": {"f:labels": {"f:a": {}}, "f:name": {}},
+            "f:spec": {"f:conversion": {"f:strategy": {}}, "f:group": {}, "f:names": serde_json::Map::from_iter(names),
+                       "f:scope": {}, "f:versions": {}},
+            "f:status": {"f:acceptedNames": {"f:kind": {}, "f:plural": {}}, "f:storedVersions": {},
+                         "f:conditions": {"k:{\"type\":\"Established\"}": {".": {}, "f:status": {}, "f:type": {}}}},
+        });
+        assert_eq!(fields, expected);
+    }
+
+    /// The status write of a definition applied by `kubectl`: recorded as kube-apiserver's, with
+    /// what it changed from the typed status (no `.` for `acceptedNames` or `conditions`,
+    /// which kube's typed status always has; nothing of `storedVersions`, which it kept).
+    #[test]
+    fn status_writes_are_recorded_as_kube_records_its_own() {
+        let applied = json!({"manager": "kubectl", "operation": "Apply", "apiVersion": "apiextensions.k8s.io/v1",
+                             "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1",
+                             "fieldsV1": {"f:spec": {"f:group": {}, "f:versions": {}}}});
+        let metadata = json!({"name": "xs.example.com", "uid": "u", "managedFields": [applied]});
+        let condition = |t: &str| json!({"type": t, "status": "True", "reason": "R", "message": "M", "lastTransitionTime": "2026-01-01T00:00:01Z"});
+        let status = json!({"acceptedNames": {"plural": "xs", "kind": "X"}, "conditions": [condition("NamesAccepted"), condition("Established")],
+                            "storedVersions": ["v1"]});
+        let old = json!({"storedVersions": ["v1"]});
+        let now = "2026-01-01T00:00:01Z";
+        let written = track_status_write(&metadata, Some(&old), &status, true, now).unwrap();
+        let owned =
+            json!({".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}});
+        let entry = json!({"manager": "kube-apiserver", "operation": "Update", "apiVersion": "apiextensions.k8s.io/v1",
+                           "time": now, "fieldsType": "FieldsV1", "subresource": "status",
+                           "fieldsV1": {"f:status": {"f:acceptedNames": {"f:kind": {}, "f:plural": {}},
+                                                     "f:conditions": {"k:{\"type\":\"Established\"}": owned,
+                                                                      "k:{\"type\":\"NamesAccepted\"}": owned}}}});
+        assert_eq!(written["managedFields"], json!([applied, entry]));
+        // Behind kube-apiserver, versa's own, at versa's version.
+        let cluster = track_status_write(&metadata, Some(&old), &status, false, now).unwrap();
+        assert_eq!(
+            (&cluster["managedFields"][1]["manager"], &cluster["managedFields"][1]["apiVersion"]),
+            (&json!("versa"), &json!("versa.dev/v1"))
+        );
+        // A definition whose fields nobody tracks stays untracked.
+        assert_eq!(
+            track_status_write(&json!({"name": "xs.example.com", "uid": "u"}), Some(&old), &status, true, now),
+            None
+        );
+    }
+
     #[test]
     fn unknown_fields_are_reported_and_nothing_else() {
         let mut doc = crontab(None);
