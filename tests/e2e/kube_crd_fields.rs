@@ -169,6 +169,30 @@ async fn steps(client: &Client, crd: &Value) -> Vec<Value> {
     out
 }
 
+/// A definition made by a create (`POST`): its writer's `Update` entry as the object was
+/// defaulted (`singular`, `listKind`, the conversion strategy), the status write, and an update
+/// of the same manager.
+async fn created(client: &Client, crd: &Value) -> Vec<Value> {
+    let name = crd["metadata"]["name"].as_str().unwrap();
+    let one = format!("{COLLECTION}/{name}");
+    let answer = client.post(&format!("{COLLECTION}?fieldManager=creator"), crd).await;
+    assert_eq!(answer.status, 201, "{name}: {}", answer.text());
+    let mut out = vec![observed("create", &answer, &answer.json())];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut now = client.get(&one).await.json();
+    while !established(&now) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        now = client.get(&one).await.json();
+    }
+    let ok = Response { status: 200, headers: Default::default(), body: Default::default() };
+    out.push(observed("created and established", &ok, &now));
+    now["metadata"]["labels"] = json!({"app": "small", "stage": "two"});
+    let answer = client.put(&format!("{one}?fieldManager=creator"), &now).await;
+    out.push(observed("its creator updates it", &answer, &client.get(&one).await.json()));
+    assert_eq!(client.delete(&one).await.status, 200, "{name}: delete");
+    out
+}
+
 /// Runs the steps on kube-apiserver and on a standalone versa; returns the steps that differ,
 /// with both answers.
 pub fn run(plane: &Plane) -> Vec<String> {
@@ -179,8 +203,19 @@ pub fn run(plane: &Plane) -> Vec<String> {
         let process = versa_e2e::Versa::start(&dir.path().join("data"));
         let standalone = Client::admin(&process.data_dir, &process.address);
         let mut differences = Vec::new();
-        for crd in definitions() {
-            let (k, v) = (steps(&kube, &crd).await, steps(&standalone, &crd).await);
+        let definitions = definitions();
+        let mut made = definitions.last().unwrap().clone();
+        made["metadata"]["name"] = json!("widgets.made.example.com.sf");
+        made["spec"]["group"] = json!("made.example.com.sf");
+        // Left to the defaults, which the creator owns in kube.
+        made["spec"].as_object_mut().unwrap().remove("conversion");
+        made["spec"]["names"].as_object_mut().unwrap().remove("singular");
+        let runs = definitions.iter().map(|crd| (crd, false)).chain([(&made, true)]);
+        for (crd, post) in runs {
+            let (k, v) = match post {
+                false => (steps(&kube, crd).await, steps(&standalone, crd).await),
+                true => (created(&kube, crd).await, created(&standalone, crd).await),
+            };
             for (k, v) in k.iter().zip(&v) {
                 if k != v {
                     differences.push(format!(
