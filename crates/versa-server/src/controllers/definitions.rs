@@ -612,16 +612,15 @@ async fn write_status(state: &State, key: &str, status: Value, revision: i64) ->
 }
 
 /// A stored definition document with `status` in place of its own (`None`: not a JSON
-/// object), the write recorded in `managedFields` as kube records its controllers' (standalone:
-/// as `kube-apiserver`). Only the top level, `metadata` and `status` are read: the other fields
-/// are copied as they are written (the stored text is serde's, its keys sorted, as a tree would
-/// write them again).
+/// object), the write recorded in `managedFields` ([`track_status_write`]). Only the top level,
+/// `metadata` and `status` are read: the other fields are copied as they are written (the
+/// stored text is serde's, its keys sorted, as a tree would write them again).
 fn with_status(doc: &[u8], status: Value, standalone: bool) -> Option<Bytes> {
     use serde_json::value::RawValue;
     let mut fields = serde_json::from_slice::<BTreeMap<std::borrow::Cow<'_, str>, &RawValue>>(doc).ok()?;
     let read = |k: &str| fields.get(k).and_then(|v| serde_json::from_str::<Value>(v.get()).ok());
-    let (metadata, old) = (read("metadata"), read("status"));
-    let tracked = metadata.and_then(|m| track_status_write(&m, old.as_ref(), &status, standalone, &meta::now()));
+    let tracked = read("metadata")
+        .and_then(|m| track_status_write(&m, read("status").as_ref(), &status, standalone, &meta::now()));
     let metadata = tracked.and_then(|m| serde_json::value::to_raw_value(&m).ok());
     if let Some(metadata) = &metadata {
         fields.insert("metadata".into(), metadata);
