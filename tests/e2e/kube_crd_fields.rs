@@ -6,7 +6,9 @@
 //! definition's `managedFields` without their times compared: a first apply, the status
 //! kube-apiserver's own controllers write (manager `kube-apiserver`, subresource `status`), a
 //! second manager's apply of a change to one version (a conflict, then forced), a label applied
-//! by that manager, an update, a merge patch, and the first manager's apply again.
+//! by that manager, an update, a merge patch, and the first manager's apply again (conflicts
+//! with three managers, then forced); and the small one created with `POST`, its spec left to
+//! the defaults, then updated by its creator.
 
 use std::time::{Duration, Instant};
 
