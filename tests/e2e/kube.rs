@@ -19,6 +19,8 @@ mod client;
 mod gc_cascade;
 #[path = "kube_cases.rs"]
 mod kube_cases;
+#[path = "kube_crd_fields.rs"]
+mod kube_crd_fields;
 #[path = "kube_diff.rs"]
 mod kube_diff;
 #[path = "kube_plane.rs"]
@@ -56,6 +58,7 @@ const SHARED: &[(&str, Scenario)] = &[
     ("rbac_cases_state_kubes_decisions", rbac_cases_state_kubes_decisions),
     ("writes_too_large_with_their_managed_fields", writes_too_large_with_their_managed_fields),
     ("get_at_a_resource_version_answers_as_kube", get_at_a_resource_version_answers_as_kube),
+    ("managed_fields_of_definitions_as_kube", managed_fields_of_definitions_as_kube),
 ];
 
 /// Scenarios that stop versa: after the others, one at a time.
@@ -1036,4 +1039,12 @@ fn writes_too_large_with_their_managed_fields(plane: &Plane) {
     for (group, seen) in answers {
         assert_eq!(seen, stated, "the answers for {group}'s bags (left) are not those too_large.rs states (right)");
     }
+}
+
+/// The `managedFields` of CustomResourceDefinitions written by server-side apply, updates and
+/// patches, and by the servers' own status writes (`kube_crd_fields.rs`): standalone versa
+/// records what kube-apiserver records, and refuses with the same conflicts.
+fn managed_fields_of_definitions_as_kube(plane: &Plane) {
+    let differences = kube_crd_fields::run(plane);
+    assert!(differences.is_empty(), "{} steps differ:\n{}", differences.len(), differences.join("\n\n"));
 }

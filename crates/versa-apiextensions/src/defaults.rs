@@ -51,6 +51,41 @@ pub fn set_spec_defaults(spec: &mut CustomResourceDefinitionSpec) {
     }
 }
 
+/// Applies the v1 spec defaults to a definition document as kube's decoder does, before
+/// anything else reads the request (its field manager included): `singular`, `listKind`,
+/// `conversion` and the webhook service port are added where missing, and nothing else of the
+/// document is touched (unknown fields stay for the caller to report). The rules are
+/// [`set_spec_defaults`]'s, run on the names and the conversion strategy alone — the
+/// versions, and their schemas, are not read.
+pub fn set_document_defaults(doc: &mut serde_json::Value) {
+    use serde_json::{Value, json};
+    let Some(spec) = doc.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    let names = spec.get("names").cloned().and_then(|n| serde_json::from_value(n).ok());
+    let mut typed = CustomResourceDefinitionSpec { names: names.unwrap_or_default(), ..Default::default() };
+    set_spec_defaults(&mut typed);
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
+        for (field, value) in [("singular", &typed.names.singular), ("listKind", &typed.names.list_kind)] {
+            let missing = names.get(field).and_then(Value::as_str).is_none_or(str::is_empty);
+            if let (true, Some(value)) = (missing, value) {
+                names.insert(field.to_owned(), json!(value));
+            }
+        }
+    }
+    match spec.get_mut("conversion") {
+        None | Some(Value::Null) => {
+            spec.insert("conversion".to_owned(), json!({"strategy": NONE_CONVERTER}));
+        }
+        Some(conversion) => {
+            if let Some(service) =
+                conversion.pointer_mut("/webhook/clientConfig/service").and_then(Value::as_object_mut)
+                && service.get("port").is_none_or(Value::is_null)
+            {
+                service.insert("port".to_owned(), json!(DEFAULT_SERVICE_PORT));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
@@ -79,6 +114,30 @@ mod tests {
         def.status.as_mut().unwrap().stored_versions = Some(vec!["v1".into(), "v2".into()]);
         set_defaults(&mut def);
         assert_eq!(def.stored_versions().len(), 2);
+    }
+
+    #[test]
+    fn defaults_a_document_as_a_definition() {
+        let mut doc = json!({"spec": {"group": "example.com", "names": {"plural": "foos", "kind": "FooBar", "x": 1},
+                                      "versions": [{"name": "v1", "served": true, "storage": true}]}});
+        set_document_defaults(&mut doc);
+        assert_eq!(
+            doc["spec"],
+            json!({"group": "example.com", "conversion": {"strategy": "None"},
+                   "names": {"plural": "foos", "kind": "FooBar", "x": 1, "singular": "foobar", "listKind": "FooBarList"},
+                   "versions": [{"name": "v1", "served": true, "storage": true}]})
+        );
+        let mut doc = json!({"spec": {"names": {"plural": "foos", "kind": "FooBar", "singular": "fb", "listKind": "FBs"},
+                                      "conversion": {"strategy": "Webhook", "cel": {}, "webhook": {"clientConfig": {"service": {"name": "s"}}}}}});
+        set_document_defaults(&mut doc);
+        assert_eq!(
+            doc["spec"]["names"],
+            json!({"plural": "foos", "kind": "FooBar", "singular": "fb", "listKind": "FBs"})
+        );
+        assert_eq!(
+            doc["spec"]["conversion"],
+            json!({"strategy": "Webhook", "cel": {}, "webhook": {"clientConfig": {"service": {"name": "s", "port": 443}}}})
+        );
     }
 
     #[test]

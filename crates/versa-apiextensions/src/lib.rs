@@ -14,7 +14,7 @@ pub mod types;
 pub mod validation;
 pub mod version;
 
-pub use defaults::set_defaults;
+pub use defaults::{set_defaults, set_document_defaults};
 pub use types::{DocumentKind, ParseError, ResourceDefinition};
 pub use validation::{validate_definition, validate_definition_update, warnings_on_create, warnings_on_update};
 pub use version::{compare_kube_aware_versions, sort_by_version_priority};

@@ -65,6 +65,27 @@ pub fn protected_refusal(resource: &str, name: &str, count: u64, at_least: bool)
     }
 }
 
+/// A definition's `status` as kube's field manager sees it: the Go-typed status written out,
+/// where what versa leaves out is there empty — `conditions` and `storedVersions` null,
+/// `acceptedNames` with an empty `plural` and `kind`. So the first names accepted change those
+/// fields rather than add the objects (no `.` of their own in `managedFields`, as in kube).
+fn typed(status: Option<&Value>) -> Value {
+    let mut status = status.filter(|s| s.is_object()).cloned().unwrap_or_else(|| json!({}));
+    if let Some(s) = status.as_object_mut() {
+        s.entry("conditions").or_insert(Value::Null);
+        s.entry("storedVersions").or_insert(Value::Null);
+        if let Some(names) = s.entry("acceptedNames").or_insert_with(|| json!({})).as_object_mut() {
+            names.entry("plural").or_insert_with(|| json!(""));
+            names.entry("kind").or_insert_with(|| json!(""));
+        }
+    }
+    status
+}
+
+/// The manager kube-apiserver's own controllers write a definition's status as (the
+/// `User-Agent` product of its loopback client), and standalone versa's definitions controller.
+pub const STATUS_MANAGER: &str = "kube-apiserver";
+
 /// The status field where storage migration keeps its checkpoint (see the module
 /// documentation): never taken from a request, always carried over from the stored definition.
 pub const MIGRATION_CHECKPOINT_FIELD: &str = "storageMigration";
@@ -281,6 +302,46 @@ pub fn mark_deleted(obj: &mut Value, now: &str) {
     );
 }
 
+/// The `metadata` of a definition whose `status` the definitions controller changes from `old`
+/// to `new` (its `status` fields, `None` without one), with `managedFields` recording the change
+/// as kube-apiserver records its own controllers' status writes (the naming and establishing
+/// controllers, through the loopback client): an `Update` of the `status` subresource, at
+/// `now`, owning the fields it changed — and still those it owned and did not change, unless
+/// another manager took them. `spec` is reset on `/status` and never owned. The manager is
+/// kube's, `kube-apiserver` at `apiextensions.k8s.io/v1`, when versa is the API server
+/// (`standalone`); behind kube-apiserver, `versa` at `versa.dev/v1`. Only `metadata` and
+/// `status` are read (the rest of a stored definition is not parsed); `None` when the metadata
+/// stays as it is: nobody tracks the definition's fields, or the bookkeeping failed (which
+/// cannot happen to a status versa built).
+pub fn track_status_write(
+    metadata: &Value,
+    old: Option<&Value>,
+    new: &Value,
+    standalone: bool,
+    now: &str,
+) -> Option<Value> {
+    let (manager, api_version) = match standalone {
+        true => (STATUS_MANAGER, versa_apiextensions::types::CRD_API_VERSION),
+        false => ("versa", versa_apiextensions::types::API_VERSION),
+    };
+    let doc =
+        |status: Option<&Value>| json!({"apiVersion": api_version, "metadata": metadata, "status": typed(status)});
+    let schema = crate::resource::definitions_merge_schema();
+    let reset = versa_merge::FieldSet::from_paths(&[versa_merge::FieldPath::fields(&["spec"])]);
+    let options = versa_merge::Options {
+        schema: &schema,
+        manager,
+        api_version,
+        subresource: "status",
+        now,
+        reset_fields: Some(&reset),
+        versions: None,
+    };
+    let outcome = versa_merge::update(Some(&doc(old)), &doc(Some(new)), &options).ok()?;
+    let metadata = outcome.object.get("metadata")?;
+    metadata.get("managedFields").is_some().then(|| metadata.clone())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
@@ -308,6 +369,62 @@ mod tests {
                      "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "shortNames": ["ct"], "categories": ["all"]},
                      "versions": [version]},
         })
+    }
+
+    /// A definition's fields as kube types them (`JSONSchemaProps` lies in the atomic
+    /// `versions`): declared objects without `.`, atomic lists, conditions keyed by `type`.
+    #[test]
+    fn definitions_are_typed_for_structured_merge() {
+        let mut doc = crontab(None);
+        doc["spec"]["conversion"] = json!({"strategy": "None"});
+        doc["status"] = json!({"conditions": [{"type": "Established", "status": "True"}], "storedVersions": ["v1"],
+                               "acceptedNames": {"plural": "crontabs", "kind": "CronTab"}});
+        let fields = versa_merge::field_set(&doc, &crate::resource::definitions_merge_schema()).to_value();
+        let names = ["categories", "kind", "plural", "shortNames", "singular"].map(|f| (format!("f:{f}"), json!({})));
+        let expected = json!({
+            "f:apiVersion": {}, "f:kind": {}, "f:metadata": {"f:labels": {"f:a": {}}, "f:name": {}},
+            "f:spec": {"f:conversion": {"f:strategy": {}}, "f:group": {}, "f:names": serde_json::Map::from_iter(names),
+                       "f:scope": {}, "f:versions": {}},
+            "f:status": {"f:acceptedNames": {"f:kind": {}, "f:plural": {}}, "f:storedVersions": {},
+                         "f:conditions": {"k:{\"type\":\"Established\"}": {".": {}, "f:status": {}, "f:type": {}}}},
+        });
+        assert_eq!(fields, expected);
+    }
+
+    /// The status write of a definition applied by `kubectl`: recorded as kube-apiserver's, with
+    /// what it changed from the typed status (no `.` for `acceptedNames` or `conditions`,
+    /// which kube's typed status always has; nothing of `storedVersions`, which it kept).
+    #[test]
+    fn status_writes_are_recorded_as_kube_records_its_own() {
+        let applied = json!({"manager": "kubectl", "operation": "Apply", "apiVersion": "apiextensions.k8s.io/v1",
+                             "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1",
+                             "fieldsV1": {"f:spec": {"f:group": {}, "f:versions": {}}}});
+        let metadata = json!({"name": "xs.example.com", "uid": "u", "managedFields": [applied]});
+        let condition = |t: &str| json!({"type": t, "status": "True", "reason": "R", "message": "M", "lastTransitionTime": "2026-01-01T00:00:01Z"});
+        let status = json!({"acceptedNames": {"plural": "xs", "kind": "X"}, "conditions": [condition("NamesAccepted"), condition("Established")],
+                            "storedVersions": ["v1"]});
+        let old = json!({"storedVersions": ["v1"]});
+        let now = "2026-01-01T00:00:01Z";
+        let written = track_status_write(&metadata, Some(&old), &status, true, now).unwrap();
+        let owned =
+            json!({".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}});
+        let entry = json!({"manager": "kube-apiserver", "operation": "Update", "apiVersion": "apiextensions.k8s.io/v1",
+                           "time": now, "fieldsType": "FieldsV1", "subresource": "status",
+                           "fieldsV1": {"f:status": {"f:acceptedNames": {"f:kind": {}, "f:plural": {}},
+                                                     "f:conditions": {"k:{\"type\":\"Established\"}": owned,
+                                                                      "k:{\"type\":\"NamesAccepted\"}": owned}}}});
+        assert_eq!(written["managedFields"], json!([applied, entry]));
+        // Behind kube-apiserver, versa's own, at versa's version.
+        let cluster = track_status_write(&metadata, Some(&old), &status, false, now).unwrap();
+        assert_eq!(
+            (&cluster["managedFields"][1]["manager"], &cluster["managedFields"][1]["apiVersion"]),
+            (&json!("versa"), &json!("versa.dev/v1"))
+        );
+        // A definition whose fields nobody tracks stays untracked.
+        assert_eq!(
+            track_status_write(&json!({"name": "xs.example.com", "uid": "u"}), Some(&old), &status, true, now),
+            None
+        );
     }
 
     #[test]

@@ -52,6 +52,14 @@ impl Strategy<'_> {
     ) -> Result<()> {
         let op = Operation::new(self, manager);
         let versions = MergeVersions::new(self.res, conversions, observer);
+        // A create is compared with the kind's new, empty object.
+        let empty = live.is_none().then(|| self.rules().empty_object()).flatten().map(|mut empty| {
+            for field in ["apiVersion", "kind"] {
+                empty[field] = new.get(field).cloned().unwrap_or_default();
+            }
+            empty
+        });
+        let live = live.or(empty.as_ref());
         let sources: Vec<&Value> = live.into_iter().chain([&*new]).collect();
         conversions.foresee(self.res, &op.api_version, &sources, &sources);
         let update = || versa_merge::update(live, new, &op.options(manager, &versions));

@@ -392,16 +392,27 @@ impl Version {
     }
 
     /// The schema structured merge reads (server-side apply, `managedFields`): the version's
-    /// own, or — for the definitions API, which `versa-apiextensions` validates instead — one
-    /// that leaves every field to structured merge's deduced types (granular maps, atomic
-    /// lists), with `metadata` as `ObjectMeta`.
+    /// own, or — for the definitions API, which `versa-apiextensions` validates instead — the
+    /// definitions' typed schema ([`definitions_merge_schema`]).
     pub fn merge_schema(&self) -> Arc<Structural> {
-        static OPEN: std::sync::LazyLock<Arc<Structural>> = std::sync::LazyLock::new(|| {
-            let open = serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
-            Arc::new(Structural::from_json(&open).unwrap_or_default())
-        });
-        self.schema().unwrap_or_else(|| Arc::clone(&OPEN))
+        self.schema().unwrap_or_else(definitions_merge_schema)
     }
+}
+
+/// The schema structured merge reads for definitions, as kube-apiserver merges
+/// CustomResourceDefinitions: typed by their published schema ([`definition_schema`]), not
+/// deduced, so `spec`, `names` and the other declared objects are struct fields (no `.` of
+/// their own in `managedFields`), lists are atomic (`versions`, `shortNames`,
+/// `storedVersions`: kube's `+listType=atomic`) but `status.conditions`, a map keyed by `type`,
+/// and `metadata` is `ObjectMeta`. A version's `openAPIV3Schema` is never walked: it lies in
+/// the atomic `versions`, which is why kube's recursive `JSONSchemaProps` needs no type here.
+/// Lowered once per process.
+pub fn definitions_merge_schema() -> Arc<Structural> {
+    static TYPED: std::sync::LazyLock<Arc<Structural>> = std::sync::LazyLock::new(|| {
+        let schema = serde_json::json!({"type": "object", "properties": definition_schema()});
+        Arc::new(Structural::from_json(&schema).unwrap_or_default())
+    });
+    Arc::clone(&TYPED)
 }
 
 impl Resource {
@@ -616,8 +627,9 @@ fn next_id() -> u64 {
 }
 
 /// The published schema of a definition's `spec` and `status` (`data/definition-schema.json`,
-/// in our words): what `kubectl explain crd.spec.versions` shows. Only published — definitions
-/// are validated by `versa-apiextensions` — and open (`x-kubernetes-preserve-unknown-fields`)
+/// in our words): what `kubectl explain crd.spec.versions` shows, and what structured merge
+/// types definitions by ([`definitions_merge_schema`]; its list types are kube's). Not what
+/// validates them — `versa-apiextensions` does — and open (`x-kubernetes-preserve-unknown-fields`)
 /// where a structural schema cannot follow the CRD's shape (the recursive `openAPIV3Schema`).
 /// The names object appears twice (`spec.names`, `status.acceptedNames`) and is written once.
 fn definition_schema() -> serde_json::Value {

@@ -91,7 +91,7 @@ impl<'a> Strategy<'a> {
     }
 
     /// The rules of the resource's kind.
-    fn rules(&self) -> &'static dyn KindRules {
+    pub(crate) fn rules(&self) -> &'static dyn KindRules {
         kinds::of(self.res)
     }
 

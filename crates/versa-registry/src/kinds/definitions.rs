@@ -4,7 +4,7 @@
 //! with `versa-apiextensions`, `status` only through `/status`, marked `Terminating` on delete
 //! and left alone by the garbage collector.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use versa_schema::ErrorList;
 use versa_schema::pipeline;
 
@@ -20,8 +20,18 @@ use crate::resource::{Resource, Version};
 pub struct Definitions;
 
 impl KindRules for Definitions {
+    /// Unknown fields are reported, and the spec defaulted as kube's decoder defaults it, so
+    /// that the writer's `managedFields` entry owns the defaults as in kube.
     fn decode(&self, _res: &Resource, _ver: &Version, obj: &mut Value) -> Result<Vec<String>> {
-        Ok(definitions::unknown_fields(obj))
+        let unknown = definitions::unknown_fields(obj);
+        versa_apiextensions::set_document_defaults(obj);
+        Ok(unknown)
+    }
+
+    /// A new `CustomResourceDefinition` written out: its non-pointer structs are there, empty,
+    /// so a create owns the fields of `spec` and `spec.names`, not those objects themselves.
+    fn empty_object(&self) -> Option<Value> {
+        Some(json!({"spec": {"group": "", "names": {"plural": "", "kind": ""}, "scope": "", "versions": null}}))
     }
 
     fn status_is_a_subresource(&self) -> bool {

@@ -75,6 +75,14 @@ pub trait KindRules: std::fmt::Debug + Send + Sync {
         !self.is_core()
     }
 
+    /// The object a create is compared with when its writer's `managedFields` entry is made:
+    /// kube's field manager compares with a new object of the kind, which for a compiled-in
+    /// type is its Go zero value written out. `None`: nothing but the type meta, as for custom
+    /// resources.
+    fn empty_object(&self) -> Option<Value> {
+        None
+    }
+
     /// Whether `status` is written only through `/status`, whatever the version says.
     fn status_is_a_subresource(&self) -> bool {
         false

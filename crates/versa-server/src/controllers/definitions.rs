@@ -41,7 +41,7 @@ use futures_util::FutureExt as _;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use versa_apiextensions::ResourceDefinition;
-use versa_registry::definitions::{CLEANUP_FINALIZER, remove_condition, set_condition};
+use versa_registry::definitions::{CLEANUP_FINALIZER, remove_condition, set_condition, track_status_write};
 use versa_registry::meta;
 use versa_registry::{Change, Compact, Resource, SchemaTexts, Snapshot};
 use versa_storage::{KeyValue, ListOptions, WatchEvent};
@@ -510,7 +510,7 @@ impl Batch {
             // Over a document the batch has, the new one is made here and recognised when it
             // comes back; otherwise the task reads the stored one.
             let ready = over.and_then(|(doc, written)| {
-                let bytes = with_status(&doc, status.clone())?;
+                let bytes = with_status(&doc, status.clone(), state.startup.is_none())?;
                 echoes.expect(&key, bytes.clone(), written);
                 Some(bytes)
             });
@@ -607,16 +607,24 @@ async fn write_status(state: &State, key: &str, status: Value, revision: i64) ->
     if kv.mod_revision != revision {
         return Ok(());
     }
-    let Some(bytes) = with_status(&kv.value, status) else { return Ok(()) };
+    let Some(bytes) = with_status(&kv.value, status, state.startup.is_none()) else { return Ok(()) };
     state.store.update(key, bytes, revision).await.map(|_| ())
 }
 
 /// A stored definition document with `status` in place of its own (`None`: not a JSON
-/// object). Only the top level is read: the other fields are copied as they are written (the
+/// object), the write recorded in `managedFields` ([`track_status_write`]). Only the top level,
+/// `metadata` and `status` are read: the other fields are copied as they are written (the
 /// stored text is serde's, its keys sorted, as a tree would write them again).
-fn with_status(doc: &[u8], status: Value) -> Option<Bytes> {
+fn with_status(doc: &[u8], status: Value, standalone: bool) -> Option<Bytes> {
     use serde_json::value::RawValue;
     let mut fields = serde_json::from_slice::<BTreeMap<std::borrow::Cow<'_, str>, &RawValue>>(doc).ok()?;
+    let read = |k: &str| fields.get(k).and_then(|v| serde_json::from_str::<Value>(v.get()).ok());
+    let tracked = read("metadata")
+        .and_then(|m| track_status_write(&m, read("status").as_ref(), &status, standalone, &meta::now()));
+    let metadata = tracked.and_then(|m| serde_json::value::to_raw_value(&m).ok());
+    if let Some(metadata) = &metadata {
+        fields.insert("metadata".into(), metadata);
+    }
     let status = serde_json::value::to_raw_value(&status).ok()?;
     fields.insert("status".into(), &status);
     serde_json::to_vec(&fields).ok().map(Bytes::from)
