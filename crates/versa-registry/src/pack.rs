@@ -32,7 +32,6 @@ pub(crate) type OpenFile = fn() -> io::Result<File>;
 
 /// One byte string kept in a [`Pack`]: released when dropped. Sixteen bytes on the heap's side,
 /// whatever the string's length.
-#[derive(Debug)]
 pub(crate) struct Packed {
     pack: &'static Pack,
     slot: u32,
@@ -212,6 +211,13 @@ impl Packed {
             Some(Slot::Memory(bytes)) => Ok(f(bytes)),
             _ => Err(io::Error::other("a released string")),
         }
+    }
+}
+
+impl std::fmt::Debug for Packed {
+    /// The slot and the length (not the pack, whose table lists every string).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Packed").field("slot", &self.slot).field("len", &self.len).finish()
     }
 }
 
