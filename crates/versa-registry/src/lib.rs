@@ -39,6 +39,7 @@ pub mod gc;
 pub mod jsonpath;
 pub mod kinds;
 pub mod meta;
+mod pack;
 pub mod render;
 pub mod resource;
 pub mod revalidate;

@@ -26,14 +26,15 @@
 //! kinds, so that any CRD manifest installs unchanged. Behind kube-apiserver that group is
 //! kube's, and versa does not serve it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinitionNames, CustomResourceDefinitionVersion, CustomResourceSubresourceScale,
-    CustomResourceValidation,
+    CustomResourceDefinitionNames, CustomResourceDefinitionSpec, CustomResourceDefinitionVersion,
+    CustomResourceSubresourceScale, CustomResourceValidation,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 use versa_apiextensions::types::{API_VERSION, GROUP, KIND, VERSION};
 use versa_apiextensions::{ResourceDefinition, compare_kube_aware_versions};
@@ -702,18 +703,10 @@ impl Compact {
     /// earlier states of the definition) when they are the same — which spares looking up each
     /// text in the process's table ([`SchemaTexts`]) and holding a second list of them.
     pub fn of_like<'a>(def: &ResourceDefinition, earlier: impl IntoIterator<Item = &'a Compact>) -> Compact {
-        let mut kept = def.clone();
-        kept.metadata.managed_fields = None;
-        kept.metadata.resource_version = None;
-        kept.metadata.labels = None;
-        if let Some(annotations) = &mut kept.metadata.annotations {
-            annotations.retain(|key, _| key.starts_with(VERSA_ANNOTATIONS));
-        }
-        kept.metadata.annotations = kept.metadata.annotations.take().filter(|a| !a.is_empty());
         let mut texts = Vec::new();
-        for v in &mut kept.spec.versions {
-            if let Some(schema) = v.schema.take()
-                && let Ok(text) = serde_json::to_string(&schema)
+        for v in &def.spec.versions {
+            if let Some(schema) = &v.schema
+                && let Ok(text) = serde_json::to_string(schema)
             {
                 texts.push((v.name.clone(), text));
             }
@@ -721,8 +714,97 @@ impl Compact {
         texts.sort();
         texts.dedup_by(|a, b| a.0 == b.0);
         let schemas = SchemaTexts::of(&texts, earlier.into_iter().map(|c| &c.schemas));
-        Compact { def: Arc::new(kept), schemas }
+        drop(texts);
+        Compact { def: Arc::new(compacted(def)), schemas }
     }
+}
+
+/// What [`Compact::of`] keeps of `def`, copied field by field: what it leaves out (the schemas,
+/// `managedFields`, the annotations and labels) is large, and copying it only to drop it cost
+/// time and left the allocator's pages strewn with freed blocks between the ones kept. Every
+/// field is named, so that one k8s-openapi adds is a compile error here, not a silent loss.
+fn compacted(def: &ResourceDefinition) -> ResourceDefinition {
+    let ResourceDefinition { metadata, spec, status, conversion_cel } = def;
+    let ObjectMeta {
+        annotations,
+        creation_timestamp,
+        deletion_grace_period_seconds,
+        deletion_timestamp,
+        finalizers,
+        generate_name,
+        generation,
+        labels: _,
+        managed_fields: _,
+        name,
+        namespace,
+        owner_references,
+        resource_version: _,
+        self_link,
+        uid,
+    } = metadata;
+    let annotations: Option<BTreeMap<String, String>> = annotations
+        .as_ref()
+        .map(|a| {
+            a.iter()
+                .filter(|(key, _)| key.starts_with(VERSA_ANNOTATIONS))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .filter(|a: &BTreeMap<String, String>| !a.is_empty());
+    let metadata = ObjectMeta {
+        annotations,
+        creation_timestamp: creation_timestamp.clone(),
+        deletion_grace_period_seconds: *deletion_grace_period_seconds,
+        deletion_timestamp: deletion_timestamp.clone(),
+        finalizers: finalizers.clone(),
+        generate_name: generate_name.clone(),
+        generation: *generation,
+        labels: None,
+        managed_fields: None,
+        name: name.clone(),
+        namespace: namespace.clone(),
+        owner_references: owner_references.clone(),
+        resource_version: None,
+        self_link: self_link.clone(),
+        uid: uid.clone(),
+    };
+    let CustomResourceDefinitionSpec { conversion, group, names, preserve_unknown_fields, scope, versions } = spec;
+    let versions = versions
+        .iter()
+        .map(|v| {
+            let CustomResourceDefinitionVersion {
+                additional_printer_columns,
+                deprecated,
+                deprecation_warning,
+                name,
+                schema: _,
+                selectable_fields,
+                served,
+                storage,
+                subresources,
+            } = v;
+            CustomResourceDefinitionVersion {
+                additional_printer_columns: additional_printer_columns.clone(),
+                deprecated: *deprecated,
+                deprecation_warning: deprecation_warning.clone(),
+                name: name.clone(),
+                schema: None,
+                selectable_fields: selectable_fields.clone(),
+                served: *served,
+                storage: *storage,
+                subresources: subresources.clone(),
+            }
+        })
+        .collect();
+    let spec = CustomResourceDefinitionSpec {
+        conversion: conversion.clone(),
+        group: group.clone(),
+        names: names.clone(),
+        preserve_unknown_fields: *preserve_unknown_fields,
+        scope: scope.clone(),
+        versions,
+    };
+    ResourceDefinition { metadata, spec, status: status.clone(), conversion_cel: conversion_cel.clone() }
 }
 
 /// The prefix of versa's own annotations, which [`Compact`] keeps.

@@ -3,7 +3,8 @@
 //!
 //! A real definition's schema is mostly descriptions, which compress five- to tenfold, and the
 //! text is read only to compile a version on first use and to build OpenAPI documents, so it is
-//! kept deflated ([`SchemaTexts`]). Equal texts are common — the versions of one definition
+//! kept deflated ([`SchemaTexts`]), and not in the process's memory: in the pack's temporary
+//! file ([`crate::pack`]), read back when asked for. Equal texts are common — the versions of one definition
 //! often share a schema, and the copies of a provider's definitions installed under several
 //! groups share all of theirs — so every text is interned by its SHA-256 digest: a table of weak
 //! references ([`INTERNED`]) hands out the one deflated copy while any definition holds it, and
@@ -15,11 +16,10 @@ use std::collections::HashMap;
 use std::io::{Read as _, Write as _};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 
-/// One schema text, deflated.
-#[derive(Debug)]
-struct Deflated {
-    bytes: Box<[u8]>,
-}
+use crate::pack::{PACK, Packed};
+
+/// One schema text, deflated, kept in the process's [`PACK`].
+type Deflated = Packed;
 
 /// Each version's schema (`CustomResourceValidation`) as compact JSON, by version name,
 /// deflated and shared with every equal text in the process. Two are equal when every
@@ -48,14 +48,21 @@ impl SchemaTexts {
     pub fn get(&self, version: &str) -> Option<String> {
         let i = self.texts.binary_search_by(|(name, _)| (**name).cmp(version)).ok()?;
         let mut text = String::new();
-        // Only what `intern` deflated is read: it inflates.
-        flate2::read::DeflateDecoder::new(&self.texts[i].1.bytes[..]).read_to_string(&mut text).ok()?;
-        Some(text)
+        // Only what `intern` deflated is read: it inflates. A read of the pack's file that fails
+        // is an I/O error of a temporary file (logged); the version is then without a schema.
+        let read = self.texts[i].1.with(|bytes| flate2::read::DeflateDecoder::new(bytes).read_to_string(&mut text));
+        match read {
+            Ok(Ok(_)) => Some(text),
+            Ok(Err(error)) | Err(error) => {
+                tracing::error!(%error, version, "reading a kept schema text");
+                None
+            }
+        }
     }
 
     /// The deflated size of version `version`'s text (for tests and measurements).
     pub fn deflated_len(&self, version: &str) -> Option<usize> {
-        self.texts.iter().find(|(name, _)| &**name == version).map(|(_, d)| d.bytes.len())
+        self.texts.iter().find(|(name, _)| &**name == version).map(|(_, d)| d.len())
     }
 
     /// The texts of `(version, text)` pairs, sorted by version and without repeated versions:
@@ -109,10 +116,7 @@ fn intern(text: &str) -> Option<Arc<Deflated>> {
     // Deflated outside the lock; a racing equal text keeps whichever was stored first.
     let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
     encoder.write_all(text.as_bytes()).ok()?;
-    // Copied into a block of its own size: the encoder's buffer grew by doubling, and shrinking
-    // it in place (`into_boxed_slice` reallocates) leaves mimalloc's block as it was when the
-    // new size is at least half of it — a quarter of the text, on average, held for nothing.
-    let fresh = Arc::new(Deflated { bytes: Box::from(encoder.finish().ok()?.as_slice()) });
+    let fresh = Arc::new(PACK.keep(&encoder.finish().ok()?));
     let mut interned = lock();
     if let Some(held) = interned.texts.get(&digest).and_then(Weak::upgrade) {
         return Some(held);
