@@ -346,4 +346,56 @@ mod tests {
             assert_eq!(forbidden_message(&bob, &info, ""), want);
         }
     }
+
+    /// An authenticator with a fixed answer — `none`, `fail:<why>` or `user:<name>` — known at
+    /// once, or (`~` before it) only in a boxed future.
+    #[derive(Debug)]
+    struct Fixed(&'static str);
+
+    impl Authenticator for Fixed {
+        fn authenticate<'a>(&'a self, _: Credentials<'a>) -> MaybeBoxed<'a, Authenticated> {
+            let (waits, answer) = match self.0.strip_prefix('~') {
+                Some(answer) => (true, answer),
+                None => (false, self.0),
+            };
+            let answer = match answer.split_once(':') {
+                Some(("fail", why)) => Err(AuthError(why.into())),
+                Some((_, name)) => Ok(Some(Arc::new(UserInfo { name: name.into(), ..Default::default() }))),
+                None => Ok(None),
+            };
+            if waits { later(async move { answer }) } else { now(answer) }
+        }
+    }
+
+    /// kube's union: the first user wins, else the first failure, else no credentials — and the
+    /// answer is boxed only when an authenticator that waits had to be asked.
+    #[test]
+    fn union_of_authenticators() {
+        use futures_util::FutureExt as _;
+        let cases: &[(&[&'static str], &str, bool)] = &[
+            (&[], "none", false),
+            (&["none", "user:a"], "user:a", false),
+            (&["fail:1", "user:a"], "user:a", false),
+            (&["fail:1", "fail:2", "none"], "fail:1", false),
+            (&["user:a", "~user:b"], "user:a", false),
+            (&["none", "~fail:1", "none"], "fail:1", true),
+            (&["fail:1", "~fail:2"], "fail:1", true),
+            (&["~none", "fail:2", "~user:b", "user:c"], "user:b", true),
+            (&["~none", "none"], "none", true),
+        ];
+        let headers = http::HeaderMap::new();
+        for (authenticators, want, boxed) in cases {
+            let union = UnionAuthenticator(
+                authenticators.iter().map(|a| Arc::new(Fixed(a)) as Arc<dyn Authenticator>).collect(),
+            );
+            let answer = union.authenticate(Credentials { client_cert: None, headers: &headers });
+            assert_eq!(matches!(answer, Either::Right(_)), *boxed, "{authenticators:?}: boxed");
+            let got = match answer.now_or_never().unwrap() {
+                Ok(Some(user)) => format!("user:{}", user.name),
+                Ok(None) => "none".to_owned(),
+                Err(e) => format!("fail:{}", e.0),
+            };
+            assert_eq!(got, *want, "{authenticators:?}");
+        }
+    }
 }
