@@ -8,7 +8,8 @@
 #
 # Arguments pick scenarios: definitions, get, create, list, conversion, cel, apply, admission, rbac, encryption (default: all),
 # and million (only when named: a million objects of one definition — paginated LIST, a watch,
-# RSS as they are created, a storage migration of them all; minutes). Environment:
+# RSS as they are created, a storage migration of them all; minutes), and profile (only when
+# named: fixed request counts for callgrind; `hack/profile-get.sh` runs it). Environment:
 #   VERSA_BENCH_SECONDS      measured seconds per server and throughput scenario (default 5)
 #   VERSA_BENCH_WARMUP       warm-up seconds before each (default 1)
 #   VERSA_BENCH_ROUNDS       rounds alternating versa and the bare server (default 5)

@@ -4,17 +4,41 @@
 //! non-resource path. Standalone mode uses client certificates issued by versa's CA and lets
 //! only `system:masters` in; cluster mode uses the delegated implementations in `cluster/delegated.rs`
 //! (front-proxy headers, client CA, TokenReview, SubjectAccessReview).
+//!
+//! Both questions are asked on every request, and most answers are known at once — a
+//! connection's certificate names its user (made once per connection: [`ClientCert::user`]), a
+//! member of `system:masters` may do anything — so the traits answer with a [`MaybeBoxed`]
+//! future, boxed only when it has to wait (a TokenReview, a ServiceAccount's lookup).
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use futures_util::future::{Either, Ready};
+
 use crate::request_info::RequestInfo;
 pub use crate::tls::Trusted;
 
 /// A boxed future (the traits are object-safe).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// An answer known at once ([`now`]), or a boxed future of it ([`later`]).
+pub type MaybeBoxed<'a, T> = Either<Ready<T>, BoxFuture<'a, T>>;
+
+/// An answer known at once: nothing is boxed.
+pub fn now<'a, T>(value: T) -> MaybeBoxed<'a, T> {
+    Either::Left(futures_util::future::ready(value))
+}
+
+/// An answer that has to wait for `future`.
+pub fn later<'a, T>(future: impl Future<Output = T> + Send + 'a) -> MaybeBoxed<'a, T> {
+    Either::Right(Box::pin(future))
+}
+
+/// What an authenticator answers: the user, `None` for "no credentials this authenticator
+/// knows", or a failure.
+pub type Authenticated = Result<Option<Arc<UserInfo>>, AuthError>;
 
 /// An authenticated user, as Kubernetes' `user.Info`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -36,9 +60,20 @@ pub struct ClientCert {
     /// extra as `authentication.kubernetes.io/credential-id` (it shows in audit events and
     /// SubjectAccessReviews).
     pub credential_id: String,
+    /// The user it names, made once (for every request of the connection).
+    user: Arc<UserInfo>,
 }
 
 impl ClientCert {
+    /// A certificate's subject, `trusted` as the TLS layer found it, and its credential id.
+    pub fn new(common_name: String, organizations: Vec<String>, trusted: Trusted, credential_id: String) -> Self {
+        let mut groups = organizations.clone();
+        add_authenticated(&mut groups);
+        let extra = BTreeMap::from([(CREDENTIAL_ID_KEY.to_owned(), vec![credential_id.clone()])]);
+        let user = Arc::new(UserInfo { name: common_name.clone(), groups, extra, ..Default::default() });
+        ClientCert { common_name, organizations, trusted, credential_id, user }
+    }
+
     /// Reads the subject of a DER certificate; `trusted` is what the TLS layer found.
     pub fn from_der(der: &[u8], trusted: Trusted) -> Option<ClientCert> {
         let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
@@ -47,16 +82,13 @@ impl ClientCert {
         let organizations = subject.iter_organization().filter_map(|o| o.as_str().ok().map(str::to_string)).collect();
         let digest = ring::digest::digest(&ring::digest::SHA256, der);
         let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-        Some(ClientCert { common_name, organizations, trusted, credential_id: format!("X509SHA256={hex}") })
+        Some(ClientCert::new(common_name, organizations, trusted, format!("X509SHA256={hex}")))
     }
 
     /// The user a certificate from the client CA names: CN, with the O entries as groups, and
     /// the certificate's credential id as kube's x509 authenticator records it.
-    pub fn user(&self) -> UserInfo {
-        let mut groups = self.organizations.clone();
-        add_authenticated(&mut groups);
-        let extra = BTreeMap::from([(CREDENTIAL_ID_KEY.to_owned(), vec![self.credential_id.clone()])]);
-        UserInfo { name: self.common_name.clone(), groups, extra, ..Default::default() }
+    pub fn user(&self) -> Arc<UserInfo> {
+        self.user.clone()
     }
 }
 
@@ -87,7 +119,7 @@ pub struct AuthError(pub String);
 
 /// Turns credentials into a user; `Ok(None)` means "no credentials this authenticator knows".
 pub trait Authenticator: Send + Sync + std::fmt::Debug {
-    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> BoxFuture<'a, Result<Option<UserInfo>, AuthError>>;
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> MaybeBoxed<'a, Authenticated>;
 }
 
 /// An authorizer's answer.
@@ -104,7 +136,7 @@ pub enum Decision {
 
 /// Decides whether a user may make a request.
 pub trait Authorizer: Send + Sync + std::fmt::Debug {
-    fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> BoxFuture<'a, Decision>;
+    fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> MaybeBoxed<'a, Decision>;
 
     /// The RBAC policy the authorizer decides with, when it is standalone's RBAC authorizer:
     /// what SelfSubjectRulesReviews list and the escalation check compares with.
@@ -124,9 +156,8 @@ pub trait Authorizer: Send + Sync + std::fmt::Debug {
 pub struct ClientCertAuthenticator;
 
 impl Authenticator for ClientCertAuthenticator {
-    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> BoxFuture<'a, Result<Option<UserInfo>, AuthError>> {
-        let user = credentials.client_cert.filter(|c| c.trusted.client_ca).map(ClientCert::user);
-        Box::pin(async move { Ok(user) })
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> MaybeBoxed<'a, Authenticated> {
+        now(Ok(credentials.client_cert.filter(|c| c.trusted.client_ca).map(ClientCert::user)))
     }
 }
 
@@ -137,20 +168,46 @@ impl Authenticator for ClientCertAuthenticator {
 pub struct UnionAuthenticator(pub Vec<Arc<dyn Authenticator>>);
 
 impl Authenticator for UnionAuthenticator {
-    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> BoxFuture<'a, Result<Option<UserInfo>, AuthError>> {
-        Box::pin(async move {
-            let mut failure = None;
-            for authenticator in &self.0 {
-                match authenticator.authenticate(credentials).await {
-                    Ok(Some(user)) => return Ok(Some(user)),
-                    Ok(None) => {}
-                    Err(e) => {
-                        failure.get_or_insert(e);
-                    }
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> MaybeBoxed<'a, Authenticated> {
+        // The answers known at once are taken at once; from the first that has to wait on, the
+        // rest are asked in a boxed future.
+        let mut failure = None;
+        for (i, authenticator) in self.0.iter().enumerate() {
+            let answer = match authenticator.authenticate(credentials) {
+                Either::Left(answer) => answer.into_inner(),
+                Either::Right(waiting) => {
+                    let mut rest = self.0[i + 1..].iter();
+                    return later(async move {
+                        let mut answer = waiting.await;
+                        loop {
+                            if let Some(user) = found(answer, &mut failure) {
+                                return Ok(Some(user));
+                            }
+                            match rest.next() {
+                                Some(authenticator) => answer = authenticator.authenticate(credentials).await,
+                                None => return failure.map_or(Ok(None), Err),
+                            }
+                        }
+                    });
                 }
+            };
+            if let Some(user) = found(answer, &mut failure) {
+                return now(Ok(Some(user)));
             }
-            failure.map_or(Ok(None), Err)
-        })
+        }
+        now(failure.map_or(Ok(None), Err))
+    }
+}
+
+/// The user one of a union's authenticators found, if any; its failure, if it is the first,
+/// goes to `failure`.
+fn found(answer: Authenticated, failure: &mut Option<AuthError>) -> Option<Arc<UserInfo>> {
+    match answer {
+        Ok(user) => user,
+        Err(e) => {
+            failure.get_or_insert(e);
+            None
+        }
     }
 }
 
@@ -187,7 +244,7 @@ fn discovery_path(path: &str) -> bool {
 }
 
 impl Authorizer for MastersAuthorizer {
-    fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> BoxFuture<'a, Decision> {
+    fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> MaybeBoxed<'a, Decision> {
         let authenticated = user.groups.iter().any(|g| g == AUTHENTICATED_GROUP);
         let allowed = user.groups.iter().any(|g| g == crate::pki::ADMIN_GROUP)
             || (authenticated && !request.is_resource_request && request.verb == "get" && discovery_path(&request.path))
@@ -200,8 +257,7 @@ impl Authorizer for MastersAuthorizer {
                     ("authorization.k8s.io", "selfsubjectaccessreviews" | "selfsubjectrulesreviews")
                         | ("authentication.k8s.io", "selfsubjectreviews")
                 ));
-        let decision = if allowed { Decision::Allow(String::new()) } else { Decision::Deny(String::new()) };
-        Box::pin(async move { decision })
+        now(if allowed { Decision::Allow(String::new()) } else { Decision::Deny(String::new()) })
     }
 }
 
@@ -288,6 +344,58 @@ mod tests {
         for (method, path, want) in cases {
             let info = parse(&method.parse().unwrap(), path, None);
             assert_eq!(forbidden_message(&bob, &info, ""), want);
+        }
+    }
+
+    /// An authenticator with a fixed answer — `none`, `fail:<why>` or `user:<name>` — known at
+    /// once, or (`~` before it) only in a boxed future.
+    #[derive(Debug)]
+    struct Fixed(&'static str);
+
+    impl Authenticator for Fixed {
+        fn authenticate<'a>(&'a self, _: Credentials<'a>) -> MaybeBoxed<'a, Authenticated> {
+            let (waits, answer) = match self.0.strip_prefix('~') {
+                Some(answer) => (true, answer),
+                None => (false, self.0),
+            };
+            let answer = match answer.split_once(':') {
+                Some(("fail", why)) => Err(AuthError(why.into())),
+                Some((_, name)) => Ok(Some(Arc::new(UserInfo { name: name.into(), ..Default::default() }))),
+                None => Ok(None),
+            };
+            if waits { later(async move { answer }) } else { now(answer) }
+        }
+    }
+
+    /// kube's union: the first user wins, else the first failure, else no credentials — and the
+    /// answer is boxed only when an authenticator that waits had to be asked.
+    #[test]
+    fn union_of_authenticators() {
+        use futures_util::FutureExt as _;
+        let cases: &[(&[&'static str], &str, bool)] = &[
+            (&[], "none", false),
+            (&["none", "user:a"], "user:a", false),
+            (&["fail:1", "user:a"], "user:a", false),
+            (&["fail:1", "fail:2", "none"], "fail:1", false),
+            (&["user:a", "~user:b"], "user:a", false),
+            (&["none", "~fail:1", "none"], "fail:1", true),
+            (&["fail:1", "~fail:2"], "fail:1", true),
+            (&["~none", "fail:2", "~user:b", "user:c"], "user:b", true),
+            (&["~none", "none"], "none", true),
+        ];
+        let headers = http::HeaderMap::new();
+        for (authenticators, want, boxed) in cases {
+            let union = UnionAuthenticator(
+                authenticators.iter().map(|a| Arc::new(Fixed(a)) as Arc<dyn Authenticator>).collect(),
+            );
+            let answer = union.authenticate(Credentials { client_cert: None, headers: &headers });
+            assert_eq!(matches!(answer, Either::Right(_)), *boxed, "{authenticators:?}: boxed");
+            let got = match answer.now_or_never().unwrap() {
+                Ok(Some(user)) => format!("user:{}", user.name),
+                Ok(None) => "none".to_owned(),
+                Err(e) => format!("fail:{}", e.0),
+            };
+            assert_eq!(got, *want, "{authenticators:?}");
         }
     }
 }

@@ -18,7 +18,7 @@ use http::{Method, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 use serde_json::json;
 
-use crate::auth::{ClientCert, Credentials, Decision, forbidden_message};
+use crate::auth::{ClientCert, Credentials, Decision, UserInfo, forbidden_message};
 use crate::body::{Body, full, json_response};
 use crate::request_info::RequestInfo;
 use crate::state::State;
@@ -39,7 +39,8 @@ pub async fn handle(
     let audit_id = audit_id(req.headers());
     let origin = Origin { audit_id: &audit_id, received, peer };
     let mut response = route(state, client_cert, &origin, req).await;
-    if let Ok(value) = header::HeaderValue::from_str(&audit_id) {
+    // The id's own bytes, not a copy.
+    if let Ok(value) = header::HeaderValue::from_maybe_shared(Bytes::from(audit_id)) {
         response.headers_mut().insert(AUDIT_ID, value);
     }
     response
@@ -85,8 +86,7 @@ async fn route(
     origin: &Origin<'_>,
     req: Request<Incoming>,
 ) -> Response<Body> {
-    let path = req.uri().path().to_string();
-    if let Some(response) = health(&state, req.method(), &path).await {
+    if let Some(response) = health(&state, req.method(), req.uri().path()).await {
         return response;
     }
     if let Some(reason) = state.startup.as_ref().and_then(|s| s.pending()) {
@@ -100,11 +100,11 @@ async fn route(
     }
     let started = std::time::Instant::now();
     let method = req.method().clone();
-    let info = request_info::parse(req.method(), &path, req.uri().query());
-    let response = authenticated(state.clone(), client_cert, origin, &info, &path, req).await;
+    let info = request_info::parse(req.method(), req.uri().path(), req.uri().query());
+    let response = authenticated(state.clone(), client_cert, origin, &info, req).await;
     let code = response.status().as_u16();
     state.metrics.observe(&info, &method, code, started.elapsed().as_secs_f64());
-    tracing::debug!(verb = %info.verb, path = %path, code, "request");
+    tracing::debug!(verb = %info.verb, path = %info.path, code, "request");
     response
 }
 
@@ -114,7 +114,6 @@ async fn authenticated(
     client_cert: Option<Arc<ClientCert>>,
     origin: &Origin<'_>,
     info: &RequestInfo,
-    path: &str,
     req: Request<Incoming>,
 ) -> Response<Body> {
     // kube's request-deadline filter comes before authentication: a bad `timeout` is a 400
@@ -137,9 +136,9 @@ async fn authenticated(
         .as_ref()
         .and_then(|auditor| auditor.begin(origin.arrival(&req), &user, info, limits::is_long_running(info)));
     match audit {
-        None => admitted(state, user, info, path, req, deadline, None).await,
+        None => admitted(state, user, info, req, deadline, None).await,
         // Boxed: the audited path's future is as large again as the request's own.
-        Some(audit) => Box::pin(audited(state, user, info, path, req, deadline, audit)).await,
+        Some(audit) => Box::pin(audited(state, user, info, req, deadline, audit)).await,
     }
 }
 
@@ -147,9 +146,8 @@ async fn authenticated(
 /// records them.
 async fn audited(
     state: Arc<State>,
-    user: crate::auth::UserInfo,
+    user: Arc<UserInfo>,
     info: &RequestInfo,
-    path: &str,
     mut req: Request<Incoming>,
     deadline: Option<std::time::Duration>,
     audit: audit::AuditedRequest,
@@ -157,7 +155,7 @@ async fn audited(
     audit.received().await;
     // The REST layer adds the request body (rest::serve).
     req.extensions_mut().insert(audit.record().clone());
-    let work = admitted(state, user, info, path, req, deadline, Some(audit.record()));
+    let work = admitted(state, user, info, req, deadline, Some(audit.record()));
     let response = audit::catch_panic(audit.record(), work).await;
     audit.respond(response).await
 }
@@ -179,9 +177,8 @@ async fn failed(
 /// The in-flight limit and the deadline, then authorization and the work.
 async fn admitted(
     state: Arc<State>,
-    user: crate::auth::UserInfo,
+    user: Arc<UserInfo>,
     info: &RequestInfo,
-    path: &str,
     req: Request<Incoming>,
     deadline: Option<std::time::Duration>,
     audit: Option<&audit::Record>,
@@ -197,7 +194,7 @@ async fn admitted(
             return status.into_response();
         }
     };
-    let mut work = std::pin::pin!(authorized(state, user, info, path, req, audit));
+    let mut work = std::pin::pin!(authorized(state, user, info, req, audit));
     // Most requests finish in their first poll (the embedded store reads inline, rendered
     // objects are cached): only a request that has to wait gets a timer — arming one is a
     // registration in tokio's timer wheel, a measurable part of a GET (`hack/bench-serve.sh`).
@@ -217,9 +214,8 @@ async fn admitted(
 /// authorization filter annotates it.
 async fn authorized(
     state: Arc<State>,
-    user: crate::auth::UserInfo,
+    user: Arc<UserInfo>,
     info: &RequestInfo,
-    path: &str,
     req: Request<Incoming>,
     audit: Option<&audit::Record>,
 ) -> Response<Body> {
@@ -266,15 +262,13 @@ async fn authorized(
         return answer.unwrap_or_else(Status::into_response);
     }
     if info.is_resource_request {
-        // Who asks travels with the request to the REST layer (admission needs it).
-        let mut req = req;
-        req.extensions_mut().insert(Arc::new(user));
-        return resource(state, info, req).await;
+        // Who asks goes on to the REST layer (admission needs it).
+        return resource(state, info, user, req).await;
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return Status::method_not_allowed(req.method()).into_response();
     }
-    let trimmed = path.trim_end_matches('/');
+    let trimmed = info.path.trim_end_matches('/');
     let query = req.uri().query().map(str::to_owned);
     match trimmed {
         "/version" => json_response(StatusCode::OK, &version()),
@@ -340,7 +334,12 @@ async fn authorized(
 }
 
 /// A resource request: find the served resource, check version and scope, hand over.
-async fn resource(state: Arc<State>, info: &RequestInfo, req: Request<Incoming>) -> Response<Body> {
+async fn resource(
+    state: Arc<State>,
+    info: &RequestInfo,
+    user: Arc<UserInfo>,
+    req: Request<Incoming>,
+) -> Response<Body> {
     // A write is counted from before it looks up what is served until it is answered, so that
     // this replica tells the others it follows a definition change only once no write of the
     // definition before it is in flight (`replicas.rs`).
@@ -375,7 +374,7 @@ async fn resource(state: Arc<State>, info: &RequestInfo, req: Request<Incoming>)
         return Status::not_found_path().into_response();
     }
     drop(snapshot);
-    rest::serve(state, res, info, req).await
+    rest::serve(state, res, info, user, req).await
 }
 
 /// Accept asks for aggregated discovery (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`).

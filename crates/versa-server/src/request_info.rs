@@ -15,7 +15,8 @@ pub struct RequestInfo {
     /// Kubernetes verb: get, list, watch, create, update, patch, delete, deletecollection (and
     /// the lower-case HTTP method for non-resource requests).
     pub verb: String,
-    pub api_prefix: String,
+    /// `api` or `apis` (empty for a non-resource request).
+    pub api_prefix: &'static str,
     pub api_group: String,
     pub api_version: String,
     pub namespace: String,
@@ -66,46 +67,44 @@ fn is_watch(query: Option<&str>) -> bool {
 
 /// Parses a request.
 pub fn parse(method: &Method, path: &str, query: Option<&str>) -> RequestInfo {
-    let mut info = RequestInfo { path: path.to_string(), verb: method.as_str().to_lowercase(), ..Default::default() };
-    let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
-    let (prefix, rest) = match segments.as_slice() {
-        ["api", rest @ ..] => ("api", rest),
-        ["apis", rest @ ..] => ("apis", rest),
-        _ => return info,
+    let mut info = RequestInfo { path: path.to_string(), ..Default::default() };
+    let mut segments = path.split('/').filter(|s| !s.is_empty());
+    let resource_path = match segments.next() {
+        Some("api") => segments.next().map(|version| ("api", "", version)),
+        Some("apis") => segments.next().zip(segments.next()).map(|(group, version)| ("apis", group, version)),
+        _ => None,
     };
+    // What follows the version: `[namespaces/<ns>/]<resource>[/<name>[/<subresource>[/...]]]`,
+    // read without collecting the segments (a request's every allocation counts).
+    let rest: [Option<&str>; 5] = std::array::from_fn(|_| segments.next());
     // `/api` and `/apis` with a group but no version are discovery, not resources.
-    let (group, version, rest) = match (prefix, rest) {
-        ("api", [version, rest @ ..]) => ("", *version, rest),
-        ("apis", [group, version, rest @ ..]) => (*group, *version, rest),
-        _ => return info,
-    };
-    if rest.is_empty() {
+    let (Some((prefix, group, version)), Some(_)) = (resource_path, rest[0]) else {
+        info.verb = method.as_str().to_lowercase();
         return info;
-    }
+    };
     info.is_resource_request = true;
-    info.api_prefix = prefix.to_string();
+    info.api_prefix = prefix;
     info.api_group = group.to_string();
     info.api_version = version.to_string();
 
-    let mut rest: &[&str] = rest;
     // `namespaces/<ns>/<resource>...` is namespaced; `namespaces` and `namespaces/<ns>` alone
     // are the namespaces resource itself.
     // `namespaces/<ns>/status` and `namespaces/<ns>/finalize` are subresources of the
     // namespace (kube's namespaceSubresources).
-    if rest[0] == "namespaces" && rest.len() > 2 && !matches!(rest[2], "status" | "finalize") {
-        info.namespace = rest[1].to_string();
+    let mut rest = &rest[..];
+    if let [Some("namespaces"), Some(namespace), Some(next), ..] = rest
+        && !matches!(*next, "status" | "finalize")
+    {
+        info.namespace = (*namespace).to_string();
         rest = &rest[2..];
     }
-    info.resource = rest[0].to_string();
-    if let Some(name) = rest.get(1) {
-        info.name = (*name).to_string();
-    }
-    if let Some(sub) = rest.get(2) {
-        info.subresource = (*sub).to_string();
-    }
-    info.parts = rest.iter().skip(3).map(|s| (*s).to_string()).collect();
+    let segment = |i: usize| rest.get(i).copied().flatten().unwrap_or("");
+    info.resource = segment(0).to_string();
+    info.name = segment(1).to_string();
+    info.subresource = segment(2).to_string();
+    info.parts = rest.iter().skip(3).filter_map(|s| *s).chain(segments).map(str::to_string).collect();
 
-    info.verb = match *method {
+    let verb = match *method {
         Method::POST => "create",
         Method::GET | Method::HEAD => {
             if is_watch(query) {
@@ -125,9 +124,10 @@ pub fn parse(method: &Method, path: &str, query: Option<&str>) -> RequestInfo {
                 "delete"
             }
         }
-        _ => info.verb.as_str(),
-    }
-    .to_string();
+        // Any other method's verb is the method in lower case, as for non-resource requests.
+        _ => "",
+    };
+    info.verb = if verb.is_empty() { method.as_str().to_lowercase() } else { verb.to_owned() };
     if matches!(info.verb.as_str(), "list" | "watch" | "deletecollection") {
         let query = crate::query::Query::parse(query);
         info.field_selector = query.get("fieldSelector").unwrap_or("").to_owned();

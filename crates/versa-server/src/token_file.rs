@@ -11,8 +11,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::auth::{AuthError, Authenticator, BoxFuture, Credentials, UserInfo};
+use crate::auth::{AuthError, Authenticated, Authenticator, Credentials, MaybeBoxed, UserInfo, now};
 
 /// Errors reading a token file; the texts are kube-apiserver's.
 #[derive(Debug, thiserror::Error)]
@@ -32,10 +33,11 @@ pub enum TokenFileError {
     Parse { record: String, line: usize, column: usize, what: &'static str },
 }
 
-/// The users of a token file, by token.
+/// The users of a token file, by token (each with `system:authenticated` added, as kube's
+/// authenticator chain adds it).
 #[derive(Debug, Default)]
 pub struct TokenFileAuthenticator {
-    tokens: HashMap<String, UserInfo>,
+    tokens: HashMap<String, Arc<UserInfo>>,
 }
 
 impl TokenFileAuthenticator {
@@ -61,7 +63,8 @@ impl TokenFileAuthenticator {
             if let Some(groups) = record.get(3) {
                 user.groups = groups.split(',').map(str::to_string).collect();
             }
-            if tokens.insert(record[0].clone(), user).is_some() {
+            crate::auth::add_authenticated(&mut user.groups);
+            if tokens.insert(record[0].clone(), Arc::new(user)).is_some() {
                 tracing::warn!(file = %path.display(), record = number + 1, "duplicate token in the token file");
             }
         }
@@ -69,10 +72,8 @@ impl TokenFileAuthenticator {
     }
 
     /// The user of `token`, with `system:authenticated` added as kube's authenticator chain does.
-    pub fn user(&self, token: &str) -> Option<UserInfo> {
-        let mut user = self.tokens.get(token)?.clone();
-        crate::auth::add_authenticated(&mut user.groups);
-        Some(user)
+    pub fn user(&self, token: &str) -> Option<Arc<UserInfo>> {
+        self.tokens.get(token).cloned()
     }
 }
 
@@ -87,12 +88,11 @@ pub fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
 }
 
 impl Authenticator for TokenFileAuthenticator {
-    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> BoxFuture<'a, Result<Option<UserInfo>, AuthError>> {
-        let result = match bearer_token(credentials.headers) {
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> MaybeBoxed<'a, Authenticated> {
+        now(match bearer_token(credentials.headers) {
             None => Ok(None),
             Some(token) => self.user(token).map(Some).ok_or_else(|| AuthError("invalid bearer token".into())),
-        };
-        Box::pin(async move { result })
+        })
     }
 }
 
@@ -221,7 +221,11 @@ mod tests {
                 (Ok(_), Some(want)) => panic!("{}: wanted {want}", case.name),
                 (Ok(auth), None) => {
                     for (token, want) in &case.users {
-                        let got = auth.user(token).map(|u| User { name: u.name, uid: u.uid, groups: u.groups });
+                        let got = auth.user(token).map(|u| User {
+                            name: u.name.clone(),
+                            uid: u.uid.clone(),
+                            groups: u.groups.clone(),
+                        });
                         assert_eq!(&got, want, "{}: token {token}", case.name);
                     }
                 }

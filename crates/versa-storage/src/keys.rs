@@ -28,20 +28,32 @@ impl Keys {
 
     /// The prefix of every object of a resource: `<prefix>/<group>/<plural>/`.
     pub fn resource(&self, group: &str, plural: &str) -> String {
-        format!("{}/{}/{}/", self.prefix, group, plural)
+        self.join(&[group, plural, ""])
     }
 
     /// The prefix of a resource's objects in one namespace: `<prefix>/<group>/<plural>/<ns>/`.
     pub fn namespace(&self, group: &str, plural: &str, namespace: &str) -> String {
-        format!("{}/{}/{}/{}/", self.prefix, group, plural, namespace)
+        self.join(&[group, plural, namespace, ""])
     }
 
     /// The key of one object; `namespace` is `None` for cluster-scoped resources.
     pub fn object(&self, group: &str, plural: &str, namespace: Option<&str>, name: &str) -> String {
         match namespace {
-            Some(ns) => format!("{}/{}/{}/{}/{}", self.prefix, group, plural, ns, name),
-            None => format!("{}/{}/{}/{}", self.prefix, group, plural, name),
+            Some(ns) => self.join(&[group, plural, ns, name]),
+            None => self.join(&[group, plural, name]),
         }
+    }
+
+    /// The prefix and `parts`, each after a `/`, in one allocation (every request makes a key:
+    /// `format!` took as long as the store's read of it).
+    fn join(&self, parts: &[&str]) -> String {
+        let mut key = String::with_capacity(self.prefix.len() + parts.iter().map(|p| p.len() + 1).sum::<usize>());
+        key.push_str(&self.prefix);
+        for part in parts {
+            key.push('/');
+            key.push_str(part);
+        }
+        key
     }
 }
 

@@ -78,17 +78,17 @@ fn request_info(check: &AuthzCheck) -> RequestInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::BoxFuture;
+    use crate::auth::{MaybeBoxed, now};
 
     /// Allows what user `alice` asks about `widgets`, records every request.
     #[derive(Debug, Default)]
     struct Recording(std::sync::Mutex<Vec<RequestInfo>>);
 
     impl Authorizer for Recording {
-        fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> BoxFuture<'a, Decision> {
+        fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> MaybeBoxed<'a, Decision> {
             self.0.lock().unwrap().push(request.clone());
             let allowed = user.name == "alice" && request.resource == "widgets";
-            Box::pin(async move { if allowed { Decision::Allow("ok".into()) } else { Decision::Deny("no".into()) } })
+            now(if allowed { Decision::Allow("ok".into()) } else { Decision::Deny("no".into()) })
         }
     }
 

@@ -30,7 +30,8 @@ use serde_json::{Value, json};
 
 use super::kube::KubeClient;
 use crate::auth::{
-    AuthError, Authenticator, Authorizer, BoxFuture, ClientCert, Credentials, Decision, UserInfo, add_authenticated,
+    AuthError, Authenticated, Authenticator, Authorizer, ClientCert, Credentials, Decision, MaybeBoxed, UserInfo,
+    add_authenticated, later, now,
 };
 use crate::request_info::RequestInfo;
 use crate::token_file::bearer_token;
@@ -163,7 +164,7 @@ pub struct DelegatedAuthenticator {
     requestheader: Arc<RwLock<RequestHeaderConfig>>,
     /// kube-apiserver, for TokenReviews.
     kube: KubeClient,
-    tokens: Cache<Option<UserInfo>>,
+    tokens: Cache<Option<Arc<UserInfo>>>,
 }
 
 impl DelegatedAuthenticator {
@@ -171,7 +172,7 @@ impl DelegatedAuthenticator {
         DelegatedAuthenticator { requestheader, kube, tokens: Cache::new() }
     }
 
-    async fn token(&self, token: &str) -> Result<Option<UserInfo>, AuthError> {
+    async fn token(&self, token: &str) -> Result<Option<Arc<UserInfo>>, AuthError> {
         let key = hex_sha256(token.as_bytes());
         if let Some(answer) = self.tokens.get(&key) {
             return Ok(answer);
@@ -200,12 +201,12 @@ impl DelegatedAuthenticator {
                 .as_object()
                 .map(|m| m.iter().map(|(k, v)| (k.clone(), strings(v))).collect())
                 .unwrap_or_default();
-            Some(UserInfo {
+            Some(Arc::new(UserInfo {
                 name: user["username"].as_str().unwrap_or("").to_owned(),
                 uid: user["uid"].as_str().unwrap_or("").to_owned(),
                 groups,
                 extra,
-            })
+            }))
         } else {
             if let Some(error) = status["error"].as_str().filter(|e| !e.is_empty()) {
                 tracing::debug!(error, "token not authenticated");
@@ -223,35 +224,28 @@ fn hex_sha256(bytes: &[u8]) -> String {
 }
 
 impl Authenticator for DelegatedAuthenticator {
-    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> BoxFuture<'a, Result<Option<UserInfo>, AuthError>> {
-        Box::pin(async move {
-            let mut failure = None;
-            if let Some(cert) = credentials.client_cert {
-                if cert.trusted.requestheader {
-                    let config = match self.requestheader.read() {
-                        Ok(g) => g.clone(),
-                        Err(poisoned) => poisoned.into_inner().clone(),
-                    };
-                    match config.user(cert, credentials.headers) {
-                        Ok(Some(user)) => return Ok(Some(user)),
-                        Ok(None) => {}
-                        Err(e) => failure = Some(e),
-                    }
-                }
-                if cert.trusted.client_ca {
-                    return Ok(Some(cert.user()));
-                }
-            }
-            if let Some(token) = bearer_token(credentials.headers) {
-                match self.token(token).await {
-                    Ok(Some(user)) => return Ok(Some(user)),
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> MaybeBoxed<'a, Authenticated> {
+        let mut failure = None;
+        if let Some(cert) = credentials.client_cert {
+            if cert.trusted.requestheader {
+                let config = self.requestheader.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+                match config.user(cert, credentials.headers) {
+                    Ok(Some(user)) => return now(Ok(Some(Arc::new(user)))),
                     Ok(None) => {}
                     Err(e) => failure = Some(e),
                 }
             }
-            match failure {
-                Some(e) => Err(e),
-                None => Ok(None),
+            if cert.trusted.client_ca {
+                return now(Ok(Some(cert.user())));
+            }
+        }
+        // Only a bearer token has to wait (for a TokenReview, unless cached).
+        let Some(token) = bearer_token(credentials.headers) else { return now(failure.map_or(Ok(None), Err)) };
+        later(async move {
+            match self.token(token).await {
+                Ok(Some(user)) => Ok(Some(user)),
+                Ok(None) => failure.map_or(Ok(None), Err),
+                Err(e) => Err(e),
             }
         })
     }
@@ -356,11 +350,11 @@ fn label_selector_requirements(selector: &str) -> Option<Vec<Value>> {
 }
 
 impl Authorizer for DelegatedAuthorizer {
-    fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> BoxFuture<'a, Decision> {
-        Box::pin(async move {
-            if user.groups.iter().any(|g| g == MASTERS) {
-                return Decision::Allow(String::new());
-            }
+    fn authorize<'a>(&'a self, user: &'a UserInfo, request: &'a RequestInfo) -> MaybeBoxed<'a, Decision> {
+        if user.groups.iter().any(|g| g == MASTERS) {
+            return now(Decision::Allow(String::new()));
+        }
+        later(async move {
             let spec = access_review_spec(user, request);
             let key = spec.to_string();
             if let Some(decision) = self.answers.get(&key) {
@@ -397,12 +391,7 @@ mod tests {
     use crate::tls::Trusted;
 
     fn cert(cn: &str) -> ClientCert {
-        ClientCert {
-            common_name: cn.into(),
-            organizations: vec![],
-            trusted: Trusted { client_ca: false, requestheader: true },
-            credential_id: String::new(),
-        }
+        ClientCert::new(cn.into(), vec![], Trusted { client_ca: false, requestheader: true }, String::new())
     }
 
     fn headers(pairs: &[(&str, &str)]) -> http::HeaderMap {

@@ -156,12 +156,11 @@ impl Loopback {
         if let Some(ct) = content_type {
             builder = builder.header(header::CONTENT_TYPE, ct);
         }
-        let Ok(mut req) = builder.body(()) else {
+        let Ok(req) = builder.body(()) else {
             return failure(StatusCode::BAD_REQUEST, format!("cannot build a request for {path}"));
         };
-        req.extensions_mut().insert(self.user.clone());
         let (parts, ()) = req.into_parts();
-        let response = crate::rest::call(self.state.clone(), res, &info, parts, body).await;
+        let response = crate::rest::call(self.state.clone(), res, &info, self.user.clone(), parts, body).await;
         let code = response.status();
         let bytes = match response.into_body().collect().await {
             Ok(collected) => collected.to_bytes(),

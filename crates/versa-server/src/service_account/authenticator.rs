@@ -15,7 +15,10 @@ use serde_json::Value;
 use versa_storage::{Keys, Store};
 
 use super::{ALL_GROUP, Claims, Issuer, LEEWAY_SECONDS, TokenError, USER_PREFIX, unix_now};
-use crate::auth::{AuthError, Authenticator, BoxFuture, CREDENTIAL_ID_KEY, Credentials, UserInfo, add_authenticated};
+use crate::auth::{
+    AuthError, Authenticated, Authenticator, CREDENTIAL_ID_KEY, Credentials, MaybeBoxed, UserInfo, add_authenticated,
+    later, now,
+};
 use crate::token_file::bearer_token;
 
 /// The user-extra keys of a pod-bound token (kube's `PodNameKey`, `PodUIDKey`).
@@ -128,11 +131,11 @@ pub fn user(claims: &Claims) -> UserInfo {
 }
 
 impl Authenticator for ServiceAccountAuthenticator {
-    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> BoxFuture<'a, Result<Option<UserInfo>, AuthError>> {
-        Box::pin(async move {
-            let Some(token) = bearer_token(credentials.headers) else { return Ok(None) };
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> MaybeBoxed<'a, Authenticated> {
+        let Some(token) = bearer_token(credentials.headers) else { return now(Ok(None)) };
+        later(async move {
             match self.authenticate_token(token, &[]).await {
-                Ok(found) => Ok(found.map(|(user, _)| user)),
+                Ok(found) => Ok(found.map(|(user, _)| Arc::new(user))),
                 Err(e) => Err(AuthError(e.to_string())),
             }
         })

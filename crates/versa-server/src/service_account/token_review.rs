@@ -84,7 +84,7 @@ async fn review_token(state: &State, token: &str, audiences: &[String]) -> Resul
         http::HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| "invalid bearer token".to_owned())?;
     headers.insert(http::header::AUTHORIZATION, value);
     match state.auth.authenticator.authenticate(Credentials { client_cert: None, headers: &headers }).await {
-        Ok(Some(user)) => Ok((user, implicit)),
+        Ok(Some(user)) => Ok((std::sync::Arc::unwrap_or_clone(user), implicit)),
         Ok(None) => Err("invalid bearer token".into()),
         Err(e) => Err(e.0),
     }
