@@ -315,12 +315,7 @@ fn serving(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
     let mut rows = Vec::new();
     client_rt.block_on(async {
         let mut conn = versa_client.connect().await;
-        wait_ready(&mut conn).await;
-        define(&mut conn, &crontab_definition(), GROUP, "v1", "crontabs").await;
-        let (status, body) = conn
-            .send(Method::POST, "/apis/stable.example.com/v1/namespaces/default/crontabs", Some(crontab("target")))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "creating the GET target: {}", String::from_utf8_lossy(&body));
+        define_get_target(&mut conn).await;
         println!(
             "(GET answers {} bytes; CREATE sends {} bytes)",
             conn.send(Method::GET, GET_PATH, None).await.1.len(),
@@ -1843,6 +1838,17 @@ fn merged(loads: Vec<Load>) -> Load {
     }
     all.latencies.sort();
     all
+}
+
+/// Waits for the server, defines the CronTab kind and creates the object GETs read
+/// (`GET_PATH`).
+async fn define_get_target(conn: &mut Conn) {
+    wait_ready(conn).await;
+    define(conn, &crontab_definition(), GROUP, "v1", "crontabs").await;
+    let (status, body) = conn
+        .send(Method::POST, "/apis/stable.example.com/v1/namespaces/default/crontabs", Some(crontab("target")))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "creating the GET target: {}", String::from_utf8_lossy(&body));
 }
 
 async fn wait_ready(conn: &mut Conn) {

@@ -34,12 +34,7 @@ pub(super) fn profile(server_rt: &Runtime, client_rt: &Runtime) {
     println!("## profile: {requests} GETs, {list_requests} LISTs of {LIST_OBJECTS}, sequential on one connection");
     client_rt.block_on(async {
         let mut conn = versa_client.connect().await;
-        wait_ready(&mut conn).await;
-        define(&mut conn, &crontab_definition(), GROUP, "v1", "crontabs").await;
-        let (status, body) = conn
-            .send(Method::POST, "/apis/stable.example.com/v1/namespaces/default/crontabs", Some(crontab("target")))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "creating the GET target: {}", String::from_utf8_lossy(&body));
+        define_get_target(&mut conn).await;
         if list_requests > 0 {
             fill(&versa_client, 4, LIST_PATH, LIST_OBJECTS, Arc::new(|i| crontab(&format!("l-{i:04}")))).await;
             let (status, body) = conn.send(Method::GET, LIST_PATH, None).await;

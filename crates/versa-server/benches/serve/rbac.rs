@@ -29,12 +29,7 @@ pub(super) fn rbac(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime
     let mut rows = Vec::new();
     client_rt.block_on(async {
         let mut conn = admin.connect().await;
-        wait_ready(&mut conn).await;
-        define(&mut conn, &crontab_definition(), GROUP, "v1", "crontabs").await;
-        let (status, body) = conn
-            .send(Method::POST, "/apis/stable.example.com/v1/namespaces/default/crontabs", Some(crontab("target")))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
+        define_get_target(&mut conn).await;
         fill(&admin, settings.connections, LIST_PATH, LIST_OBJECTS, Arc::new(|i| crontab(&format!("l-{i:04}")))).await;
         let rule = json!([{"apiGroups": [GROUP], "resources": ["crontabs"], "verbs": ["get", "list"]}]);
         for i in 0..ROLES {
