@@ -282,8 +282,10 @@ impl<'a, A: Admission> Store<'a, A> {
         let scales;
         let (obj, old) = match (write.subresource, &self.ver.scale) {
             ("scale", Some(spec)) => {
-                scales =
-                    (obj.and_then(|o| crate::scale::to_scale(o, spec)), old.and_then(|o| crate::scale::to_scale(o, spec)));
+                scales = (
+                    obj.and_then(|o| crate::scale::to_scale(o, spec)),
+                    old.and_then(|o| crate::scale::to_scale(o, spec)),
+                );
                 (scales.0.as_ref(), scales.1.as_ref())
             }
             _ => (obj, old),
