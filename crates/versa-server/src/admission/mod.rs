@@ -116,10 +116,8 @@ pub async fn lifecycle(req: &Request<'_>, operation: Operation, object: &Value) 
 /// `{"metadata": {"name": …, "generateName": …}}` of `object`, with those of the two it has.
 fn names_only(object: &Value) -> Value {
     let meta = object.get("metadata");
-    let names: serde_json::Map<String, Value> = ["name", "generateName"]
-        .into_iter()
-        .filter_map(|k| Some((k.to_owned(), meta?.get(k)?.clone())))
-        .collect();
+    let names: serde_json::Map<String, Value> =
+        ["name", "generateName"].into_iter().filter_map(|k| Some((k.to_owned(), meta?.get(k)?.clone()))).collect();
     json!({ "metadata": names })
 }
 
