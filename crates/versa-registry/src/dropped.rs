@@ -128,16 +128,21 @@ impl<'a> Object<'a, '_> {
         if self.written.len() == input.len() && self.below.is_empty() {
             return Vec::new();
         }
-        let mut below = self.below;
+        // Sorted, so that an object of many keys costs no more than sorting them.
+        let (mut written, mut below) = (self.written, self.below);
+        written.sort_unstable();
+        below.sort_unstable_by(|a, b| a.0.cmp(b.0));
         let mut dropped = Vec::new();
         for (k, v) in input {
             let k = k.as_str();
             if self.skip_at_root.contains(&k) {
                 continue;
             }
-            if let Some(i) = below.iter().position(|(w, _)| *w == k) {
-                dropped.append(&mut below.swap_remove(i).1);
-            } else if !v.is_null() && !self.written.contains(&k) {
+            if let Ok(i) = below.binary_search_by(|(w, _)| (*w).cmp(k))
+                && let Some((_, found)) = below.get_mut(i)
+            {
+                dropped.append(found);
+            } else if !v.is_null() && written.binary_search(&k).is_err() {
                 dropped.push(self.at.path_of(k));
             }
         }
@@ -575,9 +580,9 @@ mod tests {
             (json!({"name": "x", "items": [], "labels": {}, "free": null, "choice": true}), vec![]),
             (
                 json!({"name": "x", "zz": 1, "aa": {"b": 1}, "nothing": null, "items": [{"a": "1", "b": 2}, {"c": [1]}],
-                       "labels": {"k": {"a": null, "d": "x"}}, "free": {"any": {"thing": 1}},
+                       "labels": {"k": {"a": null, "d": "x"}, "j": {"z": 1}}, "free": {"any": {"thing": 1}},
                        "choice": {"a": "y", "e": 1}, "count": 3, "apiVersion": "v9", "skipped": {"q": 1}}),
-                vec!["aa", "choice.e", "items[0].b", "items[1].c", "labels.k.d", "zz"],
+                vec!["aa", "choice.e", "items[0].b", "items[1].c", "labels.j.z", "labels.k.d", "zz"],
             ),
             (
                 json!({"name": "x", "items": [], "labels": {}, "free": 1, "choice": false,
