@@ -6,6 +6,11 @@
 //! long until every definition was discoverable (served only once Established), and how long
 //! `kubectl api-resources` and `kubectl explain` of one of them take then, each with a fresh
 //! discovery cache, against the targets (10 s; 1 s). Not a test: numbers vary with the machine.
+//!
+//! `VERSA_BENCH_INSTALL_INPUT=list` gives kubectl the same definitions as one JSON `List` file
+//! instead of a file each (kubectl then checks the list client-side against `/openapi/v2`, as it
+//! does for any `List` with `--validate=strict`, its default); `=yaml`, as one YAML stream of
+//! documents (as projects publish them). `VERSA_KUBECTL` names the kubectl.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "benchmark driver")]
 
@@ -77,17 +82,38 @@ async fn main() {
     let tmp = tempfile::tempdir().unwrap();
     let files = tmp.path().join("definitions");
     std::fs::create_dir(&files).unwrap();
+    let input = std::env::var("VERSA_BENCH_INSTALL_INPUT").unwrap_or_default();
+    let (as_list, as_yaml) = (input == "list", input == "yaml");
     let mut bytes = 0;
+    let mut items = Vec::new();
     for i in 0..n {
         let crd = corpus::replica(&published[i % published.len()].1, i, true);
         let text = serde_json::to_vec(&crd).unwrap();
         bytes += text.len();
-        std::fs::write(files.join(format!("{i:05}.json")), text).unwrap();
+        if as_list || as_yaml {
+            items.push(crd);
+        } else {
+            std::fs::write(files.join(format!("{i:05}.json")), text).unwrap();
+        }
+    }
+    if as_list {
+        let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+        std::fs::write(files.join("definitions.json"), serde_json::to_vec(&list).unwrap()).unwrap();
+    } else if as_yaml {
+        let docs: Vec<String> = items.iter().map(|crd| serde_saphyr::to_string(crd).unwrap()).collect();
+        std::fs::write(files.join("definitions.yaml"), docs.join("---\n")).unwrap();
     }
     println!(
-        "{n} distinct definitions, {:.1} MiB of JSON ({} KiB each on average)",
+        "{n} distinct definitions, {:.1} MiB of JSON ({} KiB each on average), {}",
         bytes as f64 / 1048576.0,
-        bytes / n / 1024
+        bytes / n / 1024,
+        if as_list {
+            "as one JSON List"
+        } else if as_yaml {
+            "as one YAML stream"
+        } else {
+            "a JSON file each"
+        }
     );
 
     let data = tmp.path().join("data");

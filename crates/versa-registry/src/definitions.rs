@@ -23,6 +23,8 @@ use versa_apiextensions::{
 };
 use versa_schema::{Error as FieldError, ErrorList, Path};
 
+use crate::dropped::dropped_fields;
+
 /// The finalizer that holds a deleted definition until its objects are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
@@ -103,64 +105,24 @@ pub fn decode(obj: &Value) -> Result<ResourceDefinition, ErrorList> {
     Ok(def)
 }
 
+/// The keys of a request-form document that are not read as the definition: `status` belongs to
+/// the server (it is reset or carried over, never decoded from the request); type meta is checked
+/// elsewhere; `metadata` is kept as the pipeline set it ([`encode`]), so nothing of it is dropped.
+const NOT_DECODED: [&str; 4] = ["apiVersion", "kind", "status", "metadata"];
+
 /// Writes a definition back into `obj` (its typed form: unknown fields are gone) and returns the
 /// paths of the fields that were dropped, for `fieldValidation` (kube's strict decoding of
 /// CustomResourceDefinitions reports them the same way: `unknown field "spec.versions[0].servd"`).
 fn encode(def: &ResourceDefinition, obj: &mut Value) -> Vec<String> {
+    let unknown = dropped_fields(def, obj, &NOT_DECODED);
     let mut doc = def.to_document();
     // Keep metadata exactly as the pipeline set it (the typed ObjectMeta would drop nothing
     // important, but the pipeline's server-owned fields are authoritative).
-    if let (Some(meta), Some(d)) = (obj.get("metadata").cloned(), doc.as_object_mut()) {
+    if let (Some(meta), Some(d)) = (obj.get_mut("metadata").map(Value::take), doc.as_object_mut()) {
         d.insert("metadata".into(), meta);
     }
-    let mut unknown = Vec::new();
-    dropped_fields(obj, &doc, &mut unknown);
     *obj = doc;
     unknown
-}
-
-/// Keys of `input` (with a value other than null) that `output` lacks, as dotted paths.
-fn dropped_fields(input: &Value, output: &Value, out: &mut Vec<String>) {
-    // One buffer for the path of every node: most of a definition is schema, thousands of
-    // nodes, and nearly none of them is dropped.
-    dropped_under(input, output, &mut String::new(), out);
-}
-
-/// [`dropped_fields`] below `path` (empty: the document itself).
-fn dropped_under(input: &Value, output: &Value, path: &mut String, out: &mut Vec<String>) {
-    match (input, output) {
-        (Value::Object(i), Value::Object(o)) => {
-            let root = path.is_empty();
-            for (k, v) in i {
-                // `status` belongs to the server (it is reset or carried over, never decoded
-                // from the request); type meta is checked elsewhere; `metadata` is kept as the
-                // pipeline set it (`encode`), so nothing of it is dropped.
-                if root && matches!(k.as_str(), "apiVersion" | "kind" | "status" | "metadata") {
-                    continue;
-                }
-                let len = path.len();
-                if !root {
-                    path.push('.');
-                }
-                path.push_str(k);
-                match o.get(k) {
-                    Some(ov) => dropped_under(v, ov, path, out),
-                    None if !v.is_null() => out.push(path.clone()),
-                    None => {}
-                }
-                path.truncate(len);
-            }
-        }
-        (Value::Array(i), Value::Array(o)) if i.len() == o.len() => {
-            for (n, (iv, ov)) in i.iter().zip(o).enumerate() {
-                let len = path.len();
-                path.push_str(&format!("[{n}]"));
-                dropped_under(iv, ov, path, out);
-                path.truncate(len);
-            }
-        }
-        _ => {}
-    }
 }
 
 /// The fields of a request-form document that the definition's typed form drops (what
@@ -169,10 +131,7 @@ fn dropped_under(input: &Value, output: &Value, path: &mut String, out: &mut Vec
 /// (validation says what is wrong with it).
 pub fn unknown_fields(obj: &Value) -> Vec<String> {
     let Ok(def) = decode(obj) else { return Vec::new() };
-    // What `encode` reports, without a copy of the document to encode into.
-    let mut unknown = Vec::new();
-    dropped_fields(obj, &def.to_document(), &mut unknown);
-    unknown
+    dropped_fields(&def, obj, &NOT_DECODED)
 }
 
 /// Create: default, validate, reset status. Returns the unknown (dropped) field paths; kube's
@@ -440,5 +399,38 @@ mod tests {
             json!({"conditions": [{"type": "Established", "status": "True"}], "acceptedNames": {"plural": "x"}});
         assert_eq!(admit_create(&mut with_status, &mut Vec::new()).unwrap(), Vec::<String>::new());
         assert!(typo["spec"]["versions"][0].get("servd").is_none(), "dropped");
+    }
+
+    /// Unknown fields anywhere in a definition — its schemas too (below properties, items,
+    /// additionalProperties, in validation rules) and its conversion — in the document's order;
+    /// null ones are not reported; what the typed form knows, wherever it is, is not.
+    #[test]
+    fn unknown_fields_everywhere() {
+        let mut doc = crontab(None);
+        let schema = json!({"type": "object", "properties": {
+            "spec": {"type": "object", "typo": 1, "properties": {
+                "list": {"type": "array", "items": {"type": "string", "maxLenght": 3}},
+                "map": {"type": "object", "additionalProperties": {"type": "integer", "formt": "int32"}},
+                "free": {"x-kubernetes-preserve-unknown-fields": true, "default": {"anything": {"goes": 1}}},
+                "ruled": {"type": "string", "x-kubernetes-validations": [{"rule": "self != ''", "mesage": "no"}]},
+                "nulled": {"type": "string", "unknownButNull": null},
+            }},
+        }});
+        doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = schema;
+        doc["spec"]["conversion"] = json!({"strategy": "None", "webhookk": {}});
+        doc["spec"]["names"]["plurall"] = json!("x");
+        doc["spec"]["zzz"] = json!({"a": 1});
+        let want = [
+            "spec.conversion.webhookk",
+            "spec.names.plurall",
+            "spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.list.items.maxLenght",
+            "spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.map.additionalProperties.formt",
+            "spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.ruled.x-kubernetes-validations[0].mesage",
+            "spec.versions[0].schema.openAPIV3Schema.properties.spec.typo",
+            "spec.zzz",
+        ];
+        assert_eq!(unknown_fields(&doc), want);
+        let mut admitted = doc.clone();
+        assert_eq!(admit_create(&mut admitted, &mut Vec::new()).unwrap(), want, "admission reports the same");
     }
 }

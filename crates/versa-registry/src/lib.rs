@@ -26,13 +26,15 @@
 //!   semantics: background, foreground, orphan, dangling and invalid references), pure.
 //! - [`error`] — the write path's [`Error`]; `versa-server` turns it into a `metav1.Status` in
 //!   one place.
-//! - [`definitions`] — the definitions API's own rules (kube's CRD strategy); [`kinds`] —
+//! - [`definitions`] — the definitions API's own rules (kube's CRD strategy), with [`dropped`]
+//!   — the fields of a document its typed form drops (`fieldValidation`); [`kinds`] —
 //!   each kind's write rules, and the core kinds standalone serves, one file each with their
 //!   registration table (`kinds::CORE`); [`table`] with
 //!   [`jsonpath`] — printer columns; [`meta`] — uids, timestamps, `metadata` access.
 
 pub mod compiled;
 pub mod definitions;
+pub mod dropped;
 pub mod error;
 pub mod fields;
 pub mod gc;

@@ -277,14 +277,21 @@ impl<'a, A: Admission> Store<'a, A> {
         old: Option<&Value>,
         warnings: &mut Vec<String>,
     ) -> Result<(), A::Error> {
+        // Through /scale the objects are Scales made here; otherwise they are passed as they are
+        // (not copied: a definition is tens of KiB).
+        let scales;
         let (obj, old) = match (write.subresource, &self.ver.scale) {
             ("scale", Some(spec)) => {
-                (obj.and_then(|o| crate::scale::to_scale(o, spec)), old.and_then(|o| crate::scale::to_scale(o, spec)))
+                scales = (
+                    obj.and_then(|o| crate::scale::to_scale(o, spec)),
+                    old.and_then(|o| crate::scale::to_scale(o, spec)),
+                );
+                (scales.0.as_ref(), scales.1.as_ref())
             }
-            _ => (obj.cloned(), old.cloned()),
+            _ => (obj, old),
         };
         let attrs = self.attributes(name, write.subresource);
-        self.admission.validate(&attrs, operation, obj.as_ref(), old.as_ref(), warnings).await
+        self.admission.validate(&attrs, operation, obj, old, warnings).await
     }
 
     /// The answer to a stored write at the request version: the object as admitted with its

@@ -105,9 +105,20 @@ pub async fn lifecycle(req: &Request<'_>, operation: Operation, object: &Value) 
     }
     // Until the first lists are in, the namespaces are not known: refused, not guessed.
     loaded(req.state)?;
-    let attrs = req.attributes(operation, Some(object), None);
+    // The plugin reads no more of the object than its name (or generateName, for its errors):
+    // it is given that, not a copy of the whole object (a definition is tens of KiB).
+    let mut attrs = req.attributes(operation, None, None);
+    attrs.object = Some(names_only(object));
     let host = req.host();
     versa_admission::namespace_lifecycle(&attrs, &host).await.map_err(|e| status(&e))
+}
+
+/// `{"metadata": {"name": …, "generateName": …}}` of `object`, with those of the two it has.
+fn names_only(object: &Value) -> Value {
+    let meta = object.get("metadata");
+    let names: serde_json::Map<String, Value> =
+        ["name", "generateName"].into_iter().filter_map(|k| Some((k.to_owned(), meta?.get(k)?.clone()))).collect();
+    json!({ "metadata": names })
 }
 
 /// Runs mutating admission on `object` (`None` for a delete); returns whether it changed the
