@@ -253,11 +253,13 @@ spec:
       emptyDir: {}
     {{- end }}
     {{- /* TMPDIR: the kept /openapi/v2 document and its protobuf form (about 10 KiB per
-    definition, twice that while a replaced one is still being sent); a pod whose emptyDir
+    definition, twice that while a replaced one is still being sent) and the definitions'
+    deflated schemas (about 11 KiB per definition, at most twice that before a compaction):
+    1Gi holds over 20,000 distinct definitions at the worst moment; a pod whose emptyDir
     outgrows its limit is evicted. */}}
     - name: tmp
       emptyDir:
-        sizeLimit: 512Mi
+        sizeLimit: 1Gi
     {{- if ne .Values.certificates.mode "generated" }}
     - name: serving-cert
       secret:
