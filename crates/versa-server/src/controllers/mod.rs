@@ -1,5 +1,6 @@
 //! The background work of a replica: following the stored definitions and serving them
-//! ([`definitions`], which every replica runs), following the admission configuration
+//! ([`definitions`], which every replica runs; what a definition's status should be is
+//! [`definition_status`]), following the admission configuration
 //! ([`admission`], every replica too), and the work that must happen once — definition
 //! status, cleanup of deleted definitions, storage [`migration`], the judgement of stored
 //! objects after a definition change ([`stored_objects`]), standalone's [`namespaces`],
@@ -10,6 +11,7 @@
 //! own status writes, recognised when they come back.
 
 pub mod admission;
+pub mod definition_status;
 pub mod definitions;
 pub mod echoes;
 pub mod garbage_collector;
