@@ -13,6 +13,7 @@
 #   its build.rs names, from the version in Cargo.lock, with the arguments prost-build passes),
 #   which needs the well-known types such as google/protobuf/descriptor.proto;
 # - etcd runs, the time zone database has America/New_York, python3 runs, ip and setpriv run,
+#   cc, make and awk run (jemalloc's C build),
 #   the pinned helm that `install-deps.sh --helm-path` names runs, and `install-deps.sh --kube`
 #   says that Go is missing (the root has none: Go comes with the machine);
 # - a second run of install-deps.sh does nothing, as it promises.
@@ -236,6 +237,7 @@ check "etcd runs" /bin/sh -ec 'v="$(etcd --version)"; printf "%s\n" "$v" | head 
 check "/usr/share/zoneinfo/America/New_York exists" test -f /usr/share/zoneinfo/America/New_York
 check "python3 runs" python3 --version
 check "ip and setpriv run (the tests behind kube-apiserver)" /bin/sh -ec 'ip -V; setpriv --version'
+check "cc, make and awk run (jemalloc's build)" /bin/sh -ec 'cc --version | head -n 1; make --version | head -n 1; echo | awk "{}"'
 check "install-deps.sh --kube names the missing Go" /bin/sh -ec '
   if command -v go >/dev/null 2>&1; then bash /src/hack/install-deps.sh --kube; exit; fi
   if out="$(bash /src/hack/install-deps.sh --kube 2>&1)"; then echo "no Go, yet --kube passed"; exit 1; fi

@@ -5,7 +5,8 @@
  * holds, so the two tell a program's own growth from the allocator's share of it.
  *
  * A measuring tool, never part of versa: preloaded into a build with the system allocator
- * (the `versa` crate's `system-allocator` feature; mimalloc does not go through malloc).
+ * (the `versa` crate's `system-allocator` feature; jemalloc, as versa builds it, does
+ * not go through malloc).
  *
  *   gcc -O2 -shared -fPIC -o /tmp/heap-in-use.so hack/heap-in-use.c
  *   VERSA_HEAP_LOG=/tmp/heap.log LD_PRELOAD=/tmp/heap-in-use.so versa serve ...

@@ -17,6 +17,8 @@
 #   (tests/e2e/apply.rs): into ${XDG_CACHE_HOME:-~/.cache}/versa-tools/kopf-<version>/, a
 #   directory for PYTHONPATH, no root needed. kopf needs CPython >= 3.11 (Debian 12 has 3.11).
 #
+# - a C compiler, make and awk: the versa binary's allocator, jemalloc, is built from its C source
+#   by its configure script (tikv-jemalloc-sys); ring's C code needs the compiler too.
 # - iproute2 (`ip`) and util-linux (`setpriv`): the tests behind the real kube-apiserver
 #   (tests/e2e/kube.rs) run versa in a network namespace of their own and tie every process they
 #   start to the test binary's life.
@@ -220,6 +222,11 @@ fi
 [ -e /usr/share/zoneinfo/America/New_York ] || need+=(tzdata)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+# jemalloc (the versa binary's allocator, tikv-jemalloc-sys) is built from its C source by its
+# configure script and make; ring and jemalloc need a C compiler, which Rust's linking needs too.
+command -v make >/dev/null 2>&1 || need+=(make)
+command -v awk >/dev/null 2>&1 || need+=(mawk)
+command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 install_debian "${need[@]}"
 ensure_helm
 ensure_kopf

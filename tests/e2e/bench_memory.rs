@@ -22,9 +22,13 @@
 //! took. Last, `/openapi/v2` as kubectl asks for it (gzip, JSON and protobuf), timed, and the RSS
 //! after those requests (the protobuf form is then kept), and again 12 s later.
 //!
-//! `VERSA_BENCH_HEAP_LOG` (with versa run with `hack/heap-in-use.c` preloaded, through
-//! `VERSA_BENCH_WRAP`) prints beside each RSS reading the bytes versa holds, as malloc counts
-//! them: what the program keeps, without the allocator's share (`docs/memory.md`).
+//! Beside each RSS reading, the bytes versa holds, as jemalloc counts them (`/metrics`), and the
+//! resident bytes jemalloc keeps for them: what the program keeps, and the allocator's share
+//! (`docs/memory.md`). `VERSA_BENCH_HEAP_LOG` (with a build with the system allocator run with
+//! `hack/heap-in-use.c` preloaded, through `VERSA_BENCH_WRAP`) prints glibc's count instead.
+//!
+//! `VERSA_BENCH_SMAPS=DIR` copies the process's `/proc/PID/smaps` into `DIR` at each reading
+//! (`reading-00.smaps`, ...), to see which mappings the RSS grew in (`hack/smaps-growth.py`).
 //!
 //! `VERSA_BENCH_WRAP` runs versa under a profiler (`heaptrack -o FILE`, with `VERSA_BENCH_BIN` a
 //! build with the `system-allocator` feature, since heaptrack hooks malloc): the RSS is then the
@@ -156,17 +160,37 @@ fn heap_kib() -> Option<u64> {
     Some(bytes / 1024)
 }
 
-/// Prints [`heap_kib`] when there is one, and returns it.
-fn print_heap() -> Option<u64> {
-    let heap = heap_kib()?;
-    println!("in use (hack/heap-in-use.c): {heap} KiB");
-    Some(heap)
+/// What versa holds, in KiB, printed beside each RSS reading and returned: glibc's count from
+/// [`heap_kib`] when versa runs with `hack/heap-in-use.c` preloaded, else jemalloc's from
+/// `/metrics` (`versa_allocator_allocated_bytes`), printed with the resident bytes jemalloc keeps
+/// for it (`versa_allocator_resident_bytes`): their difference is the allocator's share.
+async fn print_held(c: &Client) -> Option<u64> {
+    if let Some(heap) = heap_kib() {
+        println!("in use (hack/heap-in-use.c): {heap} KiB");
+        return Some(heap);
+    }
+    let text = c.get("/metrics").await.text();
+    let kib = |name: &str| {
+        let bytes: f64 = text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())?;
+        Some((bytes / 1024.0) as u64)
+    };
+    let (allocated, resident) = (kib("versa_allocator_allocated_bytes")?, kib("versa_allocator_resident_bytes")?);
+    println!(
+        "in use (jemalloc's count, /metrics): {allocated} KiB, which the allocator keeps in {resident} KiB resident"
+    );
+    Some(allocated)
 }
 
 /// `VmRSS` of the process (or of the wrapper's child, the versa process, when wrapped), in KiB.
 fn rss_kib(pid: u32) -> u64 {
     let versa = versa_pid(pid).unwrap_or_else(|| pid.to_string());
     let status = std::fs::read_to_string(format!("/proc/{versa}/status")).unwrap_or_default();
+    if let Some(dir) = std::env::var_os("VERSA_BENCH_SMAPS") {
+        static READING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = READING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let to = Path::new(&dir).join(format!("reading-{n:02}.smaps"));
+        std::fs::copy(format!("/proc/{versa}/smaps"), &to).unwrap();
+    }
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
@@ -410,7 +434,7 @@ async fn main() {
         0 => println!("baseline (no definitions, documents served): {baseline} KiB"),
         mib => println!("baseline (no definitions, {mib} MiB of other objects, documents served): {baseline} KiB"),
     }
-    print_heap();
+    print_held(&c).await;
 
     let corpus = std::sync::Arc::new(corpus);
     let (mut created, average) = load(&c, &corpus, 0..requested, pid).await;
@@ -421,7 +445,7 @@ async fn main() {
          (with the bounded caches' growth)",
         per * 1024.0 / average,
     );
-    let mut heap = print_heap();
+    let mut heap = print_held(&c).await;
     // Three times as many again, a step at a time: the bounded caches (the store's pages, the
     // watch broadcast) are full by the end of the second step, so what the RSS grows by from
     // there is what each definition costs.
@@ -448,7 +472,7 @@ async fn main() {
             created.len(),
             over * 1024.0 / average,
         );
-        heap = print_heap();
+        heap = print_held(&c).await;
     }
     let (from, at, json) = filled;
     let added = created.len() - from;

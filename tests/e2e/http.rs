@@ -2281,18 +2281,30 @@ async fn openapi_documents() {
     assert_eq!(c.get("/openapi/v3/apis/stable.example.com/v2").await.status, 404);
 }
 
-/// `versa serve` runs the allocator's purge thread (`versa/src/allocator.rs`), which makes an
-/// idle server hand back the memory it freed; `hack/bench-memory.sh` measures what that changes.
-#[test]
-fn the_allocator_purger_runs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let versa = Versa::start(tmp.path());
-    let tasks = std::fs::read_dir(format!("/proc/{}/task", versa.child.id())).unwrap();
+/// `versa serve` runs jemalloc's background threads (`versa/src/allocator.rs`), which hand the
+/// memory it freed back to the system, also while it is idle (`hack/bench-memory.sh` measures
+/// what that changes), and `/metrics` has jemalloc's statistics.
+#[tokio::test]
+async fn the_allocators_background_threads_run_and_its_statistics_are_exposed() {
+    let s = server().await;
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", s.versa.child.id())).unwrap();
     let names: Vec<String> = tasks
         .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
         .map(|name| name.trim().to_owned())
         .collect();
-    assert!(names.iter().any(|name| name == "versa-purge"), "versa's threads: {names:?}");
+    assert!(names.iter().any(|name| name == "jemalloc_bg_thd"), "versa's threads: {names:?}");
+    let metrics = s.client.get("/metrics").await.text();
+    let gauge = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    let (allocated, resident) = (gauge("versa_allocator_allocated_bytes"), gauge("versa_allocator_resident_bytes"));
+    assert!(allocated > 0.0 && resident >= gauge("versa_allocator_active_bytes"), "{metrics}");
+    for name in ["versa_allocator_metadata_bytes", "versa_allocator_retained_bytes"] {
+        gauge(name);
+    }
 }
 
 /// Writes too large to store with their `managedFields` are stored without them, as kube's

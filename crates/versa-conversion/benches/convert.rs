@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 /// The allocator the versa binary uses, so that what is measured here is what runs.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use serde_json::{Value, json};
 use versa_apiextensions::cel_conversion::lower_schemas;

@@ -80,7 +80,7 @@
 
 /// The allocator the versa binary uses, so that what is measured here is what runs.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

@@ -26,7 +26,9 @@
 //! - `versa_storage_up` (1 when the store answered its last probe) and
 //!   `versa_storage_revision` (the store's current revision), probed every 10 seconds;
 //! - whatever collectors the binary adds ([`Metrics::with`]): the watch cache's
-//!   `apiserver_watch_cache_*` series in etcd mode (`versa-storage-cache`'s `metrics.rs`).
+//!   `apiserver_watch_cache_*` series in etcd mode (`versa-storage-cache`'s `metrics.rs`), and
+//!   the allocator's `versa_allocator_{allocated,active,resident,metadata,retained}_bytes`
+//!   (`versa/src/allocator.rs`).
 
 use std::sync::atomic::AtomicI64;
 

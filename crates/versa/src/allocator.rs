@@ -1,51 +1,110 @@
-//! The process's allocator, and the one piece of upkeep it needs.
+//! The process's allocator: jemalloc, and the settings it is built with.
 //!
-//! mimalloc is chosen for serving speed (`hack/bench-serve.sh` uses the same one). Memory the
-//! program frees goes back to the operating system only after a delay (a second in mimalloc 3),
-//! and only when mimalloc next looks at its arenas, which it does when some thread hands a page
-//! back to it. A server that goes quiet after building a large document (`/openapi/v2` at a
-//! thousand real definitions is tens of MiB while it is written) hands back no more pages, so
-//! what that document freed stays resident for as long as the server is quiet: 10–18 MiB each
-//! time in `hack/bench-memory.sh` (docs/memory.md, "Allocator retention").
+//! Serving is allocation-heavy (every object is a tree of small maps and strings): with glibc's
+//! malloc a LIST of 1,000 objects takes about twice as long. Of the fast allocators, jemalloc is
+//! the one that keeps least around what the process holds for long: a definition's state (a few
+//! dozen small blocks) is allocated among the megabyte of short-lived blocks that creating,
+//! validating and publishing it frees. With mimalloc 3, which versa used before, the RSS grew by
+//! 2.5–3× what was kept, 34.9 KiB for each distinct definition at 1,700; with jemalloc, by
+//! about 12 KiB, as fast or faster on the serving benchmark (`docs/memory.md`, "jemalloc").
 //!
-//! [`start_purger`] starts one thread that, every second, allocates and frees a block above
-//! mimalloc's largest size class (512 KiB). Such a block has a page of its own, and freeing it
-//! hands that page back, which makes mimalloc return the freed memory whose delay has passed.
-//! The block is never written, so it costs no resident memory; the purges are the ones
-//! mimalloc would have done at its next page handed back anyway, never sooner than its delay,
-//! so serving pays nothing for them. mimalloc's `mi_collect` would say the same thing
-//! directly, but calling it needs `unsafe`, which this workspace forbids.
+//! Freed memory goes back to the operating system on jemalloc's own background threads (the
+//! `background_threads` feature), also while the server is idle, after about a second unused:
+//! `dirty_decay_ms:1000,muzzy_decay_ms:0`, compiled into the binary from `.cargo/config.toml`
+//! (`JEMALLOC_SYS_WITH_MALLOC_CONF`), since setting them from here would need `unsafe`, which
+//! this workspace forbids. `_RJEM_MALLOC_CONF` overrides them at run time.
+//!
+//! [`metrics`] adds jemalloc's statistics to `/metrics` (`versa_allocator_*_bytes`): what the
+//! program holds against what the process keeps resident for it — the allocator's share, which
+//! `hack/bench-memory.sh` prints at each step.
 //!
 //! The `system-allocator` feature leaves the system's malloc in place, for heap profilers that
-//! hook it; the purger is then not started.
+//! hook it (`hack/heap-in-use.c`, heaptrack); there are no allocator metrics then.
+
+use std::sync::Arc;
+
+use versa_server::metrics::Collector;
 
 /// See the module doc.
 #[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// How often the purger hands a page back (see the module doc).
-#[cfg(not(feature = "system-allocator"))]
-const PURGE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Above mimalloc's largest size class (512 KiB), so the block gets a page of its own.
-#[cfg(not(feature = "system-allocator"))]
-const PAGE_OF_ITS_OWN: usize = 1 << 20;
-
-/// Starts the purger thread (see the module doc). A thread that cannot be started is logged
-/// and left out: it only changes how soon an idle server's freed memory leaves the process.
-pub fn start_purger() {
+/// The allocator's collector for `/metrics`, when the allocator is jemalloc.
+pub fn metrics() -> Option<Arc<dyn Collector>> {
     #[cfg(not(feature = "system-allocator"))]
-    {
-        let started = std::thread::Builder::new().name("versa-purge".into()).spawn(|| {
-            loop {
-                std::thread::sleep(PURGE_EVERY);
-                // `black_box` keeps the compiler from eliding the allocation and its free.
-                drop(std::hint::black_box(Vec::<u8>::with_capacity(PAGE_OF_ITS_OWN)));
-            }
-        });
-        if let Err(e) = started {
-            tracing::warn!("cannot start the allocator's purge thread ({e}); an idle server keeps the memory it freed");
+    return Some(Arc::new(Stats));
+    #[cfg(feature = "system-allocator")]
+    None
+}
+
+/// jemalloc's statistics as gauges, read when `/metrics` is asked for.
+#[cfg(not(feature = "system-allocator"))]
+#[derive(Debug)]
+struct Stats;
+
+#[cfg(not(feature = "system-allocator"))]
+impl Collector for Stats {
+    fn encode(&self, mut encoder: prometheus_client::encoding::DescriptorEncoder) -> std::fmt::Result {
+        use prometheus_client::encoding::EncodeMetric as _;
+        use prometheus_client::metrics::MetricType;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        use tikv_jemalloc_ctl::stats;
+        // jemalloc's statistics are a snapshot, refreshed when its epoch advances; without a
+        // fresh one, nothing is exposed rather than stale figures.
+        if tikv_jemalloc_ctl::epoch::advance().is_err() {
+            return Ok(());
         }
+        let series = [
+            (
+                "versa_allocator_allocated_bytes",
+                "Bytes the program has allocated and not freed (jemalloc's stats.allocated).",
+                stats::allocated::read(),
+            ),
+            (
+                "versa_allocator_active_bytes",
+                "Bytes of the pages that hold allocations, with the free space between them (stats.active).",
+                stats::active::read(),
+            ),
+            (
+                "versa_allocator_resident_bytes",
+                "Bytes the allocator keeps resident: active pages, its metadata, and freed pages not yet \
+                 returned to the system (stats.resident).",
+                stats::resident::read(),
+            ),
+            (
+                "versa_allocator_metadata_bytes",
+                "Bytes of the allocator's own metadata (stats.metadata).",
+                stats::metadata::read(),
+            ),
+            (
+                "versa_allocator_retained_bytes",
+                "Bytes of address space returned to the system but kept mapped for reuse, not resident (stats.retained).",
+                stats::retained::read(),
+            ),
+        ];
+        for (name, help, value) in series {
+            if let Ok(value) = value {
+                let value = i64::try_from(value).unwrap_or(i64::MAX);
+                ConstGauge::new(value).encode(encoder.encode_descriptor(name, help, None, MetricType::Gauge)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(all(test, not(feature = "system-allocator")))]
+mod tests {
+    /// The settings of `.cargo/config.toml` reached the build, and background threads are on:
+    /// without them, freed memory stays in the process (jemalloc's default decay is 10 s, and
+    /// without its threads it purges only when some thread allocates).
+    #[test]
+    fn jemalloc_is_built_with_the_settings_of_the_workspace() {
+        // tikv-jemalloc-ctl 0.7 returns the string with its terminating NUL.
+        let compiled = tikv_jemalloc_ctl::config::malloc_conf::read().unwrap().trim_end_matches('\0');
+        for setting in ["background_thread:true", "dirty_decay_ms:1000", "muzzy_decay_ms:0"] {
+            assert!(compiled.split(',').any(|s| s == setting), "{setting} not in {compiled:?}");
+        }
+        assert!(tikv_jemalloc_ctl::background_thread::read().unwrap());
     }
 }

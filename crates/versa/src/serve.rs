@@ -324,7 +324,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .thread_stack_size(versa_server::codec::WORKER_STACK_BYTES)
         .build()?;
-    crate::allocator::start_purger();
     versa_registry::compiled::start_sweeper();
     runtime.block_on(serve(args))
 }
@@ -414,7 +413,8 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     }
     // Read before the store is opened: a bad token file stops the start with nothing touched.
     let mut auth = standalone_auth(&args)?;
-    let (store, extra_metrics) = open_store(&args).await?;
+    let (store, mut extra_metrics) = open_store(&args).await?;
+    extra_metrics.extend(crate::allocator::metrics());
     if cluster.is_none() {
         // Standalone decides with the RBAC objects it stores (behind kube-apiserver, kube does).
         let keys = versa_storage::Keys::new(&args.storage_prefix);

@@ -15,7 +15,7 @@
 //!
 //! writes two `callgrind.out.<pid>.<n>` per run (callgrind's `--zero-before` did not zero here):
 //! what came before it, then the run, `2k` for the `k`th run printed. The run's total of
-//! instructions (`Ir`) and its calls of mimalloc's `mi_malloc*`/`mi_zalloc*`/`mi_realloc*`
+//! instructions (`Ir`) and its calls of the global allocator (`__rust_alloc*`, `__rust_realloc`)
 //! (`callgrind_annotate --inclusive=yes`), divided by the requests, are the figures per
 //! request; versa's minus the bare server's are versa's own (the client, TLS and HTTP costs
 //! are in both). `hack/profile-get.sh` runs this and prints them.
