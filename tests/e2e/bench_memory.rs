@@ -41,7 +41,8 @@
 //! `../shared/conformance/crds/`, each copy with schemas of its own (see [`distinct`]); with N
 //! the corpus's size, each is loaded once. Then 96 MiB of other objects are written before the
 //! baseline ([`fill`]), so that the bounded caches are full before the first definition even
-//! when the definitions are too few to fill them.
+//! when the definitions are too few to fill them, and 8 definitions are created, served and
+//! deleted ([`warm_up`]), so that what the first definitions bring once is in the baseline.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "benchmark driver")]
 
@@ -387,6 +388,40 @@ async fn fill(c: &Client) -> usize {
     mib
 }
 
+/// `VERSA_BENCH_WARMUP` definitions (default 8 with `VERSA_BENCH_DISTINCT=1`, else 0) created,
+/// served and deleted before the baseline, copies of the corpus's first files in groups of their
+/// own: what the first definitions a server ever creates cost once — the code that runs for them
+/// paged in, the allocator's first blocks of each size on each thread, structures made once —
+/// is then in the baseline, not charged to the first definitions measured.
+async fn warm_up(c: &Client, corpus: &[(String, Value)]) -> usize {
+    let default = if distinct() { 8 } else { 0 };
+    let n: usize = std::env::var("VERSA_BENCH_WARMUP").ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let crds: Vec<Value> = (0..n).map(|k| corpus::replica(&corpus[k % corpus.len()].1, 9000 + k, distinct())).collect();
+    let mut created = Vec::new();
+    for crd in &crds {
+        let r = c.post(CRDS, crd).await;
+        assert!(r.status == 201 || r.status == 422, "warm-up: {}", r.text());
+        if r.status == 201 {
+            created.push(crd);
+        }
+    }
+    for crd in &created {
+        while !discoverable(c, crd).await {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    serve_documents(c).await;
+    for crd in &created {
+        let name = crd["metadata"]["name"].as_str().unwrap();
+        let r = c.delete(&format!("{CRDS}/{name}")).await;
+        assert_eq!(r.status, 200, "warm-up: deleting {name}: {}", r.text());
+        while c.get(&format!("{CRDS}/{name}")).await.status != 404 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    created.len()
+}
+
 /// The RSS once discovery and the OpenAPI documents have been served twice (what the first
 /// building left to be freed, and what is kept) and the server has been idle for 2 s.
 async fn steady_rss(c: &Client, pid: u32) -> u64 {
@@ -427,6 +462,11 @@ async fn main() {
     let pid = server.child.id();
 
     let filled_with = fill(&c).await;
+    let corpus = std::sync::Arc::new(corpus);
+    let warmed = warm_up(&c, &corpus).await;
+    if warmed > 0 {
+        println!("warm-up: {warmed} definitions created, served and deleted before the baseline");
+    }
     serve_documents(&c).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let baseline = rss_kib(pid);
@@ -436,7 +476,6 @@ async fn main() {
     }
     print_held(&c).await;
 
-    let corpus = std::sync::Arc::new(corpus);
     let (mut created, average) = load(&c, &corpus, 0..requested, pid).await;
     let mut steady = steady_rss(&c, pid).await;
     let per = steady.saturating_sub(baseline) as f64 / created.len() as f64;
