@@ -275,7 +275,8 @@ async fn discoverable(c: &Client, crd: &Value) -> bool {
     true
 }
 
-/// Creates copies `range` of the corpus (concurrently, [`WRITERS`] at a time), waits until each
+/// Creates copies `range` of the corpus (concurrently, [`WRITERS`] at a time, or
+/// `VERSA_BENCH_WRITERS`), waits until each
 /// is Established, and prints what it took: (copy, JSON bytes) of each created definition, and
 /// their average JSON size. Files the server refuses are reported (kube refuses them too).
 async fn load(
@@ -287,7 +288,8 @@ async fn load(
     let started = Instant::now();
     let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(range.start));
     let mut writers = Vec::new();
-    for _ in 0..WRITERS {
+    let concurrent = std::env::var("VERSA_BENCH_WRITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(WRITERS);
+    for _ in 0..concurrent {
         let (c, next, corpus, end) = (c.clone(), next.clone(), corpus.clone(), range.end);
         writers.push(tokio::spawn(async move {
             let (mut created, mut refused) = (Vec::new(), Vec::new());
