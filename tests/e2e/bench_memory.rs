@@ -352,11 +352,19 @@ async fn load(
 }
 
 /// `VERSA_BENCH_FILL_MIB` (default 96 with `VERSA_BENCH_DISTINCT=1`, else 0): MiB of other
-/// objects written before the baseline — ConfigMaps of 900 KiB of incompressible data — so that
-/// the bounded caches (the store's 64 MiB page cache and 16 MiB watch broadcast,
-/// `docs/storage.md`, and the 64 MiB render cache, filled by listing them) are full from the start, as in a server that holds data, and the growth per
-/// definition is what definitions keep even when there are too few of them to fill the caches
-/// (the published CRDs loaded once each: 170). Returns the MiB written.
+/// objects written before the baseline — ConfigMaps of `VERSA_BENCH_FILL_KIB` (48) KiB of
+/// incompressible data — so that the bounded caches (the store's 64 MiB page cache and 16 MiB
+/// watch broadcast, `docs/storage.md`, and the 64 MiB render cache, filled by listing them) are
+/// full from the start, as in a server that holds data, and the growth per definition is what
+/// definitions keep even when there are too few of them to fill the caches (the published CRDs
+/// loaded once each: 170). Returns the MiB written.
+///
+/// The objects are about a definition's size, so that what a definition displaces from the
+/// caches held as much memory as it takes there. Objects of 900 KiB (before 2026-11-29) did
+/// not: each of their copies in the caches had pages allocated but never written, which the
+/// RSS does not count (the baseline read 40 MiB lower than with 48 KiB objects), and the
+/// definitions that displaced them were charged the difference — at 170, most of what was
+/// measured (`docs/memory.md`, "jemalloc").
 async fn fill(c: &Client) -> usize {
     let default = if distinct() { 96 } else { 0 };
     let mib: usize = std::env::var("VERSA_BENCH_FILL_MIB").ok().and_then(|v| v.parse().ok()).unwrap_or(default);
@@ -368,9 +376,10 @@ async fn fill(c: &Client) -> usize {
     // xorshift: data deflate cannot shrink (the store deflates values that it can).
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let objects = (mib * 1024).div_ceil(900);
+    let kib: usize = std::env::var("VERSA_BENCH_FILL_KIB").ok().and_then(|v| v.parse().ok()).unwrap_or(48);
+    let objects = (mib * 1024).div_ceil(kib);
     for i in 0..objects {
-        let data: String = (0..900 * 1024)
+        let data: String = (0..kib * 1024)
             .map(|_| {
                 state ^= state << 13;
                 state ^= state >> 7;
