@@ -701,6 +701,34 @@ async fn error_codes_and_status_shapes() {
     })
     .await;
     checks.eq("held object keeps its finalizer", &held_now["metadata"]["finalizers"], &json!(["example.com/hold"]));
+    // The cleanup's status write is recorded as kube's finalizer controller's: an update of
+    // `status` by kube-apiserver, which then owns the Terminating condition it set.
+    let terminating = poll("definition's instance deletion in progress", || {
+        let c = c.clone();
+        async move {
+            let def = c.get(&format!("{RD}/crontabs.stable.example.com")).await.json();
+            let in_progress =
+                condition(&def, "Terminating").is_some_and(|t| t["reason"] == "InstanceDeletionInProgress");
+            in_progress.then_some(def)
+        }
+    })
+    .await;
+    let entry = terminating["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["manager"] == "kube-apiserver" && e["subresource"] == "status")
+        .cloned()
+        .unwrap_or(Value::Null);
+    checks.eq(
+        "the cleanup's status write in managedFields",
+        &json!([
+            entry["operation"],
+            entry["apiVersion"],
+            entry["fieldsV1"]["f:status"]["f:conditions"].get(r#"k:{"type":"Terminating"}"#).is_some()
+        ]),
+        &json!(["Update", "apiextensions.k8s.io/v1", true]),
+    );
     let r = c.merge_patch(&format!("{CT}/held"), &json!({"metadata": {"finalizers": null}})).await;
     assert_eq!(r.status, 200, "releasing the held object: {}", r.text());
     poll("definition gone", || {

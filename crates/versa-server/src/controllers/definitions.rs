@@ -684,8 +684,10 @@ async fn cleanup(state: &Arc<State>, name: &str) {
                 usize::MAX
             }
         };
+        let standalone = state.startup.is_none();
         if remaining == 0 {
             let mut doc = stored;
+            let old = doc.get("status").cloned();
             set_condition(
                 &mut doc,
                 "Terminating",
@@ -694,6 +696,7 @@ async fn cleanup(state: &Arc<State>, name: &str) {
                 "removed all instances",
                 &meta::now(),
             );
+            track_cleanup_status(&mut doc, old.as_ref(), standalone);
             let finalizers: Vec<Value> = doc
                 .pointer("/metadata/finalizers")
                 .and_then(Value::as_array)
@@ -717,6 +720,7 @@ async fn cleanup(state: &Arc<State>, name: &str) {
             })
         {
             let mut doc = stored;
+            let old = doc.get("status").cloned();
             set_condition(
                 &mut doc,
                 "Terminating",
@@ -725,6 +729,7 @@ async fn cleanup(state: &Arc<State>, name: &str) {
                 "CustomResource deletion is in progress",
                 &meta::now(),
             );
+            track_cleanup_status(&mut doc, old.as_ref(), standalone);
             let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
             let _ = state.store.update(&def_key, bytes, revision).await;
         }
@@ -732,6 +737,17 @@ async fn cleanup(state: &Arc<State>, name: &str) {
             () = tokio::time::sleep(Duration::from_millis(if remaining == 0 { 50 } else { 1000 })) => {}
             () = state.shutdown.cancelled() => return,
         }
+    }
+}
+
+/// Records the cleanup's write of a definition's `Terminating` condition in its
+/// `managedFields` ([`track_status_write`]), as kube's finalizer controller writes it: an
+/// update of the `status` subresource by kube's own manager (behind kube-apiserver, versa's).
+/// The finalizer leaves in the same write, as kube's controller removes it through `/status`.
+fn track_cleanup_status(doc: &mut Value, old: Option<&Value>, standalone: bool) {
+    let (Some(metadata), Some(status)) = (doc.get("metadata"), doc.get("status")) else { return };
+    if let Some(tracked) = track_status_write(metadata, old, status, standalone, &meta::now()) {
+        doc["metadata"] = tracked;
     }
 }
 
