@@ -8,7 +8,8 @@
 //! second manager's apply of a change to one version (a conflict, then forced), a label applied
 //! by that manager, an update, a merge patch, and the first manager's apply again (conflicts
 //! with three managers, then forced); and the small one created with `POST`, its spec left to
-//! the defaults, then updated by its creator.
+//! the defaults, then updated by its creator, then deleted while an object with a finalizer holds
+//! it (the cleanup's status write).
 
 use std::time::{Duration, Instant};
 
@@ -172,8 +173,8 @@ async fn steps(client: &Client, crd: &Value) -> Vec<Value> {
 }
 
 /// A definition made by a create (`POST`): its writer's `Update` entry as the object was
-/// defaulted (`singular`, `listKind`, the conversion strategy), the status write, and an update
-/// of the same manager.
+/// defaulted (`singular`, `listKind`, the conversion strategy), the status write, an update of
+/// the same manager, and its deletion while an object with a finalizer holds it.
 async fn created(client: &Client, crd: &Value) -> Vec<Value> {
     let name = crd["metadata"]["name"].as_str().unwrap();
     let one = format!("{COLLECTION}/{name}");
@@ -191,7 +192,44 @@ async fn created(client: &Client, crd: &Value) -> Vec<Value> {
     now["metadata"]["labels"] = json!({"app": "small", "stage": "two"});
     let answer = client.put(&format!("{one}?fieldManager=creator"), &now).await;
     out.push(observed("its creator updates it", &answer, &client.get(&one).await.json()));
+
+    // Deleted while an object holds it with a finalizer: the cleanup's status write (kube's
+    // finalizer controller: `Terminating` is `InstanceDeletionInProgress`) is recorded; then the
+    // object is released and the definition goes.
+    let group = crd["spec"]["group"].as_str().unwrap();
+    let objects = format!("/apis/{group}/v1/namespaces/default/widgets");
+    let held = json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+                      "metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = client.post(&objects, &held).await;
+        if answer.status == 201 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{name}: creating the held object: {}", answer.text());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     assert_eq!(client.delete(&one).await.status, 200, "{name}: delete");
+    let in_progress = |now: &Value| {
+        now["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter().any(|c| c["type"] == "Terminating" && c["reason"] == "InstanceDeletionInProgress")
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut now = client.get(&one).await.json();
+    while !in_progress(&now) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        now = client.get(&one).await.json();
+    }
+    out.push(observed("deleted while an object holds it", &ok, &now));
+    let release = json!({"metadata": {"finalizers": null}});
+    let answer = client.merge_patch(&format!("{objects}/held"), &release).await;
+    assert_eq!(answer.status, 200, "{name}: releasing the held object: {}", answer.text());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while client.get(&one).await.status != 404 {
+        assert!(Instant::now() < deadline, "{name}: still there after its object was released");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     out
 }
 
