@@ -686,25 +686,17 @@ async fn cleanup(state: &Arc<State>, name: &str) {
         };
         let standalone = state.startup.is_none();
         if remaining == 0 {
-            let mut doc = stored;
-            let old = doc.get("status").cloned();
-            set_condition(
-                &mut doc,
-                "Terminating",
-                "False",
-                "InstanceDeletionCompleted",
-                "removed all instances",
-                &meta::now(),
-            );
-            track_cleanup_status(&mut doc, old.as_ref(), standalone);
-            let finalizers: Vec<Value> = doc
+            let finalizers: Vec<Value> = stored
                 .pointer("/metadata/finalizers")
                 .and_then(Value::as_array)
                 .map(|f| f.iter().filter(|x| *x != CLEANUP_FINALIZER).cloned().collect())
                 .unwrap_or_default();
             let done = if finalizers.is_empty() {
+                // The last finalizer gone: the definition goes, with no status to write first.
                 state.store.delete(&def_key, Some(revision)).await.map(|_| ())
             } else {
+                let mut doc = stored;
+                set_terminating(&mut doc, "False", "InstanceDeletionCompleted", "removed all instances", standalone);
                 doc["metadata"]["finalizers"] = Value::Array(finalizers);
                 let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
                 state.store.update(&def_key, bytes, revision).await.map(|_| ())
@@ -720,16 +712,13 @@ async fn cleanup(state: &Arc<State>, name: &str) {
             })
         {
             let mut doc = stored;
-            let old = doc.get("status").cloned();
-            set_condition(
+            set_terminating(
                 &mut doc,
-                "Terminating",
                 "True",
                 "InstanceDeletionInProgress",
                 "CustomResource deletion is in progress",
-                &meta::now(),
+                standalone,
             );
-            track_cleanup_status(&mut doc, old.as_ref(), standalone);
             let bytes = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
             let _ = state.store.update(&def_key, bytes, revision).await;
         }
@@ -740,13 +729,16 @@ async fn cleanup(state: &Arc<State>, name: &str) {
     }
 }
 
-/// Records the cleanup's write of a definition's `Terminating` condition in its
-/// `managedFields` ([`track_status_write`]), as kube's finalizer controller writes it: an
+/// Sets a definition document's `Terminating` condition, as the cleanup does, and records the
+/// write in its `managedFields` ([`track_status_write`]) as kube's finalizer controller's: an
 /// update of the `status` subresource by kube's own manager (behind kube-apiserver, versa's).
 /// The finalizer leaves in the same write, as kube's controller removes it through `/status`.
-fn track_cleanup_status(doc: &mut Value, old: Option<&Value>, standalone: bool) {
-    let (Some(metadata), Some(status)) = (doc.get("metadata"), doc.get("status")) else { return };
-    if let Some(tracked) = track_status_write(metadata, old, status, standalone, &meta::now()) {
+fn set_terminating(doc: &mut Value, status: &str, reason: &str, message: &str, standalone: bool) {
+    let old = doc.get("status").cloned();
+    let now = meta::now();
+    set_condition(doc, "Terminating", status, reason, message, &now);
+    let (Some(metadata), Some(new)) = (doc.get("metadata"), doc.get("status")) else { return };
+    if let Some(tracked) = track_status_write(metadata, old.as_ref(), new, standalone, &now) {
         doc["metadata"] = tracked;
     }
 }
