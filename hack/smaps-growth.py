@@ -16,8 +16,8 @@ def read(path):
             name = head.group(3).strip()
             size = (int(head.group(2), 16) - int(head.group(1), 16)) // 1024
             if not name:
-                # mimalloc's arenas and segments are large anonymous mappings; the small ones
-                # are guard pages, thread stacks without a name, and other allocations.
+                # The allocator's large reservations are big anonymous mappings; the small ones
+                # are its extents, guard pages, thread stacks without a name, and the rest.
                 name = "[anon >= 64 MiB]" if size >= 65536 else "[anon < 64 MiB]"
             kind = kinds.setdefault(name, {"Rss": 0, "Anonymous": 0, "mappings": 0})
             kind["mappings"] += 1

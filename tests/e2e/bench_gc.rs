@@ -27,10 +27,6 @@ const GROUP: &str = "gc.bench.example.com";
 /// Connections loading and deleting.
 const LOADERS: usize = 32;
 
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
 fn definition(plural: &str, kind: &str) -> Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -125,10 +121,10 @@ async fn gather(tasks: Vec<tokio::task::JoinHandle<Vec<Duration>>>) -> Vec<Durat
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let owners = env("VERSA_BENCH_GC_OWNERS", 1000);
-    let dependents = env("VERSA_BENCH_GC_DEPENDENTS", 100_000);
-    let writer_count = env("VERSA_BENCH_GC_WRITERS", 4);
-    let baseline = Duration::from_secs(env("VERSA_BENCH_GC_SECONDS", 10) as u64);
+    let owners = versa_e2e::env_count("VERSA_BENCH_GC_OWNERS", 1000);
+    let dependents = versa_e2e::env_count("VERSA_BENCH_GC_DEPENDENTS", 100_000);
+    let writer_count = versa_e2e::env_count("VERSA_BENCH_GC_WRITERS", 4);
+    let baseline = Duration::from_secs(versa_e2e::env_count("VERSA_BENCH_GC_SECONDS", 10) as u64);
     let policy = std::env::var("VERSA_BENCH_GC_POLICY").unwrap_or_else(|_| "Background".into());
 
     let dir = tempfile::tempdir().unwrap();

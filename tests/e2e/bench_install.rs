@@ -76,7 +76,7 @@ fn verdict(seconds: f64, target: f64) -> &'static str {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let n: usize = std::env::var("VERSA_BENCH_DEFINITIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let n = versa_e2e::env_count("VERSA_BENCH_DEFINITIONS", 2000);
     let published = corpus::read(&corpus::conformance_dir());
     assert!(!published.is_empty(), "no CRDs in {}", corpus::conformance_dir().display());
     let tmp = tempfile::tempdir().unwrap();

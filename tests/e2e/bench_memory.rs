@@ -288,7 +288,7 @@ async fn load(
     let started = Instant::now();
     let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(range.start));
     let mut writers = Vec::new();
-    let concurrent = std::env::var("VERSA_BENCH_WRITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(WRITERS);
+    let concurrent = versa_e2e::env_count("VERSA_BENCH_WRITERS", WRITERS);
     for _ in 0..concurrent {
         let (c, next, corpus, end) = (c.clone(), next.clone(), corpus.clone(), range.end);
         writers.push(tokio::spawn(async move {
@@ -367,7 +367,7 @@ async fn load(
 /// measured (`docs/memory.md`, "jemalloc").
 async fn fill(c: &Client) -> usize {
     let default = if distinct() { 96 } else { 0 };
-    let mib: usize = std::env::var("VERSA_BENCH_FILL_MIB").ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let mib = versa_e2e::env_count("VERSA_BENCH_FILL_MIB", default);
     if mib == 0 {
         return 0;
     }
@@ -376,7 +376,7 @@ async fn fill(c: &Client) -> usize {
     // xorshift: data deflate cannot shrink (the store deflates values that it can).
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let kib: usize = std::env::var("VERSA_BENCH_FILL_KIB").ok().and_then(|v| v.parse().ok()).unwrap_or(48);
+    let kib = versa_e2e::env_count("VERSA_BENCH_FILL_KIB", 48);
     let objects = (mib * 1024).div_ceil(kib);
     for i in 0..objects {
         let data: String = (0..kib * 1024)
@@ -406,7 +406,7 @@ async fn fill(c: &Client) -> usize {
 /// is then in the baseline, not charged to the first definitions measured.
 async fn warm_up(c: &Client, corpus: &[(String, Value)]) -> usize {
     let default = if distinct() { 8 } else { 0 };
-    let n: usize = std::env::var("VERSA_BENCH_WARMUP").ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let n = versa_e2e::env_count("VERSA_BENCH_WARMUP", default);
     let crds: Vec<Value> = (0..n).map(|k| corpus::replica(&corpus[k % corpus.len()].1, 9000 + k, distinct())).collect();
     let mut created = Vec::new();
     for crd in &crds {
@@ -464,7 +464,7 @@ async fn main() {
         println!("bench-memory: skipped: no CRD corpus in {} (run hack/crd-corpus.sh)", dir.display());
         return;
     }
-    let requested: usize = std::env::var("VERSA_BENCH_DEFINITIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let requested = versa_e2e::env_count("VERSA_BENCH_DEFINITIONS", 1000);
 
     let tmp = tempfile::tempdir().unwrap();
     let server = start(tmp.path());

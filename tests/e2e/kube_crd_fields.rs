@@ -92,6 +92,18 @@ fn established(crd: &Value) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Established" && c["status"] == "True"))
 }
 
+/// The definition at `path` once `done` holds for it, or as it is after 30 s (the comparison then
+/// shows what did not happen).
+async fn once(client: &Client, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut now = client.get(path).await.json();
+    while !done(&now) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        now = client.get(path).await.json();
+    }
+    now
+}
+
 /// Every step on one server, in order.
 async fn steps(client: &Client, crd: &Value) -> Vec<Value> {
     let name = crd["metadata"]["name"].as_str().unwrap();
@@ -103,17 +115,13 @@ async fn steps(client: &Client, crd: &Value) -> Vec<Value> {
     // The definition once the server's controllers have accepted its names (what the steps
     // that change names wait for: kube-apiserver's status write is in `managedFields` then).
     let stored = async || {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let now = client.get(&one).await.json();
+        once(client, &one, |now| {
             let accepted = ["shortNames", "categories"]
                 .iter()
                 .all(|k| now["status"]["acceptedNames"][k] == now["spec"]["names"][k]);
-            if accepted && established(&now) || Instant::now() > deadline {
-                return now;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+            accepted && established(now)
+        })
+        .await
     };
     let mut out = Vec::new();
 
@@ -181,12 +189,7 @@ async fn created(client: &Client, crd: &Value) -> Vec<Value> {
     let answer = client.post(&format!("{COLLECTION}?fieldManager=creator"), crd).await;
     assert_eq!(answer.status, 201, "{name}: {}", answer.text());
     let mut out = vec![observed("create", &answer, &answer.json())];
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut now = client.get(&one).await.json();
-    while !established(&now) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        now = client.get(&one).await.json();
-    }
+    let mut now = once(client, &one, established).await;
     let ok = Response { status: 200, headers: Default::default(), body: Default::default() };
     out.push(observed("created and established", &ok, &now));
     now["metadata"]["labels"] = json!({"app": "small", "stage": "two"});
@@ -215,12 +218,7 @@ async fn created(client: &Client, crd: &Value) -> Vec<Value> {
             cs.iter().any(|c| c["type"] == "Terminating" && c["reason"] == "InstanceDeletionInProgress")
         })
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut now = client.get(&one).await.json();
-    while !in_progress(&now) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        now = client.get(&one).await.json();
-    }
+    let now = once(client, &one, in_progress).await;
     out.push(observed("deleted while an object holds it", &ok, &now));
     let release = json!({"metadata": {"finalizers": null}});
     let answer = client.merge_patch(&format!("{objects}/held"), &release).await;

@@ -8,6 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// A count a benchmark takes from the environment (`VERSA_BENCH_*`): `default` when the variable
+/// is unset or not a number.
+pub fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 /// The `versa` binary built in the same target directory as the running test.
 pub fn versa_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
