@@ -157,6 +157,9 @@ struct Settings {
     definitions: usize,
     group_definitions: usize,
     objects: usize,
+    /// The profile scenario's GETs and LISTs (`serve/profile.rs`).
+    profile_gets: usize,
+    profile_lists: usize,
     scenarios: Vec<String>,
 }
 
@@ -196,6 +199,8 @@ impl Settings {
             definitions: num("VERSA_BENCH_DEFINITIONS", 1000.0) as usize,
             group_definitions: num("VERSA_BENCH_GROUP_DEFINITIONS", 1000.0) as usize,
             objects: num("VERSA_BENCH_OBJECTS", 1_000_000.0) as usize,
+            profile_gets: num("VERSA_BENCH_REQUESTS", 1000.0) as usize,
+            profile_lists: num("VERSA_BENCH_LIST_REQUESTS", 20.0) as usize,
             scenarios,
         }
     }
@@ -255,7 +260,7 @@ fn main() {
         million::million(&settings, &server_rt, &client_rt);
     }
     if settings.named("profile") {
-        profile::profile(&server_rt, &client_rt);
+        profile::profile(&settings, &server_rt, &client_rt);
     }
 }
 

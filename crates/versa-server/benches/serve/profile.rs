@@ -22,9 +22,8 @@
 
 use super::*;
 
-pub(super) fn profile(server_rt: &Runtime, client_rt: &Runtime) {
-    let requests = env_count("VERSA_BENCH_REQUESTS", 1000);
-    let list_requests = env_count("VERSA_BENCH_LIST_REQUESTS", 20);
+pub(super) fn profile(settings: &Settings, server_rt: &Runtime, client_rt: &Runtime) {
+    let (requests, list_requests) = (settings.profile_gets, settings.profile_lists);
     let versa = Versa::start(server_rt);
     let list_body = Arc::new(OnceLock::new());
     let bare_addr = server_rt.block_on(start_bare(versa.dir.path(), list_body.clone()));
@@ -59,11 +58,6 @@ pub(super) fn profile(server_rt: &Runtime, client_rt: &Runtime) {
         }
     });
     versa.stop(server_rt);
-}
-
-/// A count from the environment.
-fn env_count(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 /// Where a profiled run starts (callgrind writes what came before on entering it).
